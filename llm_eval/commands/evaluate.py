@@ -1,0 +1,79 @@
+"""`llm-eval evaluate`: metrics of a run against a gold set or qrels, no gate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llm_eval.evaluation import Scores, parse_metrics, score_judgments
+from llm_eval.gold import load_gold
+from llm_eval.judgments import Judgments, judge_ranked, judge_scored
+from llm_eval.output import render_table
+from llm_eval.qrels import load_qrels
+from llm_eval.runs import RunFormat, detect_format, load_run, load_trec_scores
+
+
+def evaluate_files(
+    *,
+    run_path: Path,
+    metrics: Sequence[str],
+    gold_paths: Sequence[Path] = (),
+    qrels_path: Path | None = None,
+    run_format: RunFormat = "auto",
+    relevance_level: int = 1,
+) -> Scores:
+    """Load the judgments and the run from files and score them."""
+    parsed = parse_metrics(metrics)
+    qrels = load_gold(gold_paths).qrels() if gold_paths else load_qrels(qrels_path or "")
+    return score_judgments(_judge(qrels, run_path, run_format, relevance_level), parsed)
+
+
+def _judge(
+    qrels: dict[str, dict[str, int]], run_path: Path, run_format: RunFormat, level: int
+) -> Judgments:
+    fmt = detect_format(run_path) if run_format == "auto" else run_format
+    if fmt == "trec":
+        return judge_scored(qrels, load_trec_scores(run_path), level)
+    return judge_ranked(qrels, load_run(run_path, "jsonl").ranked(), level)
+
+
+def to_json(scores: Scores, per_query: bool) -> dict[str, Any]:
+    """The JSON document `--format json` prints."""
+    document: dict[str, Any] = {"metrics": scores.means()}
+    if per_query:
+        document["per_query"] = scores.to_dict()
+    document["queries"] = {
+        "evaluated": len(scores.query_ids),
+        "missing_from_run": list(scores.missing),
+        "not_in_gold": scores.not_in_gold,
+        "rejection": len(scores.rejection),
+    }
+    return document
+
+
+def to_table(scores: Scores, per_query: bool) -> str:
+    """Aligned text: the means, optionally one row per query, then the query counts."""
+    names = list(scores.metric_names)
+    rows = [["all", *(_fmt(scores.mean(n)) for n in names)]]
+    if per_query:
+        rows += [[qid, *(_fmt(v[n]) for n in names)] for qid, v in scores.to_dict().items()]
+    table = render_table(["query", *names], rows)
+    return f"{table}\n\n{_summary(scores)}"
+
+
+def _summary(scores: Scores) -> str:
+    parts = [f"{len(scores.query_ids)} queries evaluated"]
+    if scores.missing:
+        shown = ", ".join(scores.missing[:10])
+        more = f" and {len(scores.missing) - 10} more" if len(scores.missing) > 10 else ""
+        parts.append(f"{len(scores.missing)} missing from the run, scored 0 ({shown}{more})")
+    if scores.rejection:
+        parts.append(f"{len(scores.rejection)} without a relevant document, left out")
+    if scores.not_in_gold:
+        parts.append(f"{scores.not_in_gold} run queries not in the gold set, ignored")
+    return "; ".join(parts)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4f}"

@@ -1,0 +1,58 @@
+"""The document corpus, in BEIR's JSONL shape: `{"_id", "title", "text", "metadata"}`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.textio import iter_lines, parse_json_object
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One passage of the corpus."""
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def iter_corpus(path: str | Path) -> Iterator[Document]:
+    """Stream the documents of a BEIR corpus file; ids must be unique."""
+    seen: dict[str, int] = {}
+    for line, text in iter_lines(path):
+        document = _parse_document(parse_json_object(text, path, line), path, line)
+        if document.doc_id in seen:
+            raise InputError(
+                f"duplicate _id {document.doc_id!r} (first at line {seen[document.doc_id]})",
+                path=path,
+                line=line,
+                key="_id",
+            )
+        seen[document.doc_id] = line
+        yield document
+
+
+def _parse_document(record: Mapping[str, Any], path: str | Path, line: int) -> Document:
+    def fail(key: str, reason: str) -> InputError:
+        return InputError(reason, path=path, line=line, key=key)
+
+    doc_id = record.get("_id")
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id:
+        raise fail("_id", "missing or not a non-empty string")
+    values = {}
+    for key in ("title", "text"):
+        value = record.get(key, "")
+        if not isinstance(value, str):
+            raise fail(key, "must be a string")
+        values[key] = value
+    metadata = record.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise fail("metadata", "must be an object")
+    return Document(doc_id, values["title"], values["text"], metadata)

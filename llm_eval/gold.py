@@ -1,0 +1,186 @@
+"""The gold set: JSONL files of queries with graded relevant documents, in tiers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.textio import iter_lines, parse_json_object
+
+DEFAULT_TIER = "A"
+
+
+@dataclass(frozen=True, slots=True)
+class GoldQuery:
+    """One reviewed question and the documents that answer it."""
+
+    query_id: str
+    query: str
+    tier: str
+    tags: tuple[str, ...]
+    relevant: tuple[tuple[str, int], ...]
+    """(doc_id, grade) pairs; grade >= 1. Empty for rejection queries."""
+    is_rejection: bool
+    expected_answer: str | None
+    notes: str | None
+    path: str
+    """The gold file this query was read from."""
+    line: int
+    """Its line in that file (annotations point here)."""
+
+    @property
+    def grades(self) -> dict[str, int]:
+        """`{doc_id: grade}`: this query's row of the qrels."""
+        return dict(self.relevant)
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSource:
+    """A gold file and the tier its queries belong to unless they say otherwise."""
+
+    path: str
+    tier: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSet:
+    """All gold queries, in file order."""
+
+    queries: tuple[GoldQuery, ...]
+
+    def qrels(self) -> dict[str, dict[str, int]]:
+        """`{query_id: {doc_id: grade}}` over every query (rejection queries map to `{}`)."""
+        return {q.query_id: q.grades for q in self.queries}
+
+    def by_id(self) -> dict[str, GoldQuery]:
+        """`{query_id: query}`."""
+        return {q.query_id: q for q in self.queries}
+
+    def tiers(self) -> tuple[str, ...]:
+        """Tier names in order of first appearance."""
+        return tuple(dict.fromkeys(q.tier for q in self.queries))
+
+    def tags(self) -> tuple[str, ...]:
+        """Tag names, sorted."""
+        return tuple(sorted({t for q in self.queries for t in q.tags}))
+
+
+_FIELDS = {
+    "query_id",
+    "query",
+    "tier",
+    "tags",
+    "relevant",
+    "is_rejection",
+    "expected_answer",
+    "notes",
+}
+
+
+def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
+    """Read gold JSONL files; query ids must be unique across all of them."""
+    seen: dict[str, tuple[str, int]] = {}
+    queries: list[GoldQuery] = []
+    for source in sources:
+        if not isinstance(source, GoldSource):
+            source = GoldSource(str(source))
+        for query in iter_gold_file(source.path, source.tier):
+            first = seen.get(query.query_id)
+            if first is not None:
+                raise InputError(
+                    f"duplicate query_id {query.query_id!r} (first at {first[0]}:{first[1]})",
+                    path=query.path,
+                    line=query.line,
+                    key="query_id",
+                )
+            seen[query.query_id] = (query.path, query.line)
+            queries.append(query)
+    return GoldSet(tuple(queries))
+
+
+def iter_gold_file(path: str | Path, tier: str | None = None) -> Iterator[GoldQuery]:
+    """Stream the queries of one gold file, failing on the first bad line."""
+    for line, text in iter_lines(path):
+        yield _parse_query(parse_json_object(text, path, line), str(path), line, tier)
+
+
+def _parse_query(
+    record: Mapping[str, Any], path: str, line: int, file_tier: str | None
+) -> GoldQuery:
+    def fail(key: str, reason: str) -> InputError:
+        return InputError(reason, path=path, line=line, key=key)
+
+    unknown = sorted(set(record) - _FIELDS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key (valid keys: {', '.join(sorted(_FIELDS))})")
+    for key in ("query_id", "query"):
+        if key not in record:
+            raise fail(key, "missing required key")
+        if not isinstance(record[key], str) or not record[key].strip():
+            raise fail(key, "must be a non-empty string")
+    tier = _tier(record.get("tier"), file_tier, fail)
+    relevant = _relevant(record.get("relevant", {}), fail)
+    is_rejection = record.get("is_rejection", False)
+    if not isinstance(is_rejection, bool):
+        raise fail("is_rejection", "must be true or false")
+    if is_rejection and relevant:
+        raise fail("is_rejection", f"is true but `relevant` lists {len(relevant)} documents")
+    return GoldQuery(
+        query_id=record["query_id"],
+        query=record["query"],
+        tier=tier,
+        tags=_tags(record.get("tags", []), fail),
+        relevant=relevant,
+        is_rejection=is_rejection or not relevant,
+        expected_answer=_optional_text(record, "expected_answer", fail),
+        notes=_optional_text(record, "notes", fail),
+        path=path,
+        line=line,
+    )
+
+
+def _tier(value: Any, file_tier: str | None, fail: Any) -> str:
+    if value is None:
+        return file_tier or DEFAULT_TIER
+    if not isinstance(value, str) or not value.strip():
+        raise fail("tier", "must be a non-empty string")
+    if file_tier is not None and value != file_tier:
+        raise fail("tier", f"is {value!r} but the config lists this file as tier {file_tier!r}")
+    return value
+
+
+def _tags(value: Any, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise fail("tags", "must be a list of non-empty strings")
+    return tuple(dict.fromkeys(value))
+
+
+def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
+    if isinstance(value, list):
+        if not all(isinstance(doc, str) and doc for doc in value):
+            raise fail("relevant", "a list must hold document ids (non-empty strings)")
+        return tuple((doc, 1) for doc in dict.fromkeys(value))
+    if not isinstance(value, dict):
+        raise fail(
+            "relevant",
+            f"must be an object {{doc_id: grade}} or a list of doc ids, got {type(value).__name__}",
+        )
+    pairs = []
+    for doc, grade in value.items():
+        if not doc:
+            raise fail("relevant", "document ids must be non-empty")
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+            raise fail(f"relevant.{doc}", f"grade must be a whole number >= 0, got {grade!r}")
+        if grade > 0:
+            pairs.append((doc, grade))
+    return tuple(pairs)
+
+
+def _optional_text(record: Mapping[str, Any], key: str, fail: Any) -> str | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise fail(key, "must be a string")
+    return value
