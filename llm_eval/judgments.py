@@ -8,8 +8,10 @@ Two front ends build them:
 
 - `judge_scored` for `{query_id: {doc_id: score}}` (pytrec_eval's shape). Following
   trec_eval, the ranking is score descending, ties broken by doc id in descending
-  byte order. Instead of sorting every list, it looks up only the relevant
-  documents' scores and counts how many scores in the same list beat each of them.
+  byte order; like trec_eval, scores are compared in single precision (it stores
+  them as C floats), so scores equal to 7 significant digits tie. Instead of
+  sorting every list, it looks up only the relevant documents' scores and counts
+  how many scores in the same list beat each of them.
 - `judge_ranked` for `{query_id: [doc_id, ...]}` where list order is the ranking
   (JSONL runs). A repeated id counts at its first rank only.
 """
@@ -224,7 +226,7 @@ def judge_scored(qrels: Qrels, run: ScoredRun, relevance_level: int = 1) -> Judg
     return builder.freeze(hit_entries, ranks, missing, _count_not_in_gold(run, qrels))
 
 
-def _score_matrix(lists: Sequence[Mapping[str, float]]) -> FloatArray:
+def _score_matrix(lists: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float32]:
     """All scores as one row per list, padded with -inf (which beats nothing)."""
     lengths = np.fromiter(map(len, lists), np.int64, len(lists))
     total = int(lengths.sum())
@@ -232,13 +234,13 @@ def _score_matrix(lists: Sequence[Mapping[str, float]]) -> FloatArray:
         itertools.chain.from_iterable(map(operator.methodcaller("values"), lists)),
         np.float64,
         total,
-    )
+    ).astype(np.float32)
     if np.isnan(flat).any():
         raise InputError("run scores must be numbers, found NaN")
     width = int(lengths.max(initial=0))
     if total == width * len(lists):
         return flat.reshape(len(lists), width)
-    matrix = np.full((len(lists), width), -np.inf)
+    matrix = np.full((len(lists), width), -np.inf, dtype=np.float32)
     # Row-major boolean assignment fills each row's first `length` cells in order.
     matrix[np.arange(width) < lengths[:, None]] = flat
     return matrix
@@ -254,24 +256,25 @@ def _ranks_by_score(
     if rows.size == 0:
         return np.zeros(0, dtype=np.int64)
     matrix = _score_matrix(lists)
+    single = scores.astype(np.float32)
     better = np.empty(rows.size, dtype=np.int64)
     equal = np.empty(rows.size, dtype=np.int64)
     step = max(1, _RANK_CHUNK_CELLS // max(1, matrix.shape[1]))
     for start in range(0, rows.size, step):
         block = matrix[rows[start : start + step]]
-        threshold = scores[start : start + step, None]
+        threshold = single[start : start + step, None]
         better[start : start + step] = (block > threshold).sum(axis=1)
         equal[start : start + step] = (block == threshold).sum(axis=1)
     ranks = better + 1
     for i in np.flatnonzero(equal > 1).tolist():
-        ranks[i] += _tied_ahead(lists[rows[i]], docs[i], float(scores[i]))
+        ranks[i] += _tied_ahead(lists[rows[i]], docs[i], single[i])
     return ranks
 
 
-def _tied_ahead(scored: Mapping[str, float], doc: str, score: float) -> int:
+def _tied_ahead(scored: Mapping[str, float], doc: str, score: np.float32) -> int:
     """Documents with the same score ranked ahead of `doc`: trec_eval puts larger ids first.
 
     Python compares strings by code point, which for UTF-8 text is the byte order
     trec_eval's strcmp uses.
     """
-    return sum(1 for other, value in scored.items() if value == score and other > doc)
+    return sum(1 for other, value in scored.items() if np.float32(value) == score and other > doc)

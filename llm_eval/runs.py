@@ -5,8 +5,9 @@ Two file formats:
   "text": …}], "latency_ms": …}`. The list order is the ranking (what the model
   is shown); other keys are ignored.
 - TREC: `query_id Q0 doc_id rank score tag`, extra trailing columns tolerated. As in
-  trec_eval the rank column is ignored: score descending, ties broken by doc id in
-  descending byte order; a document listed twice for one query is an error.
+  trec_eval the rank column is ignored: score descending (compared in single
+  precision, as trec_eval stores scores), ties broken by doc id in descending byte
+  order; a document listed twice for one query is an error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from llm_eval.errors import InputError
 from llm_eval.textio import iter_lines, parse_json_object
@@ -74,7 +77,7 @@ def load_run(path: str | Path, run_format: RunFormat = "auto") -> Run:
 
 
 def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
-    ordered = sorted(scored.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    ordered = sorted(scored.items(), key=lambda item: (np.float32(item[1]), item[0]), reverse=True)
     return QueryResults(query_id, tuple(RankedResult(doc, score) for doc, score in ordered))
 
 

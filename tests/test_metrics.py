@@ -1,0 +1,167 @@
+"""Hand-worked values for every metric, and the metric-name parser."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import llm_eval
+from llm_eval.errors import InputError
+from llm_eval.metrics import parse_metric
+
+LOG2 = math.log2
+QRELS = {"q": {"d1": 3, "d2": 1, "d3": 2, "d4": 0}}
+# Ranking: x, d1, y, d2, z. Relevant at ranks 2 (grade 3) and 4 (grade 1); d3 never retrieved.
+RUN = {"q": ["x", "d1", "y", "d2", "z"]}
+
+DCG5 = 3 / LOG2(3) + 1 / LOG2(5)
+IDCG5 = 3 / LOG2(2) + 2 / LOG2(3) + 1 / LOG2(4)
+EXP_DCG5 = 7 / LOG2(3) + 1 / LOG2(5)
+EXP_IDCG5 = 7 / LOG2(2) + 3 / LOG2(3) + 1 / LOG2(4)
+
+
+@pytest.mark.parametrize(
+    ("metric", "level", "expected"),
+    [
+        ("recall@1", 1, 0.0),
+        ("recall@2", 1, 1 / 3),
+        ("recall@5", 1, 2 / 3),
+        ("recall@100", 1, 2 / 3),
+        ("recall@5", 2, 1 / 2),  # only d1 and d3 are relevant at level 2
+        ("recall@4", 3, 1.0),  # only d1 is relevant at level 3
+        ("precision@2", 1, 1 / 2),
+        ("P@5", 1, 2 / 5),
+        ("precision@10", 1, 2 / 10),  # divides by k although 5 were retrieved
+        ("precision@5", 2, 1 / 5),
+        ("hit_rate@1", 1, 0.0),
+        ("hit_rate@2", 1, 1.0),
+        ("success@3", 1, 1.0),
+        ("mrr", 1, 1 / 2),
+        ("mrr@1", 1, 0.0),
+        ("mrr@2", 1, 1 / 2),
+        ("mrr", 3, 1 / 2),
+        ("map", 1, (1 / 2 + 2 / 4) / 3),
+        ("map@2", 1, (1 / 2) / 3),
+        ("map@3", 1, (1 / 2) / 3),
+        ("map", 2, (1 / 2) / 2),
+        ("ndcg@5", 1, DCG5 / IDCG5),
+        ("ndcg@5", 2, DCG5 / IDCG5),  # nDCG uses the raw grades at every level
+        ("ndcg@1", 1, 0.0),
+        ("ndcg@2", 1, (3 / LOG2(3)) / (3 + 2 / LOG2(3))),
+        ("ndcg", 1, DCG5 / IDCG5),
+        ("ndcg_exp@5", 1, EXP_DCG5 / EXP_IDCG5),
+    ],
+)
+def test_hand_worked_values(metric: str, level: int, expected: float) -> None:
+    scores = llm_eval.evaluate(QRELS, RUN, [metric], relevance_level=level)
+    assert scores.mean(metric) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_repeated_document_is_credited_once() -> None:
+    run = {"q": ["d1", "d1", "d2"]}
+    scores = llm_eval.evaluate(QRELS, run, ["recall@2", "precision@2", "map"])
+    assert scores.mean("recall@2") == pytest.approx(1 / 3)
+    assert scores.mean("precision@2") == pytest.approx(1 / 2)
+    assert scores.mean("map") == pytest.approx((1 / 1 + 2 / 3) / 3)
+
+
+def test_recall_never_exceeds_one_with_repeats() -> None:
+    scores = llm_eval.evaluate({"q": {"a": 1}}, {"q": ["a", "a", "a"]}, ["recall@3"])
+    assert scores.mean("recall@3") == 1.0
+
+
+def test_missing_queries_score_zero_and_are_listed() -> None:
+    qrels = {"a": {"d": 1}, "b": {"d": 1}}
+    scores = llm_eval.evaluate(qrels, {"a": ["d"]}, ["recall@5", "mrr"])
+    assert scores.missing == ("b",)
+    assert scores.per_query("mrr") == {"a": 1.0, "b": 0.0}
+    assert scores.mean("recall@5") == 0.5
+
+
+def test_rejection_queries_are_left_out_of_means() -> None:
+    qrels = {"a": {"d": 1}, "r": {}, "low": {"d": 1}}
+    scores = llm_eval.evaluate(qrels, {"a": ["d"], "r": ["x"]}, ["mrr"], relevance_level=2)
+    assert scores.rejection == ("a", "r", "low")
+    assert scores.query_ids == ()
+    assert math.isnan(scores.mean("mrr"))
+    scores = llm_eval.evaluate(qrels, {"a": ["d"], "r": ["x"]}, ["mrr"])
+    assert scores.rejection == ("r",)
+    assert scores.mean("mrr") == 0.5  # "low" is missing from the run and scores 0
+
+
+def test_run_queries_not_in_gold_are_counted_and_ignored() -> None:
+    scores = llm_eval.evaluate({"a": {"d": 1}}, {"a": ["d"], "x": ["d"], "y": []}, ["mrr"])
+    assert scores.not_in_gold == 2
+    assert scores.per_query("mrr") == {"a": 1.0}
+
+
+def test_scored_runs_break_ties_by_doc_id_descending() -> None:
+    run = {"q": {"d1": 1.0, "d2": 1.0, "zz": 1.0, "d3": 0.5}}
+    scores = llm_eval.evaluate(QRELS, run, ["mrr", "ndcg@3"])
+    # Order: zz, d2, d1, d3 -> first relevant (d2) at rank 2.
+    assert scores.mean("mrr") == 0.5
+    dcg = 1 / LOG2(3) + 3 / LOG2(4)
+    assert scores.mean("ndcg@3") == pytest.approx(dcg / IDCG5)
+
+
+def test_empty_ranking_scores_zero_without_being_missing() -> None:
+    scores = llm_eval.evaluate(QRELS, {"q": []}, ["recall@5", "ndcg@5"])
+    assert scores.missing == ()
+    assert scores.means() == {"recall@5": 0.0, "ndcg@5": 0.0}
+
+
+def test_scores_api_shapes() -> None:
+    scores = llm_eval.evaluate(QRELS, RUN, ["P@5", "MRR"])
+    assert scores.metric_names == ("precision@5", "mrr")
+    assert scores.to_dict() == {"q": {"precision@5": 0.4, "mrr": 0.5}}
+    assert scores.per_query("p@5") == {"q": 0.4}
+    with pytest.raises(KeyError, match="was not computed"):
+        scores.mean("map")
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("recall@5", "recall@5"),
+        ("Recall@5", "recall@5"),
+        ("P@10", "precision@10"),
+        ("precision@3", "precision@3"),
+        ("success@1", "hit_rate@1"),
+        ("hit_rate@5", "hit_rate@5"),
+        ("MRR", "mrr"),
+        ("mrr@10", "mrr@10"),
+        ("recip_rank", "mrr"),
+        ("map", "map"),
+        ("MAP@100", "map@100"),
+        ("nDCG@10", "ndcg@10"),
+        ("ndcg_exp@10", "ndcg_exp@10"),
+    ],
+)
+def test_parse_metric_names(name: str, canonical: str) -> None:
+    assert parse_metric(name).name == canonical
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "recal@5",
+            "unknown metric 'recal@5'; valid metrics: recall@k; precision@k (alias P@k); "
+            "hit_rate@k (alias success@k); mrr, mrr@k (alias recip_rank); map, map@k; "
+            "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k",
+        ),
+        ("recall", "metric 'recall' needs a cutoff, e.g. recall@5"),
+        ("recall@0", "metric 'recall@0': the cutoff must be a whole number >= 1"),
+        ("ndcg@ten", "metric 'ndcg@ten': the cutoff must be a whole number >= 1"),
+    ],
+)
+def test_parse_metric_errors(name: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_metric(name)
+    assert str(caught.value) == message
+
+
+def test_duplicate_metric_names_are_computed_once() -> None:
+    scores = llm_eval.evaluate(QRELS, RUN, ["P@5", "precision@5", "mrr"])
+    assert scores.metric_names == ("precision@5", "mrr")
