@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.textio import iter_lines, parse_json_object
+from llm_eval.output import plural
+from llm_eval.textio import iter_lines, json_type, parse_json_object
 
 DEFAULT_TIER = "A"
 
@@ -127,7 +129,8 @@ def _parse_query(
     if not isinstance(is_rejection, bool):
         raise fail("is_rejection", "must be true or false")
     if is_rejection and relevant:
-        raise fail("is_rejection", f"is true but `relevant` lists {len(relevant)} documents")
+        listed = plural(len(relevant), "document", "documents")
+        raise fail("is_rejection", f"is true but `relevant` lists {listed}")
     return GoldQuery(
         query_id=record["query_id"],
         query=record["query"],
@@ -166,14 +169,15 @@ def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
     if not isinstance(value, dict):
         raise fail(
             "relevant",
-            f"must be an object {{doc_id: grade}} or a list of doc ids, got {type(value).__name__}",
+            f"must be an object {{doc_id: grade}} or a list of doc ids, got {json_type(value)}",
         )
     pairs = []
     for doc, grade in value.items():
         if not doc:
             raise fail("relevant", "document ids must be non-empty")
         if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
-            raise fail(f"relevant.{doc}", f"grade must be a whole number >= 0, got {grade!r}")
+            shown = json.dumps(grade)
+            raise fail(f"relevant.{doc}", f"grade must be a whole number >= 0, got {shown}")
         if grade > 0:
             pairs.append((doc, grade))
     return tuple(pairs)

@@ -16,3 +16,8 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def plural(count: int, singular: str, many: str) -> str:
+    """`1 query`, `2 queries`."""
+    return f"{count} {singular if count == 1 else many}"

@@ -1,4 +1,8 @@
-"""Relevance judgments in TREC (`qid 0 docid grade`) and BEIR (`query-id corpus-id score`) files."""
+"""Relevance judgments in TREC (`qid 0 docid grade`) and BEIR (`query-id corpus-id score`) files.
+
+Negative grades (e.g. -2 for spam in TREC Web track qrels) are accepted and, as in
+trec_eval, count as judged non-relevant.
+"""
 
 from __future__ import annotations
 
@@ -64,8 +68,6 @@ def _add(
         raise InputError(
             f"grade must be a whole number, got {grade_text!r}", path=path, line=line
         ) from None
-    if grade < 0:
-        raise InputError(f"grade must be >= 0, got {grade}", path=path, line=line)
     judged = qrels.setdefault(query_id, {})
     if doc_id in judged:
         raise InputError(

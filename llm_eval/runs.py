@@ -12,6 +12,7 @@ Two file formats:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -61,9 +62,9 @@ class Run:
 
 
 def detect_format(path: str | Path) -> Literal["jsonl", "trec"]:
-    """`jsonl` when the first non-blank line is a JSON object, else `trec`."""
+    """`jsonl` when the first non-blank line looks like JSON, else `trec`."""
     for _, text in iter_lines(path):
-        return "jsonl" if text.lstrip().startswith("{") else "trec"
+        return "jsonl" if text.lstrip()[:1] in ("{", "[") else "trec"
     return "jsonl"
 
 
@@ -112,12 +113,14 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     parsed = tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
     latency = record.get("latency_ms")
     if latency is not None and not _is_number(latency):
-        raise fail("latency_ms", f"must be a number, got {latency!r}")
+        raise fail("latency_ms", f"must be a number, got {json.dumps(latency)}")
     return QueryResults(query_id, parsed, None if latency is None else float(latency))
 
 
 def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
     if isinstance(item, str):
+        if not item:
+            raise fail(key, "a doc id must be a non-empty string")
         return RankedResult(item)
     if not isinstance(item, dict):
         raise fail(key, "must be an object with a doc_id, or a doc id string")
@@ -126,7 +129,7 @@ def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
         raise fail(f"{key}.doc_id", "missing or not a non-empty string")
     score = item.get("score")
     if score is not None and not _is_number(score):
-        raise fail(f"{key}.score", f"must be a number, got {score!r}")
+        raise fail(f"{key}.score", f"must be a number, got {json.dumps(score)}")
     text = item.get("text")
     if text is not None and not isinstance(text, str):
         raise fail(f"{key}.text", "must be a string")

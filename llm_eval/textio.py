@@ -54,10 +54,30 @@ def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:
             f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
         ) from None
     if not isinstance(value, dict):
-        raise InputError(
-            f"expected a JSON object, got {type(value).__name__}", path=path, line=line
-        )
+        raise InputError(f"expected a JSON object, got {json_type(value)}", path=path, line=line)
     return value
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -70,6 +90,8 @@ def write_atomic(path: str | Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
+        Path(tmp_name).chmod(_mode_for(target))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()

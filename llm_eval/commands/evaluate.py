@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import load_gold
 from llm_eval.judgments import Judgments, judge_ranked, judge_scored
-from llm_eval.output import render_table
+from llm_eval.output import plural, render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.runs import RunFormat, detect_format, load_run, load_trec_scores
 
@@ -40,7 +41,9 @@ def _judge(
 
 def to_json(scores: Scores, per_query: bool) -> dict[str, Any]:
     """The JSON document `--format json` prints."""
-    document: dict[str, Any] = {"metrics": scores.means()}
+    document: dict[str, Any] = {
+        "metrics": {name: _finite_or_none(v) for name, v in scores.means().items()}
+    }
     if per_query:
         document["per_query"] = scores.to_dict()
     document["queries"] = {
@@ -63,7 +66,7 @@ def to_table(scores: Scores, per_query: bool) -> str:
 
 
 def _summary(scores: Scores) -> str:
-    parts = [f"{len(scores.query_ids)} queries evaluated"]
+    parts = [plural(len(scores.query_ids), "query", "queries") + " evaluated"]
     if scores.missing:
         shown = ", ".join(scores.missing[:10])
         more = f" and {len(scores.missing) - 10} more" if len(scores.missing) > 10 else ""
@@ -71,9 +74,16 @@ def _summary(scores: Scores) -> str:
     if scores.rejection:
         parts.append(f"{len(scores.rejection)} without a relevant document, left out")
     if scores.not_in_gold:
-        parts.append(f"{scores.not_in_gold} run queries not in the gold set, ignored")
+        parts.append(
+            plural(scores.not_in_gold, "run query", "run queries") + " not in the gold set, ignored"
+        )
     return "; ".join(parts)
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.4f}"
+    return "n/a" if math.isnan(value) else f"{value:.4f}"
+
+
+def _finite_or_none(value: float) -> float | None:
+    """JSON has no NaN: a mean over no query is written as null."""
+    return None if math.isnan(value) else value

@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.errors import ExitCode
+
+GOLD = [
+    {"query_id": "q1", "query": "a?", "relevant": {"d1": 2, "d2": 1}, "tags": ["x"]},
+    {"query_id": "q2", "query": "b?", "relevant": ["d3"]},
+    {"query_id": "q3", "query": "c?", "is_rejection": True},
+    {"query_id": "q4", "query": "d?", "relevant": {"d4": 1}},
+]
+# q1: d2 at rank 2, d1 at rank 3; q2: d3 at rank 1 (repeated); q3 is a rejection query;
+# q4 is not in the run; zz and yy are not in the gold set.
+RUN = [
+    {"query_id": "q1", "results": [{"doc_id": "d9"}, {"doc_id": "d2"}, {"doc_id": "d1"}]},
+    {"query_id": "q2", "results": ["d3", "d3", "d8"]},
+    {"query_id": "q3", "results": ["d1"]},
+    {"query_id": "zz", "results": ["d1"]},
+    {"query_id": "yy", "results": []},
+]
+# The same judgments and rankings in TREC files; q3's only judgment has grade 0.
+TREC_QRELS = "q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 1\nq3 0 d1 0\nq4 0 d4 1\n"
+# The rank column contradicts the scores; d2 and d1 tie and d2 > d1 ranks first.
+TREC_RUN = (
+    "q1 Q0 d1 1 1.0 t\n"
+    "q1 Q0 d9 2 3.0 t\n"
+    "q1 Q0 d2 3 1.0 t\n"
+    "q2 Q0 d8 1 0.5 t\n"
+    "q2 Q0 d3 2 0.9 t\n"
+    "q3 Q0 d1 1 1.0 t\n"
+    "zz Q0 d1 1 1.0 t\n"
+    "yy Q0 d7 1 1.0 t\n"
+)
+
+
+def write_jsonl(path: Path, records: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def gold(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "gold.jsonl", GOLD)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "run.jsonl", RUN)
+
+
+def evaluate_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, object]:
+    code = main(["evaluate", *map(str, args), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    document: dict[str, object] = json.loads(out)
+    return document
+
+
+def test_table(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+    code = main(["evaluate", "--gold", str(gold), "--run", str(run), "--per-query"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert out == (
+        "query  recall@5     mrr\n"
+        "-----  --------  ------\n"
+        "all      0.6667  0.5000\n"
+        "q1       1.0000  0.5000\n"
+        "q2       1.0000  1.0000\n"
+        "q4       0.0000  0.0000\n"
+        "\n"
+        "3 queries evaluated; 1 missing from the run, scored 0 (q4); 1 without a relevant "
+        "document, left out; 2 run queries not in the gold set, ignored\n"
+    )
+
+
+def test_table_rows_are_aligned(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+    metrics = ["-m", "ndcg@10", "-m", "P@1", "-m", "hit_rate@5"]
+    main(["evaluate", "--gold", str(gold), "--run", str(run), *metrics, "--per-query"])
+    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert table[0].split() == ["query", "ndcg@10", "precision@1", "hit_rate@5"]
+    assert [row.split()[0] for row in table[2:]] == ["all", "q1", "q2", "q4"]
+    assert len({len(row) for row in table}) == 1
+    # Every column after the first is right-aligned: its cells end where its rule ends.
+    rule = table[1]
+    ends = [i for i in range(len(rule)) if rule[i] == "-" and rule[i + 1 : i + 2] != "-"]
+    for row in table:
+        assert [row[end] != " " for end in ends[1:]] == [True] * 3
+        assert [row[end + 1 : end + 2] in ("", " ") for end in ends] == [True] * 4
+
+
+def test_summary_without_missing_or_extra_queries(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"query_id": "q1", "query": "x", "relevant": ["a"]},
+            {"query_id": "q2", "query": "y", "relevant": ["c"]},
+        ],
+    )
+    run = write_jsonl(
+        tmp_path / "run.jsonl",
+        [{"query_id": "q1", "results": ["b", "a"]}, {"query_id": "q2", "results": ["c"]}],
+    )
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr"]) == 0
+    assert capsys.readouterr().out == (
+        "query     mrr\n-----  ------\nall    0.7500\n\n2 queries evaluated\n"
+    )
+
+
+def test_json(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+    document = evaluate_json(capsys, "--gold", gold, "--run", run)
+    assert list(document) == ["metrics", "queries"]
+    assert document["metrics"] == {"recall@5": pytest.approx(2 / 3), "mrr": 0.5}
+    assert document["queries"] == {
+        "evaluated": 3,
+        "missing_from_run": ["q4"],
+        "not_in_gold": 2,
+        "rejection": 1,
+    }
+
+
+def test_json_per_query(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+    document = evaluate_json(
+        capsys, "--gold", gold, "--run", run, "--per-query", "-m", "MRR", "-m", "recall@2"
+    )
+    assert sorted(document) == ["metrics", "per_query", "queries"]
+    assert document["metrics"] == {"mrr": 0.5, "recall@2": pytest.approx(1 / 2)}
+    assert document["per_query"] == {
+        "q1": {"mrr": 0.5, "recall@2": 0.5},
+        "q2": {"mrr": 1.0, "recall@2": 1.0},
+        "q4": {"mrr": 0.0, "recall@2": 0.0},
+    }
+
+
+def test_trec_files_give_the_same_result_as_jsonl(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path, run: Path
+) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(TREC_QRELS)
+    trec_run = tmp_path / "run.trec"
+    trec_run.write_text(TREC_RUN)
+    metrics = ["-m", "recall@5", "-m", "mrr", "-m", "ndcg@3", "-m", "map", "-m", "P@2"]
+    from_jsonl = evaluate_json(capsys, "--gold", gold, "--run", run, "--per-query", *metrics)
+    from_trec = evaluate_json(capsys, "--qrels", qrels, "--run", trec_run, "--per-query", *metrics)
+    assert list(from_trec) == list(from_jsonl)
+    assert from_trec["metrics"] == pytest.approx(from_jsonl["metrics"], abs=1e-12)
+    trec_per_query, jsonl_per_query = from_trec["per_query"], from_jsonl["per_query"]
+    assert isinstance(trec_per_query, dict)
+    assert isinstance(jsonl_per_query, dict)
+    assert list(trec_per_query) == list(jsonl_per_query) == ["q1", "q2", "q4"]
+    for query_id, values in jsonl_per_query.items():
+        assert trec_per_query[query_id] == pytest.approx(values, abs=1e-12)
+    assert from_trec["queries"] == from_jsonl["queries"]
+
+
+def test_run_format_option(capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path) -> None:
+    trec_run = tmp_path / "run.txt"
+    trec_run.write_text(TREC_RUN)
+    document = evaluate_json(
+        capsys, "--gold", gold, "--run", trec_run, "--run-format", "trec", "-m", "mrr"
+    )
+    assert document["metrics"] == {"mrr": 0.5}
+
+
+def test_relevance_level(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"query_id": "q1", "query": "x", "relevant": {"a": 2, "b": 1, "c": 2}},
+            {"query_id": "q2", "query": "y", "relevant": {"d": 1}},
+        ],
+    )
+    run = write_jsonl(
+        tmp_path / "run.jsonl",
+        [
+            {"query_id": "q1", "results": ["b", "a", "x"]},
+            {"query_id": "q2", "results": ["d"]},
+        ],
+    )
+    args = ("--gold", gold, "--run", run, "-m", "recall@5", "-m", "mrr")
+    level_1 = evaluate_json(capsys, *args)
+    level_2 = evaluate_json(capsys, *args, "--relevance-level", "2")
+    assert level_1["metrics"] == {"recall@5": pytest.approx((2 / 3 + 1) / 2), "mrr": 1.0}
+    assert level_2["metrics"] == {"recall@5": 0.5, "mrr": 0.5}
+    assert level_1["queries"] == {
+        "evaluated": 2,
+        "missing_from_run": [],
+        "not_in_gold": 0,
+        "rejection": 0,
+    }
+    assert level_2["queries"] == {
+        "evaluated": 1,
+        "missing_from_run": [],
+        "not_in_gold": 0,
+        "rejection": 1,
+    }
+
+
+def test_json_is_strict_json_when_no_query_is_evaluated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gold = write_jsonl(tmp_path / "gold.jsonl", [GOLD[2]])
+    run = write_jsonl(tmp_path / "run.jsonl", [RUN[2]])
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--format", "json"]) == 0
+
+    def reject(constant: str) -> object:
+        raise ValueError(f"not JSON: {constant}")
+
+    document = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert document["queries"]["evaluated"] == 0
+
+
+def test_unknown_metric(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+    code = main(
+        ["evaluate", "--gold", str(gold), "--run", str(run), "-m", "recall@5", "-m", "recal@5"]
+    )
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT == 3
+    assert out == ""
+    assert err.startswith("llm-eval: error: unknown metric 'recal@5'; valid metrics: ")
+    assert err.count("\n") == 1
+
+
+def test_bad_gold_line(capsys: pytest.CaptureFixture[str], tmp_path: Path, run: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "query": "x"}\n\n{"query_id": "q2", "query": ""}\n')
+    code = main(["evaluate", "--gold", str(gold), "--run", str(run)])
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert out == ""
+    assert err == f"llm-eval: error: {gold}:3: query: must be a non-empty string\n"
+
+
+@pytest.mark.parametrize("which", ["gold", "run"])
+def test_missing_input_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path, run: Path, which: str
+) -> None:
+    absent = tmp_path / "absent.jsonl"
+    paths = {"gold": gold, "run": run, which: absent}
+    code = main(["evaluate", "--gold", str(paths["gold"]), "--run", str(paths["run"])])
+    assert code == 3
+    assert capsys.readouterr().err == f"llm-eval: error: {absent}: no such file\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gold", "{gold}"], "Missing option '--run'"),
+        (["--run", "{run}"], "give either --gold or --qrels"),
+        (
+            ["--gold", "{gold}", "--qrels", "{gold}", "--run", "{run}"],
+            "give either --gold or --qrels",
+        ),
+        (["--gold", "{gold}", "--run", "{run}", "--relevance-level", "0"], "--relevance-level"),
+        (["--gold", "{gold}", "--run", "{run}", "--format", "csv"], "--format"),
+        (["--gold", "{gold}", "--run", "{run}", "--run-format", "tsv"], "--run-format"),
+    ],
+)
+def test_usage_errors(
+    capsys: pytest.CaptureFixture[str], gold: Path, run: Path, args: list[str], message: str
+) -> None:
+    argv = [a.format(gold=gold, run=run) for a in args]
+    code = main(["evaluate", *argv])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.USAGE == 2
+    assert out == ""
+    assert message in err
+
+
+def test_console_script_returns_the_exit_code(tmp_path: Path, run: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "query": "x", "relevant": {"d1": -1}}\n')
+    command = [sys.executable, "-m", "llm_eval.cli", "evaluate", "--gold", str(gold)]
+    bad = subprocess.run([*command, "--run", str(run)], capture_output=True, text=True, check=False)
+    assert bad.returncode == 3
+    assert bad.stdout == ""
+    assert bad.stderr == (
+        f"llm-eval: error: {gold}:1: relevant.d1: grade must be a whole number >= 0, got -1\n"
+    )
+    usage = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert usage.returncode == 2
+
+    write_jsonl(gold, GOLD)
+    good = subprocess.run(
+        [*command, "--run", str(run), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (good.returncode, good.stderr) == (0, "")
+    assert json.loads(good.stdout)["metrics"]["mrr"] == 0.5

@@ -1,0 +1,318 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_eval.errors import ExitCode, InputError
+from llm_eval.gold import GoldQuery, GoldSet, GoldSource, iter_gold_file, load_gold
+
+VALID_KEYS = "expected_answer, is_rejection, notes, query, query_id, relevant, tags, tier"
+
+
+def write_gold(path: Path, *records: dict[str, object] | str) -> Path:
+    """One JSONL line per record; strings are written verbatim."""
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def load_one(tmp_path: Path, record: dict[str, object] | str) -> GoldQuery:
+    (query,) = load_gold([write_gold(tmp_path / "gold.jsonl", record)]).queries
+    return query
+
+
+def test_a_full_record(tmp_path: Path) -> None:
+    path = write_gold(
+        tmp_path / "gold.jsonl",
+        {
+            "query_id": "py-001",
+            "query": "How do I sort a list of dicts by a key?",
+            "tier": "B",
+            "tags": ["howto", "stdlib", "howto"],
+            "relevant": {"sorting-howto#2": 2, "stdtypes-list#4": 1},
+            "is_rejection": False,
+            "expected_answer": "Use sorted with a key.",
+            "notes": "checked",
+        },
+    )
+    assert load_gold([path]).queries == (
+        GoldQuery(
+            query_id="py-001",
+            query="How do I sort a list of dicts by a key?",
+            tier="B",
+            tags=("howto", "stdlib"),
+            relevant=(("sorting-howto#2", 2), ("stdtypes-list#4", 1)),
+            is_rejection=False,
+            expected_answer="Use sorted with a key.",
+            notes="checked",
+            path=str(path),
+            line=1,
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("relevant", "expected"),
+    [
+        (["d1", "d2"], (("d1", 1), ("d2", 1))),
+        (["d1", "d2", "d1"], (("d1", 1), ("d2", 1))),
+        ({"d1": 3, "d2": 1}, (("d1", 3), ("d2", 1))),
+        ({"d1": 0, "d2": 2, "d3": 0}, (("d2", 2),)),
+    ],
+)
+def test_relevant_forms(
+    tmp_path: Path, relevant: object, expected: tuple[tuple[str, int], ...]
+) -> None:
+    query = load_one(tmp_path, {"query_id": "q1", "query": "x", "relevant": relevant})
+    assert query.relevant == expected
+    assert query.grades == dict(expected)
+    assert query.is_rejection is False
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"relevant": {}},
+        {"relevant": []},
+        {"relevant": {"d1": 0}},
+        {"is_rejection": True},
+        {"is_rejection": True, "relevant": {"d1": 0}},
+        {"is_rejection": False},
+    ],
+)
+def test_a_query_without_relevant_documents_is_a_rejection_query(
+    tmp_path: Path, extra: dict[str, object]
+) -> None:
+    query = load_one(tmp_path, {"query_id": "q1", "query": "x", **extra})
+    assert query.relevant == ()
+    assert query.is_rejection is True
+
+
+def test_optional_fields_default(tmp_path: Path) -> None:
+    query = load_one(tmp_path, {"query_id": "q1", "query": "x", "relevant": ["d1"]})
+    assert (query.tier, query.tags, query.expected_answer, query.notes) == ("A", (), None, None)
+
+
+@pytest.mark.parametrize(
+    ("file_tier", "record_tier", "expected"),
+    [
+        (None, None, "A"),
+        (None, "B", "B"),
+        ("B", None, "B"),
+        ("B", "B", "B"),
+        ("gating", None, "gating"),
+    ],
+)
+def test_tier(
+    tmp_path: Path, file_tier: str | None, record_tier: str | None, expected: str
+) -> None:
+    record: dict[str, object] = {"query_id": "q1", "query": "x"}
+    if record_tier is not None:
+        record["tier"] = record_tier
+    path = write_gold(tmp_path / "gold.jsonl", record)
+    (query,) = load_gold([GoldSource(str(path), file_tier)]).queries
+    assert query.tier == expected
+
+
+def test_tier_that_contradicts_the_file_tier(tmp_path: Path) -> None:
+    path = write_gold(
+        tmp_path / "gold.jsonl",
+        {"query_id": "q1", "query": "x", "tier": "A"},
+        {"query_id": "q2", "query": "y", "tier": "B"},
+    )
+    with pytest.raises(InputError) as info:
+        load_gold([GoldSource(str(path), "A")])
+    assert str(info.value) == (f"{path}:2: tier: is 'B' but the config lists this file as tier 'A'")
+
+
+def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text(
+        '\n{"query_id": "q1", "query": "x"}\n\n\r\n{"query_id": "q2", "query": "y"}\r\n'
+    )
+    assert [(q.query_id, q.line) for q in iter_gold_file(path)] == [("q1", 2), ("q2", 5)]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"query": "x"}', "query_id: missing required key"),
+        ('{"query_id": "q1"}', "query: missing required key"),
+        ('{"query_id": "", "query": "x"}', "query_id: must be a non-empty string"),
+        ('{"query_id": 7, "query": "x"}', "query_id: must be a non-empty string"),
+        ('{"query_id": null, "query": "x"}', "query_id: must be a non-empty string"),
+        ('{"query_id": "q1", "query": ""}', "query: must be a non-empty string"),
+        ('{"query_id": "q1", "query": "  \\t "}', "query: must be a non-empty string"),
+        ('{"query_id": "q1", "query": 5}', "query: must be a non-empty string"),
+        ('{"query_id": "q1", "query": ["x"]}', "query: must be a non-empty string"),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": "d1"}',
+            "relevant: must be an object {doc_id: grade} or a list of doc ids, got a string",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": 3}',
+            "relevant: must be an object {doc_id: grade} or a list of doc ids, got a number",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": ["d1", 2]}',
+            "relevant: a list must hold document ids (non-empty strings)",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": [""]}',
+            "relevant: a list must hold document ids (non-empty strings)",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"": 1}}',
+            "relevant: document ids must be non-empty",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": -1}}',
+            "relevant.d1: grade must be a whole number >= 0, got -1",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": 1, "d2": 1.5}}',
+            "relevant.d2: grade must be a whole number >= 0, got 1.5",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": 1.0}}',
+            "relevant.d1: grade must be a whole number >= 0, got 1.0",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": "2"}}',
+            'relevant.d1: grade must be a whole number >= 0, got "2"',
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": true}}',
+            "relevant.d1: grade must be a whole number >= 0, got true",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": null}}',
+            "relevant.d1: grade must be a whole number >= 0, got null",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevance": {"d1": 1}}',
+            f"relevance: unknown key (valid keys: {VALID_KEYS})",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "zeta": 1, "alpha": 2}',
+            f"alpha: unknown key (valid keys: {VALID_KEYS})",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "is_rejection": "yes"}',
+            "is_rejection: must be true or false",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "is_rejection": 0}',
+            "is_rejection: must be true or false",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "is_rejection": true, "relevant": ["d1", "d2"]}',
+            "is_rejection: is true but `relevant` lists 2 documents",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "tags": "howto"}',
+            "tags: must be a list of non-empty strings",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "tags": ["howto", 3]}',
+            "tags: must be a list of non-empty strings",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "tags": [""]}',
+            "tags: must be a list of non-empty strings",
+        ),
+        ('{"query_id": "q1", "query": "x", "tier": ""}', "tier: must be a non-empty string"),
+        ('{"query_id": "q1", "query": "x", "tier": 1}', "tier: must be a non-empty string"),
+        (
+            '{"query_id": "q1", "query": "x", "expected_answer": 42}',
+            "expected_answer: must be a string",
+        ),
+        ('{"query_id": "q1", "query": "x", "notes": ["a"]}', "notes: must be a string"),
+        ('["q1", "x"]', "expected a JSON object, got an array"),
+        ('{"query_id": "q1" "query": "x"}', "invalid JSON: Expecting ',' delimiter (column 19)"),
+    ],
+)
+def test_invalid_line(tmp_path: Path, line: str, message: str) -> None:
+    path = write_gold(tmp_path / "gold.jsonl", line)
+    with pytest.raises(InputError) as info:
+        load_gold([path])
+    assert str(info.value) == f"{path}:1: {message}"
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_the_error_names_the_bad_line(tmp_path: Path) -> None:
+    path = write_gold(
+        tmp_path / "gold.jsonl",
+        {"query_id": "q1", "query": "x"},
+        "",
+        {"query_id": "q2", "query": "y", "relevant": {"d1": -2}},
+    )
+    with pytest.raises(InputError) as info:
+        load_gold([path])
+    assert str(info.value) == f"{path}:3: relevant.d1: grade must be a whole number >= 0, got -2"
+    assert (info.value.path, info.value.line, info.value.key) == (str(path), 3, "relevant.d1")
+
+
+def test_duplicate_query_id_across_files(tmp_path: Path) -> None:
+    first = write_gold(
+        tmp_path / "tier-a.jsonl",
+        {"query_id": "q0", "query": "x"},
+        "",
+        {"query_id": "q1", "query": "y"},
+    )
+    second = write_gold(
+        tmp_path / "tier-b.jsonl",
+        {"query_id": "q2", "query": "z"},
+        {"query_id": "q1", "query": "again"},
+    )
+    with pytest.raises(InputError) as info:
+        load_gold([GoldSource(str(first), "A"), GoldSource(str(second), "B")])
+    assert str(info.value) == (
+        f"{second}:2: query_id: duplicate query_id 'q1' (first at {first}:3)"
+    )
+
+
+def test_duplicate_query_id_in_one_file(tmp_path: Path) -> None:
+    path = write_gold(
+        tmp_path / "gold.jsonl",
+        {"query_id": "q1", "query": "x"},
+        {"query_id": "q1", "query": "y"},
+    )
+    with pytest.raises(InputError) as info:
+        load_gold([path])
+    assert str(info.value) == f"{path}:2: query_id: duplicate query_id 'q1' (first at {path}:1)"
+
+
+def test_missing_gold_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        load_gold([tmp_path / "absent.jsonl"])
+    assert str(info.value) == f"{tmp_path / 'absent.jsonl'}: no such file"
+
+
+def test_gold_set_views(tmp_path: Path) -> None:
+    tier_a = write_gold(
+        tmp_path / "a.jsonl",
+        {"query_id": "q1", "query": "x", "relevant": {"d1": 2, "d2": 0}, "tags": ["zeta"]},
+        {"query_id": "q2", "query": "y", "is_rejection": True, "tags": ["alpha", "zeta"]},
+    )
+    tier_b = write_gold(
+        tmp_path / "b.jsonl",
+        {"query_id": "q3", "query": "z", "relevant": ["d3", "d4"], "tags": ["mid"]},
+    )
+    gold = load_gold([GoldSource(str(tier_b), "B"), tier_a])
+    assert isinstance(gold, GoldSet)
+    assert [q.query_id for q in gold.queries] == ["q3", "q1", "q2"]
+    assert gold.qrels() == {"q3": {"d3": 1, "d4": 1}, "q1": {"d1": 2}, "q2": {}}
+    assert gold.tiers() == ("B", "A")
+    assert gold.tags() == ("alpha", "mid", "zeta")
+    assert gold.by_id()["q2"].path == str(tier_a)
+
+
+def test_empty_gold_set(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text("\n\n")
+    gold = load_gold([path])
+    assert (gold.queries, gold.qrels(), gold.tiers(), gold.tags()) == ((), {}, (), ())

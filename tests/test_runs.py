@@ -1,0 +1,281 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_eval.errors import ExitCode, InputError
+from llm_eval.runs import (
+    QueryResults,
+    RankedResult,
+    Run,
+    detect_format,
+    load_run,
+    load_trec_scores,
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_jsonl_run(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "run.jsonl",
+        '{"query_id": "q1", "results": [{"doc_id": "d3", "score": 0.1, "text": "third"},'
+        ' {"doc_id": "d1", "score": 9}, {"doc_id": "d2"}], "latency_ms": 18.5}\n'
+        "\n"
+        '{"query_id": "q2", "results": [], "latency_ms": 7, "model": "ignored"}\n',
+    )
+    run = load_run(path)
+    assert run == Run(
+        {
+            "q1": QueryResults(
+                "q1",
+                (
+                    RankedResult("d3", 0.1, "third"),
+                    RankedResult("d1", 9.0),
+                    RankedResult("d2"),
+                ),
+                18.5,
+            ),
+            "q2": QueryResults("q2", (), 7.0),
+        }
+    )
+    assert run.ranked() == {"q1": ("d3", "d1", "d2"), "q2": ()}
+    assert isinstance(run.queries["q2"].latency_ms, float)
+
+
+def test_jsonl_run_keeps_a_repeated_document(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "run.jsonl",
+        '{"query_id": "q1", "results": ["d1", {"doc_id": "d2"}, "d1"]}\n',
+    )
+    run = load_run(path, "jsonl")
+    assert run.ranked() == {"q1": ("d1", "d2", "d1")}
+    assert run.queries["q1"].latency_ms is None
+
+
+def test_jsonl_run_accepts_plain_doc_ids(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.jsonl", '{"query_id": "q1", "results": ["b", "a", "c"]}\n')
+    assert load_run(path).queries["q1"].results == (
+        RankedResult("b"),
+        RankedResult("a"),
+        RankedResult("c"),
+    )
+
+
+def test_jsonl_run_with_bom_and_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(
+        b'\xef\xbb\xbf{"query_id": "q1", "results": ["a"]}\r\n{"query_id": "q2", "results": []}\r\n'
+    )
+    assert load_run(path).ranked() == {"q1": ("a",), "q2": ()}
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "message"),
+    [
+        ('{"results": []}', 1, "query_id: missing or not a non-empty string"),
+        ('{"query_id": "", "results": []}', 1, "query_id: missing or not a non-empty string"),
+        ('{"query_id": 3, "results": []}', 1, "query_id: missing or not a non-empty string"),
+        ('{"query_id": "q1"}', 1, "results: missing or not a list"),
+        ('{"query_id": "q1", "results": {"d1": 1.0}}', 1, "results: missing or not a list"),
+        ('{"query_id": "q1", "results": "d1"}', 1, "results: missing or not a list"),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": "d1", "score": "high"}]}',
+            1,
+            'results[0].score: must be a number, got "high"',
+        ),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": "d1"}, {"doc_id": "d2", "score": NaN}]}',
+            1,
+            "results[1].score: must be a number, got NaN",
+        ),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": "d1", "score": Infinity}]}',
+            1,
+            "results[0].score: must be a number, got Infinity",
+        ),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": "d1", "score": true}]}',
+            1,
+            "results[0].score: must be a number, got true",
+        ),
+        (
+            '{"query_id": "q1", "results": ["d1", 5]}',
+            1,
+            "results[1]: must be an object with a doc_id, or a doc id string",
+        ),
+        (
+            '{"query_id": "q1", "results": [{"score": 1.0}]}',
+            1,
+            "results[0].doc_id: missing or not a non-empty string",
+        ),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": 12}]}',
+            1,
+            "results[0].doc_id: missing or not a non-empty string",
+        ),
+        (
+            '{"query_id": "q1", "results": [{"doc_id": "d1", "text": 3}]}',
+            1,
+            "results[0].text: must be a string",
+        ),
+        (
+            '{"query_id": "q1", "results": [], "latency_ms": "fast"}',
+            1,
+            'latency_ms: must be a number, got "fast"',
+        ),
+        (
+            '{"query_id": "q1", "results": []}\n{"query_id": "q1", "results": [}',
+            2,
+            "invalid JSON: Expecting value (column 32)",
+        ),
+        ('{"query_id": "q1", "results": []}\n["q2"]', 2, "expected a JSON object, got an array"),
+        (
+            '{"query_id": "q1", "results": []}\n\n{"query_id": "q2", "results": []}\n'
+            '{"query_id": "q1", "results": ["d1"]}',
+            4,
+            "query_id: duplicate query_id 'q1' (first at line 1)",
+        ),
+    ],
+)
+def test_jsonl_run_errors(tmp_path: Path, lines: str, line: int, message: str) -> None:
+    path = write(tmp_path / "run.jsonl", lines + "\n")
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    assert str(info.value) == f"{path}:{line}: {message}"
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_trec_run_ranks_by_score_and_ignores_the_rank_column(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "run.trec",
+        "q1 Q0 a 1 1.0 bm25\n"
+        "q1 Q0 c 2 2.5 bm25\n"
+        "q1 Q0 b 3 2.5 bm25\n"
+        "q1 Q0 d 4 -3 bm25\n"
+        "q1 Q0 e 5 7e-1 bm25\n"
+        "q2 Q0 x 1 0 bm25\n",
+    )
+    run = load_run(path)
+    assert run.ranked() == {"q1": ("c", "b", "a", "e", "d"), "q2": ("x",)}
+    assert run.queries["q1"].results[0] == RankedResult("c", 2.5)
+    assert run.queries["q1"].latency_ms is None
+
+
+@pytest.mark.parametrize(
+    ("doc_ids", "expected"),
+    [
+        (["d1", "d2", "d10"], ("d2", "d10", "d1")),
+        (["B", "a", "A", "b"], ("b", "a", "B", "A")),
+        (["z", "\u00e9", "e"], ("\u00e9", "z", "e")),
+        (["\u00e9", "\U0001f600", "\uffff"], ("\U0001f600", "\uffff", "\u00e9")),
+        (["doc-1", "doc_1", "doc.1"], ("doc_1", "doc.1", "doc-1")),
+    ],
+)
+def test_trec_run_breaks_ties_by_doc_id_descending(
+    tmp_path: Path, doc_ids: list[str], expected: tuple[str, ...]
+) -> None:
+    path = write(
+        tmp_path / "run.trec",
+        "".join(f"q1 Q0 {doc} {rank} 1.5 tag\n" for rank, doc in enumerate(doc_ids, 1)),
+    )
+    assert load_run(path, "trec").ranked() == {"q1": expected}
+    assert sorted(doc.encode() for doc in expected) == [doc.encode() for doc in expected[::-1]]
+
+
+def test_trec_run_tolerates_extra_columns_bom_crlf_and_tabs(tmp_path: Path) -> None:
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"\xef\xbb\xbfq1 Q0 a 1 1.0 tag extra more\r\n\r\nq1\tQ0\tb\t2\t2.0\ttag\r\n")
+    assert load_run(path).ranked() == {"q1": ("b", "a")}
+
+
+def test_trec_scores(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.trec", "q1 Q0 a 1 1.5 t\nq2 Q0 a 1 -2 t\nq1 Q0 b 2 3 t\n")
+    assert load_trec_scores(path) == {"q1": {"a": 1.5, "b": 3.0}, "q2": {"a": -2.0}}
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "message"),
+    [
+        ("q1 Q0 a 1 1.0\n", 1, "expected 6 columns `query_id Q0 doc_id rank score tag`, got 5"),
+        (
+            "q1 Q0 a 1 1.0 t\nq1 a 1.0\n",
+            2,
+            "expected 6 columns `query_id Q0 doc_id rank score tag`, got 3",
+        ),
+        ("q1 Q0 a 1 high t\n", 1, "score must be a number, got 'high'"),
+        ("q1 Q0 a 1 1,5 t\n", 1, "score must be a number, got '1,5'"),
+        ("q1 Q0 a 1 nan t\n", 1, "score must be a number, got NaN"),
+        ("q1 Q0 a 1 NaN t\n", 1, "score must be a number, got NaN"),
+        (
+            "q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\n\nq1 Q0 a 2 0.5 t\n",
+            4,
+            "document 'a' is listed twice for query 'q1'",
+        ),
+    ],
+)
+def test_trec_run_errors(tmp_path: Path, lines: str, line: int, message: str) -> None:
+    path = write(tmp_path / "run.trec", lines)
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    assert str(info.value) == f"{path}:{line}: {message}"
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "jsonl"),
+        (b"\n\n", "jsonl"),
+        (b'{"query_id": "q1", "results": []}\n', "jsonl"),
+        (b'\n  {"query_id": "q1", "results": []}\n', "jsonl"),
+        (b'\xef\xbb\xbf{"query_id": "q1", "results": []}\r\n', "jsonl"),
+        (b"q1 Q0 a 1 1.0 t\n", "trec"),
+        (b"\n\nq1 Q0 a 1 1.0 t\n", "trec"),
+        (b"\xef\xbb\xbfq1 Q0 a 1 1.0 t\r\n", "trec"),
+    ],
+)
+def test_detect_format(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "run"
+    path.write_bytes(content)
+    assert detect_format(path) == expected
+
+
+def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.jsonl", '{"query_id": "q1", "results": []}\n')
+    with pytest.raises(InputError) as info:
+        load_run(path, "trec")
+    assert str(info.value) == (
+        f"{path}:1: expected 6 columns `query_id Q0 doc_id rank score tag`, got 4"
+    )
+
+
+def test_empty_run(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.jsonl", "")
+    assert load_run(path) == Run({})
+
+
+def test_missing_run_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        load_run(tmp_path / "run.jsonl")
+    assert str(info.value) == f"{tmp_path / 'run.jsonl'}: no such file"
+
+
+def test_an_empty_doc_id_string_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query_id": "q1", "results": ["a", ""]}\n')
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    assert str(info.value) == f"{path}:1: results[1]: a doc id must be a non-empty string"
+
+
+def test_a_json_array_line_is_read_as_jsonl_and_reported_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('["q1"]\n')
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    assert str(info.value) == f"{path}:1: expected a JSON object, got an array"

@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from llm_eval.errors import ExitCode, InputError
+from llm_eval.textio import iter_lines, parse_json_object, write_atomic
+
+
+def names_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", []),
+        (b"\n\n   \n\t\n", []),
+        (b"a\nb\n", [(1, "a"), (2, "b")]),
+        (b"a\nb", [(1, "a"), (2, "b")]),
+        (b"\na\n\n  \nb\n\n", [(2, "a"), (5, "b")]),
+        (b"a\r\nb\r\n", [(1, "a"), (2, "b")]),
+        (b"a\r\n\r\nb", [(1, "a"), (3, "b")]),
+        (b"\xef\xbb\xbfa\nb\n", [(1, "a"), (2, "b")]),
+        (b"\xef\xbb\xbf\r\na\r\n", [(2, "a")]),
+        (b"\xef\xbb\xbf{}\r\n", [(1, "{}")]),
+        (b"  indented  \n", [(1, "  indented  ")]),
+        ("caf\u00e9 \u2013 \u6587\n".encode(), [(1, "caf\u00e9 \u2013 \u6587")]),
+    ],
+)
+def test_iter_lines(tmp_path: Path, content: bytes, expected: list[tuple[int, str]]) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(content)
+    assert list(iter_lines(path)) == expected
+
+
+def test_iter_lines_accepts_a_string_path(tmp_path: Path) -> None:
+    path = tmp_path / "input.txt"
+    path.write_text("x\n")
+    assert list(iter_lines(str(path))) == [(1, "x")]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "where"),
+    [
+        (b"\xff\n", 1, "byte 0xff at column 1"),
+        (b"ok\nab\xffcd\n", 2, "byte 0xff at column 3"),
+        (b"ok\n\nabc\xfe\r\n", 3, "byte 0xfe at column 4"),
+        (b"a\xc3(\n", 1, "byte 0xc3 at column 2"),
+        (b"\xef\xbb\xbfab\xff\n", 1, "byte 0xff at column 3"),
+        (b"\xff\xfeq\x001\x00\n\x00", 1, "byte 0xff at column 1"),
+    ],
+)
+def test_iter_lines_rejects_bytes_that_are_not_utf8(
+    tmp_path: Path, content: bytes, line: int, where: str
+) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        list(iter_lines(path))
+    assert str(info.value) == f"{path}:{line}: not valid UTF-8 ({where})"
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_iter_lines_yields_the_good_lines_before_a_bad_one(tmp_path: Path) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"first\n\xff\n")
+    lines = iter_lines(path)
+    assert next(lines) == (1, "first")
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        next(lines)
+
+
+def test_iter_lines_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.jsonl"
+    with pytest.raises(InputError) as info:
+        list(iter_lines(path))
+    assert str(info.value) == f"{path}: no such file"
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_iter_lines_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        list(iter_lines(tmp_path))
+    assert str(info.value) == f"{tmp_path}: is a directory, expected a file"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{}", {}),
+        ('{"a": 1, "b": [true, null]}', {"a": 1, "b": [True, None]}),
+        ('  {"a": "\\u00e9"}  ', {"a": "\u00e9"}),
+    ],
+)
+def test_parse_json_object(text: str, expected: dict[str, object]) -> None:
+    assert parse_json_object(text, "f.jsonl", 3) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"a": }', "invalid JSON: Expecting value (column 7)"),
+        (
+            '{"query_id": "q1",',
+            "invalid JSON: Expecting property name enclosed in double quotes (column 19)",
+        ),
+        ("nope", "invalid JSON: Expecting value (column 1)"),
+        ('{"a": 1} x', "invalid JSON: Extra data (column 10)"),
+        ("{'a': 1}", "invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
+        ("[1, 2]", "expected a JSON object, got an array"),
+        ('"text"', "expected a JSON object, got a string"),
+        ("12", "expected a JSON object, got a number"),
+    ],
+)
+def test_parse_json_object_errors(text: str, reason: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_json_object(text, "data/f.jsonl", 3)
+    assert str(info.value) == f"data/f.jsonl:3: {reason}"
+
+
+def test_write_atomic_creates_the_file_and_its_folders(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "nested" / "baseline.json"
+    write_atomic(target, "caf\u00e9\nline two\n")
+    assert target.read_bytes() == "caf\u00e9\nline two\n".encode()
+    assert names_in(target.parent) == ["baseline.json"]
+
+
+def test_write_atomic_replaces_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old content that is longer than the new one\n")
+    write_atomic(str(target), "new\n")
+    assert target.read_text() == "new\n"
+    assert names_in(tmp_path) == ["baseline.json"]
+
+
+def test_write_atomic_keeps_the_old_file_when_flushing_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old\n")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="No space left on device"):
+        write_atomic(target, "new\n")
+    assert target.read_text() == "old\n"
+    assert names_in(tmp_path) == ["baseline.json"]
+
+
+def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old\n")
+    with pytest.raises(TypeError):
+        write_atomic(target, 42)  # type: ignore[arg-type]
+    assert target.read_text() == "old\n"
+    assert names_in(tmp_path) == ["baseline.json"]
+
+
+def test_write_atomic_leaves_no_file_when_there_was_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "baseline.json", "new\n")
+    assert names_in(tmp_path) == []
+
+
+def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old")
+    target.chmod(0o644)
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_write_atomic_gives_a_new_file_the_umask_mode(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "new.json", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644
