@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -87,6 +89,122 @@ def evaluate(
         click.echo(json.dumps(command.to_json(scores, per_query), indent=2))
     else:
         click.echo(command.to_table(scores, per_query))
+
+
+def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--config, --criteria and --baseline, shared by the commands that read them."""
+    command = click.option(
+        "--baseline",
+        "baseline_path",
+        type=click.Path(path_type=Path),
+        help="Baseline JSON (default: the `baseline` of the config).",
+    )(command)
+    command = click.option(
+        "--criteria",
+        "criteria_path",
+        type=click.Path(path_type=Path),
+        default="config/ship-criteria.yaml",
+        show_default=True,
+        help="Ship criteria (the gates).",
+    )(command)
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path),
+        default="config/llm-eval.yaml",
+        show_default=True,
+        help="What to evaluate.",
+    )(command)
+
+
+_RUN_OPTION = click.option(
+    "--run",
+    "run_path",
+    type=click.Path(path_type=Path),
+    help="Use this precomputed run (JSONL or TREC) instead of calling the retriever.",
+)
+
+
+@cli.command()
+@_config_options
+@_RUN_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for report.json and report.md (default: the `output` of the config).",
+)
+@click.option(
+    "--allow-gold-change",
+    is_flag=True,
+    help="When the gold set changed since the baseline, compare on the unchanged queries.",
+)
+def gate(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    run_path: Path | None,
+    out_dir: Path | None,
+    allow_gold_change: bool,
+) -> int:
+    """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
+    from llm_eval.commands.gate import run_gate
+
+    outcome = run_gate(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        baseline_path=baseline_path,
+        run_path=run_path,
+        out_dir=out_dir,
+        allow_gold_change=allow_gold_change,
+    )
+    click.echo(outcome.text)
+    return outcome.exit_code
+
+
+@cli.group()
+def baseline() -> None:
+    """Create, refresh or show the committed baseline."""
+
+
+@baseline.command("refresh")
+@_config_options
+@_RUN_OPTION
+@click.option("--force", is_flag=True, help="Write it even when an error gate's floor fails.")
+def baseline_refresh(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    run_path: Path | None,
+    force: bool,
+) -> int:
+    """Recompute the baseline and write it atomically."""
+    from llm_eval.commands.baseline import refresh
+
+    outcome = refresh(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        baseline_path=baseline_path,
+        run_path=run_path,
+        force=force,
+    )
+    click.echo(outcome.text)
+    return ExitCode.PASS if outcome.written else ExitCode.GATE_FAILED
+
+
+@baseline.command("show")
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(path_type=Path),
+    default="gold/baseline.json",
+    show_default=True,
+)
+def baseline_show(baseline_path: Path) -> None:
+    """Print the baseline's provenance and aggregates."""
+    from llm_eval.commands.baseline import show
+
+    click.echo(show(baseline_path))
 
 
 def main(argv: list[str] | None = None) -> int:

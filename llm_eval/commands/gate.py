@@ -1,0 +1,72 @@
+"""`llm-eval gate`: retrieve (or read a run), evaluate, compare, write the report."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from llm_eval import __version__
+from llm_eval.baseline import load_baseline
+from llm_eval.gitinfo import head_commit
+from llm_eval.pipeline import compare, fingerprints, load_inputs, measure, obtain_run
+from llm_eval.report import build_report, render_markdown, render_text
+from llm_eval.textio import write_atomic
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """What the command prints and returns."""
+
+    report: dict[str, Any]
+    text: str
+    report_path: Path
+    exit_code: int
+
+
+def run_gate(
+    *,
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None = None,
+    run_path: Path | None = None,
+    out_dir: Path | None = None,
+    allow_gold_change: bool = False,
+) -> GateOutcome:
+    """The gate end to end; writes `report.json` and `report.md` to the output folder."""
+    started = time.perf_counter()
+    inputs = load_inputs(config_path, criteria_path)
+    baseline_file = baseline_path or inputs.config.baseline
+    baseline = load_baseline(baseline_file)
+    loaded = time.perf_counter()
+    run = obtain_run(inputs, run_path)
+    retrieved = time.perf_counter()
+    measurement = measure(inputs, run)
+    comparison = compare(inputs, measurement, baseline, allow_gold_change)
+    evaluated = time.perf_counter()
+    report = build_report(
+        inputs,
+        measurement,
+        comparison,
+        baseline,
+        baseline_path=str(baseline_file),
+        fingerprints=fingerprints(inputs, run_path),
+        head_commit=head_commit(),
+        timings={
+            "load_s": loaded - started,
+            "retrieve_s": retrieved - loaded,
+            "evaluate_s": evaluated - retrieved,
+            "total_s": time.perf_counter() - started,
+        },
+        tool_version=__version__,
+        now=datetime.now(UTC),
+    )
+    out = out_dir or inputs.config.output
+    report_path = out / "report.json"
+    write_atomic(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out / "report.md", render_markdown(report))
+    text = render_text(report) + f"\nReport: {report_path}"
+    return GateOutcome(report, text, report_path, report["exit_code"])

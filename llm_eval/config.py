@@ -1,0 +1,338 @@
+"""The two config files, validated whole before any work starts.
+
+- `config/llm-eval.yaml`: what to evaluate (gold files and tiers, corpus, retriever,
+  metrics, relevance level, top_k, baseline path, output folder).
+- `config/ship-criteria.yaml`: the gates.
+
+Every error names the file, the line and the key path. Unknown keys are errors: a
+mistyped key must never switch a gate off silently. Relative paths are relative to
+the working directory (the repository root in CI and in git hooks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from llm_eval.errors import InputError
+from llm_eval.gold import GoldSet, GoldSource
+from llm_eval.metrics import Metric, parse_metric
+from llm_eval.retrievers import retriever_kind
+from llm_eval.yamlfile import Node, load_yaml
+
+DEFAULT_CONFIG = Path("config/llm-eval.yaml")
+DEFAULT_CRITERIA = Path("config/ship-criteria.yaml")
+DEFAULT_METRICS = ("recall@5", "mrr")
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a value was written: file, line, key path."""
+
+    file: str
+    line: int
+    key: str
+
+    def error(self, reason: str) -> InputError:
+        """An InputError pointing here."""
+        return InputError(reason, path=self.file, line=self.line, key=self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverConfig:
+    """The configured retriever kind and its validated settings."""
+
+    kind: str
+    settings: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """The contents of `config/llm-eval.yaml`."""
+
+    path: str
+    gold: tuple[GoldSource, ...]
+    corpus: Path | None
+    retriever: RetrieverConfig | None
+    metrics: tuple[str, ...]
+    """Canonical metric names to report."""
+    relevance_level: int
+    top_k: int
+    baseline: Path
+    output: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which queries a gate looks at: a tier, tags (any of them), or all."""
+
+    tier: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        """Short words for reports: `tier A`, `tag howto`, `all queries`."""
+        parts = []
+        if self.tier is not None:
+            parts.append(f"tier {self.tier}")
+        if self.tags:
+            noun = "tag" if len(self.tags) == 1 else "tags"
+            parts.append(f"{noun} {', '.join(self.tags)}")
+        return ", ".join(parts) or "all queries"
+
+    def key(self) -> str:
+        """A stable key for JSON reports: `all`, `tier=A`, `tier=A;tags=x,y`."""
+        parts = []
+        if self.tier is not None:
+            parts.append(f"tier={self.tier}")
+        if self.tags:
+            parts.append(f"tags={','.join(self.tags)}")
+        return ";".join(parts) or "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """One ship criterion."""
+
+    name: str
+    metric: str
+    """Canonical metric name."""
+    threshold: float | None
+    """Absolute floor: the value may not be below it."""
+    regression_max: float | None
+    """Largest allowed drop below the baseline, in metric units (0.03 = 3 pp)."""
+    severity: Severity
+    scope: Scope
+    where: Location
+    """The gate's entry in the criteria file."""
+    scope_where: Location
+    """Its `scope` key (or the entry when it has none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    """The contents of `config/ship-criteria.yaml`."""
+
+    path: str
+    gates: tuple[Gate, ...]
+
+    def metrics(self) -> tuple[str, ...]:
+        """Metrics the gates need, in order."""
+        return tuple(dict.fromkeys(g.metric for g in self.gates))
+
+
+# --- helpers over nodes -------------------------------------------------------------
+
+
+def _where(node: Node) -> Location:
+    return Location(node.file, node.line, node.path)
+
+
+def _string(node: Node) -> str:
+    if not isinstance(node.value, str) or not node.value.strip():
+        raise node.error("must be a non-empty string")
+    return node.value
+
+
+def _integer(node: Node, minimum: int) -> int:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise node.error(f"must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _proportion(node: Node) -> float:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise node.error(f"must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _metric(node: Node) -> Metric:
+    try:
+        return parse_metric(_string(node))
+    except InputError as exc:
+        raise node.error(exc.reason) from None
+
+
+# --- llm-eval.yaml ------------------------------------------------------------------
+
+_CONFIG_KEYS = frozenset(
+    {"gold", "corpus", "retriever", "metrics", "relevance_level", "top_k", "baseline", "output"}
+)
+
+
+def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
+    """Read and validate `llm-eval.yaml`."""
+    root = load_yaml(path)
+    keys = root.mapping(_CONFIG_KEYS, required=frozenset({"gold"}))
+    metrics = (
+        tuple(_metric(m).name for m in keys["metrics"].items())
+        if "metrics" in keys
+        else DEFAULT_METRICS
+    )
+    top_k = _integer(keys["top_k"], 1) if "top_k" in keys else 10
+    corpus = Path(_string(keys["corpus"])) if "corpus" in keys else None
+    retriever = _retriever(keys["retriever"], corpus) if "retriever" in keys else None
+    config = EvalConfig(
+        path=str(path),
+        gold=tuple(_gold_source(n) for n in keys["gold"].items()),
+        corpus=corpus,
+        retriever=retriever,
+        metrics=metrics,
+        relevance_level=_integer(keys["relevance_level"], 1) if "relevance_level" in keys else 1,
+        top_k=top_k,
+        baseline=Path(_string(keys["baseline"]))
+        if "baseline" in keys
+        else Path("gold/baseline.json"),
+        output=Path(_string(keys["output"])) if "output" in keys else Path(".llm-eval"),
+    )
+    if not config.gold:
+        raise keys["gold"].error("list at least one gold file")
+    if "metrics" in keys:
+        check_cutoffs(config.metrics, top_k, keys["metrics"])
+    return config
+
+
+def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
+    """A cutoff above top_k would score results that were never retrieved."""
+    for name in metrics:
+        k = parse_metric(name).k
+        if k is not None and k > top_k:
+            raise node.error(f"{name} needs the top {k} results but top_k is {top_k}")
+
+
+def _gold_source(node: Node) -> GoldSource:
+    if isinstance(node.value, str):
+        return GoldSource(_string(node))
+    keys = node.mapping(frozenset({"path", "tier"}), required=frozenset({"path"}))
+    tier = _string(keys["tier"]) if "tier" in keys else None
+    return GoldSource(_string(keys["path"]), tier)
+
+
+def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
+    if not isinstance(node.value, dict):
+        raise node.error("expected a mapping with a `kind` key")
+    if "kind" not in node.value:
+        raise node.error("missing required key 'kind'")
+    kind_node = node.value["kind"]
+    try:
+        kind = retriever_kind(_string(kind_node))
+    except InputError as exc:
+        raise kind_node.error(exc.reason) from None
+    keys = node.mapping(frozenset({"kind", *kind.settings}))
+    settings: dict[str, Any] = {}
+    for name, setting in kind.settings.items():
+        if name not in keys:
+            settings[name] = setting.default
+            continue
+        value = keys[name].plain()
+        reason = setting.check(value)
+        if reason is not None:
+            raise keys[name].error(reason)
+        settings[name] = value
+    if kind.needs_corpus and corpus is None:
+        raise node.error(f"the {kind.name} retriever needs a `corpus` file in the config")
+    return RetrieverConfig(kind.name, settings)
+
+
+# --- ship-criteria.yaml -------------------------------------------------------------
+
+_GATE_KEYS = frozenset({"name", "metric", "threshold", "regression_max", "severity", "scope"})
+_DERIVED = re.compile(r"^retrieval_(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
+
+
+def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
+    """Read and validate `ship-criteria.yaml`."""
+    root = load_yaml(path)
+    keys = root.mapping(frozenset({"gates"}), required=frozenset({"gates"}))
+    gates = tuple(_gate(node) for node in keys["gates"].items())
+    seen: dict[str, Gate] = {}
+    for gate in gates:
+        if gate.name in seen:
+            first = seen[gate.name].where.line
+            raise gate.where.error(f"duplicate gate name {gate.name!r} (first at line {first})")
+        seen[gate.name] = gate
+    return Criteria(str(path), gates)
+
+
+def _gate(node: Node) -> Gate:
+    keys = node.mapping(_GATE_KEYS, required=frozenset({"name"}))
+    name = _string(keys["name"])
+    metric = _metric(keys["metric"]) if "metric" in keys else _derived_metric(keys["name"])
+    threshold = _proportion(keys["threshold"]) if "threshold" in keys else None
+    regression = _proportion(keys["regression_max"]) if "regression_max" in keys else None
+    if threshold is None and regression is None:
+        raise node.error("a gate needs a `threshold`, a `regression_max`, or both")
+    return Gate(
+        name=name,
+        metric=metric.name,
+        threshold=threshold,
+        regression_max=regression,
+        severity=_severity(keys["severity"]) if "severity" in keys else "error",
+        scope=_scope(keys["scope"]) if "scope" in keys else Scope(),
+        where=_where(node),
+        scope_where=_where(keys.get("scope", node)),
+    )
+
+
+def _derived_metric(node: Node) -> Metric:
+    match = _DERIVED.match(_string(node))
+    if match is not None:
+        spelled = match["metric"] + (f"@{match['k']}" if match["k"] else "")
+        try:
+            return parse_metric(spelled)
+        except InputError:
+            pass
+    raise node.error(
+        "cannot tell the metric from this name; add `metric:` "
+        "(names like retrieval_recall_at_5 or retrieval_mrr say it)"
+    )
+
+
+def _severity(node: Node) -> Severity:
+    if node.value == "error":
+        return "error"
+    if node.value == "warning":
+        return "warning"
+    raise node.error(f"expected 'error' or 'warning', got {node.value!r}")
+
+
+def _scope(node: Node) -> Scope:
+    keys = node.mapping(frozenset({"tier", "tags"}))
+    tier = _string(keys["tier"]) if "tier" in keys else None
+    tags: tuple[str, ...] = ()
+    if "tags" in keys:
+        tags_node = keys["tags"]
+        items = [tags_node] if isinstance(tags_node.value, str) else list(tags_node.items())
+        tags = tuple(_string(t) for t in items)
+    return Scope(tier, tags)
+
+
+def check_against_gold(criteria: Criteria, gold: GoldSet) -> None:
+    """Every tier and tag a gate names must exist in the gold set."""
+    tiers, tags = set(gold.tiers()), set(gold.tags())
+    for gate in criteria.gates:
+        scope = gate.scope
+        if scope.tier is not None and scope.tier not in tiers:
+            raise gate.scope_where.error(
+                f"unknown tier {scope.tier!r}; the gold set has tiers {', '.join(sorted(tiers))}"
+            )
+        for tag in scope.tags:
+            if tag not in tags:
+                raise gate.scope_where.error(f"unknown tag {tag!r}; it is on no gold query")
+
+
+def check_against_config(criteria: Criteria, config: EvalConfig) -> None:
+    """Gate metrics must fit within the retrieved top_k."""
+    for gate in criteria.gates:
+        k = parse_metric(gate.metric).k
+        if k is not None and k > config.top_k:
+            raise gate.where.error(
+                f"{gate.metric} needs the top {k} results but {config.path} sets top_k "
+                f"{config.top_k}"
+            )

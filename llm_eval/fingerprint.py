@@ -1,0 +1,79 @@
+"""Content fingerprints: a baseline is only comparable with the inputs it was made from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.gold import GoldQuery, GoldSet
+
+_CHUNK = 1 << 20
+
+
+def digest(value: Any) -> str:
+    """sha256 of the canonical JSON of a value (first 16 hex digits)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes (first 16 hex digits)."""
+    sha = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()[:16]
+
+
+def query_fingerprint(query: GoldQuery) -> str:
+    """What makes a gold query the same query: its text, tier, tags and labels."""
+    return digest(
+        {
+            "query": query.query,
+            "tier": query.tier,
+            "tags": sorted(query.tags),
+            "relevant": sorted(query.relevant),
+            "is_rejection": query.is_rejection,
+        }
+    )
+
+
+def query_fingerprints(gold: GoldSet) -> dict[str, str]:
+    """`{query_id: fingerprint}` over the gold set."""
+    return {q.query_id: query_fingerprint(q) for q in gold.queries}
+
+
+def gold_fingerprint(per_query: Mapping[str, str]) -> str:
+    """One fingerprint for the whole gold set (independent of file order)."""
+    return digest(sorted(per_query.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class GoldDiff:
+    """How the gold set differs from the one a baseline was made with."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        """True when the gold sets are the same."""
+        return not (self.added or self.removed or self.changed)
+
+    def unchanged(self, current: Mapping[str, str]) -> set[str]:
+        """Query ids present and identical in both."""
+        return set(current) - set(self.added) - set(self.changed)
+
+
+def diff_gold(baseline: Mapping[str, str], current: Mapping[str, str]) -> GoldDiff:
+    """Added, removed and changed query ids, sorted."""
+    return GoldDiff(
+        added=tuple(sorted(set(current) - set(baseline))),
+        removed=tuple(sorted(set(baseline) - set(current))),
+        changed=tuple(sorted(q for q in current if q in baseline and baseline[q] != current[q])),
+    )

@@ -1,0 +1,337 @@
+"""`report.json`: the single source for every rendering of a gate run.
+
+`build_report` is a pure function over the pipeline's records; `render_text` and
+`render_markdown` read only the report dict, so a report can be rendered by a
+different job than the one that computed it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from llm_eval.baseline import Baseline
+from llm_eval.gate import GateResult, verdict
+from llm_eval.gold import GoldQuery
+from llm_eval.output import plural, render_table
+from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_changes
+from llm_eval.slices import breakdown
+from llm_eval.wording import delta, display_name, limit, sentence, value
+
+SCHEMA_VERSION = 1
+CHANGES_LISTED = 200
+"""At most this many hit→miss and miss→hit queries are listed (the counts are exact)."""
+
+
+def _number(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x
+
+
+def gate_entry(result: GateResult) -> dict[str, Any]:
+    """One gate as the report stores it."""
+    gate = result.gate
+    return {
+        "name": gate.name,
+        "metric": gate.metric,
+        "metric_label": display_name(gate.metric),
+        "scope": gate.scope.label(),
+        "scope_key": gate.scope.key(),
+        "severity": gate.severity,
+        "status": result.status,
+        "value": _number(result.value),
+        "baseline": _number(result.baseline),
+        "delta": _number(result.delta),
+        "threshold": gate.threshold,
+        "regression_max": gate.regression_max,
+        "n": result.n,
+        "floor_ok": result.floor_ok,
+        "regression_ok": result.regression_ok,
+        "sentence": None if result.status == "pass" else sentence(result),
+    }
+
+
+def _slices(
+    queries: Sequence[GoldQuery],
+    now: Mapping[str, Mapping[str, float]],
+    before: Mapping[str, Mapping[str, float]] | None,
+    metrics: Sequence[str],
+) -> list[dict[str, Any]]:
+    current = breakdown(queries, now, metrics)
+    previous = breakdown(queries, before, metrics) if before is not None else {}
+    rows = []
+    for name, row in current.items():
+        if row["n"] == 0 and name != "overall":
+            continue  # a slice of rejection queries only: nothing to average
+        kind, _, label = name.partition(":")
+        base_row = previous.get(name, {})
+        cells = {}
+        for metric in metrics:
+            now_value = _number(float(row[metric]))
+            base_value = _number(float(base_row[metric])) if metric in base_row else None
+            change = (
+                now_value - base_value if now_value is not None and base_value is not None else None
+            )
+            cells[metric] = {"value": now_value, "baseline": base_value, "delta": change}
+        rows.append(
+            {
+                "slice": name,
+                "kind": kind,
+                "name": label or "all queries",
+                "n": row["n"],
+                "n_baseline": base_row.get("n"),
+                "metrics": cells,
+            }
+        )
+    return rows
+
+
+def _change_entry(change: RankChange, query: GoldQuery) -> dict[str, Any]:
+    return {
+        "query_id": query.query_id,
+        "query": query.query,
+        "tier": query.tier,
+        "tags": list(query.tags),
+        "rank_before": change.rank_before,
+        "rank_after": change.rank_after,
+        "relevant": [doc for doc, _ in query.relevant],
+        "file": query.path,
+        "line": query.line,
+    }
+
+
+def _age_days(created_at: str, now: datetime) -> float | None:
+    try:
+        created = datetime.fromisoformat(created_at)
+    except ValueError:
+        return None
+    if created.tzinfo is None or now.tzinfo is None:
+        return None
+    return round((now - created).total_seconds() / 86400, 1)
+
+
+def build_report(
+    inputs: Inputs,
+    measurement: Measurement,
+    comparison: Comparison,
+    baseline: Baseline | None,
+    *,
+    baseline_path: str,
+    fingerprints: Mapping[str, str | None],
+    head_commit: str | None,
+    timings: Mapping[str, float],
+    tool_version: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """Everything any rendering needs, as a JSON-ready dict."""
+    status = verdict(comparison.results)
+    only = comparison.compared_on
+    before = None
+    if baseline is not None:
+        before = {q: v for q, v in baseline.per_query.items() if only is None or q in only}
+    now_scores = {q: v for q, v in measurement.per_query.items() if only is None or q in only}
+    by_id = inputs.gold.by_id()
+    k = inputs.gating_k
+    lost, gained = (
+        rank_changes(baseline.first_relevant_rank, measurement.first_relevant_rank, k, only)
+        if baseline is not None
+        else ([], [])
+    )
+    metrics = list(inputs.metrics)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool_version": tool_version,
+        "verdict": status,
+        "exit_code": 1 if status == "fail" else 0,
+        "summary": [g["sentence"] for g in map(gate_entry, comparison.results) if g["sentence"]],
+        "gates": [gate_entry(r) for r in comparison.results],
+        "metrics": metrics,
+        "metric_labels": {m: display_name(m) for m in metrics},
+        "slices": _slices(inputs.gold.queries, now_scores, before, metrics),
+        "changes": {
+            "k": k,
+            "hit_to_miss_count": len(lost),
+            "miss_to_hit_count": len(gained),
+            "hit_to_miss": [_change_entry(c, by_id[c.query_id]) for c in lost[:CHANGES_LISTED]],
+            "miss_to_hit": [_change_entry(c, by_id[c.query_id]) for c in gained[:CHANGES_LISTED]],
+        },
+        "queries": {
+            "gold": len(inputs.gold.queries),
+            "evaluated": len(measurement.per_query),
+            "compared": len(now_scores),
+            "missing_from_run": list(measurement.missing),
+            "rejection": len(measurement.rejection),
+            "not_in_gold": measurement.not_in_gold,
+        },
+        "gold_changes": _gold_changes(comparison),
+        "notes": _notes(baseline, baseline_path, comparison, fingerprints),
+        "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
+        "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
+    }
+
+
+def _gold_changes(comparison: Comparison) -> dict[str, Any] | None:
+    diff = comparison.gold_diff
+    if diff is None or diff.empty:
+        return None
+    return {
+        "added": list(diff.added),
+        "removed": list(diff.removed),
+        "changed": list(diff.changed),
+        "compared_on": len(comparison.compared_on or ()),
+    }
+
+
+def _notes(
+    baseline: Baseline | None,
+    baseline_path: str,
+    comparison: Comparison,
+    fingerprints: Mapping[str, str | None],
+) -> list[str]:
+    if baseline is None:
+        return [f"No baseline at {baseline_path}: only the absolute floors were checked."]
+    notes = []
+    if comparison.gold_diff is not None and not comparison.gold_diff.empty:
+        notes.append(
+            "The gold set changed since the baseline; compared on the "
+            f"{plural(len(comparison.compared_on or ()), 'unchanged query', 'unchanged queries')}."
+        )
+    for name in ("corpus", "retriever", "criteria"):
+        if baseline.fingerprints.get(name) != fingerprints.get(name):
+            notes.append(f"The {name} differs from the baseline's.")
+    return notes
+
+
+def _provenance(
+    baseline: Baseline | None,
+    baseline_path: str,
+    fingerprints: Mapping[str, str | None],
+    head_commit: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    base: dict[str, Any] | None = None
+    if baseline is not None:
+        base = {
+            "path": baseline_path,
+            "created_at": baseline.created_at,
+            "age_days": _age_days(baseline.created_at, now),
+            "git_commit": baseline.git_commit,
+            "tool_version": baseline.tool_version,
+            "fingerprints": dict(baseline.fingerprints),
+        }
+    match = (
+        {k: baseline.fingerprints.get(k) == v for k, v in fingerprints.items()}
+        if baseline is not None
+        else None
+    )
+    return {
+        "head_commit": head_commit,
+        "generated_at": now.isoformat(timespec="seconds"),
+        "fingerprints": dict(fingerprints),
+        "fingerprints_match": match,
+        "baseline": base,
+    }
+
+
+# --- renderings ---------------------------------------------------------------------
+
+_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+_STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗"}
+
+
+def _limits(gate: Mapping[str, Any]) -> str:
+    metric = gate["metric"]
+    parts = []
+    if gate["threshold"] is not None:
+        parts.append(f"≥ {value(metric, gate['threshold'])}")
+    if gate["regression_max"] is not None:
+        parts.append(f"Δ ≥ {limit(metric, gate['regression_max'])}")
+    return ", ".join(parts)
+
+
+def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [
+            g["name"],
+            g["metric_label"],
+            g["scope"],
+            value(g["metric"], g["baseline"]),
+            value(g["metric"], g["value"]),
+            delta(g["metric"], g["delta"]),
+            _limits(g),
+            g["severity"],
+            _STATUS_WORD[g["status"]],
+        ]
+        for g in report["gates"]
+    ]
+
+
+_GATE_HEADER = ["gate", "metric", "scope", "baseline", "now", "Δ", "limits", "severity", "status"]
+
+
+def headline(report: Mapping[str, Any]) -> str:
+    """One line: the verdict and why."""
+    gates = report["gates"]
+    failed = sum(1 for g in gates if g["status"] == "fail")
+    warned = sum(1 for g in gates if g["status"] == "warn")
+    if report["verdict"] == "fail":
+        return f"FAIL: {plural(failed, 'blocking gate', 'blocking gates')} failed"
+    if report["verdict"] == "warn":
+        return f"PASS with warnings: {plural(warned, 'warning gate', 'warning gates')} not met"
+    return f"PASS: all {plural(len(gates), 'gate', 'gates')} pass"
+
+
+def render_text(report: Mapping[str, Any]) -> str:
+    """The terminal rendering: verdict, gates table, one sentence per gate not passing."""
+    lines = [f"llm-eval gate: {headline(report)}", ""]
+    lines.append(render_table(_GATE_HEADER, _gate_rows(report)))
+    sentences = [
+        f"{_STATUS_MARK[g['status']]} {g['sentence']}" for g in report["gates"] if g["sentence"]
+    ]
+    if sentences:
+        lines += ["", *sentences]
+    changes = report["changes"]
+    if changes["hit_to_miss_count"] or changes["miss_to_hit_count"]:
+        lines += [
+            "",
+            f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
+            f"relevant result, {changes['miss_to_hit_count']} gained one.",
+        ]
+    missing = report["queries"]["missing_from_run"]
+    if missing:
+        lines.append(
+            f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
+            "and scored 0."
+        )
+    lines += [f"Note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """A plain Markdown rendering of the report."""
+    out = [f"## Retrieval quality: {headline(report)}", ""]
+    out += [f"- {_md_cell(s)}" for s in report["summary"]] or ["All gates pass."]
+    out += ["", "| " + " | ".join(_GATE_HEADER) + " |", "|" + "---|" * len(_GATE_HEADER)]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _gate_rows(report)]
+    metrics = report["metrics"]
+    out += ["", "### By tier and tag", ""]
+    header = ["slice", "n", *(report["metric_labels"][m] for m in metrics)]
+    out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in report["slices"]:
+        cells = [_slice_cell(m, row["metrics"][m]) for m in metrics]
+        label = row["name"] if row["kind"] == "overall" else f"{row['kind']} {row['name']}"
+        out.append("| " + " | ".join([_md_cell(label), str(row["n"]), *cells]) + " |")
+    out += [""] + [f"_Note: {_md_cell(n)}_" for n in report["notes"]]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _slice_cell(metric: str, cell: Mapping[str, Any]) -> str:
+    text = value(metric, cell["value"])
+    if cell["delta"] is not None:
+        text += f" ({delta(metric, cell['delta'])})"
+    return text

@@ -1,0 +1,126 @@
+"""YAML reading that remembers where every value came from.
+
+Config errors must name the file, the line and the key path
+(`config/ship-criteria.yaml:7: gates[1].severity: …`), so the YAML is composed
+into nodes and turned into `Node` values that carry their line and path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from llm_eval.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A YAML value with its file, 1-based line and key path."""
+
+    value: Any
+    """A plain scalar, a `dict[str, Node]` or a `list[Node]`."""
+    file: str
+    line: int
+    path: str
+
+    def error(self, reason: str) -> InputError:
+        """An InputError pointing at this value."""
+        return InputError(reason, path=self.file, line=self.line, key=self.path or None)
+
+    def plain(self) -> Any:
+        """The value with nested nodes unwrapped into plain dicts and lists."""
+        if isinstance(self.value, dict):
+            return {k: v.plain() for k, v in self.value.items()}
+        if isinstance(self.value, list):
+            return [v.plain() for v in self.value]
+        return self.value
+
+    def mapping(
+        self, allowed: set[str] | frozenset[str], required: frozenset[str] = frozenset()
+    ) -> dict[str, Node]:
+        """This node as a mapping, rejecting unknown and missing keys."""
+        if not isinstance(self.value, dict):
+            raise self.error(f"expected a mapping, got {_kind(self.value)}")
+        for key, child in self.value.items():
+            if key not in allowed:
+                valid = ", ".join(sorted(allowed))
+                raise child.error(f"unknown key (valid keys: {valid})")
+        for key in sorted(required - set(self.value)):
+            raise self.error(f"missing required key {key!r}")
+        return dict(self.value)
+
+    def items(self) -> Iterator[Node]:
+        """This node as a sequence."""
+        if not isinstance(self.value, list):
+            raise self.error(f"expected a list, got {_kind(self.value)}")
+        yield from self.value
+
+    def child_path(self, key: str | int) -> str:
+        """The key path of a child of this node."""
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    return f"{type(value).__name__} {value!r}"
+
+
+def load_yaml(path: str | Path) -> Node:
+    """Parse a YAML file into located nodes."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("no such file", path=file) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(f"invalid YAML: {exc.problem}", path=file, line=line) from None
+    if root is None:
+        return Node({}, file, 1, "")
+    return _convert(root, file, "")
+
+
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.constructor.SafeConstructor().construct_object(node)
+
+
+def _convert(node: yaml.Node, file: str, path: str) -> Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        parent = Node(None, file, line, path)
+        children: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            if not isinstance(key, str):
+                raise InputError(f"keys must be strings, got {key!r}", path=file, line=line)
+            if key in children:
+                raise InputError(
+                    "duplicate key",
+                    path=file,
+                    line=key_node.start_mark.line + 1,
+                    key=parent.child_path(key),
+                )
+            children[key] = _convert(value_node, file, parent.child_path(key))
+        return Node(children, file, line, path)
+    if isinstance(node, yaml.SequenceNode):
+        parent = Node(None, file, line, path)
+        items = [_convert(v, file, parent.child_path(i)) for i, v in enumerate(node.value)]
+        return Node(items, file, line, path)
+    value = _scalar(node)
+    return Node(value, file, line, path)

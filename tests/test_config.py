@@ -1,0 +1,197 @@
+"""Config and ship-criteria validation: exact one-line errors naming file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_eval.config import Scope, check_against_gold, load_config, load_criteria
+from llm_eval.errors import ExitCode, InputError
+from llm_eval.gold import load_gold
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def error_of(call: object, path: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        call(path)  # type: ignore[operator]
+    assert caught.value.exit_code == ExitCode.BAD_INPUT
+    return str(caught.value).replace(str(path), "FILE")
+
+
+GOOD_GATES = """\
+gates:
+  - name: retrieval_recall_at_5
+    threshold: 0.85
+    regression_max: 0.03
+    severity: error
+    scope: {tier: A}
+  - name: retrieval_mrr
+    threshold: 0.62
+    regression_max: 0.05
+    severity: warning
+"""
+
+
+def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
+    criteria = load_criteria(write(tmp_path, "c.yaml", GOOD_GATES))
+    first, second = criteria.gates
+    assert (first.metric, first.threshold, first.regression_max) == ("recall@5", 0.85, 0.03)
+    assert first.scope == Scope(tier="A")
+    assert (second.metric, second.severity, second.scope) == ("mrr", "warning", Scope())
+    assert criteria.metrics() == ("recall@5", "mrr")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            GOOD_GATES.replace("severity: warning", "severity: eror"),
+            "FILE:10: gates[1].severity: expected 'error' or 'warning', got 'eror'",
+        ),
+        (
+            GOOD_GATES.replace("regression_max: 0.03", "regresion_max: 0.03"),
+            "FILE:4: gates[0].regresion_max: unknown key (valid keys: metric, name, "
+            "regression_max, scope, severity, threshold)",
+        ),
+        (
+            GOOD_GATES.replace("threshold: 0.85", "threshold: 85"),
+            "FILE:3: gates[0].threshold: must be a number between 0 and 1, got 85",
+        ),
+        (
+            GOOD_GATES.replace("regression_max: 0.05", "regression_max: -0.05"),
+            "FILE:9: gates[1].regression_max: must be a number between 0 and 1, got -0.05",
+        ),
+        (
+            GOOD_GATES.replace("name: retrieval_mrr", "name: mrr_gate"),
+            "FILE:7: gates[1].name: cannot tell the metric from this name; add `metric:` "
+            "(names like retrieval_recall_at_5 or retrieval_mrr say it)",
+        ),
+        (
+            GOOD_GATES.replace("name: retrieval_mrr", "name: x\n    metric: mrr@@5"),
+            "FILE:8: gates[1].metric: metric 'mrr@@5': the cutoff must be a whole number >= 1",
+        ),
+        (
+            GOOD_GATES.replace("name: retrieval_mrr", "name: x\n    metric: recal@5"),
+            "FILE:8: gates[1].metric: unknown metric 'recal@5'; valid metrics: recall@k; "
+            "precision@k (alias P@k); hit_rate@k (alias success@k); mrr, mrr@k (alias "
+            "recip_rank); map, map@k; ndcg, ndcg@k; ndcg_exp, ndcg_exp@k",
+        ),
+        (
+            GOOD_GATES.replace("scope: {tier: A}", "scope: {teir: A}"),
+            "FILE:6: gates[0].scope.teir: unknown key (valid keys: tags, tier)",
+        ),
+        (
+            GOOD_GATES.replace("name: retrieval_mrr", "name: retrieval_recall_at_5"),
+            "FILE:7: gates[1]: duplicate gate name 'retrieval_recall_at_5' (first at line 2)",
+        ),
+        (
+            "gates:\n  - name: retrieval_mrr\n    severity: error\n",
+            "FILE:2: gates[0]: a gate needs a `threshold`, a `regression_max`, or both",
+        ),
+        ("gate: []\n", "FILE:1: gate: unknown key (valid keys: gates)"),
+        ("gates: {}\n", "FILE:1: gates: expected a list, got a mapping"),
+        (
+            "gates:\n  - name: [\n",
+            "FILE:3: invalid YAML: expected the node content, but found '<stream end>'",
+        ),
+        ("gates:\n  - name: a\n    name: b\n", "FILE:3: gates[0].name: duplicate key"),
+    ],
+)
+def test_criteria_errors(tmp_path: Path, text: str, message: str) -> None:
+    assert error_of(load_criteria, write(tmp_path, "c.yaml", text)) == message
+
+
+def test_missing_criteria_file(tmp_path: Path) -> None:
+    assert error_of(load_criteria, tmp_path / "none.yaml") == "FILE: no such file"
+
+
+GOOD_CONFIG = """\
+gold:
+  - path: gold/a.jsonl
+    tier: A
+  - gold/b.jsonl
+corpus: gold/corpus.jsonl
+retriever:
+  kind: bm25
+  k1: 1.2
+metrics: [recall@5, mrr]
+top_k: 10
+"""
+
+
+def test_config_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "c.yaml", "gold: [g.jsonl]\n"))
+    assert config.metrics == ("recall@5", "mrr")
+    assert (config.top_k, config.relevance_level) == (10, 1)
+    assert config.retriever is None
+    assert str(config.baseline) == "gold/baseline.json"
+    assert str(config.output) == ".llm-eval"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            GOOD_CONFIG.replace("top_k: 10", "top_k: 0"),
+            "FILE:10: top_k: must be a whole number >= 1, got 0",
+        ),
+        (
+            GOOD_CONFIG.replace("top_k: 10", "top_k: 3"),
+            "FILE:9: metrics: recall@5 needs the top 5 results but top_k is 3",
+        ),
+        (
+            GOOD_CONFIG.replace("kind: bm25", "kind: bm52"),
+            "FILE:7: retriever.kind: unknown retriever kind 'bm52'; valid kinds: bm25",
+        ),
+        (
+            GOOD_CONFIG.replace("k1: 1.2", "k2: 1.2"),
+            "FILE:8: retriever.k2: unknown key (valid keys: b, fields, k1, kind, method, "
+            "stemmer, stopwords)",
+        ),
+        (
+            GOOD_CONFIG.replace("tier: A", "tier: ''"),
+            "FILE:3: gold[0].tier: must be a non-empty string",
+        ),
+        (
+            GOOD_CONFIG.replace("corpus: gold/corpus.jsonl\n", ""),
+            "FILE:6: retriever: the bm25 retriever needs a `corpus` file in the config",
+        ),
+        ("metrics: [mrr]\n", "FILE:1: missing required key 'gold'"),
+        ("gold: []\n", "FILE:1: gold: list at least one gold file"),
+        (
+            "gold: [a]\nrelevance_level: true\n",
+            "FILE:2: relevance_level: must be a whole number >= 1, got True",
+        ),
+    ],
+)
+def test_config_errors(tmp_path: Path, text: str, message: str) -> None:
+    assert error_of(load_config, write(tmp_path, "c.yaml", text)) == message
+
+
+def test_scopes_must_name_known_tiers_and_tags(tmp_path: Path) -> None:
+    gold = write(
+        tmp_path,
+        "g.jsonl",
+        '{"query_id": "q", "query": "x", "tier": "A", "tags": ["howto"], "relevant": ["d"]}\n',
+    )
+    gold_set = load_gold([gold])
+    criteria = write(tmp_path, "c.yaml", GOOD_GATES.replace("tier: A", "tier: C"))
+    with pytest.raises(InputError) as caught:
+        check_against_gold(load_criteria(criteria), gold_set)
+    assert (
+        str(caught.value)
+        == f"{criteria}:6: gates[0].scope: unknown tier 'C'; the gold set has tiers A"
+    )
+    criteria = write(tmp_path, "c.yaml", GOOD_GATES.replace("tier: A", "tags: [how-to]"))
+    with pytest.raises(InputError) as caught:
+        check_against_gold(load_criteria(criteria), gold_set)
+    assert (
+        str(caught.value)
+        == f"{criteria}:6: gates[0].scope: unknown tag 'how-to'; it is on no gold query"
+    )

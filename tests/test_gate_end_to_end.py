@@ -1,0 +1,132 @@
+"""`llm-eval gate` end to end on a copy of the bundled demo: real BM25, real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llm_eval.baseline import load_baseline
+from llm_eval.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo project; the BM25 index cache is shared by the tests here."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(REPO / "config", root / "config")
+    shutil.copytree(REPO / "gold", root / "gold")
+    return root
+
+
+def gate(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.chdir(project)
+    return main(["gate", *args])
+
+
+def test_the_demo_passes(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gate(project, monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("llm-eval gate: PASS")
+    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    assert report["verdict"] in ("pass", "warn")
+    assert report["provenance"]["fingerprints_match"] == {
+        "gold": True,
+        "corpus": True,
+        "retriever": True,
+        "criteria": True,
+    }
+    assert (project / ".llm-eval" / "report.md").read_text().startswith("## Retrieval quality")
+
+
+def test_the_degraded_config_fails_with_a_plain_sentence(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = gate(project, monkeypatch, "--config", "config/examples/degraded.yaml")
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "llm-eval gate: FAIL" in out
+    assert "✗ recall@5 (tier A) dropped from" in out
+    assert "is allowed" in out
+
+
+def test_a_tampered_gold_file_exits_3_naming_the_queries(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = project / "gold" / "python-docs-A.jsonl"
+    original = gold.read_text()
+    lines = original.splitlines()
+    first = json.loads(lines[0])
+    first["relevant"] = {"builtins.sorted#0": 1}
+    try:
+        gold.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+        assert gate(project, monkeypatch) == 3
+        err = capsys.readouterr().err
+        assert "the gold set differs from the baseline's (1 query changed: a-001)" in err
+        assert gate(project, monkeypatch, "--allow-gold-change") in (0, 1)
+        report = json.loads((project / ".llm-eval" / "report.json").read_text())
+        assert report["gold_changes"]["changed"] == ["a-001"]
+        assert report["queries"]["compared"] == report["queries"]["evaluated"] - 1
+    finally:
+        gold.write_text(original)
+
+
+def test_a_corrupt_baseline_exits_3(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corrupt = project / "corrupt.json"
+    corrupt.write_text('{"schema_version": 1, "per_query": ')
+    assert gate(project, monkeypatch, "--baseline", "corrupt.json") == 3
+    assert capsys.readouterr().err.startswith(
+        "llm-eval: error: corrupt.json:1: corrupt baseline: invalid JSON"
+    )
+
+
+def test_without_a_baseline_only_floors_are_checked(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gate(project, monkeypatch, "--baseline", "none.json") == 0
+    assert "Note: No baseline at none.json: only the absolute floors were checked." in (
+        capsys.readouterr().out
+    )
+
+
+def test_baseline_refresh_round_trip_and_refusal(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["baseline", "refresh", "--baseline", "fresh.json"]) == 0
+    fresh = load_baseline(project / "fresh.json")
+    committed = load_baseline(project / "gold" / "baseline.json")
+    assert fresh is not None and committed is not None
+    assert fresh.per_query == committed.per_query
+    # The degraded retriever is below the recall floor: refused unless forced.
+    args = ["baseline", "refresh", "--config", "config/examples/degraded.yaml"]
+    assert main([*args, "--baseline", "degraded.json"]) == 1
+    assert not (project / "degraded.json").exists()
+    assert "Not writing degraded.json" in capsys.readouterr().out
+    assert main([*args, "--baseline", "degraded.json", "--force"]) == 0
+    assert (project / "degraded.json").exists()
+    assert main(["baseline", "show", "--baseline", "degraded.json"]) == 0
+    assert "Baseline degraded.json" in capsys.readouterr().out
+
+
+def test_check_quality_gates_script_has_the_same_exit_code(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runpy
+    import sys
+
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(
+        sys, "argv", ["check_quality_gates.py", "--config", "config/examples/degraded.yaml"]
+    )
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(REPO / "scripts" / "check_quality_gates.py"), run_name="__main__")
+    assert exited.value.code == 1
