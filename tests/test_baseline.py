@@ -63,7 +63,8 @@ def test_a_failure_mid_write_leaves_the_old_baseline_intact(
     [
         (
             "{",
-            "FILE:1: corrupt baseline: invalid JSON: Expecting property name enclosed in double quotes",
+            "FILE:1: corrupt baseline: invalid JSON: "
+            "Expecting property name enclosed in double quotes",
         ),
         ("[]", "FILE: corrupt baseline: expected a JSON object"),
         (
