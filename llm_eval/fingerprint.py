@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.gold import GoldQuery, GoldSet
-
-_CHUNK = 1 << 20
+from llm_eval.textio import require_file
 
 
 def digest(value: Any) -> str:
@@ -22,11 +21,8 @@ def digest(value: Any) -> str:
 
 def file_digest(path: str | Path) -> str:
     """sha256 of a file's bytes (first 16 hex digits)."""
-    sha = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()[:16]
+    with require_file(path).open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
 
 
 def query_fingerprint(query: GoldQuery) -> str:

@@ -19,12 +19,7 @@ from llm_eval.errors import InputError
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for each non-blank line, line ends stripped."""
-    file = Path(path)
-    if not file.exists():
-        raise InputError("no such file", path=path)
-    if file.is_dir():
-        raise InputError("is a directory, expected a file", path=path)
-    with file.open("rb") as handle:
+    with require_file(path).open("rb") as handle:
         for number, raw in enumerate(handle, 1):
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
@@ -100,3 +95,13 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def require_file(path: str | Path) -> Path:
+    """The path, when it names an existing regular file; else an InputError saying why."""
+    file = Path(path)
+    if not file.exists():
+        raise InputError("no such file", path=path)
+    if file.is_dir():
+        raise InputError("is a directory, expected a file", path=path)
+    return file

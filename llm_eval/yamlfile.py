@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from llm_eval.errors import InputError
+from llm_eval.textio import require_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +81,7 @@ def load_yaml(path: str | Path) -> Node:
     """Parse a YAML file into located nodes."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=file) from None
+        text = require_file(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
     try:
