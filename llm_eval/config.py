@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,6 +95,22 @@ class Scope:
 
 
 @dataclass(frozen=True, slots=True)
+class Statistics:
+    """How regressions are tested against the baseline (`statistics:` in the criteria)."""
+
+    alpha: float = 0.05
+    """A regression beyond regression_max fails only when its p-value is below alpha."""
+    significance: bool = True
+    """Off: any drop beyond regression_max fails, significant or not."""
+    resamples: int = 10_000
+    """Bootstrap and sign-flip resamples."""
+    seed: int = 0
+    """Seed of the resampling, so a report is reproducible run to run."""
+    min_n: int = 30
+    """Tag slices with fewer queries are reported as too small to judge."""
+
+
+@dataclass(frozen=True, slots=True)
 class Gate:
     """One ship criterion."""
 
@@ -111,6 +127,11 @@ class Gate:
     """The gate's entry in the criteria file."""
     scope_where: Location
     """Its `scope` key (or the entry when it has none)."""
+    statistics: Statistics = Statistics()
+    per_tag: bool = False
+    """Also check the regression limit on each tag slice of the scope."""
+    per_tag_tags: tuple[str, ...] = ()
+    """The tags to slice by when `per_tag` lists them (empty: every tag in the scope)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +140,7 @@ class Criteria:
 
     path: str
     gates: tuple[Gate, ...]
+    statistics: Statistics = Statistics()
 
     def metrics(self) -> tuple[str, ...]:
         """Metrics the gates need, in order."""
@@ -242,25 +264,40 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
 
 # --- ship-criteria.yaml -------------------------------------------------------------
 
-_GATE_KEYS = frozenset({"name", "metric", "threshold", "regression_max", "severity", "scope"})
+_GATE_KEYS = frozenset(
+    {
+        "name",
+        "metric",
+        "threshold",
+        "regression_max",
+        "severity",
+        "scope",
+        "statistics",
+        "per_tag",
+    }
+)
+_STATISTICS_KEYS = frozenset({"alpha", "significance", "resamples", "seed", "min_n"})
 _DERIVED = re.compile(r"^retrieval_(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
 def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
     """Read and validate `ship-criteria.yaml`."""
     root = load_yaml(path)
-    keys = root.mapping(frozenset({"gates"}), required=frozenset({"gates"}))
-    gates = tuple(_gate(node) for node in keys["gates"].items())
+    keys = root.mapping(frozenset({"gates", "statistics"}), required=frozenset({"gates"}))
+    defaults = (
+        _statistics(keys["statistics"], Statistics()) if "statistics" in keys else Statistics()
+    )
+    gates = tuple(_gate(node, defaults) for node in keys["gates"].items())
     seen: dict[str, Gate] = {}
     for gate in gates:
         if gate.name in seen:
             first = seen[gate.name].where.line
             raise gate.where.error(f"duplicate gate name {gate.name!r} (first at line {first})")
         seen[gate.name] = gate
-    return Criteria(str(path), gates)
+    return Criteria(str(path), gates, defaults)
 
 
-def _gate(node: Node) -> Gate:
+def _gate(node: Node, defaults: Statistics) -> Gate:
     keys = node.mapping(_GATE_KEYS, required=frozenset({"name"}))
     name = _string(keys["name"])
     metric = _metric(keys["metric"]) if "metric" in keys else _derived_metric(keys["name"])
@@ -268,6 +305,9 @@ def _gate(node: Node) -> Gate:
     regression = _proportion(keys["regression_max"]) if "regression_max" in keys else None
     if threshold is None and regression is None:
         raise node.error("a gate needs a `threshold`, a `regression_max`, or both")
+    per_tag, per_tag_tags = _per_tag(keys["per_tag"]) if "per_tag" in keys else (False, ())
+    if per_tag and regression is None:
+        raise keys["per_tag"].error("per-tag checks need a `regression_max` on the gate")
     return Gate(
         name=name,
         metric=metric.name,
@@ -277,7 +317,49 @@ def _gate(node: Node) -> Gate:
         scope=_scope(keys["scope"]) if "scope" in keys else Scope(),
         where=_where(node),
         scope_where=_where(keys.get("scope", node)),
+        statistics=_statistics(keys["statistics"], defaults) if "statistics" in keys else defaults,
+        per_tag=per_tag,
+        per_tag_tags=per_tag_tags,
     )
+
+
+def _per_tag(node: Node) -> tuple[bool, tuple[str, ...]]:
+    if isinstance(node.value, bool):
+        return node.value, ()
+    if not isinstance(node.value, list):
+        raise node.error("expected true, false or a list of tags")
+    tags = tuple(_string(t) for t in node.items())
+    if not tags:
+        raise node.error("list at least one tag, or write true for every tag")
+    return True, tags
+
+
+def _switch(node: Node) -> bool:
+    # YAML 1.1 reads on/off as booleans; accept the quoted words too.
+    if isinstance(node.value, bool):
+        return node.value
+    if node.value in ("on", "off"):
+        return node.value == "on"
+    raise node.error(f"expected on or off, got {node.value!r}")
+
+
+def _statistics(node: Node, base: Statistics) -> Statistics:
+    keys = node.mapping(_STATISTICS_KEYS)
+    changes: dict[str, Any] = {}
+    if "alpha" in keys:
+        alpha = _proportion(keys["alpha"])
+        if not 0 < alpha < 1:
+            raise keys["alpha"].error(f"must be between 0 and 1 (exclusive), got {alpha!r}")
+        changes["alpha"] = alpha
+    if "significance" in keys:
+        changes["significance"] = _switch(keys["significance"])
+    if "resamples" in keys:
+        changes["resamples"] = _integer(keys["resamples"], 100)
+    if "seed" in keys:
+        changes["seed"] = _integer(keys["seed"], 0)
+    if "min_n" in keys:
+        changes["min_n"] = _integer(keys["min_n"], 1)
+    return replace(base, **changes)
 
 
 def _derived_metric(node: Node) -> Metric:
@@ -322,7 +404,7 @@ def check_against_gold(criteria: Criteria, gold: GoldSet) -> None:
             raise gate.scope_where.error(
                 f"unknown tier {scope.tier!r}; the gold set has tiers {', '.join(sorted(tiers))}"
             )
-        for tag in scope.tags:
+        for tag in (*scope.tags, *gate.per_tag_tags):
             if tag not in tags:
                 raise gate.scope_where.error(f"unknown tag {tag!r}; it is on no gold query")
 

@@ -11,14 +11,19 @@ touch files or the retriever.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from llm_eval.baseline import Baseline
 from llm_eval.config import (
     Criteria,
     EvalConfig,
+    Gate,
+    Scope,
     check_against_config,
     check_against_gold,
     load_config,
@@ -34,14 +39,15 @@ from llm_eval.fingerprint import (
     gold_fingerprint,
     query_fingerprints,
 )
-from llm_eval.gate import GateResult, decide
-from llm_eval.gold import GoldSet, load_gold
-from llm_eval.judgments import judge_ranked
+from llm_eval.gate import GateResult, Power, SliceInput, SliceResult, decide, decide_slices
+from llm_eval.gold import GoldQuery, GoldSet, load_gold
+from llm_eval.judgments import FloatArray, judge_ranked
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 from llm_eval.runs import Run, load_run
-from llm_eval.slices import mean_over, members
+from llm_eval.slices import PerQuery, mean_over, members
+from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
 
 DEFAULT_GATING_K = 5
 
@@ -203,13 +209,27 @@ def compare(
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline, allow_gold_change)
-    results = []
-    for gate in inputs.criteria.gates:
-        ids = members(inputs.gold.queries, gate.scope)
-        now = mean_over(measurement.per_query, ids, gate.metric, only)
-        before = _baseline_mean(baseline, ids, gate.metric, only)
-        results.append(decide(gate, now.value, now.n, before))
-    return Comparison(tuple(results), diff, only)
+    results = tuple(
+        _decide_gate(inputs.gold.queries, gate, measurement.per_query, baseline, only)
+        for gate in inputs.criteria.gates
+    )
+    return Comparison(results, diff, only)
+
+
+def _decide_gate(
+    queries: Sequence[GoldQuery],
+    gate: Gate,
+    now: PerQuery,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> GateResult:
+    ids = members(queries, gate.scope)
+    current = mean_over(now, ids, gate.metric, only)
+    before = _baseline_mean(baseline, ids, gate.metric, only)
+    pairs = _pairs(now, baseline, ids, gate.metric, only)
+    test = _paired_test(gate, pairs)
+    slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
+    return decide(gate, current.value, current.n, before, test, slices, _power(gate, pairs))
 
 
 def _baseline_mean(
@@ -219,6 +239,70 @@ def _baseline_mean(
         return None
     before = mean_over(baseline.per_query, ids, metric, only)
     return None if before.n == 0 else before.value
+
+
+def _pairs(
+    now: PerQuery,
+    baseline: Baseline | None,
+    ids: Iterable[str],
+    metric: str,
+    only: frozenset[str] | None,
+) -> tuple[FloatArray, FloatArray] | None:
+    """Per-query (before, after) scores of the queries scored in both, or None."""
+    if baseline is None or metric not in baseline.metrics:
+        return None
+    paired = [
+        (baseline.per_query[q][metric], now[q][metric])
+        for q in ids
+        if q in now and q in baseline.per_query and (only is None or q in only)
+    ]
+    if len(paired) < 2:
+        return None
+    both = np.asarray(paired, dtype=np.float64)
+    return both[:, 0], both[:, 1]
+
+
+def _paired_test(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> PairedResult | None:
+    if pairs is None:
+        return None
+    settings = gate.statistics
+    before, after = pairs
+    return paired_tests(before, after, resamples=settings.resamples, seed=settings.seed)[0]
+
+
+def _power(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> Power | None:
+    """Set when regression_max is below the drop the scope can detect."""
+    if pairs is None or gate.regression_max is None or gate.regression_max <= 0:
+        return None
+    before = pairs[0]
+    alpha = gate.statistics.alpha
+    detectable = minimum_detectable_drop(before, alpha=alpha)
+    if math.isnan(detectable) or gate.regression_max >= detectable:
+        return None
+    return Power(detectable, queries_needed(before, gate.regression_max, alpha=alpha))
+
+
+def _tag_slices(
+    queries: Sequence[GoldQuery],
+    gate: Gate,
+    ids: list[str],
+    now: PerQuery,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> tuple[SliceResult, ...]:
+    in_scope = set(ids)
+    scoped = [q for q in queries if q.query_id in in_scope]
+    tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
+    inputs = []
+    for tag in tags:
+        tag_ids = members(scoped, Scope(tags=(tag,)))
+        current = mean_over(now, tag_ids, gate.metric, only)
+        if current.n == 0:
+            continue  # a tag of rejection queries only
+        before = _baseline_mean(baseline, tag_ids, gate.metric, only)
+        test = _paired_test(gate, _pairs(now, baseline, tag_ids, gate.metric, only))
+        inputs.append(SliceInput(tag, current.n, current.value, before, test))
+    return decide_slices(gate, inputs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,21 @@ from datetime import datetime
 from typing import Any
 
 from llm_eval.baseline import Baseline
-from llm_eval.gate import GateResult, verdict
+from llm_eval.gate import GateResult, SliceResult, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_changes
 from llm_eval.slices import breakdown
-from llm_eval.wording import delta, display_name, limit, sentence, value
+from llm_eval.stats import PairedResult, format_p
+from llm_eval.wording import (
+    delta,
+    display_name,
+    limit,
+    power_sentence,
+    sentence,
+    slice_sentence,
+    value,
+)
 
 SCHEMA_VERSION = 1
 CHANGES_LISTED = 200
@@ -48,7 +57,51 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
         "n": result.n,
         "floor_ok": result.floor_ok,
         "regression_ok": result.regression_ok,
-        "sentence": None if result.status == "pass" else sentence(result),
+        "sentence": sentence(result),
+        "stats": _stats_entry(result.test, result.gate.statistics.alpha),
+        "statistics": {
+            "alpha": gate.statistics.alpha,
+            "significance": gate.statistics.significance,
+            "resamples": gate.statistics.resamples,
+            "seed": gate.statistics.seed,
+            "min_n": gate.statistics.min_n,
+        },
+        "slices": [_slice_entry(result, s) for s in result.slices],
+        "power_warning": power_sentence(result),
+    }
+
+
+def _stats_entry(test: PairedResult | None, alpha: float) -> dict[str, Any] | None:
+    if test is None:
+        return None
+    return {
+        "n": test.n,
+        "ci_low": test.ci_low,
+        "ci_high": test.ci_high,
+        "p_value": test.p_value,
+        "method": test.method,
+        "significant": test.p_value < alpha,
+        "alpha": alpha,
+        "hit_to_miss": test.hit_to_miss,
+        "miss_to_hit": test.miss_to_hit,
+    }
+
+
+def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
+    test = piece.test
+    return {
+        "slice": f"tag:{piece.tag}",
+        "n": piece.n,
+        "value": _number(piece.value),
+        "baseline": _number(piece.baseline),
+        "delta": _number(piece.delta),
+        "status": piece.status,
+        "judged": piece.judged,
+        "p_value": test.p_value if test is not None else None,
+        "p_adjusted": piece.p_adjusted,
+        "ci_low": test.ci_low if test is not None else None,
+        "ci_high": test.ci_high if test is not None else None,
+        "sentence": slice_sentence(result, piece),
     }
 
 
@@ -139,13 +192,14 @@ def build_report(
         else ([], [])
     )
     metrics = list(inputs.metrics)
+    gates = [gate_entry(r) for r in comparison.results]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": tool_version,
         "verdict": status,
         "exit_code": 1 if status == "fail" else 0,
-        "summary": [g["sentence"] for g in map(gate_entry, comparison.results) if g["sentence"]],
-        "gates": [gate_entry(r) for r in comparison.results],
+        "summary": _summary(gates),
+        "gates": gates,
         "metrics": metrics,
         "metric_labels": {m: display_name(m) for m in metrics},
         "slices": _slices(inputs.gold.queries, now_scores, before, metrics),
@@ -169,6 +223,16 @@ def build_report(
         "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
+
+
+def _summary(gates: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every sentence about a limit that is missed: gates first, then their slices."""
+    lines = []
+    for gate in gates:
+        if gate["sentence"]:
+            lines.append(gate["sentence"])
+        lines += [s["sentence"] for s in gate["slices"] if s["status"] != "pass"]
+    return lines
 
 
 def _gold_changes(comparison: Comparison) -> dict[str, Any] | None:
@@ -259,6 +323,7 @@ def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
             value(g["metric"], g["baseline"]),
             value(g["metric"], g["value"]),
             delta(g["metric"], g["delta"]),
+            _ci_cell(g),
             _limits(g),
             g["severity"],
             _STATUS_WORD[g["status"]],
@@ -267,7 +332,27 @@ def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
     ]
 
 
-_GATE_HEADER = ["gate", "metric", "scope", "baseline", "now", "Δ", "limits", "severity", "status"]
+_GATE_HEADER = [
+    "gate",
+    "metric",
+    "scope",
+    "baseline",
+    "now",
+    "Δ",
+    "95% CI, p",
+    "limits",
+    "severity",
+    "status",
+]
+
+
+def _ci_cell(gate: Mapping[str, Any]) -> str:
+    stats = gate.get("stats")
+    if not stats:
+        return ""
+    metric = gate["metric"]
+    low = delta(metric, stats["ci_low"]).removesuffix(" pp")
+    return f"{low} to {delta(metric, stats['ci_high'])}, {format_p(stats['p_value'])}"
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -286,9 +371,25 @@ def render_text(report: Mapping[str, Any]) -> str:
     """The terminal rendering: verdict, gates table, one sentence per gate not passing."""
     lines = [f"llm-eval gate: {headline(report)}", ""]
     lines.append(render_table(_GATE_HEADER, _gate_rows(report)))
-    sentences = [
-        f"{_STATUS_MARK[g['status']]} {g['sentence']}" for g in report["gates"] if g["sentence"]
-    ]
+    sentences = []
+    for gate in report["gates"]:
+        mark = _STATUS_MARK[gate["status"]]
+        if gate["sentence"]:
+            sentences.append(f"{mark} {gate['sentence']}")
+        sentences += [
+            f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
+            for piece in gate["slices"]
+            if piece["status"] != "pass"
+        ]
+        small = [p for p in gate["slices"] if not p["judged"]]
+        if small:
+            names = ", ".join(f"{p['slice'].removeprefix('tag:')} (n={p['n']})" for p in small)
+            sentences.append(
+                f"  {gate['name']}: {plural(len(small), 'tag slice', 'tag slices')} too small "
+                f"to judge: {names}"
+            )
+        if gate["power_warning"]:
+            sentences.append(f"! {gate['power_warning']}")
     if sentences:
         lines += ["", *sentences]
     changes = report["changes"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-from llm_eval.gate import GateResult
+from llm_eval.gate import GateResult, SliceResult
 from llm_eval.metrics import parse_metric
+from llm_eval.stats import PairedResult, format_p
 
 MINUS = "−"
 _PERCENT = {"recall", "precision", "hit_rate"}
@@ -51,22 +52,84 @@ def limit(metric: str, number: float) -> str:
     return delta(metric, -number).replace("+", MINUS) if number == 0 else delta(metric, -number)
 
 
-def sentence(result: GateResult) -> str:
-    """One plain sentence for a gate that is not passing."""
+def subject(metric: str, scope_label: str) -> str:
+    """`recall@5 (tier A)`; no parentheses for all queries."""
+    name = display_name(metric)
+    return name if scope_label == "all queries" else f"{name} ({scope_label})"
+
+
+def interval(
+    metric: str, test: PairedResult, p_label: str = "", p_value: float | None = None
+) -> str:
+    """`95% CI −8.1 to −3.9 pp, p < 0.001` (the p-value may be replaced, e.g. Holm's)."""
+    low, high = delta(metric, test.ci_low), delta(metric, test.ci_high)
+    if is_percent(metric):
+        low = low.removesuffix(" pp")
+    p_text = format_p(test.p_value if p_value is None else p_value)
+    return f"95% CI {low} to {high}, {p_label}{p_text}"
+
+
+def _judgement(significant: bool | None, significance_on: bool, alpha: float) -> str:
+    if significant is None or not significance_on:
+        return ""
+    if significant:
+        return ": significant"
+    return f": not significant at alpha {alpha:g}, so it only warns"
+
+
+def _drop_clause(
+    metric: str,
+    before: float | None,
+    after: float,
+    test: PairedResult | None,
+    judgement: str,
+    regression_max: float,
+    holm_p: float | None = None,
+) -> str:
+    change = delta(metric, None if before is None else after - before)
+    details = change
+    if test is not None:
+        label = "Holm-adjusted " if holm_p is not None else ""
+        details = f"{change}, {interval(metric, test, label, holm_p)}"
+    return (
+        f"dropped from {value(metric, before)} to {value(metric, after)} ({details}){judgement}; "
+        f"at most {limit(metric, regression_max)} is allowed"
+    )
+
+
+def main_check_failed(result: GateResult) -> bool:
+    """Whether the gate's own scope (not its tag slices) misses a limit."""
+    return (
+        result.floor_ok is False
+        or result.regression_ok is False
+        or result.n == 0
+        or math.isnan(result.value)
+    )
+
+
+def sentence(result: GateResult) -> str | None:
+    """One plain sentence for a gate whose own scope misses a limit, else None."""
+    if not main_check_failed(result):
+        return None
     gate = result.gate
     metric = gate.metric
-    subject = display_name(metric)
-    if gate.scope.label() != "all queries":
-        subject += f" ({gate.scope.label()})"
     if result.n == 0 or math.isnan(result.value):
         clauses = ["could not be computed: no scored query in its scope"]
     else:
         clauses = []
         if result.regression_ok is False and gate.regression_max is not None:
+            judgement = _judgement(
+                result.significant, gate.statistics.significance, gate.statistics.alpha
+            )
             clauses.append(
-                f"dropped from {value(metric, result.baseline)} to {value(metric, result.value)} "
-                f"({delta(metric, result.delta)}); at most {limit(metric, gate.regression_max)} "
-                "is allowed"
+                _drop_clause(
+                    metric,
+                    result.baseline,
+                    result.value,
+                    result.test,
+                    judgement,
+                    gate.regression_max,
+                )
             )
         if result.floor_ok is False and gate.threshold is not None:
             verb = "and is" if clauses else "is"
@@ -75,4 +138,41 @@ def sentence(result: GateResult) -> str:
                 f"{value(metric, gate.threshold)}"
             )
     suffix = " (warning)" if gate.severity == "warning" else ""
-    return f"{subject} {', '.join(clauses)}{suffix}"
+    return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{suffix}"
+
+
+def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
+    """A sentence for a tag slice that is too small to judge or whose drop is too large."""
+    gate = result.gate
+    metric = gate.metric
+    name = subject(metric, f"tag {piece.tag}")
+    if not piece.judged:
+        return f"{name}: too few queries (n={piece.n}) to judge"
+    if not piece.exceeded or gate.regression_max is None:
+        return None
+    alpha = gate.statistics.alpha
+    adjusted = piece.p_adjusted if piece.p_adjusted is not None else math.nan
+    significant = adjusted < alpha
+    judgement = _judgement(significant, gate.statistics.significance, alpha)
+    clause = _drop_clause(
+        metric, piece.baseline, piece.value, piece.test, judgement, gate.regression_max, adjusted
+    )
+    suffix = " (warning)" if gate.severity == "warning" else ""
+    return f"{name} {clause}{suffix}"
+
+
+def power_sentence(result: GateResult) -> str | None:
+    """A warning when regression_max is smaller than the scope can detect."""
+    power = result.power
+    gate = result.gate
+    if power is None or gate.regression_max is None:
+        return None
+    metric = gate.metric
+    more = max(0, power.queries_needed - result.n)
+    return (
+        f"{subject(metric, gate.scope.label())}: with {result.n} queries, drops smaller than "
+        f"{delta(metric, power.detectable_drop).lstrip('+')} are not reliably detected (80% "
+        f"power, alpha {gate.statistics.alpha:g}), but regression_max is "
+        f"{delta(metric, gate.regression_max).lstrip('+')}; about {more} more queries would "
+        "be needed"
+    )

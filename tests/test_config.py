@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.config import Scope, check_against_gold, load_config, load_criteria
+from llm_eval.config import (
+    Scope,
+    Statistics,
+    check_against_gold,
+    load_config,
+    load_criteria,
+)
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.gold import load_gold
 
@@ -57,7 +63,7 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
         (
             GOOD_GATES.replace("regression_max: 0.03", "regresion_max: 0.03"),
             "FILE:4: gates[0].regresion_max: unknown key (valid keys: metric, name, "
-            "regression_max, scope, severity, threshold)",
+            "per_tag, regression_max, scope, severity, statistics, threshold)",
         ),
         (
             GOOD_GATES.replace("threshold: 0.85", "threshold: 85"),
@@ -94,7 +100,7 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
             "gates:\n  - name: retrieval_mrr\n    severity: error\n",
             "FILE:2: gates[0]: a gate needs a `threshold`, a `regression_max`, or both",
         ),
-        ("gate: []\n", "FILE:1: gate: unknown key (valid keys: gates)"),
+        ("gate: []\n", "FILE:1: gate: unknown key (valid keys: gates, statistics)"),
         ("gates: {}\n", "FILE:1: gates: expected a list, got a mapping"),
         (
             "gates:\n  - name: [\n",
@@ -195,3 +201,60 @@ def test_scopes_must_name_known_tiers_and_tags(tmp_path: Path) -> None:
         str(caught.value)
         == f"{criteria}:6: gates[0].scope: unknown tag 'how-to'; it is on no gold query"
     )
+
+
+STATS = """\
+statistics: {alpha: 0.01, significance: off, resamples: 2000, seed: 7, min_n: 20}
+gates:
+  - name: retrieval_recall_at_5
+    regression_max: 0.03
+    per_tag: [howto, lookup]
+    statistics: {alpha: 0.05}
+  - name: retrieval_mrr
+    threshold: 0.5
+"""
+
+
+def test_statistics_defaults_and_per_gate_overrides(tmp_path: Path) -> None:
+    criteria = load_criteria(write(tmp_path, "c.yaml", STATS))
+    first, second = criteria.gates
+    assert criteria.statistics == Statistics(0.01, False, 2000, 7, 20)
+    assert first.statistics == Statistics(0.05, False, 2000, 7, 20)
+    assert (first.per_tag, first.per_tag_tags) == (True, ("howto", "lookup"))
+    assert second.statistics == criteria.statistics
+    assert (second.per_tag, second.per_tag_tags) == (False, ())
+    assert load_criteria(write(tmp_path, "d.yaml", GOOD_GATES)).statistics == Statistics()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            STATS.replace("significance: off", "significance: maybe"),
+            "FILE:1: statistics.significance: expected on or off, got 'maybe'",
+        ),
+        (
+            STATS.replace("alpha: 0.01", "alpha: 0"),
+            "FILE:1: statistics.alpha: must be between 0 and 1 (exclusive), got 0.0",
+        ),
+        (
+            STATS.replace("resamples: 2000", "resamples: 10"),
+            "FILE:1: statistics.resamples: must be a whole number >= 100, got 10",
+        ),
+        (
+            STATS.replace("{alpha: 0.05}", "{alpha: 0.05, seeds: 1}"),
+            "FILE:6: gates[0].statistics.seeds: unknown key (valid keys: alpha, min_n, "
+            "resamples, seed, significance)",
+        ),
+        (
+            STATS.replace("per_tag: [howto, lookup]", "per_tag: yes please"),
+            "FILE:5: gates[0].per_tag: expected true, false or a list of tags",
+        ),
+        (
+            STATS.replace("    regression_max: 0.03\n", "    threshold: 0.3\n"),
+            "FILE:5: gates[0].per_tag: per-tag checks need a `regression_max` on the gate",
+        ),
+    ],
+)
+def test_statistics_errors(tmp_path: Path, text: str, message: str) -> None:
+    assert error_of(load_criteria, write(tmp_path, "c.yaml", text)) == message

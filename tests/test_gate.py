@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from llm_eval.config import Gate, Location, Scope
-from llm_eval.gate import decide, verdict
-from llm_eval.wording import sentence
+from llm_eval.config import Gate, Location, Scope, Statistics
+from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
+from llm_eval.stats import PairedResult
+from llm_eval.wording import power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
@@ -123,3 +125,84 @@ def test_verdict(statuses: tuple[str, ...], expected: str) -> None:
 def test_plain_words(gate: Gate, value: float, baseline: float | None, text: str) -> None:
     n = 0 if math.isnan(value) else 50
     assert sentence(decide(gate, value, n, baseline)) == text
+
+
+def paired(p_value: float, delta: float = -0.06) -> PairedResult:
+    return PairedResult(
+        100, 0.87, 0.87 + delta, delta, delta - 0.02, delta + 0.02, p_value, "sign-flip", None, None
+    )
+
+
+@pytest.mark.parametrize(
+    ("severity", "significance", "p_value", "status"),
+    [
+        ("error", True, 0.0001, "fail"),  # a large, significant drop fails
+        ("error", True, 0.2, "warn"),  # large but insignificant: warns, does not block
+        ("error", True, 0.05, "warn"),  # p must be below alpha
+        ("error", False, 0.2, "fail"),  # significance off: the limit alone decides
+        ("warning", True, 0.0001, "warn"),
+    ],
+)
+def test_regressions_fail_only_when_significant(
+    severity: str, significance: bool, p_value: float, status: str
+) -> None:
+    gate = replace(
+        make_gate(threshold=None, severity=severity),
+        statistics=Statistics(significance=significance),
+    )
+    result = decide(gate, 0.81, 100, 0.87, paired(p_value))
+    assert result.status == status
+    assert result.regression_ok is False
+
+
+def test_a_small_drop_passes_whatever_its_p_value() -> None:
+    result = decide(make_gate(threshold=None), 0.86, 100, 0.87, paired(0.0001, -0.01))
+    assert (result.status, result.regression_ok) == ("pass", True)
+
+
+def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
+    gate = replace(make_gate(threshold=None), per_tag=True, statistics=Statistics(min_n=30))
+    inputs = [
+        SliceInput("a", 50, 0.80, 0.90, paired(0.01, -0.10)),  # Holm: 0.01 * 3 = 0.03
+        SliceInput("b", 50, 0.80, 0.90, paired(0.02, -0.10)),  # Holm: max(0.03, 0.04) = 0.04
+        SliceInput("c", 50, 0.89, 0.90, paired(0.03, -0.01)),  # within the limit
+        SliceInput("d", 12, 0.10, 0.90, paired(0.0001, -0.80)),  # too few queries
+    ]
+    a, b, c, d = decide_slices(gate, inputs)
+    assert [a.p_adjusted, b.p_adjusted, c.p_adjusted] == pytest.approx([0.03, 0.04, 0.04])
+    assert (a.status, b.status, c.status) == ("fail", "fail", "pass")
+    assert (d.judged, d.status, d.p_adjusted) == (False, "pass", None)
+    strict = replace(gate, statistics=Statistics(alpha=0.035, min_n=30))
+    assert [s.status for s in decide_slices(strict, inputs)] == ["fail", "warn", "pass", "pass"]
+    result = decide(gate, 0.90, 200, 0.90, paired(0.9, 0.0), decide_slices(gate, inputs))
+    assert result.status == "fail"
+    assert sentence(result) is None  # the scope itself is fine; the slices say why
+    assert slice_sentence(result, result.slices[3]) == (
+        "recall@5 (tag d): too few queries (n=12) to judge"
+    )
+    assert slice_sentence(result, result.slices[0]) == (
+        "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp, 95% CI −12.0 to −8.0 pp, "
+        "Holm-adjusted p = 0.030): significant; at most −3.0 pp is allowed"
+    )
+
+
+def test_the_sentence_carries_the_interval_and_p_value() -> None:
+    gate = make_gate(threshold=None, scope=Scope(tier="A"))
+    assert sentence(decide(gate, 0.81, 100, 0.87, paired(0.0002))) == (
+        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp, 95% CI −8.0 to −4.0 pp, "
+        "p < 0.001): significant; at most −3.0 pp is allowed"
+    )
+    assert sentence(decide(gate, 0.81, 100, 0.87, paired(0.21))) == (
+        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp, 95% CI −8.0 to −4.0 pp, "
+        "p = 0.210): not significant at alpha 0.05, so it only warns; at most −3.0 pp is allowed"
+    )
+
+
+def test_power_warning_names_the_queries_needed() -> None:
+    gate = make_gate(threshold=None, scope=Scope(tier="A"))
+    result = decide(gate, 0.87, 176, 0.87, paired(1.0, 0.0), power=Power(0.076, 1122))
+    assert power_sentence(result) == (
+        "recall@5 (tier A): with 176 queries, drops smaller than 7.6 pp are not reliably "
+        "detected (80% power, alpha 0.05), but regression_max is 3.0 pp; about 946 more "
+        "queries would be needed"
+    )

@@ -71,16 +71,16 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
 
 
 def _floors_failed(inputs: Inputs, measurement: Measurement) -> list[str]:
-    failed = []
+    failed: list[str] = []
     for gate in inputs.criteria.gates:
         if gate.severity != "error":
             continue
         now = mean_over(
             measurement.per_query, members(inputs.gold.queries, gate.scope), gate.metric
         )
-        result = decide(gate, now.value, now.n, None)
-        if result.status == "fail":
-            failed.append(sentence(result))
+        text = sentence(decide(gate, now.value, now.n, None))
+        if text is not None:
+            failed.append(text)
     return failed
 
 
