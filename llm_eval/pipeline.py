@@ -44,7 +44,7 @@ from llm_eval.gold import GoldQuery, GoldSet, load_gold
 from llm_eval.judgments import FloatArray, judge_ranked
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
-from llm_eval.retrievers import RetrieverContext, retriever_kind
+from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.runs import Run, load_run
 from llm_eval.slices import PerQuery, mean_over, members
 from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
@@ -90,15 +90,18 @@ def obtain_run(inputs: Inputs, run_path: Path | None) -> Run:
     """The precomputed run when given, else the configured retriever's results."""
     if run_path is not None:
         return load_run(run_path)
-    config = inputs.config
+    return build_retriever(inputs.config).retrieve(inputs.gold.queries, inputs.config.top_k)
+
+
+def build_retriever(config: EvalConfig) -> Retriever:
+    """The configured retriever, ready to answer queries."""
     if config.retriever is None:
         raise InputError(
             "no retriever is configured; add `retriever:` or pass --run", path=config.path
         )
     kind = retriever_kind(config.retriever.kind)
     context = RetrieverContext(config.corpus, config.output / "cache")
-    retriever = kind.build(config.retriever.settings, context)
-    return retriever.retrieve(inputs.gold.queries, config.top_k)
+    return kind.build(config.retriever.settings, context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +119,13 @@ class Measurement:
 
 def measure(inputs: Inputs, run: Run) -> Measurement:
     """Score every gold query on every metric the report and the gates need."""
-    judgments = judge_ranked(inputs.gold.qrels(), run.ranked(), inputs.config.relevance_level)
-    scores = score_judgments(judgments, parse_metrics(inputs.metrics))
+    return score_run(inputs.gold, run, inputs.metrics, inputs.config.relevance_level)
+
+
+def score_run(gold: GoldSet, run: Run, metrics: Sequence[str], relevance_level: int) -> Measurement:
+    """Score every gold query of a run on the given metrics."""
+    judgments = judge_ranked(gold.qrels(), run.ranked(), relevance_level)
+    scores = score_judgments(judgments, parse_metrics(metrics))
     ranks = judgments.first_relevant_rank().tolist()
     return Measurement(
         per_query=scores.to_dict(),

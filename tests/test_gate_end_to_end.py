@@ -130,3 +130,62 @@ def test_check_quality_gates_script_has_the_same_exit_code(
     with pytest.raises(SystemExit) as exited:
         runpy.run_path(str(REPO / "scripts" / "check_quality_gates.py"), run_name="__main__")
     assert exited.value.code == 1
+
+
+def test_retrieve_then_compare_two_runs(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["retrieve", "--out", "a.jsonl"]) == 0
+    assert main(["retrieve", "--config", "config/examples/degraded.yaml", "--out", "b.jsonl"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp"]) == 0
+    out = capsys.readouterr().out
+    overall = next(line for line in out.splitlines() if line.startswith("overall"))
+    assert overall.split()[-1] == "A"  # the mistuned retriever loses, significantly
+    rows = (project / "cmp" / "compare.csv").read_text().splitlines()
+    assert rows[0] == "slice,metric,n,mean_a,mean_b,delta,ci_low,ci_high,t_test_p,winner"
+    slice_name, metric, _, mean_a, mean_b, change, low, high, p, winner = rows[1].split(",")
+    assert (slice_name, metric, winner) == ("overall", "recall@5", "A")
+    assert float(low) <= float(change) <= float(high) < 0
+    assert float(mean_b) - float(mean_a) == pytest.approx(float(change))
+    assert float(p) < 0.05
+    assert (project / "cmp" / "compare.md").read_text().startswith("## A/B comparison")
+    # The same run against itself: no difference anywhere.
+    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "mrr", "--out", "same"]) == 0
+    same = (project / "same" / "compare.csv").read_text().splitlines()[1:]
+    assert all(line.endswith(",no significant difference") for line in same)
+
+
+def test_gold_validate_and_stats(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["gold", "validate"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: retrieval_recall_at_5 on tier A: recall@5 drops smaller than" in out
+    assert out.rstrip().endswith("warnings)")
+    assert main(["gold", "stats"]) == 0
+    stats = capsys.readouterr().out
+    assert "Smallest drop detectable with 80% power" in stats
+    tier_a = next(line for line in stats.splitlines() if "retrieval_recall_at_5" in line)
+    assert "tier A  176" in tier_a
+
+
+def test_gold_validate_rejects_labels_missing_from_the_corpus(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = project / "gold" / "python-docs-B.jsonl"
+    original = gold.read_text()
+    first = json.loads(original.splitlines()[0])
+    first["relevant"] = {"no-such-passage#0": 2}
+    try:
+        gold.write_text(json.dumps(first) + "\n" + "\n".join(original.splitlines()[1:]) + "\n")
+        monkeypatch.chdir(project)
+        assert main(["gold", "validate"]) == 3
+        assert capsys.readouterr().err == (
+            "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.no-such-passage#0: "
+            "document 'no-such-passage#0' is not in the corpus gold/corpus.jsonl\n"
+        )
+    finally:
+        gold.write_text(original)

@@ -392,7 +392,7 @@ def test_paired_tests_rejects_bad_input(
     before: np.ndarray, after: np.ndarray, kwargs: dict[str, float], message: str
 ) -> None:
     with pytest.raises(ValueError) as error:
-        paired_tests(before, after, **kwargs)  # type: ignore[arg-type]
+        paired_tests(before, after, **kwargs)
     assert str(error.value) == message
 
 

@@ -1,0 +1,181 @@
+"""`llm-eval compare RUN_A RUN_B`: an A/B comparison of two runs on the same gold set."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from llm_eval.config import Scope, load_config
+from llm_eval.evaluation import parse_metrics
+from llm_eval.gold import GoldSet, load_gold
+from llm_eval.output import render_table
+from llm_eval.pipeline import Measurement, score_run
+from llm_eval.runs import load_run
+from llm_eval.slices import members
+from llm_eval.stats import PairedResult, format_p, paired_t_test, paired_tests
+from llm_eval.textio import write_atomic
+from llm_eval.wording import delta, display_name, value
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One metric on one slice: A, B and the paired comparison."""
+
+    slice: str
+    metric: str
+    n: int
+    mean_a: float
+    mean_b: float
+    t_p_value: float
+    ci_low: float
+    ci_high: float
+    winner: str
+    """`A`, `B`, or `no significant difference`."""
+
+    @property
+    def delta(self) -> float:
+        """B − A."""
+        return self.mean_b - self.mean_a
+
+
+def compare_runs(
+    gold: GoldSet,
+    a: Measurement,
+    b: Measurement,
+    metrics: Sequence[str],
+    *,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> list[Row]:
+    """Per metric, overall and per tier and tag: means, paired t-test, bootstrap CI, winner."""
+    scopes = [("overall", Scope())]
+    scopes += [(f"tier {t}", Scope(tier=t)) for t in gold.tiers()]
+    scopes += [(f"tag {t}", Scope(tags=(t,))) for t in gold.tags()]
+    rows = []
+    for name, scope in scopes:
+        ids = [q for q in members(gold.queries, scope) if q in a.per_query and q in b.per_query]
+        if len(ids) < 2:
+            continue
+        before = np.array([[a.per_query[q][m] for m in metrics] for q in ids])
+        after = np.array([[b.per_query[q][m] for m in metrics] for q in ids])
+        tests = paired_tests(before, after, resamples=resamples, seed=seed)
+        for column, (metric, test) in enumerate(zip(metrics, tests, strict=True)):
+            _, p = paired_t_test(before[:, column], after[:, column])
+            rows.append(_row(name, metric, test, p, alpha))
+    return rows
+
+
+def _row(name: str, metric: str, test: PairedResult, p: float, alpha: float) -> Row:
+    winner = "no significant difference"
+    if p < alpha:
+        winner = "B" if test.mean_after > test.mean_before else "A"
+    return Row(
+        name,
+        metric,
+        test.n,
+        test.mean_before,
+        test.mean_after,
+        p,
+        test.ci_low,
+        test.ci_high,
+        winner,
+    )
+
+
+_HEADER = ["slice", "metric", "n", "A", "B", "Δ (B − A)", "95% CI", "paired t", "winner"]
+
+
+def _cells(row: Row) -> list[str]:
+    metric = row.metric
+    low = delta(metric, row.ci_low).removesuffix(" pp")
+    return [
+        row.slice,
+        display_name(metric),
+        str(row.n),
+        value(metric, row.mean_a),
+        value(metric, row.mean_b),
+        delta(metric, row.delta),
+        f"{low} to {delta(metric, row.ci_high)}",
+        format_p(row.t_p_value),
+        row.winner,
+    ]
+
+
+def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> str:
+    """The Markdown report."""
+    lines = [
+        f"## A/B comparison: A = `{run_a}`, B = `{run_b}`",
+        "",
+        f"Winner: the run with the higher mean where the paired t-test gives p < {alpha:g}.",
+        "",
+        "| " + " | ".join(_HEADER) + " |",
+        "|" + "---|" * len(_HEADER),
+    ]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(rows: Sequence[Row]) -> str:
+    """One line per slice and metric, raw numbers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "slice",
+            "metric",
+            "n",
+            "mean_a",
+            "mean_b",
+            "delta",
+            "ci_low",
+            "ci_high",
+            "t_test_p",
+            "winner",
+        ]
+    )
+    for r in rows:
+        writer.writerow(
+            [
+                r.slice,
+                r.metric,
+                r.n,
+                r.mean_a,
+                r.mean_b,
+                r.delta,
+                r.ci_low,
+                r.ci_high,
+                r.t_p_value,
+                r.winner,
+            ]
+        )
+    return out.getvalue()
+
+
+def compare(
+    *,
+    config_path: Path,
+    run_a: Path,
+    run_b: Path,
+    metrics: Sequence[str],
+    out_dir: Path | None,
+    alpha: float,
+) -> str:
+    """Load, compare, write compare.md and compare.csv, return the terminal table."""
+    config = load_config(config_path)
+    gold = load_gold(config.gold)
+    names = [m.name for m in parse_metrics(metrics or config.metrics)]
+    a = score_run(gold, load_run(run_a), names, config.relevance_level)
+    b = score_run(gold, load_run(run_b), names, config.relevance_level)
+    rows = compare_runs(gold, a, b, names, alpha=alpha)
+    folder = out_dir or config.output
+    write_atomic(folder / "compare.md", to_markdown(rows, str(run_a), str(run_b), alpha))
+    write_atomic(folder / "compare.csv", to_csv(rows))
+    table = render_table(_HEADER, [_cells(r) for r in rows])
+    written = f"Wrote {folder / 'compare.md'} and {folder / 'compare.csv'}"
+    return f"A = {run_a}\nB = {run_b}\n\n{table}\n\n{written}"

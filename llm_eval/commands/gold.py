@@ -1,0 +1,186 @@
+"""`llm-eval gold validate` and `llm-eval gold stats`."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_eval.baseline import Baseline, load_baseline
+from llm_eval.config import Gate, Scope
+from llm_eval.corpus import iter_corpus
+from llm_eval.errors import InputError
+from llm_eval.output import plural, render_table
+from llm_eval.pipeline import Inputs, load_inputs
+from llm_eval.slices import members
+from llm_eval.stats import minimum_detectable_drop, queries_needed
+from llm_eval.wording import delta, display_name
+
+
+@dataclass(frozen=True, slots=True)
+class Detectability:
+    """What one gate's metric can detect on one slice of the gold set."""
+
+    slice: str
+    gate: Gate
+    n: int
+    drop: float
+    """Smallest drop detectable at 80% power and the gate's alpha (NaN: unknown)."""
+    needed: int | None
+    """Queries needed for the gate's regression_max to be detectable."""
+
+
+def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
+    """Per tier and tag, the smallest drop each gate's metric could detect."""
+    queries = inputs.gold.queries
+    slices = [(f"tier {t}", Scope(tier=t)) for t in inputs.gold.tiers()]
+    slices += [(f"tag {t}", Scope(tags=(t,))) for t in inputs.gold.tags()]
+    rows = []
+    for gate in inputs.criteria.gates:
+        if gate.metric not in baseline.metrics:
+            continue
+        own = [] if gate.scope.label() in dict(slices) else [(gate.scope.label(), gate.scope)]
+        for name, scope in [*own, *slices]:
+            ids = [q for q in members(queries, scope) if q in baseline.per_query]
+            if ids:
+                scores = [baseline.per_query[q][gate.metric] for q in ids]
+                rows.append(_detectability(name, gate, scores))
+    return rows
+
+
+def _detectability(name: str, gate: Gate, scores: list[float]) -> Detectability:
+    alpha = gate.statistics.alpha
+    drop = minimum_detectable_drop(scores, alpha=alpha) if len(scores) >= 2 else math.nan
+    needed = None
+    limit = gate.regression_max
+    if limit and not math.isnan(drop) and drop > limit:
+        needed = queries_needed(scores, limit, alpha=alpha)
+    return Detectability(name, gate, len(scores), drop, needed)
+
+
+def _require_baseline(inputs: Inputs, baseline_path: Path | None) -> Baseline:
+    path = baseline_path or inputs.config.baseline
+    baseline = load_baseline(path)
+    if baseline is None:
+        raise InputError(
+            "no baseline; power is estimated from the baseline's per-query scores: run "
+            "`llm-eval baseline refresh` first",
+            path=path,
+        )
+    return baseline
+
+
+def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> str:
+    """Counts per tier and tag, and the smallest drop each gate can detect there."""
+    inputs = load_inputs(config_path, criteria_path)
+    baseline = _require_baseline(inputs, baseline_path)
+    text = [_counts(inputs), ""]
+    rows = []
+    for row in detectability(inputs, baseline):
+        metric = row.gate.metric
+        limit = row.gate.regression_max
+        verdict = "" if row.needed is None else f"needs {row.needed - row.n} more queries"
+        rows.append(
+            [
+                row.gate.name,
+                row.slice,
+                str(row.n),
+                _drop(metric, row.drop),
+                _drop(metric, limit) if limit is not None else "-",
+                verdict,
+            ]
+        )
+    header = ["gate", "slice", "n", "detectable drop", "regression_max", "to detect the limit"]
+    text.append(
+        "Smallest drop detectable with 80% power (paired test, normal approximation "
+        "from the baseline's per-query scores):"
+    )
+    text.append(render_table(header, rows))
+    return "\n".join(text)
+
+
+def _drop(metric: str, value: float) -> str:
+    return "n/a" if math.isnan(value) else delta(metric, value).lstrip("+")
+
+
+def _counts(inputs: Inputs) -> str:
+    queries = inputs.gold.queries
+    tiers = Counter(q.tier for q in queries)
+    tags = Counter(t for q in queries for t in q.tags)
+    rejection = sum(1 for q in queries if q.is_rejection)
+    rows = [[f"tier {t}", str(n)] for t, n in tiers.items()]
+    rows += [[f"tag {t}", str(n)] for t, n in sorted(tags.items())]
+    head = (
+        f"{plural(len(queries), 'query', 'queries')}, "
+        f"{plural(rejection, 'rejection query', 'rejection queries')} (no relevant document)"
+    )
+    return head + "\n" + render_table(["slice", "queries"], rows)
+
+
+def validate(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> list[str]:
+    """Lint the gold set against the config, criteria and corpus; return warnings.
+
+    Errors (a bad line, an unknown tag in a gate, a label naming a document the
+    corpus does not have) raise InputError.
+    """
+    inputs = load_inputs(config_path, criteria_path)
+    if inputs.config.corpus is not None:
+        _check_labels(inputs, inputs.config.corpus)
+    warnings = []
+    baseline = load_baseline(baseline_path or inputs.config.baseline)
+    if baseline is not None:
+        rows = [r for r in detectability(inputs, baseline) if r.needed]
+        warnings += [_power_warning(r) for r in rows if r.slice == r.gate.scope.label()]
+        warnings += _tag_power_warnings(inputs, rows)
+    answerable = sum(1 for q in inputs.gold.queries if not q.is_rejection)
+    if answerable == 0:
+        warnings.append("no gold query has a relevant document")
+    return warnings
+
+
+def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
+    """One line per per_tag gate: how many of its judged tag slices cannot see the limit."""
+    warnings = []
+    for gate in inputs.criteria.gates:
+        if not gate.per_tag:
+            continue
+        weak = [
+            r
+            for r in rows
+            if r.gate is gate and r.slice.startswith("tag ") and r.n >= gate.statistics.min_n
+        ]
+        if weak:
+            more = [(r.needed or 0) - r.n for r in weak]
+            warnings.append(
+                f"{gate.name} per tag: "
+                f"{plural(len(weak), 'judged tag slice', 'judged tag slices')} "
+                f"cannot reliably detect a drop of {_drop(gate.metric, gate.regression_max or 0)} "
+                f"(each needs {min(more)} to {max(more)} more queries; see `llm-eval gold stats`)"
+            )
+    return warnings
+
+
+def _check_labels(inputs: Inputs, corpus: Path) -> None:
+    known = {document.doc_id for document in iter_corpus(corpus)}
+    for query in inputs.gold.queries:
+        for doc, _ in query.relevant:
+            if doc not in known:
+                raise InputError(
+                    f"document {doc!r} is not in the corpus {corpus}",
+                    path=query.path,
+                    line=query.line,
+                    key=f"relevant.{doc}",
+                )
+
+
+def _power_warning(row: Detectability) -> str:
+    gate = row.gate
+    metric = gate.metric
+    limit = gate.regression_max or 0.0
+    return (
+        f"{gate.name} on {row.slice}: {display_name(metric)} drops smaller than "
+        f"{_drop(metric, row.drop)} are not reliably detected with {row.n} queries "
+        f"(regression_max {_drop(metric, limit)}); about {(row.needed or 0) - row.n} more "
+        "queries would be needed"
+    )
