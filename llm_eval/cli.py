@@ -7,6 +7,7 @@ Heavy modules (numpy, PyGithub, jinja2) are imported inside the commands so that
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -148,6 +149,7 @@ def gate(
     allow_gold_change: bool,
 ) -> int:
     """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
+    from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
 
     outcome = run_gate(
@@ -159,6 +161,8 @@ def gate(
         allow_gold_change=allow_gold_change,
     )
     click.echo(outcome.text)
+    for line in publish(outcome.report, os.environ, Path.cwd()):
+        click.echo(line)
     return outcome.exit_code
 
 
@@ -205,6 +209,148 @@ def baseline_show(baseline_path: Path) -> None:
     from llm_eval.commands.baseline import show
 
     click.echo(show(baseline_path))
+
+
+@cli.group()
+def gold() -> None:
+    """Lint the gold set and see what it can detect."""
+
+
+@gold.command("validate")
+@_config_options
+def gold_validate(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> None:
+    """Check the gold set against the config, the criteria and the corpus."""
+    from llm_eval.commands.gold import validate
+
+    warnings = validate(config_path, criteria_path, baseline_path)
+    for warning in warnings:
+        click.echo(f"warning: {warning}")
+    click.echo("gold set OK" + (f" ({len(warnings)} warnings)" if warnings else ""))
+
+
+@gold.command("stats")
+@_config_options
+def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> None:
+    """Queries per tier and tag, and the smallest drop each gate could detect there."""
+    from llm_eval.commands.gold import stats
+
+    click.echo(stats(config_path, criteria_path, baseline_path))
+
+
+@cli.command("compare")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default="config/llm-eval.yaml",
+    show_default=True,
+    help="Gold set, metrics and relevance level.",
+)
+@click.option("-m", "--metric", "metrics", multiple=True, help=METRIC_HELP)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the paired t-test that picks a winner.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for compare.md and compare.csv (default: the `output` of the config).",
+)
+def compare_command(
+    run_a: Path,
+    run_b: Path,
+    config_path: Path,
+    metrics: tuple[str, ...],
+    alpha: float,
+    out_dir: Path | None,
+) -> None:
+    """A/B comparison of two runs on the same gold set, with paired statistics."""
+    from llm_eval.commands.compare import compare
+
+    click.echo(
+        compare(
+            config_path=config_path,
+            run_a=run_a,
+            run_b=run_b,
+            metrics=metrics,
+            out_dir=out_dir,
+            alpha=alpha,
+        )
+    )
+
+
+@cli.command("retrieve")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default="config/llm-eval.yaml",
+    show_default=True,
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
+)
+def retrieve_command(config_path: Path, out: Path) -> None:
+    """Run the configured retriever over the gold set and write a JSONL run file."""
+    from llm_eval.commands.retrieve import retrieve
+
+    click.echo(retrieve(config_path=config_path, out=out))
+
+
+@cli.command("comment")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    default=".llm-eval/report.json",
+    show_default=True,
+    help="The report of `llm-eval gate` to post.",
+)
+@click.option("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY).")
+@click.option(
+    "--pr",
+    type=click.IntRange(min=1),
+    help="Pull request number (default: the pull_request event in $GITHUB_EVENT_PATH).",
+)
+@click.option(
+    "--head-sha",
+    help="Comment on the open pull request whose head is this commit (for workflow_run).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the comment instead; touch nothing.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 4 when the comment cannot be posted (default: a warning, exit 0).",
+)
+def comment_command(
+    report_path: Path,
+    repo: str | None,
+    pr: int | None,
+    head_sha: str | None,
+    dry_run: bool,
+    strict: bool,
+) -> None:
+    """Post or update the pull request's one llm-eval comment (token: $GITHUB_TOKEN)."""
+    from llm_eval.commands.comment import comment
+
+    if pr is not None and head_sha:
+        raise click.UsageError("give --pr or --head-sha, not both")
+    outcome = comment(
+        report_path=report_path,
+        environ=os.environ,
+        repo=repo,
+        pr=pr,
+        head_sha=head_sha,
+        dry_run=dry_run,
+        strict=strict,
+    )
+    click.echo(outcome.text, err=outcome.to_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """`report.json`: the single source for every rendering of a gate run.
 
-`build_report` is a pure function over the pipeline's records; `render_text` and
-`render_markdown` read only the report dict, so a report can be rendered by a
-different job than the one that computed it.
+`build_report` is a pure function over the pipeline's records. `render_text` (the
+terminal) here and `llm_eval.render` (Markdown, PR comment) read only the report
+dict, so a report can be rendered by a different job than the one that computed it.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_
 from llm_eval.slices import breakdown
 from llm_eval.stats import PairedResult, format_p
 from llm_eval.wording import (
+    ci_range,
     delta,
     display_name,
-    limit,
+    limits_text,
     power_sentence,
     sentence,
     slice_sentence,
@@ -80,6 +81,7 @@ def _stats_entry(test: PairedResult | None, alpha: float) -> dict[str, Any] | No
         "ci_high": test.ci_high,
         "p_value": test.p_value,
         "method": test.method,
+        "confidence": 0.95,
         "significant": test.p_value < alpha,
         "alpha": alpha,
         "hit_to_miss": test.hit_to_miss,
@@ -99,6 +101,7 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
         "judged": piece.judged,
         "p_value": test.p_value if test is not None else None,
         "p_adjusted": piece.p_adjusted,
+        "p_adjustment": "holm",
         "ci_low": test.ci_low if test is not None else None,
         "ci_high": test.ci_high if test is not None else None,
         "sentence": slice_sentence(result, piece),
@@ -304,16 +307,6 @@ _STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗"}
 
 
-def _limits(gate: Mapping[str, Any]) -> str:
-    metric = gate["metric"]
-    parts = []
-    if gate["threshold"] is not None:
-        parts.append(f"≥ {value(metric, gate['threshold'])}")
-    if gate["regression_max"] is not None:
-        parts.append(f"Δ ≥ {limit(metric, gate['regression_max'])}")
-    return ", ".join(parts)
-
-
 def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
     return [
         [
@@ -324,7 +317,7 @@ def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
             value(g["metric"], g["value"]),
             delta(g["metric"], g["delta"]),
             _ci_cell(g),
-            _limits(g),
+            limits_text(g["metric"], g["threshold"], g["regression_max"]),
             g["severity"],
             _STATUS_WORD[g["status"]],
         ]
@@ -351,8 +344,7 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
     if not stats:
         return ""
     metric = gate["metric"]
-    low = delta(metric, stats["ci_low"]).removesuffix(" pp")
-    return f"{low} to {delta(metric, stats['ci_high'])}, {format_p(stats['p_value'])}"
+    return f"{ci_range(metric, stats['ci_low'], stats['ci_high'])}, {format_p(stats['p_value'])}"
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -407,32 +399,3 @@ def render_text(report: Mapping[str, Any]) -> str:
         )
     lines += [f"Note: {note}" for note in report["notes"]]
     return "\n".join(lines)
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def render_markdown(report: Mapping[str, Any]) -> str:
-    """A plain Markdown rendering of the report."""
-    out = [f"## Retrieval quality: {headline(report)}", ""]
-    out += [f"- {_md_cell(s)}" for s in report["summary"]] or ["All gates pass."]
-    out += ["", "| " + " | ".join(_GATE_HEADER) + " |", "|" + "---|" * len(_GATE_HEADER)]
-    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in _gate_rows(report)]
-    metrics = report["metrics"]
-    out += ["", "### By tier and tag", ""]
-    header = ["slice", "n", *(report["metric_labels"][m] for m in metrics)]
-    out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in report["slices"]:
-        cells = [_slice_cell(m, row["metrics"][m]) for m in metrics]
-        label = row["name"] if row["kind"] == "overall" else f"{row['kind']} {row['name']}"
-        out.append("| " + " | ".join([_md_cell(label), str(row["n"]), *cells]) + " |")
-    out += [""] + [f"_Note: {_md_cell(n)}_" for n in report["notes"]]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _slice_cell(metric: str, cell: Mapping[str, Any]) -> str:
-    text = value(metric, cell["value"])
-    if cell["delta"] is not None:
-        text += f" ({delta(metric, cell['delta'])})"
-    return text

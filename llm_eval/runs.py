@@ -179,3 +179,24 @@ def _iter_trec(path: str | Path) -> Iterator[tuple[int, str, str, float]]:
         if math.isnan(score):
             raise InputError("score must be a number, got NaN", path=path, line=line)
         yield line, fields[0], fields[2], score
+
+
+def dump_jsonl(run: Run) -> str:
+    """The run as JSONL text, one query a line, in the format `load_run` reads."""
+    lines = []
+    for query in run.queries.values():
+        record: dict[str, Any] = {
+            "query_id": query.query_id,
+            "results": [
+                {
+                    key: item
+                    for key, item in (("doc_id", r.doc_id), ("score", r.score), ("text", r.text))
+                    if item is not None
+                }
+                for r in query.results
+            ],
+        }
+        if query.latency_ms is not None:
+            record["latency_ms"] = round(query.latency_ms, 3)
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)

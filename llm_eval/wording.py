@@ -58,15 +58,30 @@ def subject(metric: str, scope_label: str) -> str:
     return name if scope_label == "all queries" else f"{name} ({scope_label})"
 
 
+def ci_range(metric: str, low: float | None, high: float | None) -> str:
+    """`−8.1 to −3.9 pp` or `−0.150 to −0.100`; `n/a` when unknown."""
+    if low is None or high is None:
+        return "n/a"
+    unit = " pp" if is_percent(metric) else ""
+    return f"{delta(metric, low).removesuffix(unit)} to {delta(metric, high)}"
+
+
+def limits_text(metric: str, threshold: float | None, regression_max: float | None) -> str:
+    """`≥ 38.0%, Δ ≥ −3.0 pp`: a gate's floor and regression limit, empty when neither."""
+    parts = []
+    if threshold is not None:
+        parts.append(f"≥ {value(metric, threshold)}")
+    if regression_max is not None:
+        parts.append(f"Δ ≥ {limit(metric, regression_max)}")
+    return ", ".join(parts)
+
+
 def interval(
     metric: str, test: PairedResult, p_label: str = "", p_value: float | None = None
 ) -> str:
     """`95% CI −8.1 to −3.9 pp, p < 0.001` (the p-value may be replaced, e.g. Holm's)."""
-    low, high = delta(metric, test.ci_low), delta(metric, test.ci_high)
-    if is_percent(metric):
-        low = low.removesuffix(" pp")
     p_text = format_p(test.p_value if p_value is None else p_value)
-    return f"95% CI {low} to {high}, {p_label}{p_text}"
+    return f"95% CI {ci_range(metric, test.ci_low, test.ci_high)}, {p_label}{p_text}"
 
 
 def _judgement(significant: bool | None, significance_on: bool, alpha: float) -> str:

@@ -13,7 +13,8 @@ from llm_eval import __version__
 from llm_eval.baseline import load_baseline
 from llm_eval.gitinfo import head_commit
 from llm_eval.pipeline import compare, fingerprints, load_inputs, measure, obtain_run
-from llm_eval.report import build_report, render_markdown, render_text
+from llm_eval.render import render_markdown
+from llm_eval.report import build_report, render_text
 from llm_eval.textio import write_atomic
 
 

@@ -1,0 +1,110 @@
+"""GitHub Actions output of `llm-eval gate`: the job summary and annotations.
+
+Annotations are workflow commands, lines on stdout such as
+`::error file=gold/a.jsonl,line=38,title=…::message`. Their escaping follows GitHub's
+toolkit (`@actions/core`, `command.ts`): in the message `%`, CR and LF are
+percent-encoded; in a property also `:` and `,`. Escaped so, no text from the gold
+set can end a command early or start a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ANNOTATIONS_MAX = 10
+"""At most this many annotations: the worst hit→miss queries."""
+QUERY_MAX_CHARS = 300
+
+_DATA_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A"}
+_PROPERTY_ESCAPES = {**_DATA_ESCAPES, ":": "%3A", ",": "%2C"}
+_LEVEL = {"fail": "error", "warn": "warning"}
+
+
+def publish(report: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> list[str]:
+    """Append the job summary when `GITHUB_STEP_SUMMARY` is set; return the workflow
+    commands to print (annotations, only when `GITHUB_ACTIONS` is `true`)."""
+    lines = []
+    summary = environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        lines += append_job_summary(report, Path(summary))
+    if environ.get("GITHUB_ACTIONS") == "true":
+        lines += regression_annotations(report, cwd)
+    return lines
+
+
+def append_job_summary(report: Mapping[str, Any], path: Path) -> list[str]:
+    """Append the Markdown report (under 1 MiB) to the job summary file.
+
+    A summary that cannot be written must not change the gate's verdict, so the
+    failure comes back as a warning command to print, not as an exception.
+    """
+    from llm_eval.render import render_markdown
+
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(render_markdown(report))
+    except OSError as exc:
+        return [workflow_command("warning", f"llm-eval: could not append the job summary: {exc}")]
+    return []
+
+
+def regression_annotations(report: Mapping[str, Any], cwd: Path) -> list[str]:
+    """`::error` (or `::warning` when only warning gates failed) for the worst hit→miss
+    queries, at their line in the gold set; none when every gate passes."""
+    level = _LEVEL.get(report["verdict"])
+    if level is None:
+        return []
+    changes = report["changes"]
+    return [
+        _annotation(level, change, changes["k"], cwd)
+        for change in changes["hit_to_miss"][:ANNOTATIONS_MAX]
+    ]
+
+
+def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path) -> str:
+    from llm_eval.render import clip, rank_words
+
+    message = (
+        f"{clip(str(change['query']), QUERY_MAX_CHARS)}\n"
+        f"First relevant document, rank before → after: {rank_words(change['rank_before'])} → "
+        f"{rank_words(change['rank_after'])}. Relevant: {', '.join(map(str, change['relevant']))}"
+    )
+    return workflow_command(
+        level,
+        message,
+        file=relative_path(change.get("file"), cwd),
+        line=change.get("line"),
+        title=f"{change['query_id']} dropped out of the top {k}",
+    )
+
+
+def workflow_command(name: str, message: str, **properties: object) -> str:
+    """`::name key=value,…::message`, escaped; properties that are None are left out."""
+    given = ",".join(
+        f"{key}={escape_property(str(value))}"
+        for key, value in properties.items()
+        if value is not None
+    )
+    return f"::{name}{' ' if given else ''}{given}::{escape_data(message)}"
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: `%`, CR and LF percent-encoded."""
+    return "".join(_DATA_ESCAPES.get(char, char) for char in text)
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: also `:` and `,` percent-encoded."""
+    return "".join(_PROPERTY_ESCAPES.get(char, char) for char in text)
+
+
+def relative_path(path: str | None, cwd: Path) -> str | None:
+    """The path relative to the working directory (the repository root in CI), `/`-separated."""
+    if not path:
+        return None
+    file = Path(path)
+    if file.is_absolute() and file.is_relative_to(cwd):
+        file = file.relative_to(cwd)
+    return file.as_posix()

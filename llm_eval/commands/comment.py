@@ -1,0 +1,145 @@
+"""`llm-eval comment`: post or update the pull request's one comment from a `report.json`.
+
+Where to comment comes from the options or from GitHub Actions' environment:
+`GITHUB_REPOSITORY`, the `pull_request` event in `GITHUB_EVENT_PATH`, `GITHUB_TOKEN`
+and `GITHUB_API_URL`. A comment that cannot be posted is a warning, not a failure:
+the verdict is the gate's job. `--strict` makes it exit 4.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
+from llm_eval.render import COMMENT_MARKER, render_comment
+from llm_eval.report import SCHEMA_VERSION
+from llm_eval.textio import json_type, require_file
+
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The repository and pull request to comment on (by number or by head commit)."""
+
+    repo: str
+    pr: int | None
+    head_sha: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommentOutcome:
+    """What to print, and where; the exit code is 0 (failures under --strict raise)."""
+
+    text: str
+    to_stderr: bool = False
+
+
+def comment(
+    *,
+    report_path: Path,
+    environ: Mapping[str, str],
+    repo: str | None = None,
+    pr: int | None = None,
+    head_sha: str | None = None,
+    dry_run: bool = False,
+    strict: bool = False,
+) -> CommentOutcome:
+    """Render the report as the PR comment and post it (or, with `dry_run`, print it)."""
+    body = render_report(load_report(report_path), report_path)
+    if dry_run:
+        return CommentOutcome(body.rstrip("\n"))
+    try:
+        target = resolve_target(environ, repo, pr, head_sha)
+        token = environ.get("GITHUB_TOKEN") or ""
+        if not token:
+            raise CommentNotPosted("GITHUB_TOKEN is not set")
+        posted = upsert_comment(
+            token=token,
+            api_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+            repo=target.repo,
+            body=body,
+            marker=COMMENT_MARKER,
+            pr=target.pr,
+            head_sha=target.head_sha,
+        )
+    except CommentNotPosted as exc:
+        if strict:
+            raise
+        return CommentOutcome(
+            f"llm-eval comment: warning: no comment posted: {exc} (the gate's verdict stands; "
+            "--strict makes this an error)",
+            to_stderr=True,
+        )
+    done = {"created": "created", "updated": "updated", "unchanged": "unchanged, not rewritten"}
+    return CommentOutcome(f"llm-eval comment: {done[posted.action]}: {posted.url}")
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """The report as written by `llm-eval gate`; an InputError when it is not one."""
+    try:
+        report = json.loads(require_file(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a JSON report: {exc}", path=path) from None
+    if not isinstance(report, dict):
+        raise InputError(f"expected a JSON object, got {json_type(report)}", path=path)
+    version = report.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"schema_version {version!r} is not supported (this llm-eval reads {SCHEMA_VERSION})",
+            path=path,
+        )
+    return report
+
+
+def render_report(report: Mapping[str, Any], path: Path) -> str:
+    """The comment body; a report with missing or mistyped fields is an InputError."""
+    try:
+        return render_comment(report)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(
+            f"cannot render the report: {type(exc).__name__}: {exc}", path=path
+        ) from None
+
+
+def resolve_target(
+    environ: Mapping[str, str], repo: str | None, pr: int | None, head_sha: str | None
+) -> Target:
+    """Options first, then GitHub Actions' environment.
+
+    The pull request number is taken from `--pr` or from a `pull_request` event; with
+    `--head-sha` (a `workflow_run`) it is looked up among the open pull requests, never
+    read from the run's artifacts, which the pull request itself could have written.
+    """
+    name = repo or environ.get("GITHUB_REPOSITORY") or ""
+    if not name:
+        raise CommentNotPosted("no repository: give --repo OWNER/NAME or set GITHUB_REPOSITORY")
+    if not _REPO.fullmatch(name):
+        raise InputError(f"expected OWNER/NAME, got {name!r}", key="--repo")
+    if pr is not None or head_sha:
+        return Target(name, pr, head_sha or None)
+    number = _event_pull_number(environ.get("GITHUB_EVENT_PATH"))
+    if number is None:
+        raise CommentNotPosted(
+            "no pull request: give --pr or --head-sha, or run on a pull_request event"
+        )
+    return Target(name, number, None)
+
+
+def _event_pull_number(event_path: str | None) -> int | None:
+    """`pull_request.number` of the event payload, if this is a pull request event."""
+    if not event_path:
+        return None
+    try:
+        event = json.loads(require_file(event_path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a JSON event payload: {exc}", path=event_path) from None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    number = pull.get("number") if isinstance(pull, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) else None

@@ -1,0 +1,456 @@
+"""Markdown renderings of `report.json` for people: `report.md`, the job summary, the PR comment.
+
+The layout lives in `templates/*.j2`. This module turns the report's numbers into
+words with `wording`, escapes every value a template prints (`escape_markdown`), and
+shortens the body to GitHub's size limits: the query drill-down goes first, then the
+tag table. jinja2 is imported on first use, so `llm-eval --help` stays fast.
+
+A report can come from another job (a `workflow_run` reads it from an artifact a
+pull request built), so every value in it is treated as untrusted text.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from llm_eval.metrics import parse_metric
+from llm_eval.output import plural
+from llm_eval.report import headline
+from llm_eval.stats import format_p
+from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
+
+if TYPE_CHECKING:
+    import jinja2
+
+COMMENT_MARKER = "<!-- llm-eval:retrieval-gate -->"
+"""First line of the PR comment; `llm-eval comment` finds its own comment by it."""
+COMMENT_MAX_CHARS = 65_000
+"""GitHub refuses comments over 65,536 characters."""
+SUMMARY_MAX_BYTES = 1_000_000
+"""GitHub takes at most 1 MiB (1,048,576 bytes) of job summary from one step."""
+CHANGES_SHOWN = 25
+"""Queries listed in each drill-down (hit→miss, miss→hit) when there is room."""
+FIELD_MAX_CHARS = 400
+"""Any one value is clipped to this many characters before it is escaped."""
+
+STATUS_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
+_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail"}
+_FINGERPRINT_NAMES = {"gold": "gold set"}
+_TOLERANCE = 1e-9
+"""Values within this of a limit are on it, as in the gate decision."""
+
+# GitHub links `@name`, `#12`, `GH-12`, `owner/repo#12`, URLs and e-mail addresses in
+# the text of the rendered HTML, after entities and backslash escapes are decoded, so
+# neither `\@` nor `&#64;` stops a ping. An invisible zero-width joiner right after
+# `@` or `#` (or inside `://`, `www.`, `GH-`) breaks every one of those patterns in the
+# raw text and in the rendered text alike, and keeps the text readable.
+_ZWJ = "\u200d"
+_LINKABLE = re.compile(r"[@#]|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_HTML_SPECIAL = re.compile("[&<>]")
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]|~$]")
+
+
+def escape_markdown(text: object) -> str:
+    """`text` as inert GitHub Markdown: one line, no markup, no HTML, nothing linked.
+
+    Line breaks and control characters become spaces (a table cell stays one cell),
+    the text is clipped to `FIELD_MAX_CHARS`, `& < >` become HTML entities,
+    ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
+    get a zero-width joiner (see `_LINKABLE`).
+    """
+    line = clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS)
+    line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
+    line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
+    return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
+
+
+def clip(text: str, max_chars: int) -> str:
+    """`text`, cut to `max_chars` with an ellipsis when longer."""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The Markdown report (`report.md`, the job summary), under 1 MiB."""
+    return _fitted("report.md.j2", report, lambda text: len(text.encode()) <= SUMMARY_MAX_BYTES)
+
+
+def render_comment(report: Mapping[str, Any]) -> str:
+    """The PR comment: the Markdown report under `COMMENT_MARKER`, under GitHub's limit."""
+    return _fitted("comment.md.j2", report, lambda text: len(text) <= COMMENT_MAX_CHARS)
+
+
+# --- fitting the size limit ---------------------------------------------------------
+
+
+def _fitted(template: str, report: Mapping[str, Any], fits: Callable[[str], bool]) -> str:
+    """Render, shortening the drill-down first and then the tag table until `fits`."""
+    view = _view(report)
+    tags = max((len(table["rows"]) for table in view["tag_tables"]), default=0)
+
+    def attempt(changes: int, tag_rows: int) -> str:
+        return (
+            _environment()
+            .get_template(template)
+            .render(view, changes_shown=changes, tags_shown=tag_rows)
+        )
+
+    text = attempt(CHANGES_SHOWN, tags)
+    if fits(text):
+        return text
+    changes = _largest(lambda n: fits(attempt(n, tags)), CHANGES_SHOWN - 1)
+    if changes is not None:
+        return attempt(changes, tags)
+    tag_rows = _largest(lambda n: fits(attempt(0, n)), tags - 1)
+    if tag_rows is not None:
+        return attempt(0, tag_rows)
+    return _cut(attempt(0, 0), fits)
+
+
+def _largest(fits: Callable[[int], bool], high: int) -> int | None:
+    """The largest n in [0, high] for which `fits(n)` holds (it holds up to some n)."""
+    low, best = 0, None
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+_CUT_NOTE = "_…cut here to stay under GitHub's size limit; `report.json` has everything._"
+
+
+def _cut(text: str, fits: Callable[[str], bool]) -> str:
+    """The last resort, when even the gates alone are too long: whole lines, then a note."""
+    lines = text.splitlines()
+
+    def head(n: int) -> str:
+        return "\n".join([*lines[:n], "", _CUT_NOTE]) + "\n"
+
+    return head(_largest(lambda n: fits(head(n)), len(lines)) or 0)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("llm_eval", "templates"),
+        # HTML autoescaping does not cover Markdown; `finalize` runs `escape_markdown` on
+        # every `{{ … }}` a template prints, so no field can be left unescaped by mistake.
+        # Markup lives only in the templates' literal text.
+        autoescape=False,
+        finalize=escape_markdown,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+# --- the view: the report's numbers in words ----------------------------------------
+
+
+def _view(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What the templates print, every value already a string or a number."""
+    gates = report["gates"]
+    gating = gates[0] if gates else None
+    metric = gating["metric"] if gating else report["metrics"][0]
+    tiers = [e for e in report["slices"] if e["kind"] in ("overall", "tier")]
+    tier_rows = [_slice_row(entry, metric, gating, None) for entry in tiers]
+    tag_tables = _tag_tables(report, metric, gating)
+    flagged = any(r["status"] for r in tier_rows)
+    explained_below = any(t["legend"] and not t["checker"] for t in tag_tables)
+    return {
+        "icon": STATUS_ICON[report["verdict"]],
+        "headline": headline(report),
+        "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
+        "gates": [_gate_row(gate) for gate in gates],
+        "has_stats": any(gate.get("stats") for gate in gates),
+        "methods": _methods(gates),
+        "tiers": {
+            "label": _label(report, metric),
+            "rows": tier_rows[:1] + _worst_first(tier_rows[1:]),
+            "legend": _flag_legend(metric, gating) if flagged and not explained_below else "",
+        },
+        "tag_tables": tag_tables,
+        "drilldown": _drilldown(report["changes"], report["provenance"].get("baseline")),
+        "cutoff": report["changes"]["k"],
+        "notes": _notes(report),
+        "footer": _footer(report),
+        "full_changes": CHANGES_SHOWN,
+    }
+
+
+def _label(report: Mapping[str, Any], metric: str) -> str:
+    return str(report["metric_labels"].get(metric) or metric)
+
+
+def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
+    """A gate that is not passing: its sentence, and the tags that missed its limit."""
+    missed = [s for s in gate.get("slices") or [] if s["status"] != "pass"]
+    summary = ""
+    if missed:
+        names = ", ".join(str(s["slice"]).partition(":")[2] for s in missed)
+        summary = (
+            f"{subject(gate['metric'], gate['scope'])}: "
+            f"{plural(len(missed), 'tag', 'tags')} missed the limit ({names})"
+        )
+    icon = STATUS_ICON[gate["status"]]
+    if not gate["sentence"]:
+        return {"icon": icon, "sentence": summary or f"{gate['name']} did not pass", "details": []}
+    worst = max((s["status"] for s in missed), key=_SEVERITY.index, default="pass")
+    details = [{"icon": STATUS_ICON[worst], "sentence": summary}] if summary else []
+    return {"icon": icon, "sentence": gate["sentence"], "details": details}
+
+
+_SEVERITY = ["pass", "warn", "fail"]
+
+
+def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
+    metric = gate["metric"]
+    limits = limits_text(metric, gate["threshold"], gate["regression_max"])
+    blocking = " (blocking)" if gate["severity"] == "error" and gate["status"] == "fail" else ""
+    return {
+        "name": gate["name"],
+        "label": gate["metric_label"],
+        "scope": gate["scope"],
+        "baseline": value(metric, gate["baseline"]),
+        "value": value(metric, gate["value"]),
+        "delta": delta(metric, gate["delta"]),
+        "stats": _stats_words(metric, gate.get("stats")),
+        "limits": limits or "—",
+        "status": f"{STATUS_ICON[gate['status']]} {_STATUS_WORDS[gate['status']]}{blocking}",
+    }
+
+
+def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
+    """`95% CI −8.1 to −3.9 pp, p < 0.001, significant`; `—` without statistics."""
+    if not stats:
+        return "—"
+    parts = [f"95% CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
+    if stats.get("p_value") is not None:
+        parts.append(format_p(stats["p_value"]))
+    if stats.get("significant") is not None:
+        parts.append("significant" if stats["significant"] else "not significant")
+    return ", ".join(parts)
+
+
+_METHOD_WORDS = {
+    "sign-flip": "the paired sign-flip randomisation test",
+    "mcnemar-exact": "McNemar's exact test",
+}
+
+
+def _methods(gates: Iterable[Mapping[str, Any]]) -> str:
+    """`McNemar's exact test (recall@5), the paired sign-flip randomisation test (MRR)`."""
+    used: dict[str, list[str]] = {}
+    for gate in gates:
+        method = (gate.get("stats") or {}).get("method")
+        if method:
+            labels = used.setdefault(_METHOD_WORDS.get(method, str(method)), [])
+            labels.append(str(gate["metric_label"]))
+    return ", ".join(f"{m} ({', '.join(dict.fromkeys(ls))})" for m, ls in used.items())
+
+
+def _loss(metric: str, change: float | None) -> float | None:
+    """How much worse the metric got (negative: better), whichever way it points."""
+    if change is None or math.isnan(change):
+        return None
+    return -change if parse_metric(metric).family.higher_is_better else change
+
+
+def _tag_tables(
+    report: Mapping[str, Any], metric: str, gating: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The gating metric by tag, and the per-tag checks of every gate that has them."""
+    tags = [entry for entry in report["slices"] if entry["kind"] == "tag"]
+    if not tags:
+        return []
+    checked = [gate for gate in report["gates"] if gate.get("slices")]
+    tables = [] if any(g["metric"] == metric for g in checked) else [(metric, gating, None)]
+    tables += [(gate["metric"], gate, gate) for gate in checked]
+    return [_tag_table(report, tags, *table) for table in tables]
+
+
+def _tag_table(
+    report: Mapping[str, Any],
+    tags: list[Mapping[str, Any]],
+    metric: str,
+    limits: Mapping[str, Any] | None,
+    checker: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    checks = {c["slice"]: c for c in checker["slices"]} if checker else None
+    rows = _worst_first(_slice_row(entry, metric, limits, checks) for entry in tags)
+    if checker:
+        legend = _check_legend(checker)
+    else:
+        legend = _flag_legend(metric, limits) if any(r["status"] for r in rows) else ""
+    return {
+        "label": _label(report, metric),
+        "checker": checker["name"] if checker else None,
+        "ranked": any(row["loss"] is not None for row in rows),
+        "rows": rows,
+        "legend": legend,
+    }
+
+
+def _slice_row(
+    entry: Mapping[str, Any],
+    metric: str,
+    limits: Mapping[str, Any] | None,
+    checks: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """One tier or tag; `checks` are a gate's per-tag checks, else a drop is only flagged."""
+    cell = entry["metrics"].get(metric) or {}
+    loss = _loss(metric, cell.get("delta"))
+    check = (checks or {}).get(entry["slice"])
+    if checks is not None:
+        status = _check_status(check)
+    else:
+        allowed = limits["regression_max"] if limits else None
+        dropped = loss is not None and allowed is not None and loss > allowed + _TOLERANCE
+        status = STATUS_ICON["warn"] if dropped else ""
+    return {
+        "name": entry["name"],
+        "n": entry["n"],
+        "baseline": value(metric, cell.get("baseline")),
+        "value": value(metric, cell.get("value")),
+        "delta": delta(metric, cell.get("delta")),
+        "status": status,
+        "ci": ci_range(metric, check.get("ci_low"), check.get("ci_high")) if check else "",
+        "p": format_p(check["p_adjusted"]) if check and check.get("p_adjusted") is not None else "",
+        "loss": loss,
+    }
+
+
+def _check_status(check: Mapping[str, Any] | None) -> str:
+    if check is None:
+        return ""
+    if check.get("judged") is False:
+        return "too few"
+    return STATUS_ICON[check["status"]]
+
+
+def _worst_first(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Largest loss first; rows without a comparison last; ties by name."""
+    return sorted(rows, key=lambda r: (r["loss"] is None, -(r["loss"] or 0.0), str(r["name"])))
+
+
+def _flag_legend(metric: str, limits: Mapping[str, Any] | None) -> str:
+    if limits is None or limits["regression_max"] is None:
+        return ""
+    return (
+        f"{STATUS_ICON['warn']} marks a drop larger than the gate allows "
+        f"({limit(metric, limits['regression_max'])}); these rows are reported, not gated."
+    )
+
+
+def _check_legend(gate: Mapping[str, Any]) -> str:
+    smallest = (gate.get("statistics") or {}).get("min_n")
+    few = f"fewer than {smallest} queries" if smallest else "too few queries"
+    return (
+        f"Status: the per-tag checks of the gate {gate['name']}; p adjusted for the number "
+        f"of tags checked; “too few”: {few}, not judged."
+    )
+
+
+def _drilldown(changes: Mapping[str, Any], baseline: Any) -> list[dict[str, Any]]:
+    """The hit→miss and miss→hit lists; empty without a baseline (nothing to compare)."""
+    if baseline is None:
+        return []
+    k = changes["k"]
+    lost, gained = changes["hit_to_miss_count"], changes["miss_to_hit_count"]
+    return [
+        {
+            "title": f"{STATUS_ICON['fail']} {plural(lost, 'query', 'queries')} lost "
+            f"their relevant result from the top {k} (hit → miss)",
+            "count": lost,
+            "rows": [_change_row(c) for c in changes["hit_to_miss"]],
+        },
+        {
+            "title": f"{STATUS_ICON['pass']} {plural(gained, 'query', 'queries')} gained "
+            f"a relevant result in the top {k} (miss → hit)",
+            "count": gained,
+            "rows": [_change_row(c) for c in changes["miss_to_hit"]],
+        },
+    ]
+
+
+def rank_words(rank: int) -> str:
+    """A rank of the first relevant document; 0 means it was not retrieved at all."""
+    return "not retrieved" if rank == 0 else str(rank)
+
+
+def _change_row(change: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": change["query_id"],
+        "query": change["query"],
+        "tags": ", ".join(map(str, change["tags"])) or "—",
+        "ranks": f"{rank_words(change['rank_before'])} → {rank_words(change['rank_after'])}",
+        "relevant": ", ".join(map(str, change["relevant"])) or "—",
+    }
+
+
+def _notes(report: Mapping[str, Any]) -> list[str]:
+    notes = [str(g["power_warning"]) for g in report["gates"] if g.get("power_warning")]
+    missing = report["queries"]["missing_from_run"]
+    if missing:
+        notes.append(
+            f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
+            "and scored 0."
+        )
+    return notes + list(report["notes"])
+
+
+def _footer(report: Mapping[str, Any]) -> list[str]:
+    """Provenance, one short sentence each."""
+    provenance = report["provenance"]
+    baseline = provenance.get("baseline")
+    sentences = ["No baseline"]
+    if baseline is not None:
+        sentences = [
+            f"Baseline: commit {_short(baseline.get('git_commit'))}, "
+            f"{_age_words(baseline.get('age_days'))} ({baseline.get('path')})"
+        ]
+    fingerprints = _fingerprint_words(provenance.get("fingerprints_match"))
+    if fingerprints:
+        sentences.append(f"Fingerprints: {fingerprints}")
+    sentences.append(f"This PR: commit {_short(provenance.get('head_commit'))}")
+    sentences.append(f"llm-eval {report['tool_version']}")
+    return sentences
+
+
+def _short(commit: str | None) -> str:
+    return str(commit)[:7] if commit else "unknown"
+
+
+def _age_words(days: float | None) -> str:
+    if days is None:
+        return "of unknown age"
+    if days < 1:
+        return "less than a day old"
+    return f"{plural(round(days), 'day', 'days')} old"
+
+
+def _fingerprint_words(match: Mapping[str, bool] | None) -> str:
+    if not match:
+        return ""
+    names = {name: _FINGERPRINT_NAMES.get(name, name) for name in match}
+    differ = [names[name] for name, same in match.items() if not same]
+    if differ:
+        verb = "differs" if len(differ) == 1 else "differ"
+        return f"the {_joined(differ)} {verb} from the baseline's"
+    return f"the {_joined(list(names.values()))} match the baseline's"
+
+
+def _joined(words: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join(filter(None, [", ".join(words[:-1]), words[-1]]))

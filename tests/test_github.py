@@ -1,0 +1,287 @@
+"""`llm-eval comment`: the real CLI and the real PyGithub against a local GitHub API."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_github import FakeGitHub, serve
+
+from llm_eval.cli import main
+from llm_eval.commands.comment import Target, resolve_target
+from llm_eval.errors import InputError
+from llm_eval.github import CommentNotPosted
+from llm_eval.render import COMMENT_MARKER, render_comment
+
+REPORTS = Path(__file__).parent / "gold" / "reports"
+TOKEN = "ghp_s3cret-token-0123456789abcdefghijklmnopqrstu"
+APP_TOKEN = "ghs_installation-token-0123456789abcdefghijklmno"
+READ_ONLY = "ghs_fork-read-only-token-0123456789abcdefghijklm"
+HEAD = "9f" * 20
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeGitHub]:
+    """A fake GitHub with PR #7 of octo/demo; the environment of a pull_request job."""
+    state = FakeGitHub(
+        users={TOKEN: "llm-eval-bot", READ_ONLY: "github-actions[bot]"},
+        app_tokens={APP_TOKEN: "github-actions[bot]"},
+        read_only={READ_ONLY},
+    )
+    state.add_pull(7, HEAD)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"action": "synchronize", "pull_request": {"number": 7}}))
+    with serve(state):
+        monkeypatch.setenv("GITHUB_API_URL", state.base_url)
+        monkeypatch.setenv("GITHUB_REPOSITORY", "octo/demo")
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        yield state
+
+
+def comment(*args: str, report: str = "failure") -> int:
+    return main(["comment", "--report", str(REPORTS / f"{report}.json"), *args])
+
+
+def body(report: str) -> str:
+    return render_comment(json.loads((REPORTS / f"{report}.json").read_text(encoding="utf-8")))
+
+
+def test_create_then_update_in_place_then_leave_alone(github: FakeGitHub) -> None:
+    assert comment(report="failure") == 0
+    (created,) = github.comments[7]
+    assert (created.login, created.body) == ("llm-eval-bot", body("failure"))
+    assert [r.method for r in github.writes()] == ["POST"]
+
+    assert comment(report="pass") == 0
+    assert github.comments[7] == [created]
+    assert created.body == body("pass")
+    assert [r.method for r in github.writes()] == ["POST", "PATCH"]
+    assert github.writes()[1].path == f"/repos/octo/demo/issues/comments/{created.id}"
+
+    assert comment(report="pass") == 0
+    assert [r.method for r in github.writes()] == ["POST", "PATCH"]  # nothing written
+
+
+def test_the_own_comment_is_found_on_the_last_page_among_150_others(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for i in range(150):
+        quoting = i % 7 == 0  # others may quote the marker; their comments are not ours
+        github.add_comment(7, f"user{i % 5}", f"{COMMENT_MARKER}\nfake" if quoting else f"c{i}")
+    own = github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nold")
+    assert comment() == 0
+    assert own.body == body("failure")
+    assert len(github.comments[7]) == 151
+    pages = [r.path for r in github.requests if r.path.startswith("/repos/octo/demo/issues/7/")]
+    assert len(pages) == 2  # 100 a page: both pages were read
+    assert "page=2" in pages[1]
+    assert capsys.readouterr().out == (
+        f"llm-eval comment: updated: https://github.example/octo/demo/pull/7#issuecomment-{own.id}\n"
+    )
+
+
+def test_a_marker_in_a_comment_by_someone_else_is_never_taken_over(github: FakeGitHub) -> None:
+    theirs = github.add_comment(7, "mallory", f"{COMMENT_MARKER}\nplease overwrite me")
+    assert comment() == 0
+    assert theirs.body == f"{COMMENT_MARKER}\nplease overwrite me"
+    assert [c.login for c in github.comments[7]] == ["mallory", "llm-eval-bot"]
+
+
+def test_head_sha_finds_the_open_pull_request_across_pages(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_EVENT_PATH")  # a workflow_run: no pull_request in the event
+    for number in range(100, 230):
+        github.add_pull(number, f"{number:040x}")
+    github.add_pull(42, "ab" * 20)
+    github.add_pull(300, "ab" * 20, state="closed")  # the same commit, closed: not this one
+    assert comment("--head-sha", "AB" * 20) == 0
+    assert [c.login for c in github.comments[42]] == ["llm-eval-bot"]
+    assert github.comments[300] == []
+    listed = [r.path for r in github.requests if r.path.startswith("/repos/octo/demo/pulls?")]
+    assert all("state=open" in path for path in listed) and len(listed) == 2
+
+
+def test_no_open_pull_request_for_the_head_sha_is_a_warning(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert comment("--head-sha", "cd" * 20) == 0
+    assert capsys.readouterr().err == (
+        f"llm-eval comment: warning: no comment posted: no open pull request of octo/demo has "
+        f"head {'cd' * 20} (the gate's verdict stands; --strict makes this an error)\n"
+    )
+    assert github.writes() == []
+
+
+def test_an_installation_token_falls_back_to_the_actions_bot_login(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", APP_TOKEN)
+    github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nanother bot's")
+    own = github.add_comment(7, "github-actions[bot]", f"{COMMENT_MARKER}\nold")
+    assert comment() == 0
+    assert own.body == body("failure")
+    assert [r.method for r in github.writes()] == ["PATCH"]
+    assert any(r.path == "/user" for r in github.requests)  # asked, got 403, fell back
+
+
+def test_a_read_only_token_warns_and_exits_0_or_4_with_strict(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY)
+    assert comment() == 0
+    assert capsys.readouterr().err == (
+        "llm-eval comment: warning: no comment posted: writing the comment on pull request #7: "
+        "GitHub answered 403 (Resource not accessible by integration): the token is read-only "
+        "(pull requests from forks get a read-only GITHUB_TOKEN) (the gate's verdict stands; "
+        "--strict makes this an error)\n"
+    )
+    assert comment("--strict") == 4
+    assert capsys.readouterr().err.startswith(
+        "llm-eval: error: writing the comment on pull request #7: GitHub answered 403"
+    )
+    assert github.comments[7] == []
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (
+            lambda gh: gh.forced.update({"GET /repos/octo/demo/pulls/7": 404}),
+            "reading pull request #7 of octo/demo: GitHub answered 404 (Forced failure): "
+            "not found, or not visible to the token",
+        ),
+        (
+            lambda gh: setattr(gh, "repo", "octo/other"),
+            "reading the repository octo/demo: GitHub answered 404 (Not Found): "
+            "not found, or not visible to the token",
+        ),
+        (
+            lambda gh: setattr(gh, "rate_limited", True),
+            "reading the repository octo/demo: GitHub answered 403 (API rate limit exceeded for "
+            "installation ID 1.): rate limit exceeded",
+        ),
+        (
+            lambda gh: gh.forced.update({"GET /repos/octo/demo/issues/7/comments": 500}),
+            "reading the comments of pull request #7: GitHub answered 500 (Forced failure)",
+        ),
+    ],
+)
+def test_github_failures_warn_and_exit_0_or_4_with_strict_quickly(
+    github: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    setup: object,
+    message: str,
+) -> None:
+    setup(github)  # type: ignore[operator]
+    started = time.monotonic()
+    assert comment() == 0
+    assert comment("--strict") == 4
+    assert time.monotonic() - started < 5  # no retry, no waiting for the rate limit to reset
+    err = capsys.readouterr().err
+    assert err == (
+        f"llm-eval comment: warning: no comment posted: {message} (the gate's verdict stands; "
+        f"--strict makes this an error)\nllm-eval: error: {message}\n"
+    )
+    assert github.writes() == []
+
+
+def test_the_token_never_appears_in_the_output(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.echo_authorization = True  # error bodies quote the request's Authorization header
+    github.forced["POST /repos/octo/demo/issues/7/comments"] = 422
+    for args in ([], ["--strict"]):
+        comment(*args)
+    monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY)
+    comment("--strict")
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert "request had Authorization: token ***" in output  # the echo arrived, scrubbed
+    for secret in (TOKEN, READ_ONLY, TOKEN[4:20]):
+        assert secret not in output
+
+
+def test_dry_run_prints_the_body_and_touches_nothing(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert comment("--dry-run") == 0
+    assert capsys.readouterr().out == body("failure")
+    assert github.requests == []
+
+
+def test_outside_a_pull_request_there_is_nothing_to_comment_on(
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    push = tmp_path / "push.json"
+    push.write_text(json.dumps({"ref": "refs/heads/main"}))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))
+    assert comment() == 0
+    assert "no pull request: give --pr or --head-sha" in capsys.readouterr().err
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert comment("--pr", "7", "--strict") == 4
+    assert capsys.readouterr().err == "llm-eval: error: GITHUB_TOKEN is not set\n"
+    assert github.requests == []
+
+
+def test_a_report_that_is_not_one_exits_3(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "report.json"
+    bad.write_text(json.dumps({"schema_version": 1, "gates": "nope"}))
+    assert main(["comment", "--report", str(bad)]) == 3
+    assert capsys.readouterr().err.startswith(f"llm-eval: error: {bad}: cannot render the report")
+    bad.write_text(json.dumps({"schema_version": 99}))
+    assert main(["comment", "--report", str(bad)]) == 3
+    assert "schema_version 99 is not supported (this llm-eval reads 1)" in capsys.readouterr().err
+
+
+def test_pr_and_head_sha_together_are_a_usage_error(github: FakeGitHub) -> None:
+    assert comment("--pr", "7", "--head-sha", HEAD) == 2
+
+
+@pytest.mark.parametrize(
+    ("env", "options", "target"),
+    [
+        ({"GITHUB_REPOSITORY": "o/r"}, ("x/y", 3, None), Target("x/y", 3, None)),
+        ({"GITHUB_REPOSITORY": "o/r"}, (None, None, "abc"), Target("o/r", None, "abc")),
+        (
+            {"GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": "{pr_event}"},
+            (None, None, None),
+            Target("o/r", 12, None),
+        ),
+        (
+            {"GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": "{pr_event}"},
+            (None, 5, None),
+            Target("o/r", 5, None),
+        ),
+    ],
+)
+def test_resolve_target(
+    tmp_path: Path,
+    env: dict[str, str],
+    options: tuple[str | None, int | None, str | None],
+    target: Target,
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 12}}))
+    environ = {k: v.format(pr_event=event) for k, v in env.items()}
+    assert resolve_target(environ, *options) == target
+
+
+def test_resolve_target_failures(tmp_path: Path) -> None:
+    with pytest.raises(CommentNotPosted, match="no repository"):
+        resolve_target({}, None, 1, None)
+    with pytest.raises(InputError, match="--repo: expected OWNER/NAME, got 'nope'"):
+        resolve_target({}, "nope", 1, None)
+    broken = tmp_path / "event.json"
+    broken.write_text("{")
+    with pytest.raises(InputError, match="not a JSON event payload"):
+        resolve_target({"GITHUB_EVENT_PATH": str(broken)}, "o/r", None, None)

@@ -1,0 +1,251 @@
+"""The Markdown report and PR comment: golden files, escaping, statistics, size limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_eval.render import (
+    COMMENT_MARKER,
+    COMMENT_MAX_CHARS,
+    SUMMARY_MAX_BYTES,
+    escape_markdown,
+    render_comment,
+    render_markdown,
+)
+
+GOLD = Path(__file__).parent / "gold"
+UPDATE = os.environ.get("LLM_EVAL_UPDATE_GOLDEN") == "1"
+ZWJ = "\u200d"
+
+
+def load(name: str) -> dict[str, Any]:
+    """A fixture report with its volatile fields (commits, times, versions) fixed."""
+    report = json.loads((GOLD / "reports" / f"{name}.json").read_text(encoding="utf-8"))
+    return scrub(report)
+
+
+def scrub(report: dict[str, Any]) -> dict[str, Any]:
+    report["tool_version"] = "0.0.0"
+    report["timings"] = {}
+    provenance = report["provenance"]
+    provenance["head_commit"] = "c0ffee0" + "0" * 33
+    provenance["generated_at"] = "2000-01-02T00:00:00+00:00"
+    if provenance["baseline"] is not None:
+        provenance["baseline"].update(
+            git_commit="ba5e11e" + "0" * 33,
+            created_at="2000-01-01T00:00:00+00:00",
+            age_days=12.4,
+            tool_version="0.0.0",
+        )
+    return report
+
+
+def assert_golden(name: str, text: str) -> None:
+    """Compare with tests/gold/NAME; LLM_EVAL_UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = GOLD / name
+    if UPDATE:
+        path.write_bytes(text.encode("utf-8"))
+    assert path.read_bytes().decode("utf-8") == text
+
+
+def huge() -> dict[str, Any]:
+    """The failure report grown past every limit: long queries, many changes, 700 tags."""
+    report = load("failure")
+    changes = report["changes"]
+    template = changes["hit_to_miss"][0]
+    changes["hit_to_miss"] = [
+        {**template, "query_id": f"h-{i:03d}", "query": f"query {i} " + "words " * 60}
+        for i in range(200)
+    ]
+    changes["miss_to_hit"] = [
+        {**template, "query_id": f"m-{i:03d}", "rank_before": 0, "rank_after": 1}
+        for i in range(200)
+    ]
+    changes["hit_to_miss_count"], changes["miss_to_hit_count"] = 900, 400
+    tag = next(s for s in report["slices"] if s["kind"] == "tag")
+    report["slices"] += [
+        {**tag, "slice": f"tag:t{i:03d}-{'x' * 60}", "name": f"t{i:03d}-{'x' * 60}"}
+        for i in range(700)
+    ]
+    return report
+
+
+@pytest.mark.parametrize(
+    "name", ["pass", "warning", "failure", "failure_stats", "no_baseline", "hostile"]
+)
+def test_comment_matches_the_golden_file(name: str) -> None:
+    assert_golden(f"comment_{name}.md", render_comment(load(name)))
+
+
+def test_huge_comment_matches_the_golden_file() -> None:
+    assert_golden("comment_huge.md", render_comment(huge()))
+
+
+def test_markdown_report_matches_the_golden_file() -> None:
+    assert_golden("report_failure.md", render_markdown(load("failure")))
+
+
+def test_the_comment_is_the_report_under_the_marker() -> None:
+    report = load("failure")
+    comment = render_comment(report)
+    assert comment.splitlines()[0] == COMMENT_MARKER
+    assert comment == f"{COMMENT_MARKER}\n{render_markdown(report)}"
+    assert render_markdown(report).startswith("## Retrieval quality: ❌ FAIL")
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("plain words 41.1%", "plain words 41.1%"),
+        ("a|b", "a\\|b"),
+        ("`code`", "\\`code\\`"),
+        ("<script>&", "&lt;script&gt;&amp;"),
+        ("*b* _i_ [l] ~s~ $x$", "\\*b\\* \\_i\\_ \\[l\\] \\~s\\~ \\$x\\$"),
+        ("back\\slash", "back\\\\slash"),
+        ("@octocat", f"@{ZWJ}octocat"),
+        ("#1 and owner/repo#2", f"#{ZWJ}1 and owner/repo#{ZWJ}2"),
+        ("GH-3 gh-4", f"GH-{ZWJ}3 gh-{ZWJ}4"),
+        ("https://x.example www.x.example", f"https:{ZWJ}//x.example www{ZWJ}.x.example"),
+        ("one\ntwo\r\nthree\tfour", "one two three four"),
+        ("&lt;", "&amp;lt;"),
+    ],
+)
+def test_escape_markdown(text: str, escaped: str) -> None:
+    assert escape_markdown(text) == escaped
+
+
+def test_escape_markdown_clips_long_text_before_escaping() -> None:
+    assert escape_markdown("|" * 1000) == "\\|" * 399 + "…"
+
+
+def test_hostile_text_cannot_ping_link_or_break_a_table() -> None:
+    text = render_comment(load("hostile"))
+    assert re.search(f"@(?!{ZWJ})", text) is None
+    assert re.search(f"#(?![{ZWJ}# ])", text) is None  # `## ` is the report's own heading
+    assert "<script" not in text and "<img" not in text and "<b>" not in text
+    assert "https://evil" not in text
+    assert text.count("<!--") == 1  # only the marker
+    for table in tables(text):
+        widths = {len(unescaped_pipes(row)) for row in table}
+        assert len(widths) == 1, table
+
+
+def tables(text: str) -> list[list[str]]:
+    """Consecutive lines that start with `|`."""
+    found: list[list[str]] = []
+    previous = False
+    for line in text.splitlines():
+        row = line.startswith("|")
+        if row and not previous:
+            found.append([])
+        if row:
+            found[-1].append(line)
+        previous = row
+    return found
+
+
+def unescaped_pipes(row: str) -> list[int]:
+    """Positions of `|` not preceded by an odd number of backslashes."""
+    return [m.start() for m in re.finditer(r"(?<!\\)(?:\\\\)*\|", row)]
+
+
+def test_statistics_are_shown_in_plain_words() -> None:
+    text = render_comment(load("failure_stats"))
+    assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001, significant |" in text  # `<` as an entity
+    assert "| 95% CI −0.165 to −0.090, p &lt; 0.001, significant |" in text
+    assert "p-values: the paired sign-flip randomisation test (recall@\u200d5, MRR)." in text
+    assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
+    assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
+    assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
+    assert "> recall@\u200d5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
+
+
+def test_without_statistics_there_is_no_confidence_column() -> None:
+    assert "Confidence" not in render_comment(load("failure"))
+
+
+def test_tags_are_listed_worst_first_by_the_gating_metric() -> None:
+    text = render_comment(load("failure"))
+    section = text.split("by tag, worst first")[1].split("\n\n")[1]
+    deltas = [
+        float(row.split("|")[5].strip().replace("−", "-").removesuffix(" pp"))
+        for row in section.splitlines()[2:]
+    ]
+    assert deltas == sorted(deltas)
+
+
+def test_the_drilldown_is_capped_with_and_n_more() -> None:
+    text = render_comment(load("failure"))
+    lost = text.split("(hit → miss)</summary>")[1].split("</details>")[0]
+    assert lost.count("\n| **") == 25
+    assert "…and 23 more." in lost  # 48 counted, 25 shown
+
+
+def test_the_drilldown_is_shortened_before_the_tag_table() -> None:
+    report = load("failure")
+    for change in report["changes"]["hit_to_miss"] + report["changes"]["miss_to_hit"]:
+        change["query"] = "a|b_c " * 80  # clipped, then every `|` and `_` escaped
+        change["tags"] = [f"tag_{i}" for i in range(40)]
+        change["relevant"] = [f"doc_{i}#{i}" for i in range(40)]
+    report["changes"]["miss_to_hit"] *= 2
+    full = render_markdown(report)
+    comment = render_comment(report)
+    assert len(full) > COMMENT_MAX_CHARS >= len(comment)
+    assert "left out to stay under GitHub's size limit." in comment
+    tag_rows = lambda text: text.split("by tag, worst first")[1].split("\n\n")[1]  # noqa: E731
+    assert tag_rows(comment) == tag_rows(full)
+
+
+def test_a_huge_report_loses_its_drilldown_then_tags_and_says_so() -> None:
+    comment = render_comment(huge())
+    assert len(comment) <= COMMENT_MAX_CHARS
+    assert "\n| **" not in comment  # no query rows left
+    assert comment.count("Not listed, to stay under GitHub's size limit.") == 2
+    assert re.search(r"…and \d+ more, left out to stay under GitHub's size limit \(all in", comment)
+
+
+def test_the_job_summary_stays_under_one_mebibyte() -> None:
+    report = huge()
+    for i, entry in enumerate(report["slices"]):
+        if entry["kind"] == "tag":
+            entry["name"] = f"{i:03d}" + "🙂" * 390  # 4 bytes a character
+    text = render_markdown(report)
+    assert len(text.encode()) <= SUMMARY_MAX_BYTES
+    assert "left out to stay under GitHub's size limit" in text
+
+
+def test_a_report_without_gates_or_changes_still_renders() -> None:
+    report = load("no_baseline")
+    report["gates"], report["summary"], report["verdict"] = [], [], "pass"
+    text = render_markdown(report)
+    assert "✅ All gates pass." in text
+    assert "crossed" not in text  # no baseline: nothing to compare
+
+
+def test_importing_the_command_line_loads_neither_jinja2_nor_pygithub() -> None:
+    code = "import sys, llm_eval.cli; print(sorted({'jinja2', 'github'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("age_days", "words"),
+    [
+        (None, "of unknown age"),
+        (0.4, "less than a day old"),
+        (1.2, "1 day old"),
+        (12.4, "12 days old"),
+    ],
+)
+def test_the_footer_gives_the_baseline_age_in_days(age_days: float | None, words: str) -> None:
+    report = load("pass")
+    report["provenance"]["baseline"]["age_days"] = age_days
+    assert f"Baseline: commit ba5e11e, {words} (gold/baseline.json)" in render_markdown(report)
