@@ -303,6 +303,49 @@ def retrieve_command(config_path: Path, out: Path) -> None:
     click.echo(retrieve(config_path=config_path, out=out))
 
 
+@cli.group()
+def hook() -> None:
+    """Install or remove the git pre-push check."""
+
+
+@hook.command("install")
+@_config_options
+@click.option(
+    "--watch",
+    metavar="PATH",
+    multiple=True,
+    help="Run the gate only when a push changes this path (repeatable; a git pathspec "
+    "from the repository root). Default: config/, gold/ and the files the config names.",
+)
+@click.option("--force", is_flag=True, help="Replace a pre-push hook llm-eval did not write.")
+def hook_install(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    watch: tuple[str, ...],
+    force: bool,
+) -> None:
+    """Install the pre-push hook that runs the gate (honours core.hooksPath)."""
+    from llm_eval.commands.hook import install
+
+    outcome = install(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        baseline_path=baseline_path,
+        watch=watch,
+        force=force,
+    )
+    click.echo(outcome.text)
+
+
+@hook.command("uninstall")
+def hook_uninstall() -> None:
+    """Remove the pre-push hook, if llm-eval wrote it."""
+    from llm_eval.commands.hook import uninstall
+
+    click.echo(uninstall().text)
+
+
 @cli.command("comment")
 @click.option(
     "--report",

@@ -1,0 +1,182 @@
+"""The git pre-push check: run the gate when a push changes the watched paths.
+
+`llm-eval hook install` writes a small shell script into the hooks folder that runs
+`python -m llm_eval.hook` with the interpreter that installed it, so it works inside
+a virtualenv. Git passes the remote's name and URL as arguments and one line per
+pushed ref on stdin, `<local ref> <local sha> <remote ref> <remote sha>`, with a sha
+of zeros for a ref that does not exist on that side. What changed is the difference
+between the trees of the remote's commit and the one pushed, limited to the watched
+paths (git pathspecs); for a ref new on the remote, between the pushed commit and
+the commits it builds on that the remote already has. Nothing changed there: the
+gate is skipped. This module only starts `git` and the gate; it imports nothing
+heavy, so a skipped check costs one interpreter start and a git call or two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MARKER = "# llm-eval pre-push check, written by `llm-eval hook install`"
+"""The line by which install and uninstall recognise a hook llm-eval wrote."""
+
+ZERO_SHA = frozenset({"0" * 40, "0" * 64})
+BLOCKING_EXIT_CODES = frozenset({1, 3})
+"""The gate's exit codes that refuse the push: a blocking gate failed, bad config or data."""
+
+PREFIX = "llm-eval pre-push:"
+
+
+@dataclass(frozen=True, slots=True)
+class PushedRef:
+    """One line of the pre-push hook's stdin."""
+
+    local_ref: str
+    local_sha: str
+    remote_ref: str
+    remote_sha: str
+
+    @property
+    def deletes(self) -> bool:
+        """The push deletes the remote ref: nothing to check."""
+        return self.local_sha in ZERO_SHA
+
+    @property
+    def creates(self) -> bool:
+        """The remote ref does not exist yet."""
+        return self.remote_sha in ZERO_SHA
+
+
+def parse_push_lines(text: str) -> tuple[PushedRef, ...]:
+    """The pushed refs, one per non-blank line of four fields."""
+    refs = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 4:
+            refs.append(PushedRef(*fields))
+    return tuple(refs)
+
+
+def split_rev_list(output: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`git rev-list --boundary` output as (new commits, boundary commits)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    commits = tuple(line for line in lines if not line.startswith("-"))
+    boundaries = tuple(line[1:] for line in lines if line.startswith("-"))
+    return commits, boundaries
+
+
+def render_script(
+    python: str, watch: Sequence[str], gate_options: Sequence[tuple[str, str]]
+) -> str:
+    """The hook file: a POSIX shell script calling `python -m llm_eval.hook`."""
+    command = [f'{shlex.quote(python)} -m llm_eval.hook "$@"']
+    command += [f"--watch {shlex.quote(path)}" for path in watch]
+    command += [f"{option} {shlex.quote(value)}" for option, value in gate_options]
+    python_quoted = shlex.quote(python)
+    gone = f"{PREFIX} {python} is gone; run llm-eval hook install --force"
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            MARKER,
+            "# Runs `llm-eval gate` before a push that changes a watched path, and refuses",
+            "# the push when a blocking gate fails (exit 1) or the config or data are bad",
+            "# (exit 3). `git push --no-verify` skips it once; `llm-eval hook uninstall`",
+            "# removes it.",
+            f"if [ ! -x {python_quoted} ]; then",
+            f"    echo {shlex.quote(gone)} >&2",
+            "    exit 1",
+            "fi",
+            "exec " + " \\\n    ".join(command),
+            "",
+        ]
+    )
+
+
+def is_ours(text: str) -> bool:
+    """Whether a hook file was written by `llm-eval hook install`."""
+    return MARKER in text.splitlines()
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+
+
+def change_to_check(ref: PushedRef, remote: str, watch: Sequence[str]) -> str | None:
+    """Why the gate must run for this pushed ref, or None when the watched paths are
+    unchanged."""
+    if ref.creates:
+        listed = _git("rev-list", "--boundary", ref.local_sha, "--not", f"--remotes={remote}")
+        if listed.returncode != 0:
+            return f"cannot tell what {ref.local_ref} changes"
+        commits, bases = split_rev_list(listed.stdout)
+        if not commits:
+            return None
+        if not bases:
+            return f"{ref.local_ref} shares no commit with {remote}"
+    else:
+        bases = (ref.remote_sha,)
+    for base in bases:
+        diff = _git("diff", "--quiet", base, ref.local_sha, "--", *watch)
+        if diff.returncode == 1:
+            return f"{ref.local_ref} changes {', '.join(watch)}"
+        if diff.returncode != 0:
+            return f"cannot compare {ref.local_ref} with {remote} (fetch, then push again?)"
+    return None
+
+
+def pre_push(remote: str, stdin: str, watch: Sequence[str], gate_options: Sequence[str]) -> int:
+    """Skip, or run the gate and return 1 when the push must be refused."""
+    refs = [ref for ref in parse_push_lines(stdin) if not ref.deletes]
+    reason = next(filter(None, (change_to_check(ref, remote, watch) for ref in refs)), None)
+    if reason is None:
+        print(f"{PREFIX} nothing under {', '.join(watch)} changed; gate skipped.")
+        return 0
+    print(f"{PREFIX} {reason}; running the gate.")
+    for ref in refs:
+        if _git("diff", "--quiet", ref.local_sha, "--", *watch).returncode == 1:
+            print(
+                f"{PREFIX} note: the working tree differs from {ref.local_ref} there; "
+                "the gate checks the working tree."
+            )
+            break
+    sys.stdout.flush()
+    gate = [sys.executable, "-m", "llm_eval.cli", "gate", *gate_options]
+    code = subprocess.run(gate, stdin=subprocess.DEVNULL, check=False).returncode
+    if code in BLOCKING_EXIT_CODES:
+        print(
+            f"{PREFIX} push refused (the gate exited {code}). Fix it, or push once without "
+            "the check: git push --no-verify"
+        )
+        return 1
+    if code != 0:
+        print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m llm_eval.hook", description=__doc__)
+    parser.add_argument("remote", help="The remote's name (or URL), from git.")
+    parser.add_argument("url", nargs="?", help="The remote's URL, from git.")
+    parser.add_argument("--watch", action="append", required=True, help="A git pathspec.")
+    for option in ("--config", "--criteria", "--baseline"):
+        parser.add_argument(option, help=f"Passed to `llm-eval gate {option}`.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The hook's entry point: arguments from the hook file, refs on stdin."""
+    args = _parser().parse_args(argv)
+    options: list[str] = []
+    for name in ("config", "criteria", "baseline"):
+        value = getattr(args, name)
+        if value is not None:
+            options += [f"--{name}", value]
+    return pre_push(args.remote, sys.stdin.read(), args.watch, options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""The git pre-push check: install and uninstall, and real pushes to a bare remote."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_eval.cli import main
+from llm_eval.hook import (
+    MARKER,
+    PushedRef,
+    is_ours,
+    parse_push_lines,
+    render_script,
+    split_rev_list,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+ZERO = "0" * 40
+A = "a" * 40
+B = "b" * 40
+
+
+def git_environment(home: Path) -> dict[str, str]:
+    """The process environment with git configured from scratch: no user or system config."""
+    config = home / "gitconfig"
+    config.write_text(
+        "[user]\n\tname = Tester\n\temail = tester@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
+        encoding="utf-8",
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return environ | {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(cwd: Path, environ: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=environ, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+# --- the pure parts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "refs"),
+    [
+        (
+            f"refs/heads/main {A} refs/heads/main {B}\n",
+            (PushedRef("refs/heads/main", A, "refs/heads/main", B),),
+        ),
+        (
+            f"refs/heads/new {A} refs/heads/new {ZERO}\n\n",
+            (PushedRef("refs/heads/new", A, "refs/heads/new", ZERO),),
+        ),
+        (
+            f"(delete) {ZERO} refs/heads/old {B}\n",
+            (PushedRef("(delete)", ZERO, "refs/heads/old", B),),
+        ),
+        ("", ()),
+        ("refs/heads/x only-three-fields\n", ()),
+    ],
+)
+def test_parse_push_lines(text: str, refs: tuple[PushedRef, ...]) -> None:
+    assert parse_push_lines(text) == refs
+
+
+@pytest.mark.parametrize(
+    ("ref", "deletes", "creates"),
+    [
+        (PushedRef("refs/heads/x", A, "refs/heads/x", B), False, False),
+        (PushedRef("refs/heads/x", A, "refs/heads/x", ZERO), False, True),
+        (PushedRef("(delete)", ZERO, "refs/heads/x", B), True, False),
+        (PushedRef("refs/heads/x", "f" * 64, "refs/heads/x", "0" * 64), False, True),
+    ],
+)
+def test_a_pushed_ref_knows_deletion_and_creation(
+    ref: PushedRef, deletes: bool, creates: bool
+) -> None:
+    assert (ref.deletes, ref.creates) == (deletes, creates)
+
+
+def test_split_rev_list_separates_new_commits_from_the_boundary() -> None:
+    assert split_rev_list(f"{A}\n{B}\n-{'c' * 40}\n") == ((A, B), ("c" * 40,))
+    assert split_rev_list("") == ((), ())
+
+
+def test_the_hook_script_quotes_every_path_and_is_valid_sh(tmp_path: Path) -> None:
+    script = render_script(
+        "/opt/my env/bin/python",
+        ["config/", "data/my gold.jsonl"],
+        [("--config", "config/llm-eval.yaml"), ("--criteria", "it's.yaml")],
+    )
+    assert script.startswith("#!/bin/sh\n" + MARKER + "\n")
+    assert "exec '/opt/my env/bin/python' -m llm_eval.hook \"$@\" \\\n" in script
+    assert "--watch 'data/my gold.jsonl'" in script
+    assert "--criteria 'it'\"'\"'s.yaml'" in script
+    assert is_ours(script)
+    assert not is_ours("#!/bin/sh\nexec pre-commit hook-impl\n")
+    (tmp_path / "pre-push").write_text(script, encoding="utf-8")
+    assert subprocess.run(["sh", "-n", str(tmp_path / "pre-push")], check=False).returncode == 0
+
+
+# --- install and uninstall ----------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty git repository with the demo's config, as the working directory."""
+    for name in [name for name in os.environ if name.startswith("GIT_")]:
+        monkeypatch.delenv(name)
+    for name, value in git_environment(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "config", root / "config")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_install_writes_an_executable_hook_running_this_python(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "config" / "llm-eval.yaml").write_text(
+        "gold:\n  - {path: data/queries.jsonl, tier: A}\ncorpus: gold/corpus.jsonl\n"
+        "retriever: {kind: bm25}\n",
+        encoding="utf-8",
+    )
+    assert main(["hook", "install"]) == 0
+    hook = repo / ".git" / "hooks" / "pre-push"
+    assert capsys.readouterr().out == (
+        "Installed .git/hooks/pre-push: runs `llm-eval gate` before a push that changes "
+        "config/, gold/, data/queries.jsonl; `git push --no-verify` skips it once.\n"
+    )
+    assert os.access(hook, os.X_OK)
+    script = hook.read_text(encoding="utf-8")
+    assert f"exec {Path(sys.executable).as_posix()} -m llm_eval.hook" in script
+    assert re.findall(r"--watch (\S+)", script) == ["config/", "gold/", "data/queries.jsonl"]
+    assert "--config config/llm-eval.yaml \\\n    --criteria config/ship-criteria.yaml\n" in script
+
+
+def test_install_writes_the_given_watch_paths_and_options(repo: Path) -> None:
+    code = main(
+        ["hook", "install", "--watch", "src/retriever/", "--watch", "gold/",
+         "--config", "config/other.yaml", "--baseline", "gold/b.json"]
+    )  # fmt: skip
+    assert code == 0
+    script = (repo / ".git" / "hooks" / "pre-push").read_text(encoding="utf-8")
+    assert re.findall(r"--watch (\S+)", script) == ["src/retriever/", "gold/"]
+    assert "--config config/other.yaml" in script
+    assert "--baseline gold/b.json" in script
+
+
+def test_install_honours_core_hooks_path(repo: Path) -> None:
+    subprocess.run(["git", "config", "core.hooksPath", "tools/hooks"], check=True)
+    assert main(["hook", "install"]) == 0
+    assert is_ours((repo / "tools" / "hooks" / "pre-push").read_text(encoding="utf-8"))
+    assert not (repo / ".git" / "hooks" / "pre-push").exists()
+
+
+def test_install_refuses_a_hook_it_did_not_write_unless_forced(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook = repo / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\nexec my-own-checks\n", encoding="utf-8")
+    assert main(["hook", "install"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: .git/hooks/pre-push: a pre-push hook that llm-eval did not write "
+        "is installed; pass --force to replace it\n"
+    )
+    assert hook.read_text(encoding="utf-8") == "#!/bin/sh\nexec my-own-checks\n"
+    assert main(["hook", "install", "--force"]) == 0
+    assert is_ours(hook.read_text(encoding="utf-8"))
+    assert main(["hook", "install"]) == 0, "its own hook is replaced without --force"
+
+
+def test_uninstall_removes_only_its_own_hook(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook = repo / ".git" / "hooks" / "pre-push"
+    assert main(["hook", "uninstall"]) == 0
+    assert capsys.readouterr().out == "No pre-push hook at .git/hooks/pre-push.\n"
+    hook.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    assert main(["hook", "uninstall"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: .git/hooks/pre-push: not written by llm-eval; leaving it in place\n"
+    )
+    assert hook.exists()
+    assert main(["hook", "install", "--force"]) == 0
+    assert main(["hook", "uninstall"]) == 0
+    assert capsys.readouterr().out.endswith("Removed .git/hooks/pre-push.\n")
+    assert not hook.exists()
+
+
+def test_install_outside_a_repository_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert main(["hook", "install"]) == 3
+    assert capsys.readouterr().err.startswith("llm-eval: error: not a git repository")
+
+
+# --- real pushes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Project:
+    """A clone of the demo with the hook installed, pushing to a bare remote."""
+
+    root: Path
+    environ: dict[str, str]
+    first_push: str
+
+    def git(self, *args: str) -> str:
+        return git(self.root, self.environ, *args)
+
+    def push(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "push", "origin", *args],
+            cwd=self.root,
+            env=self.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
+
+    def remote_sha(self, branch: str) -> str:
+        line = self.git("ls-remote", "origin", f"refs/heads/{branch}")
+        return line.split()[0] if line else ""
+
+    def commit(self, path: str, text: str, message: str) -> None:
+        file = self.root / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+        self.git("add", path)
+        self.git("commit", "-q", "-m", message)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """The demo's config/ and gold/ (with its baseline) in a repository whose main is
+    pushed, through the hook, to an empty bare remote; the BM25 index is built once."""
+    home = tmp_path_factory.mktemp("hook")
+    environ = git_environment(home)
+    root, remote = home / "project", home / "remote.git"
+    shutil.copytree(REPO / "config", root / "config")
+    shutil.copytree(REPO / "gold", root / "gold")
+    (root / ".gitignore").write_text(".llm-eval/\n", encoding="utf-8")
+    for args in (["init", "-q", str(root)], ["init", "-q", "--bare", str(remote)]):
+        git(home, environ, *args)
+    git(root, environ, "add", "-A")
+    git(root, environ, "commit", "-q", "-m", "The demo")
+    git(root, environ, "remote", "add", "origin", str(remote))
+    install = [sys.executable, "-m", "llm_eval.cli", "hook", "install"]
+    subprocess.run(install, cwd=root, env=environ, check=True, capture_output=True)
+    project = Project(root, environ, "")
+    first = project.push("main")
+    assert first.returncode == 0, first.stdout
+    return Project(root, environ, first.stdout)
+
+
+@pytest.fixture
+def project(demo: Project) -> Iterator[Project]:
+    """The demo project, back on a clean main after the test."""
+    yield demo
+    demo.git("switch", "-q", "--force", "main")
+
+
+def test_the_first_push_to_an_empty_remote_runs_the_gate(demo: Project) -> None:
+    assert "llm-eval pre-push: refs/heads/main shares no commit with origin; running" in (
+        demo.first_push
+    )
+    assert "llm-eval gate: PASS" in demo.first_push
+
+
+def test_a_push_that_changes_no_watched_path_skips_the_gate(project: Project) -> None:
+    project.git("switch", "-q", "-c", "docs", "main")
+    project.commit("docs/notes.md", "Notes.\n", "Notes")
+    pushed = project.push("docs")
+    assert pushed.returncode == 0, pushed.stdout
+    assert "llm-eval pre-push: nothing under config/, gold/ changed; gate skipped." in pushed.stdout
+    assert "llm-eval gate" not in pushed.stdout
+    assert project.remote_sha("docs") == project.git("rev-parse", "docs")
+
+
+def test_a_push_with_a_regression_is_refused(project: Project) -> None:
+    project.git("switch", "-q", "-c", "tuning", "main")
+    project.commit("NOTES", "tuning ahead\n", "Start tuning")
+    assert "gate skipped" in project.push("tuning").stdout
+    before = project.remote_sha("tuning")
+    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    mistuned = config.replace("k1: 0.9", "k1: 3.0").replace("b: 0.4", "b: 1.0")
+    assert mistuned != config
+    project.commit("config/llm-eval.yaml", mistuned, "Tune BM25")
+    pushed = project.push("tuning")
+    assert pushed.returncode != 0
+    assert "llm-eval pre-push: refs/heads/tuning changes config/, gold/; running the gate." in (
+        pushed.stdout
+    )
+    assert "✗ recall@5 (tier A) dropped from 41.1% to 33.1%" in pushed.stdout
+    assert "llm-eval pre-push: push refused (the gate exited 1)." in pushed.stdout
+    assert project.remote_sha("tuning") == before
+
+
+def test_a_watched_change_without_regression_goes_through(project: Project) -> None:
+    project.git("switch", "-q", "-c", "comment", "main")
+    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    project.commit("config/llm-eval.yaml", config + "# reviewed\n", "Note the review")
+    pushed = project.push("comment")
+    assert pushed.returncode == 0, pushed.stdout
+    assert "llm-eval pre-push: refs/heads/comment changes config/, gold/; running the gate." in (
+        pushed.stdout
+    )
+    assert "llm-eval gate: PASS" in pushed.stdout
+    assert project.remote_sha("comment") == project.git("rev-parse", "comment")
+
+
+def test_the_hook_says_when_the_working_tree_is_not_what_is_pushed(project: Project) -> None:
+    project.git("switch", "-q", "-c", "pending", "main")
+    config = project.root / "config" / "llm-eval.yaml"
+    project.commit("config/llm-eval.yaml", config.read_text(encoding="utf-8") + "# a\n", "A")
+    config.write_text(config.read_text(encoding="utf-8") + "# b, not committed\n", "utf-8")
+    pushed = project.push("pending")
+    assert pushed.returncode == 0, pushed.stdout
+    assert (
+        "llm-eval pre-push: note: the working tree differs from refs/heads/pending there; "
+        "the gate checks the working tree.\n"
+    ) in pushed.stdout
+
+
+def test_deleting_a_remote_branch_skips_the_gate(project: Project) -> None:
+    project.git("switch", "-q", "-c", "short-lived", "main")
+    project.commit("TODO", "x\n", "Todo")
+    assert project.push("short-lived").returncode == 0
+    pushed = project.push("--delete", "short-lived")
+    assert pushed.returncode == 0, pushed.stdout
+    assert "gate skipped" in pushed.stdout
+    assert project.remote_sha("short-lived") == ""
+
+
+# --- pre-commit -------------------------------------------------------------------
+
+
+def test_the_pre_commit_hook_runs_the_gate_before_a_push_touching_config_or_gold() -> None:
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert hook["id"] == "llm-eval-gate"
+    assert hook["entry"] == "llm-eval gate"
+    assert hook["language"] == "python"
+    assert hook["pass_filenames"] is False
+    assert hook["stages"] == ["pre-push"]
+    files = re.compile(hook["files"])
+    assert files.search("config/llm-eval.yaml")
+    assert files.search("gold/python-docs-A.jsonl")
+    assert not files.search("README.md")
+    assert not files.search("src/config/app.py")

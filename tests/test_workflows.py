@@ -1,0 +1,330 @@
+"""The GitHub Actions surfaces: the composite action and the workflows.
+
+actionlint checks the workflows (and, through `uses: ./`, the action's inputs); the
+tests here check the security properties on the YAML itself, and run the action's
+gate step, a bash script, on the demo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ACTION = REPO / "action.yml"
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+FILES = [ACTION, *WORKFLOWS]
+
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+"""owner/repo[/path]@<40 hex> # vX.Y.Z: a full commit sha, the version as a comment."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return document
+
+
+def triggers(workflow: dict[str, Any]) -> dict[str, Any]:
+    """The `on:` mapping (YAML 1.1 reads the bare key `on` as True)."""
+    on: dict[str, Any] = workflow[True]
+    return on
+
+
+def steps(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every step of a workflow's jobs, or of a composite action."""
+    if "runs" in document:
+        yield from document["runs"]["steps"]
+    for job in document.get("jobs", {}).values():
+        yield from job.get("steps", [])
+
+
+def uses_lines(path: Path) -> list[str]:
+    """The text after `uses:` on each line that has one, comment included."""
+    found = re.findall(r"^\s*(?:- )?uses: (.+)$", path.read_text(encoding="utf-8"), re.M)
+    return [line.strip() for line in found]
+
+
+def actionlint() -> str | None:
+    """The actionlint binary: on PATH, or beside this Python (a virtualenv not activated)."""
+    beside = Path(sys.executable).parent / "actionlint"
+    return shutil.which("actionlint") or (str(beside) if beside.exists() else None)
+
+
+def test_the_expected_files_are_there() -> None:
+    assert [p.name for p in WORKFLOWS] == [
+        "baseline-refresh.yml",
+        "ci.yml",
+        "retrieval-gate-comment.yml",
+        "retrieval-gate.yml",
+    ]
+
+
+def test_actionlint_passes_on_every_workflow() -> None:
+    binary = actionlint()
+    if binary is None:
+        pytest.skip("actionlint is neither on PATH nor beside this Python")
+    done = subprocess.run(
+        [binary, "-no-color", "-oneline", *map(str, WORKFLOWS)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
+    action = load(ACTION)
+    assert set(action["inputs"]) == {
+        "config",
+        "criteria",
+        "baseline",
+        "run",
+        "comment",
+        "python-version",
+        "working-directory",
+    }
+    assert all("description" in spec for spec in action["inputs"].values())
+    assert set(action["outputs"]) == {"verdict", "report"}
+    assert action["runs"]["using"] == "composite"
+    for step in steps(action):
+        assert ("run" in step) != ("uses" in step), step
+        if "run" in step:
+            assert step.get("shell") == "bash", step
+
+
+def test_the_action_installs_llm_eval_from_its_own_checkout() -> None:
+    install = next(s for s in steps(load(ACTION)) if s.get("name") == "Install llm-eval")
+    assert '"$GITHUB_ACTION_PATH"' in install["run"]
+
+
+def test_the_action_fails_last_with_the_gates_exit_code() -> None:
+    action_steps = list(steps(load(ACTION)))
+    names = [step.get("name") for step in action_steps]
+    assert names.index("Run the gate") < names.index("Upload the report")
+    assert names.index("Upload the report") < names.index("Comment on the pull request")
+    assert names[-1] == "Fail when the gate failed"
+    assert action_steps[-1]["if"] == "steps.gate.outputs.exit-code != '0'"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_pull_request_target(path: Path) -> None:
+    assert "pull_request_target" not in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_workflow_declares_top_level_permissions(path: Path) -> None:
+    assert load(path)["permissions"] == {"contents": "read"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_checkout_keeps_no_credentials(path: Path) -> None:
+    for step in steps(load(path)):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False, step
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_external_action_is_pinned_to_a_full_commit_sha(path: Path) -> None:
+    external = [line for line in uses_lines(path) if not line.startswith("./")]
+    assert external
+    for line in external:
+        assert PINNED.match(line), line
+
+
+def test_a_sha_stands_for_one_version_across_the_files() -> None:
+    versions: dict[str, set[str]] = {}
+    for path in FILES:
+        for line in uses_lines(path):
+            if not line.startswith("./"):
+                ref, version = line.split(" # ")
+                versions.setdefault(ref, set()).add(version)
+    assert all(len(v) == 1 for v in versions.values()), versions
+
+
+# Every value from the event (titles, branch names, shas) reaches a script through
+# `env:` only, where the shell sees it as data. No `${{` at all inside `run:` is the
+# simplest rule that guarantees it; the action reads its own path from
+# $GITHUB_ACTION_PATH, so the allow-list is empty.
+RUN_EXPRESSIONS_ALLOWED: frozenset[str] = frozenset()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_expression_inside_a_script(path: Path) -> None:
+    for step in steps(load(path)):
+        found = set(re.findall(r"\$\{\{.*?\}\}", step.get("run", "")))
+        assert found <= RUN_EXPRESSIONS_ALLOWED, (step.get("name"), found)
+
+
+def test_the_gate_workflow_runs_on_pull_requests_one_run_per_pull_request() -> None:
+    workflow = load(REPO / ".github" / "workflows" / "retrieval-gate.yml")
+    assert set(triggers(workflow)) == {"pull_request"}
+    assert workflow["concurrency"] == {
+        "group": "retrieval-gate-${{ github.event.pull_request.number }}",
+        "cancel-in-progress": True,
+    }
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert [step["uses"] for step in job["steps"]][-1] == "./"
+
+
+def test_the_comment_workflow_runs_trusted_code_on_the_gates_report() -> None:
+    gate = load(REPO / ".github" / "workflows" / "retrieval-gate.yml")
+    workflow = load(REPO / ".github" / "workflows" / "retrieval-gate-comment.yml")
+    assert triggers(workflow) == {
+        "workflow_run": {"workflows": [gate["name"]], "types": ["completed"]}
+    }
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {
+        "actions": "read",
+        "contents": "read",
+        "pull-requests": "write",
+    }
+    assert "head_repository.full_name != github.repository" in job["if"]
+    for step in job["steps"]:
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert set(step["with"]) == {"persist-credentials"}, "only the base repository"
+    download = next(s for s in job["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert download["with"]["github-token"] == "${{ github.token }}"
+    comment = job["steps"][-1]
+    assert comment["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    assert comment["run"] == 'llm-eval comment --report "$REPORT" --head-sha "$HEAD_SHA"'
+
+
+def test_the_baseline_refresh_proposes_a_pull_request_and_never_pushes_the_default() -> None:
+    workflow = load(REPO / ".github" / "workflows" / "baseline-refresh.yml")
+    assert triggers(workflow) == {"workflow_dispatch": None, "push": {"branches": ["main"]}}
+    assert workflow["concurrency"]["group"] == "baseline-refresh"
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    assert job["env"]["BRANCH"] == "llm-eval/baseline-refresh"
+    scripts = "\n".join(step.get("run", "") for step in job["steps"])
+    assert re.findall(r"\bpush\b.*", scripts) == ['push --force origin "HEAD:refs/heads/$BRANCH"']
+    assert "llm-eval baseline refresh" in scripts
+    assert "gh pr create" in scripts
+    assert "gh pr edit" in scripts
+
+
+def test_ci_runs_lint_types_tests_and_the_gate() -> None:
+    workflow = load(REPO / ".github" / "workflows" / "ci.yml")
+    commands = {
+        name: [step.get("run") or step.get("uses") for step in job["steps"]]
+        for name, job in workflow["jobs"].items()
+    }
+    assert "ruff format --check ." in commands["lint"]
+    assert "ruff check ." in commands["lint"]
+    assert "mypy" in commands["typecheck"]
+    assert "pytest" in commands["test"]
+    assert commands["gate"][-1] == "./"
+
+
+# --- the action's scripts ------------------------------------------------------------
+
+
+def action_script(name: str) -> str:
+    step = next(s for s in steps(load(ACTION)) if s.get("name") == name)
+    script: str = step["run"]
+    return script
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Install llm-eval",
+        "Run the gate",
+        "Comment on the pull request",
+        "Fail when the gate failed",
+    ],
+)
+def test_the_actions_scripts_pass_shellcheck(name: str) -> None:
+    done = subprocess.run(
+        ["shellcheck", "--shell=bash", "-"],
+        input=action_script(name),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the demo project; the BM25 index cache is shared by the tests here."""
+    root = tmp_path_factory.mktemp("action")
+    shutil.copytree(REPO / "config", root / "config")
+    shutil.copytree(REPO / "gold", root / "gold")
+    return root
+
+
+def run_gate_step(demo: Path, tmp_path: Path, **inputs: str) -> tuple[int, dict[str, str]]:
+    """Run the action's gate step as the runner would; return its exit code and outputs."""
+    output = tmp_path / "github_output"
+    output.touch()
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    environ |= {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(output),
+        "LLM_EVAL_CONFIG": "config/llm-eval.yaml",
+        "LLM_EVAL_CRITERIA": "config/ship-criteria.yaml",
+        "LLM_EVAL_BASELINE": "",
+        "LLM_EVAL_RUN": "",
+        **inputs,
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", action_script("Run the gate")],
+        cwd=demo,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return done.returncode, outputs
+
+
+def test_the_gate_step_records_a_pass(demo: Path, tmp_path: Path) -> None:
+    code, outputs = run_gate_step(demo, tmp_path)
+    assert code == 0
+    report = tmp_path / "llm-eval-report" / "report.json"
+    assert outputs == {"exit-code": "0", "verdict": "pass", "report": str(report)}
+    assert json.loads(report.read_text(encoding="utf-8"))["verdict"] == "pass"
+    assert (tmp_path / "llm-eval-report" / "report.md").exists()
+
+
+def test_the_gate_step_records_a_failed_gate_without_failing(demo: Path, tmp_path: Path) -> None:
+    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_CONFIG="config/examples/degraded.yaml")
+    assert code == 0
+    assert outputs["exit-code"] == "1"
+    assert outputs["verdict"] == "fail"
+
+
+def test_the_gate_step_records_an_error_without_a_report(demo: Path, tmp_path: Path) -> None:
+    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_CONFIG="config/missing.yaml")
+    assert code == 0
+    assert outputs == {"exit-code": "3", "verdict": "error", "report": ""}
+
+
+@pytest.mark.parametrize("code", ["1", "3"])
+def test_the_last_step_fails_with_the_gates_exit_code(code: str) -> None:
+    done = subprocess.run(
+        ["bash", "-c", action_script("Fail when the gate failed")],
+        env={**os.environ, "LLM_EVAL_EXIT_CODE": code},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert str(done.returncode) == code
+    assert done.stdout.startswith(f"llm-eval gate exited with {code} (1: a blocking gate failed;")
