@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
+from llm_eval.service import ServiceRecord
+from llm_eval.slices import ScoreTable
 from llm_eval.textio import write_atomic
 
 SCHEMA_VERSION = 1
@@ -37,6 +39,13 @@ class Baseline:
     """`{query_id: rank}` (0 when no relevant document was retrieved)."""
     aggregates: Mapping[str, Mapping[str, float | int]]
     """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean}}`."""
+    service: Mapping[str, ServiceRecord] = field(default_factory=dict)
+    """Per query: latency and whether it failed (for service metrics)."""
+
+    @property
+    def table(self) -> ScoreTable:
+        """The per-query measurements, as slices read them."""
+        return ScoreTable(self.per_query, self.service)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document, schema_version first."""
@@ -53,6 +62,9 @@ class Baseline:
             "query_fingerprints": dict(self.query_fingerprints),
             "first_relevant_rank": dict(self.first_relevant_rank),
             "per_query": {q: dict(v) for q, v in self.per_query.items()},
+            "service": {
+                q: {"latency_ms": r.latency_ms, "error": r.error} for q, r in self.service.items()
+            },
         }
 
 
@@ -123,7 +135,24 @@ def _parse(data: Any, path: str) -> Baseline:
         per_query=data["per_query"],
         first_relevant_rank=data["first_relevant_rank"],
         aggregates=data["aggregates"],
+        service=_service(data.get("service", {}), fail),
     )
+
+
+def _service(data: Any, fail: Any) -> dict[str, ServiceRecord]:
+    if not isinstance(data, dict):
+        raise fail("service", "expected {query_id: {latency_ms, error}}")
+    records = {}
+    for qid, row in data.items():
+        latency = row.get("latency_ms") if isinstance(row, dict) else None
+        if (
+            not isinstance(row, dict)
+            or not (latency is None or _is_number(latency))
+            or not isinstance(row.get("error", False), bool)
+        ):
+            raise fail(f"service.{qid}", "expected {latency_ms: number or null, error: bool}")
+        records[qid] = ServiceRecord(latency, row.get("error", False))
+    return records
 
 
 def _is_number(value: Any) -> bool:

@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet, GoldSource
-from llm_eval.metrics import Metric, parse_metric
+from llm_eval.metrics import canonical_metric, lower_is_better, metric_cutoff
 from llm_eval.retrievers import retriever_kind
+from llm_eval.service import SERVICE_METRICS
 from llm_eval.yamlfile import Node, load_yaml
 
 DEFAULT_CONFIG = Path("config/llm-eval.yaml")
@@ -118,9 +119,12 @@ class Gate:
     metric: str
     """Canonical metric name."""
     threshold: float | None
-    """Absolute floor: the value may not be below it."""
+    """Absolute floor: the value may not be below it (a ceiling for lower-is-better
+    metrics such as latency)."""
     regression_max: float | None
-    """Largest allowed drop below the baseline, in metric units (0.03 = 3 pp)."""
+    """Largest allowed drop below the baseline, in metric units (0.03 = 3 pp); for
+    lower-is-better metrics the largest allowed increase (relative when
+    `regression_relative`: 0.2 = +20%)."""
     severity: Severity
     scope: Scope
     where: Location
@@ -128,6 +132,7 @@ class Gate:
     scope_where: Location
     """Its `scope` key (or the entry when it has none)."""
     statistics: Statistics = Statistics()
+    regression_relative: bool = False
     per_tag: bool = False
     """Also check the regression limit on each tag slice of the scope."""
     per_tag_tags: tuple[str, ...] = ()
@@ -174,11 +179,38 @@ def _proportion(node: Node) -> float:
     return float(value)
 
 
-def _metric(node: Node) -> Metric:
+def _metric(node: Node) -> str:
     try:
-        return parse_metric(_string(node))
+        return canonical_metric(_string(node))
     except InputError as exc:
         raise node.error(exc.reason) from None
+
+
+def _limit(node: Node, metric: str) -> float:
+    """A threshold: a proportion, or for latency a number of milliseconds."""
+    service = SERVICE_METRICS.get(metric)
+    if service is not None and service.unit == "ms":
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise node.error(f"must be a number of milliseconds >= 0, got {value!r}")
+        return float(value)
+    return _proportion(node)
+
+
+_RELATIVE = re.compile(r"^\+\s*(\d+(?:\.\d+)?)\s*%$")
+
+
+def _regression(node: Node, metric: str) -> tuple[float, bool]:
+    """regression_max: in metric units, or relative (`+20%`) for service metrics."""
+    if isinstance(node.value, str):
+        match = _RELATIVE.match(node.value.strip())
+        if match is None or not lower_is_better(metric):
+            reason = "a relative limit like '+20%' is for latency and error_rate gates"
+            if lower_is_better(metric):
+                reason = f"expected a number or a relative limit like '+20%', got {node.value!r}"
+            raise node.error(reason)
+        return float(match.group(1)) / 100, True
+    return _limit(node, metric), False
 
 
 # --- llm-eval.yaml ------------------------------------------------------------------
@@ -193,9 +225,7 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
     root = load_yaml(path)
     keys = root.mapping(_CONFIG_KEYS, required=frozenset({"gold"}))
     metrics = (
-        tuple(_metric(m).name for m in keys["metrics"].items())
-        if "metrics" in keys
-        else DEFAULT_METRICS
+        tuple(_metric(m) for m in keys["metrics"].items()) if "metrics" in keys else DEFAULT_METRICS
     )
     top_k = _integer(keys["top_k"], 1) if "top_k" in keys else 10
     corpus = Path(_string(keys["corpus"])) if "corpus" in keys else None
@@ -223,7 +253,7 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
 def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
     """A cutoff above top_k would score results that were never retrieved."""
     for name in metrics:
-        k = parse_metric(name).k
+        k = metric_cutoff(name)
         if k is not None and k > top_k:
             raise node.error(f"{name} needs the top {k} results but top_k is {top_k}")
 
@@ -301,8 +331,10 @@ def _gate(node: Node, defaults: Statistics) -> Gate:
     keys = node.mapping(_GATE_KEYS, required=frozenset({"name"}))
     name = _string(keys["name"])
     metric = _metric(keys["metric"]) if "metric" in keys else _derived_metric(keys["name"])
-    threshold = _proportion(keys["threshold"]) if "threshold" in keys else None
-    regression = _proportion(keys["regression_max"]) if "regression_max" in keys else None
+    threshold = _limit(keys["threshold"], metric) if "threshold" in keys else None
+    regression, relative = (
+        _regression(keys["regression_max"], metric) if "regression_max" in keys else (None, False)
+    )
     if threshold is None and regression is None:
         raise node.error("a gate needs a `threshold`, a `regression_max`, or both")
     per_tag, per_tag_tags = _per_tag(keys["per_tag"]) if "per_tag" in keys else (False, ())
@@ -310,9 +342,10 @@ def _gate(node: Node, defaults: Statistics) -> Gate:
         raise keys["per_tag"].error("per-tag checks need a `regression_max` on the gate")
     return Gate(
         name=name,
-        metric=metric.name,
+        metric=metric,
         threshold=threshold,
         regression_max=regression,
+        regression_relative=relative,
         severity=_severity(keys["severity"]) if "severity" in keys else "error",
         scope=_scope(keys["scope"]) if "scope" in keys else Scope(),
         where=_where(node),
@@ -362,12 +395,12 @@ def _statistics(node: Node, base: Statistics) -> Statistics:
     return replace(base, **changes)
 
 
-def _derived_metric(node: Node) -> Metric:
+def _derived_metric(node: Node) -> str:
     match = _DERIVED.match(_string(node))
     if match is not None:
         spelled = match["metric"] + (f"@{match['k']}" if match["k"] else "")
         try:
-            return parse_metric(spelled)
+            return canonical_metric(spelled)
         except InputError:
             pass
     raise node.error(
@@ -412,7 +445,7 @@ def check_against_gold(criteria: Criteria, gold: GoldSet) -> None:
 def check_against_config(criteria: Criteria, config: EvalConfig) -> None:
     """Gate metrics must fit within the retrieved top_k."""
     for gate in criteria.gates:
-        k = parse_metric(gate.metric).k
+        k = metric_cutoff(gate.metric)
         if k is not None and k > config.top_k:
             raise gate.where.error(
                 f"{gate.metric} needs the top {k} results but {config.path} sets top_k "

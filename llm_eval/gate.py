@@ -1,7 +1,9 @@
 """Gate decisions: pure functions over numbers, tested as tables.
 
 Per gate two checks: the floor (`value >= threshold`, absolute) and the regression
-check (`value - baseline >= -regression_max`). With significance on (the default),
+check (`value - baseline >= -regression_max`). For lower-is-better metrics (latency,
+error rate) the threshold is a ceiling and regression_max the largest increase,
+absolute or relative to the baseline. With significance on (the default),
 a drop beyond regression_max fails only when the paired test against the baseline
 is also significant at alpha; a large but insignificant drop warns. A failed check
 makes an `error` gate `fail` and a `warning` gate `warn`. A value that cannot be
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llm_eval.config import Gate
+from llm_eval.metrics import lower_is_better
 from llm_eval.stats import PairedResult, holm
 
 Status = Literal["pass", "warn", "fail"]
@@ -108,10 +111,27 @@ def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=_RANK.__getitem__, default="pass")
 
 
+def allowed_change(gate: Gate, baseline: float) -> float:
+    """The largest allowed move against the metric's direction, in metric units."""
+    assert gate.regression_max is not None
+    return gate.regression_max * baseline if gate.regression_relative else gate.regression_max
+
+
 def _exceeded(gate: Gate, value: float, baseline: float | None) -> bool | None:
     if gate.regression_max is None or baseline is None or math.isnan(baseline):
         return None
-    return math.isnan(value) or value - baseline < -gate.regression_max - TOLERANCE
+    if math.isnan(value):
+        return True
+    worsening = value - baseline if lower_is_better(gate.metric) else baseline - value
+    return worsening > allowed_change(gate, baseline) + TOLERANCE
+
+
+def _within_floor(gate: Gate, value: float) -> bool:
+    """The floor, or for lower-is-better metrics the ceiling."""
+    assert gate.threshold is not None
+    if lower_is_better(gate.metric):
+        return value <= gate.threshold + TOLERANCE
+    return value >= gate.threshold - TOLERANCE
 
 
 def _regression_status(gate: Gate, exceeded: bool | None, p_value: float | None) -> Status:
@@ -137,7 +157,7 @@ def decide(
     computable = n > 0 and not math.isnan(value)
     floor_ok = None
     if gate.threshold is not None:
-        floor_ok = computable and value >= gate.threshold - TOLERANCE
+        floor_ok = computable and _within_floor(gate, value)
     exceeded = _exceeded(gate, value, baseline)
     p_value = test.p_value if test is not None else None
     statuses: list[Status] = [_regression_status(gate, exceeded, p_value)]

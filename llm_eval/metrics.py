@@ -23,6 +23,7 @@ import numpy as np
 
 from llm_eval.errors import InputError
 from llm_eval.judgments import FloatArray, IntArray, Judgments, _group_starts
+from llm_eval.service import SERVICE_METRICS, is_service_metric
 
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
 
@@ -188,7 +189,24 @@ _NAME = re.compile(r"^\s*([a-z_]+?)(?:\s*@\s*(\S+))?\s*$")
 
 def valid_metric_names() -> str:
     """The accepted spellings, for error messages and help text."""
-    return "; ".join(f.usage() for f in FAMILIES.values())
+    return "; ".join([*(f.usage() for f in FAMILIES.values()), ", ".join(SERVICE_METRICS)])
+
+
+def canonical_metric(name: str) -> str:
+    """The canonical name of any metric, relevance or service; an unknown one is an error."""
+    if is_service_metric(name):
+        return name.strip().lower()
+    return parse_metric(name).name
+
+
+def metric_cutoff(name: str) -> int | None:
+    """The `@k` of a relevance metric; None for metrics without one (and service metrics)."""
+    return None if is_service_metric(name) else parse_metric(name).k
+
+
+def lower_is_better(name: str) -> bool:
+    """Service metrics (latency, error rate) are better when lower."""
+    return is_service_metric(name)
 
 
 def parse_metric(name: str) -> Metric:

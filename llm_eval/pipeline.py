@@ -42,11 +42,12 @@ from llm_eval.fingerprint import (
 from llm_eval.gate import GateResult, Power, SliceInput, SliceResult, decide, decide_slices
 from llm_eval.gold import GoldQuery, GoldSet, load_gold
 from llm_eval.judgments import FloatArray, judge_ranked
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import metric_cutoff
 from llm_eval.output import plural
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.runs import Run, load_run
-from llm_eval.slices import PerQuery, mean_over, members
+from llm_eval.service import ServiceRecord, is_service_metric
+from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
 
 DEFAULT_GATING_K = 5
@@ -70,7 +71,7 @@ class Inputs:
         """The cutoff at which a query counts as a hit: the first error gate's, or 5."""
         ordered = sorted(self.criteria.gates, key=lambda g: g.severity != "error")
         for gate in ordered:
-            k = parse_metric(gate.metric).k
+            k = metric_cutoff(gate.metric)
             if k is not None:
                 return k
         return DEFAULT_GATING_K
@@ -110,11 +111,18 @@ class Measurement:
 
     per_query: dict[str, dict[str, float]]
     """`{query_id: {metric: value}}` over queries with a relevant document."""
+    service: dict[str, ServiceRecord]
+    """Per gold query the run answered: its latency and whether it failed."""
     first_relevant_rank: dict[str, int]
     """`{query_id: rank}`, 0 when no relevant document was retrieved."""
     missing: tuple[str, ...]
     rejection: tuple[str, ...]
     not_in_gold: int
+
+    @property
+    def table(self) -> ScoreTable:
+        """The per-query measurements, as slices read them."""
+        return ScoreTable(self.per_query, self.service)
 
 
 def measure(inputs: Inputs, run: Run) -> Measurement:
@@ -125,15 +133,27 @@ def measure(inputs: Inputs, run: Run) -> Measurement:
 def score_run(gold: GoldSet, run: Run, metrics: Sequence[str], relevance_level: int) -> Measurement:
     """Score every gold query of a run on the given metrics."""
     judgments = judge_ranked(gold.qrels(), run.ranked(), relevance_level)
-    scores = score_judgments(judgments, parse_metrics(metrics))
+    relevance = [m for m in metrics if not is_service_metric(m)]
+    scores = score_judgments(judgments, parse_metrics(relevance))
     ranks = judgments.first_relevant_rank().tolist()
     return Measurement(
         per_query=scores.to_dict(),
+        service=service_records(gold, run),
         first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
         missing=judgments.missing,
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
     )
+
+
+def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
+    """What each gold query the run answered cost (queries it did not answer have none)."""
+    records = {}
+    for query in gold.queries:
+        answer = run.queries.get(query.query_id)
+        if answer is not None:
+            records[query.query_id] = ServiceRecord(answer.latency_ms)
+    return records
 
 
 def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]:
@@ -218,7 +238,7 @@ def compare(
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline, allow_gold_change)
     results = tuple(
-        _decide_gate(inputs.gold.queries, gate, measurement.per_query, baseline, only)
+        _decide_gate(inputs.gold.queries, gate, measurement.table, baseline, only)
         for gate in inputs.criteria.gates
     )
     return Comparison(results, diff, only)
@@ -227,25 +247,27 @@ def compare(
 def _decide_gate(
     queries: Sequence[GoldQuery],
     gate: Gate,
-    now: PerQuery,
+    now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
 ) -> GateResult:
     ids = members(queries, gate.scope)
-    current = mean_over(now, ids, gate.metric, only)
-    before = _baseline_mean(baseline, ids, gate.metric, only)
-    pairs = _pairs(now, baseline, ids, gate.metric, only)
+    current = value_over(now, ids, gate.metric, only)
+    before = _baseline_value(baseline, ids, gate.metric, only)
+    if is_service_metric(gate.metric):
+        return decide(gate, current.value, current.n, before)  # no paired test for latency
+    pairs = _pairs(now.per_query, baseline, ids, gate.metric, only)
     test = _paired_test(gate, pairs)
     slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
     return decide(gate, current.value, current.n, before, test, slices, _power(gate, pairs))
 
 
-def _baseline_mean(
+def _baseline_value(
     baseline: Baseline | None, ids: list[str], metric: str, only: frozenset[str] | None
 ) -> float | None:
     if baseline is None or metric not in baseline.metrics:
         return None
-    before = mean_over(baseline.per_query, ids, metric, only)
+    before = value_over(baseline.table, ids, metric, only)
     return None if before.n == 0 else before.value
 
 
@@ -294,7 +316,7 @@ def _tag_slices(
     queries: Sequence[GoldQuery],
     gate: Gate,
     ids: list[str],
-    now: PerQuery,
+    now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
 ) -> tuple[SliceResult, ...]:
@@ -304,11 +326,11 @@ def _tag_slices(
     inputs = []
     for tag in tags:
         tag_ids = members(scoped, Scope(tags=(tag,)))
-        current = mean_over(now, tag_ids, gate.metric, only)
+        current = value_over(now, tag_ids, gate.metric, only)
         if current.n == 0:
             continue  # a tag of rejection queries only
-        before = _baseline_mean(baseline, tag_ids, gate.metric, only)
-        test = _paired_test(gate, _pairs(now, baseline, tag_ids, gate.metric, only))
+        before = _baseline_value(baseline, tag_ids, gate.metric, only)
+        test = _paired_test(gate, _pairs(now.per_query, baseline, tag_ids, gate.metric, only))
         inputs.append(SliceInput(tag, current.n, current.value, before, test))
     return decide_slices(gate, inputs)
 

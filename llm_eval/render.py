@@ -216,7 +216,9 @@ _SEVERITY = ["pass", "warn", "fail"]
 
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
     metric = gate["metric"]
-    limits = limits_text(metric, gate["threshold"], gate["regression_max"])
+    limits = limits_text(
+        metric, gate["threshold"], gate["regression_max"], gate.get("regression_relative", False)
+    )
     blocking = " (blocking)" if gate["severity"] == "error" and gate["status"] == "fail" else ""
     return {
         "name": gate["name"],

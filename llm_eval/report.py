@@ -15,9 +15,10 @@ from typing import Any
 from llm_eval.baseline import Baseline
 from llm_eval.gate import GateResult, SliceResult, verdict
 from llm_eval.gold import GoldQuery
+from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_changes
-from llm_eval.slices import breakdown
+from llm_eval.slices import ScoreTable, breakdown
 from llm_eval.stats import PairedResult, format_p
 from llm_eval.wording import (
     ci_range,
@@ -55,6 +56,8 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
         "delta": _number(result.delta),
         "threshold": gate.threshold,
         "regression_max": gate.regression_max,
+        "regression_relative": gate.regression_relative,
+        "lower_is_better": lower_is_better(gate.metric),
         "n": result.n,
         "floor_ok": result.floor_ok,
         "regression_ok": result.regression_ok,
@@ -110,8 +113,8 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
 
 def _slices(
     queries: Sequence[GoldQuery],
-    now: Mapping[str, Mapping[str, float]],
-    before: Mapping[str, Mapping[str, float]] | None,
+    now: ScoreTable,
+    before: ScoreTable | None,
     metrics: Sequence[str],
 ) -> list[dict[str, Any]]:
     current = breakdown(queries, now, metrics)
@@ -141,6 +144,16 @@ def _slices(
             }
         )
     return rows
+
+
+def _restricted(table: ScoreTable, only: frozenset[str] | None) -> ScoreTable:
+    """The table limited to the compared queries (all of them when `only` is None)."""
+    if only is None:
+        return table
+    return ScoreTable(
+        {q: v for q, v in table.per_query.items() if q in only},
+        {q: v for q, v in table.service.items() if q in only},
+    )
 
 
 def _change_entry(change: RankChange, query: GoldQuery) -> dict[str, Any]:
@@ -185,8 +198,8 @@ def build_report(
     only = comparison.compared_on
     before = None
     if baseline is not None:
-        before = {q: v for q, v in baseline.per_query.items() if only is None or q in only}
-    now_scores = {q: v for q, v in measurement.per_query.items() if only is None or q in only}
+        before = _restricted(baseline.table, only)
+    now_scores = _restricted(measurement.table, only)
     by_id = inputs.gold.by_id()
     k = inputs.gating_k
     lost, gained = (
@@ -216,7 +229,7 @@ def build_report(
         "queries": {
             "gold": len(inputs.gold.queries),
             "evaluated": len(measurement.per_query),
-            "compared": len(now_scores),
+            "compared": len(now_scores.per_query),
             "missing_from_run": list(measurement.missing),
             "rejection": len(measurement.rejection),
             "not_in_gold": measurement.not_in_gold,
@@ -317,7 +330,12 @@ def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
             value(g["metric"], g["value"]),
             delta(g["metric"], g["delta"]),
             _ci_cell(g),
-            limits_text(g["metric"], g["threshold"], g["regression_max"]),
+            limits_text(
+                g["metric"],
+                g["threshold"],
+                g["regression_max"],
+                g.get("regression_relative", False),
+            ),
             g["severity"],
             _STATUS_WORD[g["status"]],
         ]

@@ -1,16 +1,18 @@
 """Numbers and sentences a reviewer who is not an ML engineer can read.
 
-Proportion metrics that people think of as shares (recall, precision, hit rate) are
-shown as percentages with deltas in percentage points; rank-based scores (MRR,
-MAP, nDCG) as decimals.
+Proportion metrics that people think of as shares (recall, precision, hit rate,
+error rate) are shown as percentages with deltas in percentage points; rank-based
+scores (MRR, MAP, nDCG) as decimals; latencies in milliseconds.
 """
 
 from __future__ import annotations
 
 import math
 
-from llm_eval.gate import GateResult, SliceResult
-from llm_eval.metrics import parse_metric
+from llm_eval.config import Gate
+from llm_eval.gate import GateResult, SliceResult, allowed_change
+from llm_eval.metrics import lower_is_better, parse_metric
+from llm_eval.service import SERVICE_METRICS
 from llm_eval.stats import PairedResult, format_p
 
 MINUS = "−"
@@ -18,37 +20,54 @@ _PERCENT = {"recall", "precision", "hit_rate"}
 _NAMES = {"mrr": "MRR", "map": "MAP", "ndcg": "nDCG", "ndcg_exp": "nDCG(exp)"}
 
 
+def _is_ms(metric: str) -> bool:
+    service = SERVICE_METRICS.get(metric)
+    return service is not None and service.unit == "ms"
+
+
 def is_percent(metric: str) -> bool:
     """Whether the metric reads as a share of queries or documents."""
+    if metric in SERVICE_METRICS:
+        return SERVICE_METRICS[metric].unit == "share"
     return parse_metric(metric).family.name in _PERCENT
 
 
 def display_name(metric: str) -> str:
-    """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`."""
+    """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`, `latency p95`."""
+    if metric in SERVICE_METRICS:
+        return metric.replace("_", " ")
     parsed = parse_metric(metric)
     base = _NAMES.get(parsed.family.name, parsed.family.name.replace("_", " "))
     return base if parsed.k is None else f"{base}@{parsed.k}"
 
 
 def value(metric: str, number: float | None) -> str:
-    """`87.0%` or `0.583`; `n/a` when unknown."""
+    """`87.0%`, `0.583` or `41.2 ms`; `n/a` when unknown."""
     if number is None or math.isnan(number):
         return "n/a"
+    if _is_ms(metric):
+        return f"{number:.1f} ms"
     return f"{number * 100:.1f}%" if is_percent(metric) else f"{number:.3f}"
 
 
 def delta(metric: str, number: float | None) -> str:
-    """`+1.5 pp`, `−6.0 pp` or `−0.040`; `n/a` when unknown."""
+    """`+1.5 pp`, `−6.0 pp`, `−0.040` or `+3.2 ms`; `n/a` when unknown."""
     if number is None or math.isnan(number):
         return "n/a"
     sign = "+" if number >= 0 else MINUS
+    if _is_ms(metric):
+        return f"{sign}{abs(number):.1f} ms"
     if is_percent(metric):
         return f"{sign}{abs(number) * 100:.1f} pp"
     return f"{sign}{abs(number):.3f}"
 
 
-def limit(metric: str, number: float) -> str:
-    """A regression limit as a drop: `−3.0 pp` or `−0.050`."""
+def limit(metric: str, number: float, relative: bool = False) -> str:
+    """A regression limit as the move it allows: `−3.0 pp`, `−0.050`, `+20.0 ms`, `+20%`."""
+    if relative:
+        return f"+{number * 100:g}%"
+    if lower_is_better(metric):
+        return delta(metric, number)
     return delta(metric, -number).replace("+", MINUS) if number == 0 else delta(metric, -number)
 
 
@@ -66,13 +85,16 @@ def ci_range(metric: str, low: float | None, high: float | None) -> str:
     return f"{delta(metric, low).removesuffix(unit)} to {delta(metric, high)}"
 
 
-def limits_text(metric: str, threshold: float | None, regression_max: float | None) -> str:
-    """`≥ 38.0%, Δ ≥ −3.0 pp`: a gate's floor and regression limit, empty when neither."""
+def limits_text(
+    metric: str, threshold: float | None, regression_max: float | None, relative: bool = False
+) -> str:
+    """`≥ 38.0%, Δ ≥ −3.0 pp` (or `≤ 200.0 ms, Δ ≤ +20%`); empty when neither is set."""
+    compare = "≤" if lower_is_better(metric) else "≥"
     parts = []
     if threshold is not None:
-        parts.append(f"≥ {value(metric, threshold)}")
+        parts.append(f"{compare} {value(metric, threshold)}")
     if regression_max is not None:
-        parts.append(f"Δ ≥ {limit(metric, regression_max)}")
+        parts.append(f"Δ {compare} {limit(metric, regression_max, relative)}")
     return ", ".join(parts)
 
 
@@ -93,22 +115,28 @@ def _judgement(significant: bool | None, significance_on: bool, alpha: float) ->
 
 
 def _drop_clause(
-    metric: str,
+    gate: Gate,
     before: float | None,
     after: float,
     test: PairedResult | None,
     judgement: str,
-    regression_max: float,
     holm_p: float | None = None,
 ) -> str:
+    """`dropped from A to B (Δ, CI, p): significant; at most −3.0 pp is allowed`."""
+    metric = gate.metric
     change = delta(metric, None if before is None else after - before)
     details = change
     if test is not None:
         label = "Holm-adjusted " if holm_p is not None else ""
         details = f"{change}, {interval(metric, test, label, holm_p)}"
+    assert gate.regression_max is not None
+    allowed = limit(metric, gate.regression_max, gate.regression_relative)
+    if gate.regression_relative and before is not None:
+        allowed += f" ({delta(metric, allowed_change(gate, before))})"
+    verb = "rose" if lower_is_better(metric) else "dropped"
     return (
-        f"dropped from {value(metric, before)} to {value(metric, after)} ({details}){judgement}; "
-        f"at most {limit(metric, regression_max)} is allowed"
+        f"{verb} from {value(metric, before)} to {value(metric, after)} ({details}){judgement}; "
+        f"at most {allowed} is allowed"
     )
 
 
@@ -137,20 +165,13 @@ def sentence(result: GateResult) -> str | None:
                 result.significant, gate.statistics.significance, gate.statistics.alpha
             )
             clauses.append(
-                _drop_clause(
-                    metric,
-                    result.baseline,
-                    result.value,
-                    result.test,
-                    judgement,
-                    gate.regression_max,
-                )
+                _drop_clause(gate, result.baseline, result.value, result.test, judgement)
             )
         if result.floor_ok is False and gate.threshold is not None:
             verb = "and is" if clauses else "is"
+            where = "above the ceiling" if lower_is_better(metric) else "below the floor"
             clauses.append(
-                f"{verb} {value(metric, result.value)}, below the floor "
-                f"{value(metric, gate.threshold)}"
+                f"{verb} {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
             )
     suffix = " (warning)" if gate.severity == "warning" else ""
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{suffix}"
@@ -169,9 +190,7 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
     adjusted = piece.p_adjusted if piece.p_adjusted is not None else math.nan
     significant = adjusted < alpha
     judgement = _judgement(significant, gate.statistics.significance, alpha)
-    clause = _drop_clause(
-        metric, piece.baseline, piece.value, piece.test, judgement, gate.regression_max, adjusted
-    )
+    clause = _drop_clause(gate, piece.baseline, piece.value, piece.test, judgement, adjusted)
     suffix = " (warning)" if gate.severity == "warning" else ""
     return f"{name} {clause}{suffix}"
 

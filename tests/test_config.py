@@ -86,7 +86,8 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
             GOOD_GATES.replace("name: retrieval_mrr", "name: x\n    metric: recal@5"),
             "FILE:8: gates[1].metric: unknown metric 'recal@5'; valid metrics: recall@k; "
             "precision@k (alias P@k); hit_rate@k (alias success@k); mrr, mrr@k (alias "
-            "recip_rank); map, map@k; ndcg, ndcg@k; ndcg_exp, ndcg_exp@k",
+            "recip_rank); map, map@k; ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; latency_p50, "
+            "latency_p95, latency_p99, error_rate",
         ),
         (
             GOOD_GATES.replace("scope: {tier: A}", "scope: {teir: A}"),
@@ -257,4 +258,58 @@ def test_statistics_defaults_and_per_gate_overrides(tmp_path: Path) -> None:
     ],
 )
 def test_statistics_errors(tmp_path: Path, text: str, message: str) -> None:
+    assert error_of(load_criteria, write(tmp_path, "c.yaml", text)) == message
+
+
+SERVICE_GATES = """\
+gates:
+  - name: latency
+    metric: latency_p95
+    threshold: 250
+    regression_max: "+20%"
+  - name: retrieval_error_rate
+    threshold: 0.0
+    severity: error
+"""
+
+
+def test_service_metric_gates(tmp_path: Path) -> None:
+    latency, errors = load_criteria(write(tmp_path, "c.yaml", SERVICE_GATES)).gates
+    assert (latency.metric, latency.threshold, latency.regression_max) == (
+        "latency_p95",
+        250.0,
+        0.2,
+    )
+    assert latency.regression_relative
+    assert (errors.metric, errors.threshold, errors.regression_relative) == (
+        "error_rate",
+        0.0,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            SERVICE_GATES.replace('"+20%"', '"20 percent"'),
+            "FILE:5: gates[0].regression_max: expected a number or a relative limit like "
+            "'+20%', got '20 percent'",
+        ),
+        (
+            SERVICE_GATES.replace("threshold: 250", "threshold: -5"),
+            "FILE:4: gates[0].threshold: must be a number of milliseconds >= 0, got -5",
+        ),
+        (
+            SERVICE_GATES.replace("threshold: 0.0", "threshold: 2"),
+            "FILE:7: gates[1].threshold: must be a number between 0 and 1, got 2",
+        ),
+        (
+            GOOD_GATES.replace("regression_max: 0.03", 'regression_max: "+5%"'),
+            "FILE:4: gates[0].regression_max: a relative limit like '+20%' is for latency and "
+            "error_rate gates",
+        ),
+    ],
+)
+def test_service_metric_errors(tmp_path: Path, text: str, message: str) -> None:
     assert error_of(load_criteria, write(tmp_path, "c.yaml", text)) == message

@@ -206,3 +206,64 @@ def test_power_warning_names_the_queries_needed() -> None:
         "detected (80% power, alpha 0.05), but regression_max is 3.0 pp; about 946 more "
         "queries would be needed"
     )
+
+
+@pytest.mark.parametrize(
+    ("metric", "threshold", "regression_max", "relative", "value", "baseline", "status", "text"),
+    [
+        ("latency_p95", 200.0, None, False, 200.0, None, "pass", None),
+        (
+            "latency_p95",
+            200.0,
+            None,
+            False,
+            250.0,
+            None,
+            "fail",
+            "latency p95 is 250.0 ms, above the ceiling 200.0 ms",
+        ),
+        ("latency_p95", None, 0.2, True, 119.0, 100.0, "pass", None),
+        (
+            "latency_p95",
+            None,
+            0.2,
+            True,
+            130.0,
+            100.0,
+            "fail",
+            "latency p95 rose from 100.0 ms to 130.0 ms (+30.0 ms); at most +20% (+20.0 ms) "
+            "is allowed",
+        ),
+        ("latency_p50", None, 25.0, False, 60.0, 40.0, "pass", None),
+        ("error_rate", 0.0, None, False, 0.0, None, "pass", None),
+        (
+            "error_rate",
+            0.0,
+            None,
+            False,
+            0.02,
+            0.0,
+            "fail",
+            "error rate is 2.0%, above the ceiling 0.0%",
+        ),
+        # getting faster is never a regression
+        ("latency_p99", None, 5.0, False, 10.0, 200.0, "pass", None),
+    ],
+)
+def test_lower_is_better_metrics(
+    metric: str,
+    threshold: float | None,
+    regression_max: float | None,
+    relative: bool,
+    value: float,
+    baseline: float | None,
+    status: str,
+    text: str | None,
+) -> None:
+    gate = replace(
+        make_gate(threshold=threshold, regression_max=regression_max, metric=metric),
+        regression_relative=relative,
+    )
+    result = decide(gate, value, 100, baseline)
+    assert result.status == status
+    assert sentence(result) == text

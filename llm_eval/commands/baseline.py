@@ -14,7 +14,7 @@ from llm_eval.gate import decide
 from llm_eval.gitinfo import head_commit
 from llm_eval.output import render_table
 from llm_eval.pipeline import Inputs, Measurement, fingerprints, load_inputs, measure, obtain_run
-from llm_eval.slices import breakdown, mean_over, members
+from llm_eval.slices import breakdown, members, value_over
 from llm_eval.wording import delta, display_name, sentence, value
 
 
@@ -66,7 +66,8 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
         metrics=metrics,
         per_query=measurement.per_query,
         first_relevant_rank=measurement.first_relevant_rank,
-        aggregates=breakdown(inputs.gold.queries, measurement.per_query, metrics),
+        aggregates=breakdown(inputs.gold.queries, measurement.table, metrics),
+        service=measurement.service,
     )
 
 
@@ -75,9 +76,7 @@ def _floors_failed(inputs: Inputs, measurement: Measurement) -> list[str]:
     for gate in inputs.criteria.gates:
         if gate.severity != "error":
             continue
-        now = mean_over(
-            measurement.per_query, members(inputs.gold.queries, gate.scope), gate.metric
-        )
+        now = value_over(measurement.table, members(inputs.gold.queries, gate.scope), gate.metric)
         text = sentence(decide(gate, now.value, now.n, None))
         if text is not None:
             failed.append(text)
