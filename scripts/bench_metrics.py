@@ -7,7 +7,8 @@ Synthetic data: N queries x 100 retrieved documents, about 3 relevant each (grad
    + means, on the same dicts, in this process;
 2. `llm-eval evaluate` end to end  vs  the `ir_measures` command line, on the same
    data written as TREC qrels and run files, each in its own process, with its peak
-   memory (max RSS).
+   memory (max RSS);
+3. `llm-eval --help`, which must stay fast (no numpy at start-up).
 
 Usage: python scripts/bench_metrics.py [--queries 100000] [--repeat 3]
 Needs the dev extra (pytrec-eval-terrier, ir-measures).
@@ -16,7 +17,6 @@ Needs the dev extra (pytrec-eval-terrier, ir-measures).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -108,15 +108,28 @@ def write_trec(qrels: dict, run: dict, folder: Path) -> tuple[Path, Path]:
     return qrels_path, run_path
 
 
+# Runs a command, then prints its wall time, peak RSS (KiB) and exit code. Commands run
+# through this small process because on Linux a child's peak RSS (ru_maxrss) starts
+# from the size of the process that forked it: forked from this one, which holds the
+# data, every command would seem to need about 2 GB.
+MEASURE = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def timed_process(command: list[str]) -> tuple[float, float]:
     """Wall time (s) and peak RSS (MiB) of one child process."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    launcher = [sys.executable, "-c", MEASURE, *command]
+    elapsed, max_rss, code = subprocess.run(
+        launcher, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if int(code) != 0:
         sys.exit(f"command failed: {' '.join(command)}")
-    return elapsed, usage.ru_maxrss / 1024
+    return float(elapsed), int(max_rss) / 1024
 
 
 def end_to_end(qrels_path: Path, run_path: Path) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -124,6 +137,12 @@ def end_to_end(qrels_path: Path, run_path: Path) -> tuple[tuple[float, float], t
     ours += ["--run", str(run_path), *(arg for m in OURS for arg in ("-m", m))]
     theirs = [sys.executable, "-m", "ir_measures", str(qrels_path), str(run_path), IR_MEASURES]
     return timed_process(ours), timed_process(theirs)
+
+
+def startup_time(repeat: int) -> float:
+    """Wall time (s) of `llm-eval --help`, best of `repeat`."""
+    command = [sys.executable, "-m", "llm_eval.cli", "--help"]
+    return min(timed_process(command)[0] for _ in range(repeat))
 
 
 def main() -> None:
@@ -152,6 +171,8 @@ def main() -> None:
     print(f"  llm-eval evaluate              {our_time:8.2f} s   peak {our_rss:8.0f} MiB")
     print(f"  ir_measures command line       {their_time:8.2f} s   peak {their_rss:8.0f} MiB")
     print(f"  ratio (ir_measures / llm-eval) {their_time / our_time:8.2f}x")
+    print(f"start-up (best of {args.repeat}):")
+    print(f"  llm-eval --help                {startup_time(args.repeat):8.3f} s")
 
 
 if __name__ == "__main__":

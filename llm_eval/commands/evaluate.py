@@ -9,10 +9,10 @@ from typing import Any
 
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import load_gold
-from llm_eval.judgments import Judgments, judge_ranked, judge_scored
+from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
 from llm_eval.output import plural, render_table
 from llm_eval.qrels import load_qrels
-from llm_eval.runs import RunFormat, detect_format, load_run, load_trec_scores
+from llm_eval.runs import RunFormat, detect_format, iter_trec_scores, load_run
 
 
 def evaluate_files(
@@ -35,7 +35,8 @@ def _judge(
 ) -> Judgments:
     fmt = detect_format(run_path) if run_format == "auto" else run_format
     if fmt == "trec":
-        return judge_scored(qrels, load_trec_scores(run_path), level)
+        # Chunk by chunk: the whole run is never held in memory.
+        return judge_scored_chunks(qrels, iter_trec_scores(run_path), level)
     return judge_ranked(qrels, load_run(run_path, "jsonl").ranked(), level)
 
 
