@@ -118,6 +118,8 @@ class Measurement:
     missing: tuple[str, ...]
     rejection: tuple[str, ...]
     not_in_gold: int
+    failed: dict[str, str]
+    """`{query_id: error}`: gold queries the retriever failed on, left unscored."""
 
     @property
     def table(self) -> ScoreTable:
@@ -131,8 +133,14 @@ def measure(inputs: Inputs, run: Run) -> Measurement:
 
 
 def score_run(gold: GoldSet, run: Run, metrics: Sequence[str], relevance_level: int) -> Measurement:
-    """Score every gold query of a run on the given metrics."""
-    judgments = judge_ranked(gold.qrels(), run.ranked(), relevance_level)
+    """Score every gold query of a run on the given metrics.
+
+    Queries the retriever failed on are not scored (a failure is not an empty
+    result): they are listed in `failed` and counted by the error_rate metric.
+    """
+    failed = run.failed()
+    qrels = {q: row for q, row in gold.qrels().items() if q not in failed}
+    judgments = judge_ranked(qrels, run.ranked(), relevance_level)
     relevance = [m for m in metrics if not is_service_metric(m)]
     scores = score_judgments(judgments, parse_metrics(relevance))
     ranks = judgments.first_relevant_rank().tolist()
@@ -143,6 +151,7 @@ def score_run(gold: GoldSet, run: Run, metrics: Sequence[str], relevance_level: 
         missing=judgments.missing,
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
+        failed={q: e for q, e in failed.items() if q in gold.by_id()},
     )
 
 
@@ -152,7 +161,7 @@ def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
     for query in gold.queries:
         answer = run.queries.get(query.query_id)
         if answer is not None:
-            records[query.query_id] = ServiceRecord(answer.latency_ms)
+            records[query.query_id] = ServiceRecord(answer.latency_ms, answer.error is not None)
     return records
 
 

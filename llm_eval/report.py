@@ -231,6 +231,7 @@ def build_report(
             "evaluated": len(measurement.per_query),
             "compared": len(now_scores.per_query),
             "missing_from_run": list(measurement.missing),
+            "failed": dict(measurement.failed),
             "rejection": len(measurement.rejection),
             "not_in_gold": measurement.not_in_gold,
         },

@@ -2,8 +2,10 @@
 
 Two file formats:
 - JSONL, one query a line: `{"query_id": …, "results": [{"doc_id": …, "score": …,
-  "text": …}], "latency_ms": …}`. The list order is the ranking (what the model
-  is shown); other keys are ignored.
+  "text": …, "document": …, "page": …}], "latency_ms": …}`. The list order is the
+  ranking (what the model is shown). A query the retriever failed on has
+  `"error": "why"` and no results; `"abstain": true` marks a deliberate non-answer.
+  Other keys are ignored.
 - TREC: `query_id Q0 doc_id rank score tag`, extra trailing columns tolerated. As in
   trec_eval the rank column is ignored: score descending (compared in single
   precision, as trec_eval stores scores), ties broken by doc id in descending byte
@@ -36,6 +38,10 @@ class RankedResult:
     doc_id: str
     score: float | None = None
     text: str | None = None
+    document: str | None = None
+    """The source document (e.g. a PDF file name), for page-level matching."""
+    page: int | None = None
+    """The page in that document."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +51,10 @@ class QueryResults:
     query_id: str
     results: tuple[RankedResult, ...]
     latency_ms: float | None = None
+    error: str | None = None
+    """Why the retriever failed on this query; a failed query has no results."""
+    abstained: bool = False
+    """The retriever chose not to answer (for rejection queries)."""
 
     @property
     def doc_ids(self) -> tuple[str, ...]:
@@ -59,8 +69,15 @@ class Run:
     queries: Mapping[str, QueryResults]
 
     def ranked(self) -> dict[str, tuple[str, ...]]:
-        """`{query_id: (doc_id, ...)}` in rank order, the input of `judge_ranked`."""
-        return {qid: q.doc_ids for qid, q in self.queries.items()}
+        """`{query_id: (doc_id, ...)}` in rank order, the input of `judge_ranked`.
+
+        Failed queries are left out: they have no ranking to judge.
+        """
+        return {qid: q.doc_ids for qid, q in self.queries.items() if q.error is None}
+
+    def failed(self) -> dict[str, str]:
+        """`{query_id: error}` for the queries the retriever failed on."""
+        return {qid: q.error for qid, q in self.queries.items() if q.error is not None}
 
 
 def detect_format(path: str | Path) -> Literal["jsonl", "trec"]:
@@ -116,7 +133,17 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     latency = record.get("latency_ms")
     if latency is not None and not _is_number(latency):
         raise fail("latency_ms", f"must be a number, got {json.dumps(latency)}")
-    return QueryResults(query_id, parsed, None if latency is None else float(latency))
+    error = record.get("error")
+    if error is not None and (not isinstance(error, str) or not error):
+        raise fail("error", "must be a non-empty string saying why the query failed")
+    if error is not None and parsed:
+        raise fail("error", "a failed query cannot also have results")
+    abstained = record.get("abstain", False)
+    if not isinstance(abstained, bool):
+        raise fail("abstain", "must be true or false")
+    return QueryResults(
+        query_id, parsed, None if latency is None else float(latency), error, abstained
+    )
 
 
 def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
@@ -135,7 +162,13 @@ def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
     text = item.get("text")
     if text is not None and not isinstance(text, str):
         raise fail(f"{key}.text", "must be a string")
-    return RankedResult(doc_id, None if score is None else float(score), text)
+    document = item.get("document")
+    if document is not None and not isinstance(document, str):
+        raise fail(f"{key}.document", "must be a string")
+    page = item.get("page")
+    if page is not None and (isinstance(page, bool) or not isinstance(page, int)):
+        raise fail(f"{key}.page", f"must be a whole number, got {json.dumps(page)}")
+    return RankedResult(doc_id, None if score is None else float(score), text, document, page)
 
 
 def _is_number(value: Any) -> bool:
@@ -366,16 +399,24 @@ def dump_jsonl(run: Run) -> str:
     for query in run.queries.values():
         record: dict[str, Any] = {
             "query_id": query.query_id,
-            "results": [
-                {
-                    key: item
-                    for key, item in (("doc_id", r.doc_id), ("score", r.score), ("text", r.text))
-                    if item is not None
-                }
-                for r in query.results
-            ],
+            "results": [_result_record(r) for r in query.results],
         }
         if query.latency_ms is not None:
             record["latency_ms"] = round(query.latency_ms, 3)
+        if query.error is not None:
+            record["error"] = query.error
+        if query.abstained:
+            record["abstain"] = True
         lines.append(json.dumps(record, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
+
+
+def _result_record(result: RankedResult) -> dict[str, Any]:
+    fields = {
+        "doc_id": result.doc_id,
+        "score": result.score,
+        "text": result.text,
+        "document": result.document,
+        "page": result.page,
+    }
+    return {key: item for key, item in fields.items() if item is not None}

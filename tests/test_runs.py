@@ -10,6 +10,7 @@ from llm_eval.runs import (
     RankedResult,
     Run,
     detect_format,
+    dump_jsonl,
     load_run,
     load_trec_scores,
 )
@@ -279,3 +280,47 @@ def test_a_json_array_line_is_read_as_jsonl_and_reported_as_such(tmp_path: Path)
     with pytest.raises(InputError) as info:
         load_run(path)
     assert str(info.value) == f"{path}:1: expected a JSON object, got an array"
+
+
+def test_failures_abstentions_and_page_fields_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        '{"query_id": "q1", "results": [{"doc_id": "d1", "score": 2.5, "text": "t", '
+        '"document": "Manual.pdf", "page": 45}], "latency_ms": 12.5}\n'
+        '{"query_id": "q2", "results": [], "error": "timeout after 5.0 s"}\n'
+        '{"query_id": "q3", "results": [], "abstain": true}\n'
+    )
+    run = load_run(path)
+    assert run.queries["q1"].results[0] == RankedResult("d1", 2.5, "t", "Manual.pdf", 45)
+    assert run.failed() == {"q2": "timeout after 5.0 s"}
+    assert run.queries["q3"].abstained
+    assert set(run.ranked()) == {"q1", "q3"}  # a failure has no ranking to judge
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(dump_jsonl(run))
+    assert load_run(copy) == run
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            '{"query_id": "q", "results": ["d"], "error": "boom"}',
+            "error: a failed query cannot also have results",
+        ),
+        (
+            '{"query_id": "q", "results": [], "error": ""}',
+            "error: must be a non-empty string saying why the query failed",
+        ),
+        ('{"query_id": "q", "results": [], "abstain": "yes"}', "abstain: must be true or false"),
+        (
+            '{"query_id": "q", "results": [{"doc_id": "d", "page": "4"}]}',
+            'results[0].page: must be a whole number, got "4"',
+        ),
+    ],
+)
+def test_failure_and_page_field_errors(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(InputError) as info:
+        load_run(path)
+    assert str(info.value) == f"{path}:1: {message}"
