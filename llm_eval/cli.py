@@ -126,6 +126,24 @@ _RUN_OPTION = click.option(
 )
 
 
+def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--no-cache and --repeat, shared by the commands that run the retriever."""
+    command = click.option(
+        "--repeat",
+        type=click.IntRange(min=1),
+        metavar="N",
+        default=1,
+        show_default=True,
+        help="Run each query N times (bypassing the cache) and list the queries whose "
+        "rankings differ between the runs.",
+    )(command)
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Ask the retriever for every query, ignoring results cached by earlier runs.",
+    )(command)
+
+
 @cli.command()
 @_config_options
 @_RUN_OPTION
@@ -140,6 +158,7 @@ _RUN_OPTION = click.option(
     is_flag=True,
     help="When the gold set changed since the baseline, compare on the unchanged queries.",
 )
+@_retrieval_options
 def gate(
     config_path: Path,
     criteria_path: Path,
@@ -147,19 +166,27 @@ def gate(
     run_path: Path | None,
     out_dir: Path | None,
     allow_gold_change: bool,
+    no_cache: bool,
+    repeat: int,
 ) -> int:
     """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
+    from llm_eval.pipeline import RetrieveOptions
+    from llm_eval.progress import Progress
 
-    outcome = run_gate(
-        config_path=config_path,
-        criteria_path=criteria_path,
-        baseline_path=baseline_path,
-        run_path=run_path,
-        out_dir=out_dir,
-        allow_gold_change=allow_gold_change,
-    )
+    if run_path is not None and repeat > 1:
+        raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
+    with Progress() as progress:
+        outcome = run_gate(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            baseline_path=baseline_path,
+            run_path=run_path,
+            out_dir=out_dir,
+            allow_gold_change=allow_gold_change,
+            retrieve_options=RetrieveOptions(not no_cache, repeat, progress.update),
+        )
     click.echo(outcome.text)
     for line in publish(outcome.report, os.environ, Path.cwd()):
         click.echo(line)
@@ -296,11 +323,17 @@ def compare_command(
 @click.option(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
 )
-def retrieve_command(config_path: Path, out: Path) -> None:
+@_retrieval_options
+def retrieve_command(config_path: Path, out: Path, no_cache: bool, repeat: int) -> None:
     """Run the configured retriever over the gold set and write a JSONL run file."""
     from llm_eval.commands.retrieve import retrieve
+    from llm_eval.pipeline import RetrieveOptions
+    from llm_eval.progress import Progress
 
-    click.echo(retrieve(config_path=config_path, out=out))
+    with Progress() as progress:
+        options = RetrieveOptions(not no_cache, repeat, progress.update)
+        summary = retrieve(config_path=config_path, out=out, options=options)
+    click.echo(summary)
 
 
 @cli.group()

@@ -11,17 +11,20 @@ the working directory (the repository root in CI and in git hooks).
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldSet, GoldSource
+from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
+from llm_eval.matching import MatchSettings
 from llm_eval.metrics import canonical_metric, lower_is_better, metric_cutoff
 from llm_eval.retrievers import retriever_kind
 from llm_eval.service import SERVICE_METRICS
+from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 
 DEFAULT_CONFIG = Path("config/llm-eval.yaml")
@@ -50,6 +53,20 @@ class RetrieverConfig:
 
     kind: str
     settings: Mapping[str, Any]
+    max_error_rate: float = 0.0
+    """The largest share of queries that may fail; more makes the run invalid (exit 4)."""
+    where: Location | None = None
+    """The `retriever` entry of the config."""
+    setting_lines: tuple[tuple[str, int], ...] = ()
+    """(setting, line) for each setting written in the config."""
+
+    def locate(self, error: InputError) -> InputError:
+        """An error raised while building the retriever, pointed at its setting."""
+        if error.path is not None or self.where is None:
+            return error
+        line = dict(self.setting_lines).get(error.key or "", self.where.line)
+        key = f"{self.where.key}.{error.key}" if error.key else self.where.key
+        return InputError(error.reason, path=self.where.file, line=line, key=key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,13 @@ class EvalConfig:
     top_k: int
     baseline: Path
     output: Path
+    matching: MatchSettings = field(default_factory=MatchSettings)
+    """`page_tolerance` and `f1_threshold`: how pages and passages are matched."""
+    rejection_score_threshold: float | None = None
+    """A rejection query whose top score is below this was rejected (None: only an
+    abstention or an empty result list counts)."""
+    versions: Path | None = None
+    """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +240,20 @@ def _regression(node: Node, metric: str) -> tuple[float, bool]:
 # --- llm-eval.yaml ------------------------------------------------------------------
 
 _CONFIG_KEYS = frozenset(
-    {"gold", "corpus", "retriever", "metrics", "relevance_level", "top_k", "baseline", "output"}
+    {
+        "gold",
+        "corpus",
+        "retriever",
+        "metrics",
+        "relevance_level",
+        "top_k",
+        "baseline",
+        "output",
+        "page_tolerance",
+        "f1_threshold",
+        "rejection_score_threshold",
+        "versions",
+    }
 )
 
 
@@ -242,12 +279,57 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
         if "baseline" in keys
         else Path("gold/baseline.json"),
         output=Path(_string(keys["output"])) if "output" in keys else Path(".llm-eval"),
+        **_beyond_ids(keys),
     )
     if not config.gold:
         raise keys["gold"].error("list at least one gold file")
     if "metrics" in keys:
         check_cutoffs(config.metrics, top_k, keys["metrics"])
+        _check_versions(config, config.metrics, keys["metrics"].error)
     return config
+
+
+def _beyond_ids(keys: Mapping[str, Node]) -> dict[str, Any]:
+    """The EvalConfig fields of page and text matching, rejection and stale context."""
+    default = MatchSettings()
+    tolerance = (
+        _integer(keys["page_tolerance"], 0) if "page_tolerance" in keys else default.page_tolerance
+    )
+    f1 = _f1_threshold(keys["f1_threshold"]) if "f1_threshold" in keys else default.f1_threshold
+    rejection = (
+        _number(keys["rejection_score_threshold"]) if "rejection_score_threshold" in keys else None
+    )
+    return {
+        "matching": MatchSettings(tolerance, f1),
+        "rejection_score_threshold": rejection,
+        "versions": Path(_string(keys["versions"])) if "versions" in keys else None,
+    }
+
+
+def _f1_threshold(node: Node) -> float:
+    value = _proportion(node)
+    if value == 0:
+        raise node.error("must be above 0 (every chunk would match), got 0")
+    return value
+
+
+def _number(node: Node) -> float:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise node.error(f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _check_versions(
+    config: EvalConfig, metrics: tuple[str, ...], error: Callable[[str], InputError]
+) -> None:
+    """Stale and conflict metrics need the corpus-versions sidecar."""
+    needing = context_metrics(metrics)
+    if needing and config.versions is None:
+        raise error(
+            f"{needing[0].name} needs a corpus-versions sidecar; add `versions: PATH` to "
+            f"{config.path}"
+        )
 
 
 def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
@@ -261,9 +343,16 @@ def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
 def _gold_source(node: Node) -> GoldSource:
     if isinstance(node.value, str):
         return GoldSource(_string(node))
-    keys = node.mapping(frozenset({"path", "tier"}), required=frozenset({"path"}))
+    keys = node.mapping(frozenset({"path", "tier", "matching"}), required=frozenset({"path"}))
     tier = _string(keys["tier"]) if "tier" in keys else None
-    return GoldSource(_string(keys["path"]), tier)
+    matching = _matching(keys["matching"]) if "matching" in keys else "auto"
+    return GoldSource(_string(keys["path"]), tier, matching)
+
+
+def _matching(node: Node) -> str:
+    if node.value not in MATCHINGS:
+        raise node.error(f"expected one of {', '.join(MATCHINGS)}, got {node.value!r}")
+    return str(node.value)
 
 
 def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
@@ -276,10 +365,12 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
         kind = retriever_kind(_string(kind_node))
     except InputError as exc:
         raise kind_node.error(exc.reason) from None
-    keys = node.mapping(frozenset({"kind", *kind.settings}))
+    keys = node.mapping(frozenset({"kind", "max_error_rate", *kind.settings}))
     settings: dict[str, Any] = {}
     for name, setting in kind.settings.items():
         if name not in keys:
+            if setting.required:
+                raise node.error(f"missing required key {name!r}")
             settings[name] = setting.default
             continue
         value = keys[name].plain()
@@ -289,7 +380,9 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
         settings[name] = value
     if kind.needs_corpus and corpus is None:
         raise node.error(f"the {kind.name} retriever needs a `corpus` file in the config")
-    return RetrieverConfig(kind.name, settings)
+    max_error_rate = _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else 0.0
+    lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
+    return RetrieverConfig(kind.name, settings, max_error_rate, _where(node), lines)
 
 
 # --- ship-criteria.yaml -------------------------------------------------------------
@@ -443,8 +536,9 @@ def check_against_gold(criteria: Criteria, gold: GoldSet) -> None:
 
 
 def check_against_config(criteria: Criteria, config: EvalConfig) -> None:
-    """Gate metrics must fit within the retrieved top_k."""
+    """Gate metrics must fit within the retrieved top_k (and find the data they need)."""
     for gate in criteria.gates:
+        _check_versions(config, (gate.metric,), gate.where.error)
         k = metric_cutoff(gate.metric)
         if k is not None and k > config.top_k:
             raise gate.where.error(

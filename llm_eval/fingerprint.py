@@ -27,15 +27,23 @@ def file_digest(path: str | Path) -> str:
 
 def query_fingerprint(query: GoldQuery) -> str:
     """What makes a gold query the same query: its text, tier, tags and labels."""
-    return digest(
-        {
-            "query": query.query,
-            "tier": query.tier,
-            "tags": sorted(query.tags),
-            "relevant": sorted(query.relevant),
-            "is_rejection": query.is_rejection,
-        }
-    )
+    fields: dict[str, Any] = {
+        "query": query.query,
+        "tier": query.tier,
+        "tags": sorted(query.tags),
+        "relevant": sorted(query.relevant),
+        "is_rejection": query.is_rejection,
+    }
+    # Labels beyond ids join only when present: id-labelled queries keep their fingerprints.
+    if query.gold_references:
+        fields["gold_references"] = [
+            [r.document, r.page, r.relevance] for r in query.gold_references
+        ]
+    if query.reference_passages:
+        fields["reference_passages"] = list(query.reference_passages)
+    if query.matching != "auto":
+        fields["matching"] = query.matching
+    return digest(fields)
 
 
 def query_fingerprints(gold: GoldSet) -> dict[str, str]:

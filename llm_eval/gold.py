@@ -1,4 +1,11 @@
-"""The gold set: JSONL files of queries with graded relevant documents, in tiers."""
+"""The gold set: JSONL files of queries with graded relevant documents, in tiers.
+
+A query is labelled by document ids (`relevant`), by pages of source documents
+(`gold_references`) or by the text of the passages that answer it
+(`reference_passages`); `llm_eval.matching` credits retrieved results against
+whichever the query's file is matched by. A query with none of them is a rejection
+query: the retriever should decline to answer it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,22 @@ from llm_eval.output import plural
 from llm_eval.textio import iter_lines, json_type, parse_json_object
 
 DEFAULT_TIER = "A"
+MATCHINGS = ("auto", "id", "page", "text")
+"""How a gold file's labels meet the results; `auto` takes, per query, the first of
+`relevant` (id), `gold_references` (page) and `reference_passages` (text) it has."""
+LABEL_OF = {"id": "relevant", "page": "gold_references", "text": "reference_passages"}
+"""The gold field each matcher reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoldReference:
+    """A page of a source document that answers a query."""
+
+    document: str
+    """The document's name as results carry it (e.g. `Manual.pdf`)."""
+    page: int
+    relevance: int = 1
+    """The grade, >= 1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +55,12 @@ class GoldQuery:
     """The gold file this query was read from."""
     line: int
     """Its line in that file (annotations point here)."""
+    gold_references: tuple[GoldReference, ...] = ()
+    """Pages that answer the query, for results that carry `document` and `page`."""
+    reference_passages: tuple[str, ...] = ()
+    """Texts that answer the query, for gold sets without ids."""
+    matching: str = "auto"
+    """How its file is matched: one of `MATCHINGS`."""
 
     @property
     def grades(self) -> dict[str, int]:
@@ -45,6 +74,8 @@ class GoldSource:
 
     path: str
     tier: str | None = None
+    matching: str = "auto"
+    """One of `MATCHINGS`: which labels of its queries the results are matched against."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +85,7 @@ class GoldSet:
     queries: tuple[GoldQuery, ...]
 
     def qrels(self) -> dict[str, dict[str, int]]:
-        """`{query_id: {doc_id: grade}}` over every query (rejection queries map to `{}`)."""
+        """`{query_id: {doc_id: grade}}` over every query (queries without ids map to `{}`)."""
         return {q.query_id: q.grades for q in self.queries}
 
     def by_id(self) -> dict[str, GoldQuery]:
@@ -76,6 +107,8 @@ _FIELDS = {
     "tier",
     "tags",
     "relevant",
+    "gold_references",
+    "reference_passages",
     "is_rejection",
     "expected_answer",
     "notes",
@@ -89,7 +122,12 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
     for source in sources:
         if not isinstance(source, GoldSource):
             source = GoldSource(str(source))
-        for query in iter_gold_file(source.path, source.tier):
+        if source.matching not in MATCHINGS:
+            raise InputError(
+                f"matching: expected one of {', '.join(MATCHINGS)}, got {source.matching!r}",
+                path=source.path,
+            )
+        for query in iter_gold_file(source.path, source.tier, source.matching):
             first = seen.get(query.query_id)
             if first is not None:
                 raise InputError(
@@ -103,14 +141,17 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
     return GoldSet(tuple(queries))
 
 
-def iter_gold_file(path: str | Path, tier: str | None = None) -> Iterator[GoldQuery]:
+def iter_gold_file(
+    path: str | Path, tier: str | None = None, matching: str = "auto"
+) -> Iterator[GoldQuery]:
     """Stream the queries of one gold file, failing on the first bad line."""
     for line, text in iter_lines(path):
-        yield _parse_query(parse_json_object(text, path, line), str(path), line, tier)
+        record = parse_json_object(text, path, line)
+        yield _parse_query(record, str(path), line, tier, matching)
 
 
 def _parse_query(
-    record: Mapping[str, Any], path: str, line: int, file_tier: str | None
+    record: Mapping[str, Any], path: str, line: int, file_tier: str | None, matching: str
 ) -> GoldQuery:
     def fail(key: str, reason: str) -> InputError:
         return InputError(reason, path=path, line=line, key=key)
@@ -125,24 +166,49 @@ def _parse_query(
             raise fail(key, "must be a non-empty string")
     tier = _tier(record.get("tier"), file_tier, fail)
     relevant = _relevant(record.get("relevant", {}), fail)
+    references = _references(record.get("gold_references", []), fail)
+    passages = _passages(record.get("reference_passages", []), fail)
     is_rejection = record.get("is_rejection", False)
     if not isinstance(is_rejection, bool):
         raise fail("is_rejection", "must be true or false")
-    if is_rejection and relevant:
-        listed = plural(len(relevant), "document", "documents")
-        raise fail("is_rejection", f"is true but `relevant` lists {listed}")
+    labels = {"relevant": relevant, "gold_references": references, "reference_passages": passages}
+    labelled = _check_labels(is_rejection, labels, matching, fail)
     return GoldQuery(
         query_id=record["query_id"],
         query=record["query"],
         tier=tier,
         tags=_tags(record.get("tags", []), fail),
         relevant=relevant,
-        is_rejection=is_rejection or not relevant,
+        is_rejection=is_rejection or not labelled,
         expected_answer=_optional_text(record, "expected_answer", fail),
         notes=_optional_text(record, "notes", fail),
         path=path,
         line=line,
+        gold_references=references,
+        reference_passages=passages,
+        matching=matching,
     )
+
+
+_NOUNS = {
+    "relevant": ("document", "documents"),
+    "gold_references": ("reference", "references"),
+    "reference_passages": ("passage", "passages"),
+}
+
+
+def _check_labels(
+    is_rejection: bool, labels: Mapping[str, tuple[Any, ...]], matching: str, fail: Any
+) -> bool:
+    """Whether the query is labelled; labels must fit the rejection flag and the file's matcher."""
+    given = {key: len(value) for key, value in labels.items() if value}
+    if is_rejection and given:
+        key, count = next(iter(given.items()))
+        raise fail("is_rejection", f"is true but `{key}` lists {plural(count, *_NOUNS[key])}")
+    needed = LABEL_OF.get(matching)
+    if given and needed is not None and needed not in given:
+        raise fail(needed, f"missing: the config matches this file by {matching}")
+    return bool(given)
 
 
 def _tier(value: Any, file_tier: str | None, fail: Any) -> str:
@@ -181,6 +247,47 @@ def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
         if grade > 0:
             pairs.append((doc, grade))
     return tuple(pairs)
+
+
+_REFERENCE_KEYS = ("document", "page", "relevance")
+
+
+def _references(value: Any, fail: Any) -> tuple[GoldReference, ...]:
+    if not isinstance(value, list):
+        raise fail(
+            "gold_references",
+            f"must be a list of {{document, page, relevance}} objects, got {json_type(value)}",
+        )
+    return tuple(_reference(item, f"gold_references[{i}]", fail) for i, item in enumerate(value))
+
+
+def _reference(item: Any, key: str, fail: Any) -> GoldReference:
+    if not isinstance(item, dict):
+        raise fail(key, f"must be an object {{document, page, relevance}}, got {json_type(item)}")
+    unknown = sorted(set(item) - set(_REFERENCE_KEYS))
+    if unknown:
+        raise fail(f"{key}.{unknown[0]}", f"unknown key (valid keys: {', '.join(_REFERENCE_KEYS)})")
+    for required in ("document", "page"):
+        if required not in item:
+            raise fail(f"{key}.{required}", "missing required key")
+    document, page, relevance = item["document"], item["page"], item.get("relevance", 1)
+    if not isinstance(document, str) or not document.strip():
+        raise fail(f"{key}.document", "must be a non-empty string")
+    if not _whole(page, 0):
+        raise fail(f"{key}.page", f"must be a whole number >= 0, got {json.dumps(page)}")
+    if not _whole(relevance, 1):
+        raise fail(f"{key}.relevance", f"must be a whole number >= 1, got {json.dumps(relevance)}")
+    return GoldReference(document, page, relevance)
+
+
+def _whole(value: Any, minimum: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= minimum
+
+
+def _passages(value: Any, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise fail("reference_passages", "must be a list of non-empty strings")
+    return tuple(dict.fromkeys(value))
 
 
 def _optional_text(record: Mapping[str, Any], key: str, fail: Any) -> str | None:

@@ -178,6 +178,80 @@ FAMILIES: dict[str, Family] = {
     )
 }
 
+
+@dataclass(frozen=True, slots=True)
+class QueryFamily:
+    """A metric of what the retriever returned beyond relevance labels, scored per query.
+
+    Rejection (`llm_eval.rejection`) and stale or conflicting context
+    (`llm_eval.versions`): the pipeline writes each query's value into its row of
+    scores, so slices average them like relevance scores (a pooled one is weighted).
+    """
+
+    name: str
+    cutoff: str
+    """'required' or 'none'."""
+    description: str
+    higher_is_better: bool
+    pooled: bool = False
+    """The slice value pools positions over queries (weighted by `positions@k`)
+    instead of averaging queries equally."""
+
+    def usage(self) -> str:
+        """How the name is written, e.g. `stale_rate@k`."""
+        return f"{self.name}@k" if self.cutoff == "required" else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMetric:
+    """A parsed query metric: a family and its cutoff."""
+
+    family: QueryFamily
+    k: int | None
+
+    @property
+    def name(self) -> str:
+        """The canonical spelling."""
+        return self.family.name if self.k is None else f"{self.family.name}@{self.k}"
+
+
+QUERY_FAMILIES: dict[str, QueryFamily] = {
+    f.name: f
+    for f in (
+        QueryFamily(
+            "rejection_accuracy",
+            "none",
+            "share of rejection queries the retriever rejected (abstained, empty, low score)",
+            higher_is_better=True,
+        ),
+        QueryFamily(
+            "false_confidence_rate",
+            "none",
+            "share of rejection queries answered with confident results",
+            higher_is_better=False,
+        ),
+        QueryFamily(
+            "stale_rate",
+            "required",
+            "share of the top-k positions holding a superseded document, pooled over queries",
+            higher_is_better=False,
+            pooled=True,
+        ),
+        QueryFamily(
+            "stale_query_rate",
+            "required",
+            "share of queries with a superseded document in the top k",
+            higher_is_better=False,
+        ),
+        QueryFamily(
+            "conflict_rate",
+            "required",
+            "share of queries with two versions of one document (same version_key) in the top k",
+            higher_is_better=False,
+        ),
+    )
+}
+
 _ALIASES: dict[str, Family] = {
     alias.lower(): family
     for family in FAMILIES.values()
@@ -189,24 +263,57 @@ _NAME = re.compile(r"^\s*([a-z_]+?)(?:\s*@\s*(\S+))?\s*$")
 
 def valid_metric_names() -> str:
     """The accepted spellings, for error messages and help text."""
-    return "; ".join([*(f.usage() for f in FAMILIES.values()), ", ".join(SERVICE_METRICS)])
+    return "; ".join(
+        [
+            *(f.usage() for f in FAMILIES.values()),
+            *(f.usage() for f in QUERY_FAMILIES.values()),
+            ", ".join(SERVICE_METRICS),
+        ]
+    )
 
 
 def canonical_metric(name: str) -> str:
-    """The canonical name of any metric, relevance or service; an unknown one is an error."""
+    """The canonical name of any metric (relevance, query or service); unknown ones are errors."""
     if is_service_metric(name):
         return name.strip().lower()
-    return parse_metric(name).name
+    query = query_metric(name)
+    return query.name if query is not None else parse_metric(name).name
 
 
 def metric_cutoff(name: str) -> int | None:
-    """The `@k` of a relevance metric; None for metrics without one (and service metrics)."""
-    return None if is_service_metric(name) else parse_metric(name).k
+    """The `@k` of a metric; None for metrics without one (and service metrics)."""
+    if is_service_metric(name):
+        return None
+    query = query_metric(name)
+    return query.k if query is not None else parse_metric(name).k
 
 
 def lower_is_better(name: str) -> bool:
-    """Service metrics (latency, error rate) are better when lower."""
-    return is_service_metric(name)
+    """Service metrics (latency, error rate) and the rates of failures are better when lower."""
+    query = query_metric(name)
+    return is_service_metric(name) or (query is not None and not query.family.higher_is_better)
+
+
+def is_relevance_metric(name: str) -> bool:
+    """Whether the metric is computed from relevance judgments (not a query or service one)."""
+    return not is_service_metric(name) and query_metric(name) is None
+
+
+def pooling_weight(name: str) -> str | None:
+    """For a metric pooled over positions, the per-query key of its weight (`positions@k`)."""
+    query = query_metric(name)
+    if query is None or not query.family.pooled:
+        return None
+    return f"positions@{query.k}"
+
+
+def query_metric(name: str) -> QueryMetric | None:
+    """The rejection or context metric `name` spells; None when it names no such metric."""
+    match = _NAME.match(name.lower())
+    family = QUERY_FAMILIES.get(match.group(1)) if match else None
+    if match is None or family is None:
+        return None
+    return QueryMetric(family, _cutoff(name, family, match.group(2)))
 
 
 def parse_metric(name: str) -> Metric:
@@ -215,13 +322,17 @@ def parse_metric(name: str) -> Metric:
     family = _ALIASES.get(match.group(1)) if match else None
     if match is None or family is None:
         raise InputError(f"unknown metric {name!r}; valid metrics: {valid_metric_names()}")
-    cutoff = match.group(2)
+    return Metric(family, _cutoff(name, family, match.group(2)))
+
+
+def _cutoff(name: str, family: Family | QueryFamily, cutoff: str | None) -> int | None:
+    """The cutoff written after `@`, checked against what the family takes."""
     if cutoff is None:
         if family.cutoff == "required":
             raise InputError(f"metric {name!r} needs a cutoff, e.g. {family.name}@5")
-        return Metric(family, None)
+        return None
     if family.cutoff == "none":
         raise InputError(f"metric {name!r} takes no cutoff; write {family.name}")
     if not cutoff.isdigit() or int(cutoff) < 1:
         raise InputError(f"metric {name!r}: the cutoff must be a whole number >= 1")
-    return Metric(family, int(cutoff))
+    return int(cutoff)

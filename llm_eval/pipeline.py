@@ -11,9 +11,11 @@ touch files or the retriever.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ from llm_eval.config import (
     load_config,
     load_criteria,
 )
-from llm_eval.errors import ComparisonError, InputError
+from llm_eval.errors import ComparisonError, ExternalError, InputError
 from llm_eval.evaluation import parse_metrics, score_judgments
 from llm_eval.fingerprint import (
     GoldDiff,
@@ -42,13 +44,18 @@ from llm_eval.fingerprint import (
 from llm_eval.gate import GateResult, Power, SliceInput, SliceResult, decide, decide_slices
 from llm_eval.gold import GoldQuery, GoldSet, load_gold
 from llm_eval.judgments import FloatArray, judge_ranked
-from llm_eval.metrics import metric_cutoff
+from llm_eval.matching import Ambiguity, MatchSettings, match_run
+from llm_eval.metrics import is_relevance_metric, metric_cutoff, pooling_weight
 from llm_eval.output import plural
+from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
+from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
+from llm_eval.retrievers.pool import PooledRetriever
 from llm_eval.runs import Run, load_run
 from llm_eval.service import ServiceRecord, is_service_metric
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
+from llm_eval.versions import ContextReport, Versions, inspect_run, load_versions
 
 DEFAULT_GATING_K = 5
 
@@ -60,6 +67,8 @@ class Inputs:
     config: EvalConfig
     criteria: Criteria
     gold: GoldSet
+    versions: Versions | None = None
+    """The corpus-versions sidecar, when the config names one."""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -71,7 +80,7 @@ class Inputs:
         """The cutoff at which a query counts as a hit: the first error gate's, or 5."""
         ordered = sorted(self.criteria.gates, key=lambda g: g.severity != "error")
         for gate in ordered:
-            k = metric_cutoff(gate.metric)
+            k = metric_cutoff(gate.metric) if is_relevance_metric(gate.metric) else None
             if k is not None:
                 return k
         return DEFAULT_GATING_K
@@ -84,14 +93,162 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
     check_against_config(criteria, config)
     gold = load_gold(config.gold)
     check_against_gold(criteria, gold)
-    return Inputs(config, criteria, gold)
+    versions = load_versions(config.versions) if config.versions is not None else None
+    return Inputs(config, criteria, gold, versions)
 
 
-def obtain_run(inputs: Inputs, run_path: Path | None) -> Run:
+@dataclass(frozen=True, slots=True)
+class RetrieveOptions:
+    """How the configured retriever is run."""
+
+    use_cache: bool = True
+    """Answer from the retrieval cache (http and python retrievers), and fill it."""
+    repeat: int = 1
+    """Run every query this many times, bypassing the cache, to find unstable rankings."""
+    progress: Callable[[int, int], None] | None = None
+    """Called with (queries done, queries in all) as each query finishes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """A run, and how it was obtained."""
+
+    run: Run
+    from_cache: int = 0
+    """Queries answered from the retrieval cache."""
+    repeat: int = 1
+    unstable: tuple[str, ...] = ()
+    """Queries whose rankings differed between the repeats, in gold order."""
+
+
+def obtain_run(
+    inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
+) -> Run:
     """The precomputed run when given, else the configured retriever's results."""
+    return obtain_retrieval(inputs, run_path, options).run
+
+
+def obtain_retrieval(
+    inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
+) -> Retrieval:
+    """`obtain_run`, with what happened while retrieving."""
     if run_path is not None:
-        return load_run(run_path)
-    return build_retriever(inputs.config).retrieve(inputs.gold.queries, inputs.config.top_k)
+        return Retrieval(load_run(run_path))
+    return retrieve_gold(inputs.config, inputs.gold.queries, options or RetrieveOptions())
+
+
+def retrieve_gold(
+    config: EvalConfig, queries: Sequence[GoldQuery], options: RetrieveOptions
+) -> Retrieval:
+    """Run the configured retriever over the queries; ExternalError when too many fail."""
+    retriever = build_retriever(config)
+    assert config.retriever is not None  # build_retriever says so otherwise
+    use_cache = options.use_cache and options.repeat == 1
+    cache = _retrieval_cache(config, retriever) if use_cache else None
+    done, total = itertools.count(1), len(queries) * options.repeat
+
+    def finished() -> None:
+        if options.progress is not None:
+            options.progress(next(done), total)
+
+    runs = [
+        _retrieve_once(retriever, queries, config.top_k, cache, finished)
+        for _ in range(options.repeat)
+    ]
+    check_error_rate(runs[0], queries, config.retriever.max_error_rate)
+    hits = cache.hits if cache is not None else 0
+    return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs))
+
+
+def _retrieve_once(
+    retriever: Retriever,
+    queries: Sequence[GoldQuery],
+    top_k: int,
+    cache: RetrievalCache | None,
+    finished: Callable[[], None],
+) -> Run:
+    if isinstance(retriever, PooledRetriever):  # answers query by query: cached, reported
+        return retriever.retrieve(queries, top_k, cache, finished)
+    run = retriever.retrieve(queries, top_k)
+    for _ in queries:
+        finished()
+    return run
+
+
+def _retrieval_cache(config: EvalConfig, retriever: Retriever) -> RetrievalCache | None:
+    """The cache of a retriever that answers query by query (the others need none)."""
+    if not isinstance(retriever, PooledRetriever):
+        return None
+    corpus = file_digest(config.corpus) if config.corpus is not None else None
+    key = retriever_key(retriever.identity, corpus)
+    return RetrievalCache(config.output / "cache" / "retrieval" / key)
+
+
+def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float) -> None:
+    """ExternalError summarising the errors when more queries failed than `limit` allows."""
+    answers = [run.queries.get(q.query_id) for q in queries]
+    errors = [a.error for a in answers if a is not None and a.error is not None]
+    share = len(errors) / len(queries) if queries else 0.0
+    if share > limit:
+        shown = f"{share * 100:.1f}".removesuffix(".0")
+        raise ExternalError(
+            f"retriever failed on {len(errors)} of {plural(len(queries), 'query', 'queries')} "
+            f"({shown}% > max_error_rate {limit * 100:g}%): {count_errors(errors)}"
+        )
+
+
+def count_errors(errors: Iterable[str]) -> str:
+    """`9 timeout, 3 http 503`: failures by kind (the text before ': '), most first."""
+    kinds = Counter(error.split(": ", 1)[0] for error in errors)
+    ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {kind}" for kind, count in ordered)
+
+
+def unstable_queries(runs: Sequence[Run]) -> tuple[str, ...]:
+    """Queries whose ranked doc ids differ between runs (failed answers left out)."""
+    unstable = []
+    for query_id in runs[0].queries:
+        answers = [run.queries.get(query_id) for run in runs]
+        rankings = {a.doc_ids for a in answers if a is not None and a.error is None}
+        if len(rankings) > 1:
+            unstable.append(query_id)
+    return tuple(unstable)
+
+
+def retrieval_notes(retrieval: Retrieval) -> list[str]:
+    """Sentences about failed queries, the cache and the repeats, for the commands' output."""
+    total = len(retrieval.run.queries)
+    failed = retrieval.run.failed()
+    notes = []
+    if failed:
+        notes.append(
+            f"The retriever failed on {len(failed)} of {plural(total, 'query', 'queries')} "
+            f"({count_errors(failed.values())}): {_listed(list(failed))}; they are not "
+            "scored, and count in error_rate."
+        )
+    if retrieval.from_cache:
+        notes.append(
+            f"{retrieval.from_cache} of {plural(total, 'query', 'queries')} answered from the "
+            "retrieval cache (--no-cache asks the retriever again)."
+        )
+    if retrieval.repeat > 1:
+        notes.append(_repeat_note(retrieval.unstable, retrieval.repeat, total))
+    return notes
+
+
+def _repeat_note(unstable: Sequence[str], repeat: int, total: int) -> str:
+    if not unstable:
+        return f"Rankings were the same in all {repeat} runs of every query."
+    return (
+        f"Rankings differed between {repeat} runs on {len(unstable)} of "
+        f"{plural(total, 'query', 'queries')}: {_listed(unstable)}."
+    )
+
+
+def _listed(query_ids: Sequence[str], shown: int = 20) -> str:
+    """`a, b, c and 5 more`."""
+    text = ", ".join(query_ids[:shown])
+    return text + (f" and {len(query_ids) - shown} more" if len(query_ids) > shown else "")
 
 
 def build_retriever(config: EvalConfig) -> Retriever:
@@ -102,7 +259,10 @@ def build_retriever(config: EvalConfig) -> Retriever:
         )
     kind = retriever_kind(config.retriever.kind)
     context = RetrieverContext(config.corpus, config.output / "cache")
-    return kind.build(config.retriever.settings, context)
+    try:
+        return kind.build(config.retriever.settings, context)
+    except InputError as exc:
+        raise config.retriever.locate(exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +270,9 @@ class Measurement:
     """Per-query scores of one run on the gold set."""
 
     per_query: dict[str, dict[str, float]]
-    """`{query_id: {metric: value}}` over queries with a relevant document."""
+    """`{query_id: {metric: value}}`: relevance metrics on the queries with a relevant
+    document, rejection metrics on the rejection queries, context metrics (and the
+    `positions@k` weight of stale_rate@k) on every query the run answered."""
     service: dict[str, ServiceRecord]
     """Per gold query the run answered: its latency and whether it failed."""
     first_relevant_rank: dict[str, int]
@@ -120,6 +282,16 @@ class Measurement:
     not_in_gold: int
     failed: dict[str, str]
     """`{query_id: error}`: gold queries the retriever failed on, left unscored."""
+    matched_by: dict[str, str]
+    """Per labelled gold query: the matcher that credits its results (id, page, text)."""
+    credited: dict[str, int]
+    """Per labelled gold query the run answered: the labels a result was credited to."""
+    ambiguous: tuple[Ambiguity, ...]
+    """Results within the page tolerance of two or more references."""
+    rejections: tuple[RejectionOutcome, ...]
+    """What the retriever did with each rejection query it did not fail on."""
+    context: ContextReport | None
+    """Stale hits and conflicts; None without a corpus-versions sidecar."""
 
     @property
     def table(self) -> ScoreTable:
@@ -127,32 +299,75 @@ class Measurement:
         return ScoreTable(self.per_query, self.service)
 
 
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How results are judged beyond document ids."""
+
+    matching: MatchSettings = field(default_factory=MatchSettings)
+    rejection_score_threshold: float | None = None
+    versions: Versions | None = None
+    """Without it, no context metric can be scored."""
+
+
 def measure(inputs: Inputs, run: Run) -> Measurement:
     """Score every gold query on every metric the report and the gates need."""
-    return score_run(inputs.gold, run, inputs.metrics, inputs.config.relevance_level)
+    config = inputs.config
+    scoring = Scoring(config.matching, config.rejection_score_threshold, inputs.versions)
+    return score_run(inputs.gold, run, inputs.metrics, config.relevance_level, scoring)
 
 
-def score_run(gold: GoldSet, run: Run, metrics: Sequence[str], relevance_level: int) -> Measurement:
+def score_run(
+    gold: GoldSet,
+    run: Run,
+    metrics: Sequence[str],
+    relevance_level: int,
+    scoring: Scoring | None = None,
+) -> Measurement:
     """Score every gold query of a run on the given metrics.
 
-    Queries the retriever failed on are not scored (a failure is not an empty
-    result): they are listed in `failed` and counted by the error_rate metric.
+    Each query's results are credited by its matcher (`llm_eval.matching`: ids, pages
+    or passages) and judged as trec_eval judges ids. Rejection and context metrics join
+    the rows of the queries they score. Queries the retriever failed on are not scored
+    (a failure is not an empty result): they are listed in `failed` and counted by the
+    error_rate metric.
     """
+    scoring = scoring or Scoring()
     failed = run.failed()
-    qrels = {q: row for q, row in gold.qrels().items() if q not in failed}
-    judgments = judge_ranked(qrels, run.ranked(), relevance_level)
-    relevance = [m for m in metrics if not is_service_metric(m)]
-    scores = score_judgments(judgments, parse_metrics(relevance))
+    matched = match_run(gold, run, scoring.matching)
+    qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
+    judgments = judge_ranked(qrels, matched.ranked, relevance_level)
+    relevance = [m for m in metrics if is_relevance_metric(m)]
+    per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
+    rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
+    _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
+    context = None
+    if scoring.versions is not None:
+        rows, context = inspect_run(gold, run, scoring.versions, metrics)
+        _join_rows(per_query, rows)
     ranks = judgments.first_relevant_rank().tolist()
     return Measurement(
-        per_query=scores.to_dict(),
+        per_query=per_query,
         service=service_records(gold, run),
         first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
         missing=judgments.missing,
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
         failed={q: e for q, e in failed.items() if q in gold.by_id()},
+        matched_by=matched.matched_by,
+        credited=matched.credited,
+        ambiguous=matched.ambiguous,
+        rejections=rejections,
+        context=context,
     )
+
+
+def _join_rows(
+    per_query: dict[str, dict[str, float]], rows: Mapping[str, dict[str, float]]
+) -> None:
+    """Add each query's values to its row of scores (queries without values get no row)."""
+    for query_id, row in rows.items():
+        if row:
+            per_query.setdefault(query_id, {}).update(row)
 
 
 def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
@@ -263,8 +478,9 @@ def _decide_gate(
     ids = members(queries, gate.scope)
     current = value_over(now, ids, gate.metric, only)
     before = _baseline_value(baseline, ids, gate.metric, only)
-    if is_service_metric(gate.metric):
-        return decide(gate, current.value, current.n, before)  # no paired test for latency
+    if is_service_metric(gate.metric) or pooling_weight(gate.metric) is not None:
+        # No paired test for latency percentiles or ratios pooled over positions.
+        return decide(gate, current.value, current.n, before)
     pairs = _pairs(now.per_query, baseline, ids, gate.metric, only)
     test = _paired_test(gate, pairs)
     slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
@@ -293,7 +509,9 @@ def _pairs(
     paired = [
         (baseline.per_query[q][metric], now[q][metric])
         for q in ids
-        if q in now and q in baseline.per_query and (only is None or q in only)
+        if metric in now.get(q, {})
+        and metric in baseline.per_query.get(q, {})
+        and (only is None or q in only)
     ]
     if len(paired) < 2:
         return None

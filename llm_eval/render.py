@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural
 from llm_eval.report import headline
 from llm_eval.stats import format_p
@@ -266,7 +266,7 @@ def _loss(metric: str, change: float | None) -> float | None:
     """How much worse the metric got (negative: better), whichever way it points."""
     if change is None or math.isnan(change):
         return None
-    return -change if parse_metric(metric).family.higher_is_better else change
+    return change if lower_is_better(metric) else -change
 
 
 def _tag_tables(
@@ -322,7 +322,7 @@ def _slice_row(
         status = STATUS_ICON["warn"] if dropped else ""
     return {
         "name": entry["name"],
-        "n": entry["n"],
+        "n": cell.get("n", entry["n"]),
         "baseline": value(metric, cell.get("baseline")),
         "value": value(metric, cell.get("value")),
         "delta": delta(metric, cell.get("delta")),

@@ -8,6 +8,7 @@ dict, so a report can be rendered by a different job than the one that computed 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -15,10 +16,10 @@ from typing import Any
 from llm_eval.baseline import Baseline
 from llm_eval.gate import GateResult, SliceResult, verdict
 from llm_eval.gold import GoldQuery
-from llm_eval.metrics import lower_is_better
+from llm_eval.metrics import lower_is_better, pooling_weight
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_changes
-from llm_eval.slices import ScoreTable, breakdown
+from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import PairedResult, format_p
 from llm_eval.wording import (
     ci_range,
@@ -34,6 +35,8 @@ from llm_eval.wording import (
 SCHEMA_VERSION = 1
 CHANGES_LISTED = 200
 """At most this many hit→miss and miss→hit queries are listed (the counts are exact)."""
+DETAILS_LISTED = 200
+"""At most this many ambiguous matches, unrejected queries, stale hits and conflicts."""
 
 
 def _number(x: float | None) -> float | None:
@@ -117,28 +120,34 @@ def _slices(
     before: ScoreTable | None,
     metrics: Sequence[str],
 ) -> list[dict[str, Any]]:
-    current = breakdown(queries, now, metrics)
+    current = slice_values(queries, now, metrics)
     previous = breakdown(queries, before, metrics) if before is not None else {}
     rows = []
-    for name, row in current.items():
-        if row["n"] == 0 and name != "overall":
-            continue  # a slice of rejection queries only: nothing to average
+    for name, piece in current.items():
+        if piece.n == 0 and name != "overall":
+            continue  # no scored query (e.g. rejection queries only): nothing to average
         kind, _, label = name.partition(":")
         base_row = previous.get(name, {})
         cells = {}
         for metric in metrics:
-            now_value = _number(float(row[metric]))
+            mean = piece.metrics[metric]
+            now_value = _number(mean.value)
             base_value = _number(float(base_row[metric])) if metric in base_row else None
             change = (
                 now_value - base_value if now_value is not None and base_value is not None else None
             )
-            cells[metric] = {"value": now_value, "baseline": base_value, "delta": change}
+            cells[metric] = {
+                "value": now_value,
+                "baseline": base_value,
+                "delta": change,
+                "n": mean.n,
+            }
         rows.append(
             {
                 "slice": name,
                 "kind": kind,
                 "name": label or "all queries",
-                "n": row["n"],
+                "n": piece.n,
                 "n_baseline": base_row.get("n"),
                 "metrics": cells,
             }
@@ -168,6 +177,104 @@ def _change_entry(change: RankChange, query: GoldQuery) -> dict[str, Any]:
         "file": query.path,
         "line": query.line,
     }
+
+
+def _matching(inputs: Inputs, measurement: Measurement) -> dict[str, Any]:
+    """Which matcher credited each query's results, and the ambiguous page matches."""
+    by_matcher: dict[str, dict[str, int]] = {}
+    for query_id, name in measurement.matched_by.items():
+        counts = by_matcher.setdefault(name, {"queries": 0, "credited": 0})
+        counts["queries"] += 1
+        counts["credited"] += measurement.credited.get(query_id, 0)
+    by_id = inputs.gold.by_id()
+    return {
+        "page_tolerance": inputs.config.matching.page_tolerance,
+        "f1_threshold": inputs.config.matching.f1_threshold,
+        "by_matcher": by_matcher,
+        "matched_by": dict(measurement.matched_by),
+        "ambiguous_count": len(measurement.ambiguous),
+        "ambiguous": [
+            {
+                "query_id": a.query_id,
+                "rank": a.rank,
+                "document": a.document,
+                "page": a.page,
+                "references": [_reference(by_id[a.query_id], i) for i in a.references],
+                "credited": a.credited,
+            }
+            for a in measurement.ambiguous[:DETAILS_LISTED]
+        ],
+    }
+
+
+def _reference(query: GoldQuery, index: int) -> dict[str, Any]:
+    reference = query.gold_references[index]
+    return {"index": index, "document": reference.document, "page": reference.page}
+
+
+def _rejections(inputs: Inputs, measurement: Measurement) -> dict[str, Any]:
+    """How the rejection queries were handled, and those answered with confidence."""
+    outcomes = measurement.rejections
+    by_id = inputs.gold.by_id()
+    answered = [o for o in outcomes if not o.rejected]
+    return {
+        "score_threshold": inputs.config.rejection_score_threshold,
+        "queries": len(outcomes),
+        "rejected": len(outcomes) - len(answered),
+        "by_reason": dict(Counter(o.reason for o in outcomes)),
+        "not_rejected_count": len(answered),
+        "not_rejected": [
+            {
+                "query_id": o.query_id,
+                "query": by_id[o.query_id].query,
+                "reason": o.reason,
+                "top_score": o.top_score,
+                "file": by_id[o.query_id].path,
+                "line": by_id[o.query_id].line,
+            }
+            for o in answered[:DETAILS_LISTED]
+        ],
+    }
+
+
+def _context(measurement: Measurement) -> dict[str, Any] | None:
+    """Stale hits (with what supersedes them) and conflicts; None without a sidecar."""
+    context = measurement.context
+    if context is None:
+        return None
+    return {
+        "k": context.k,
+        "stale_hits_count": len(context.stale_hits),
+        "stale_hits": [
+            {
+                "query_id": h.query_id,
+                "rank": h.rank,
+                "doc_id": h.doc_id,
+                "superseded_by": h.superseded_by,
+                "reason": h.reason,
+            }
+            for h in context.stale_hits[:DETAILS_LISTED]
+        ],
+        "conflicts_count": len(context.conflicts),
+        "conflicts": [
+            {"query_id": c.query_id, "version_key": c.version_key, "doc_ids": list(c.doc_ids)}
+            for c in context.conflicts[:DETAILS_LISTED]
+        ],
+    }
+
+
+def _unpaired_notes(comparison: Comparison, baseline: Baseline | None) -> list[str]:
+    """Gates on ratios pooled over positions get no paired test and no per-tag checks."""
+    if baseline is None:
+        return []
+    pooled = dict.fromkeys(
+        r.gate.metric for r in comparison.results if pooling_weight(r.gate.metric) is not None
+    )
+    return [
+        f"{display_name(m)} pools positions over queries: its gates are checked against the "
+        "baseline without a paired test or per-tag checks."
+        for m in pooled
+    ]
 
 
 def _age_days(created_at: str, now: datetime) -> float | None:
@@ -228,15 +335,23 @@ def build_report(
         },
         "queries": {
             "gold": len(inputs.gold.queries),
-            "evaluated": len(measurement.per_query),
-            "compared": len(now_scores.per_query),
+            "evaluated": len(measurement.first_relevant_rank),
+            "compared": sum(
+                1 for q in measurement.first_relevant_rank if only is None or q in only
+            ),
             "missing_from_run": list(measurement.missing),
             "failed": dict(measurement.failed),
             "rejection": len(measurement.rejection),
             "not_in_gold": measurement.not_in_gold,
         },
+        "matching": _matching(inputs, measurement),
+        "rejections": _rejections(inputs, measurement),
+        "context": _context(measurement),
         "gold_changes": _gold_changes(comparison),
-        "notes": _notes(baseline, baseline_path, comparison, fingerprints),
+        "notes": [
+            *_notes(baseline, baseline_path, comparison, fingerprints),
+            *_unpaired_notes(comparison, baseline),
+        ],
         "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
@@ -416,5 +531,39 @@ def render_text(report: Mapping[str, Any]) -> str:
             f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
             "and scored 0."
         )
+    lines += _detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
     return "\n".join(lines)
+
+
+_REJECTION_METRICS = frozenset({"rejection_accuracy", "false_confidence_rate"})
+
+
+def _detail_lines(report: Mapping[str, Any]) -> list[str]:
+    """A line each for ambiguous page matches, confident answers to rejection queries and
+    stale or conflicting context, when there are any."""
+    lines = []
+    ambiguous = (report.get("matching") or {}).get("ambiguous_count", 0)
+    if ambiguous:
+        lines.append(
+            f"{plural(ambiguous, 'result is', 'results are')} within the page tolerance of two "
+            "or more gold references (listed in report.json)."
+        )
+    rejections = report.get("rejections")
+    if (
+        rejections
+        and rejections["not_rejected_count"]
+        and _REJECTION_METRICS & set(report["metrics"])
+    ):
+        lines.append(
+            f"{rejections['not_rejected_count']} of "
+            f"{plural(rejections['queries'], 'rejection query', 'rejection queries')} got "
+            "confident results."
+        )
+    context = report.get("context")
+    if context and (context["stale_hits_count"] or context["conflicts_count"]):
+        within = f"the top {context['k']}" if context["k"] is not None else "the results"
+        stale = plural(context["stale_hits_count"], "stale document", "stale documents")
+        conflicts = plural(context["conflicts_count"], "conflict", "conflicts")
+        lines.append(f"In {within}: {stale} and {conflicts} (listed in report.json).")
+    return lines

@@ -1,7 +1,9 @@
 """Metric values over slices of the gold set: overall, per tier, per tag.
 
-Relevance metrics are means of per-query scores; service metrics (latency
-percentiles, error rate) are aggregated from per-query service records.
+Relevance, rejection and context metrics are means of per-query scores (a metric
+pooled over positions, stale_rate@k, is the mean weighted by each query's
+`positions@k`); service metrics (latency percentiles, error rate) are aggregated
+from per-query service records.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 
 from llm_eval.config import Scope
 from llm_eval.gold import GoldQuery
+from llm_eval.metrics import pooling_weight
 from llm_eval.service import ServiceRecord, is_service_metric, service_value
 
 PerQuery = Mapping[str, Mapping[str, float]]
@@ -45,19 +48,31 @@ def members(queries: Iterable[GoldQuery], scope: Scope) -> list[str]:
 
 
 def mean_over(
-    per_query: PerQuery, query_ids: Iterable[str], metric: str, only: Collection[str] | None = None
+    per_query: PerQuery,
+    query_ids: Iterable[str],
+    metric: str,
+    only: Collection[str] | None = None,
+    weight: str | None = None,
 ) -> SliceMean:
-    """Mean of `metric` over the listed queries that were scored (and are in `only`)."""
-    values = [
-        row[metric]
+    """Mean of `metric` over the listed queries that were scored (and are in `only`).
+
+    With `weight`, the mean weighted by that entry of each query's row (NaN when the
+    weights sum to 0).
+    """
+    rows = [
+        row
         for qid in query_ids
         if (row := per_query.get(qid)) is not None
         and metric in row
         and (only is None or qid in only)
     ]
-    if not values:
+    if not rows:
         return SliceMean(math.nan, 0)
-    return SliceMean(math.fsum(values) / len(values), len(values))
+    if weight is None:
+        return SliceMean(math.fsum(row[metric] for row in rows) / len(rows), len(rows))
+    total = math.fsum(row[weight] for row in rows)
+    weighted = math.fsum(row[metric] * row[weight] for row in rows)
+    return SliceMean(weighted / total if total else math.nan, len(rows))
 
 
 def value_over(
@@ -65,26 +80,44 @@ def value_over(
 ) -> SliceMean:
     """The metric over the listed queries (and in `only`): a mean, or a service aggregate."""
     if not is_service_metric(metric):
-        return mean_over(table.per_query, query_ids, metric, only)
+        return mean_over(table.per_query, query_ids, metric, only, pooling_weight(metric))
     chosen = [q for q in query_ids if only is None or q in only]
     value, n = service_value(metric, table.service, chosen)
     return SliceMean(value, n)
 
 
-def breakdown(
+@dataclass(frozen=True, slots=True)
+class SliceValues:
+    """Every metric over one slice."""
+
+    n: int
+    """Queries of the slice scored on any metric."""
+    metrics: Mapping[str, SliceMean]
+    """Per metric its value and the queries it is over."""
+
+
+def slice_values(
     queries: Sequence[GoldQuery], table: ScoreTable, metrics: Sequence[str]
-) -> dict[str, dict[str, float | int]]:
-    """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean, ...}}` for the report."""
+) -> dict[str, SliceValues]:
+    """Per slice (`overall`, `tier:A`, `tag:x`), every metric's value over its queries."""
     scopes: dict[str, Scope] = {"overall": Scope()}
     for tier in dict.fromkeys(q.tier for q in queries):
         scopes[f"tier:{tier}"] = Scope(tier=tier)
     for tag in sorted({t for q in queries for t in q.tags}):
         scopes[f"tag:{tag}"] = Scope(tags=(tag,))
-    rows: dict[str, dict[str, float | int]] = {}
+    values = {}
     for name, scope in scopes.items():
         ids = members(queries, scope)
-        row: dict[str, float | int] = {"n": sum(1 for q in ids if q in table.per_query)}
-        for metric in metrics:
-            row[metric] = value_over(table, ids, metric).value
-        rows[name] = row
-    return rows
+        n = sum(1 for q in ids if q in table.per_query)
+        values[name] = SliceValues(n, {m: value_over(table, ids, m) for m in metrics})
+    return values
+
+
+def breakdown(
+    queries: Sequence[GoldQuery], table: ScoreTable, metrics: Sequence[str]
+) -> dict[str, dict[str, float | int]]:
+    """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean, ...}}` for the baseline."""
+    return {
+        name: {"n": piece.n, **{m: mean.value for m, mean in piece.metrics.items()}}
+        for name, piece in slice_values(queries, table, metrics).items()
+    }

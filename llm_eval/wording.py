@@ -1,7 +1,8 @@
 """Numbers and sentences a reviewer who is not an ML engineer can read.
 
 Proportion metrics that people think of as shares (recall, precision, hit rate,
-error rate) are shown as percentages with deltas in percentage points; rank-based
+error rate, rejection accuracy, stale and conflict rates) are shown as percentages
+with deltas in percentage points; rank-based
 scores (MRR, MAP, nDCG) as decimals; latencies in milliseconds.
 """
 
@@ -11,7 +12,7 @@ import math
 
 from llm_eval.config import Gate
 from llm_eval.gate import GateResult, SliceResult, allowed_change
-from llm_eval.metrics import lower_is_better, parse_metric
+from llm_eval.metrics import lower_is_better, parse_metric, query_metric
 from llm_eval.service import SERVICE_METRICS
 from llm_eval.stats import PairedResult, format_p
 
@@ -29,14 +30,16 @@ def is_percent(metric: str) -> bool:
     """Whether the metric reads as a share of queries or documents."""
     if metric in SERVICE_METRICS:
         return SERVICE_METRICS[metric].unit == "share"
+    if query_metric(metric) is not None:
+        return True
     return parse_metric(metric).family.name in _PERCENT
 
 
 def display_name(metric: str) -> str:
-    """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`, `latency p95`."""
+    """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`, `latency p95`, `stale rate@5`."""
     if metric in SERVICE_METRICS:
         return metric.replace("_", " ")
-    parsed = parse_metric(metric)
+    parsed = query_metric(metric) or parse_metric(metric)
     base = _NAMES.get(parsed.family.name, parsed.family.name.replace("_", " "))
     return base if parsed.k is None else f"{base}@{parsed.k}"
 

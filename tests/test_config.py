@@ -86,8 +86,9 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
             GOOD_GATES.replace("name: retrieval_mrr", "name: x\n    metric: recal@5"),
             "FILE:8: gates[1].metric: unknown metric 'recal@5'; valid metrics: recall@k; "
             "precision@k (alias P@k); hit_rate@k (alias success@k); mrr, mrr@k (alias "
-            "recip_rank); map, map@k; ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; latency_p50, "
-            "latency_p95, latency_p99, error_rate",
+            "recip_rank); map, map@k; ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rejection_accuracy; "
+            "false_confidence_rate; stale_rate@k; stale_query_rate@k; conflict_rate@k; "
+            "latency_p50, latency_p95, latency_p99, error_rate",
         ),
         (
             GOOD_GATES.replace("scope: {tier: A}", "scope: {teir: A}"),
@@ -154,12 +155,13 @@ def test_config_defaults(tmp_path: Path) -> None:
         ),
         (
             GOOD_CONFIG.replace("kind: bm25", "kind: bm52"),
-            "FILE:7: retriever.kind: unknown retriever kind 'bm52'; valid kinds: bm25",
+            "FILE:7: retriever.kind: unknown retriever kind 'bm52'; valid kinds: bm25, run, http, "
+            "python",
         ),
         (
             GOOD_CONFIG.replace("k1: 1.2", "k2: 1.2"),
-            "FILE:8: retriever.k2: unknown key (valid keys: b, fields, k1, kind, method, "
-            "stemmer, stopwords)",
+            "FILE:8: retriever.k2: unknown key (valid keys: b, fields, k1, kind, max_error_rate, "
+            "method, stemmer, stopwords)",
         ),
         (
             GOOD_CONFIG.replace("tier: A", "tier: ''"),

@@ -8,7 +8,10 @@ import pytest
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.gold import GoldQuery, GoldSet, GoldSource, iter_gold_file, load_gold
 
-VALID_KEYS = "expected_answer, is_rejection, notes, query, query_id, relevant, tags, tier"
+VALID_KEYS = (
+    "expected_answer, gold_references, is_rejection, notes, query, query_id, "
+    "reference_passages, relevant, tags, tier"
+)
 
 
 def write_gold(path: Path, *records: dict[str, object] | str) -> Path:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
-from llm_eval.gold import load_gold
+from llm_eval.gold import GoldSet, load_gold
 from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
+from llm_eval.matching import match_run, needs_matching
 from llm_eval.output import plural, render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.runs import RunFormat, detect_format, iter_trec_scores, load_run
@@ -24,10 +25,23 @@ def evaluate_files(
     run_format: RunFormat = "auto",
     relevance_level: int = 1,
 ) -> Scores:
-    """Load the judgments and the run from files and score them."""
+    """Load the judgments and the run from files and score them.
+
+    A gold set labelled by pages or passages is matched as `matching: auto` matches it,
+    with the default page tolerance and F1 threshold.
+    """
     parsed = parse_metrics(metrics)
-    qrels = load_gold(gold_paths).qrels() if gold_paths else load_qrels(qrels_path or "")
+    gold = load_gold(gold_paths) if gold_paths else None
+    if gold is not None and needs_matching(gold):
+        return score_judgments(_judge_matched(gold, run_path, run_format, relevance_level), parsed)
+    qrels = gold.qrels() if gold is not None else load_qrels(qrels_path or "")
     return score_judgments(_judge(qrels, run_path, run_format, relevance_level), parsed)
+
+
+def _judge_matched(gold: GoldSet, run_path: Path, run_format: RunFormat, level: int) -> Judgments:
+    """Judgments in units: each query's results credited by its matcher."""
+    matched = match_run(gold, load_run(run_path, run_format))
+    return judge_ranked(matched.qrels, matched.ranked, level)
 
 
 def _judge(

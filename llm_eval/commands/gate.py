@@ -12,7 +12,15 @@ from typing import Any
 from llm_eval import __version__
 from llm_eval.baseline import load_baseline
 from llm_eval.gitinfo import head_commit
-from llm_eval.pipeline import compare, fingerprints, load_inputs, measure, obtain_run
+from llm_eval.pipeline import (
+    RetrieveOptions,
+    compare,
+    fingerprints,
+    load_inputs,
+    measure,
+    obtain_retrieval,
+    retrieval_notes,
+)
 from llm_eval.render import render_markdown
 from llm_eval.report import build_report, render_text
 from llm_eval.textio import write_atomic
@@ -36,6 +44,7 @@ def run_gate(
     run_path: Path | None = None,
     out_dir: Path | None = None,
     allow_gold_change: bool = False,
+    retrieve_options: RetrieveOptions | None = None,
 ) -> GateOutcome:
     """The gate end to end; writes `report.json` and `report.md` to the output folder."""
     started = time.perf_counter()
@@ -43,7 +52,8 @@ def run_gate(
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
     loaded = time.perf_counter()
-    run = obtain_run(inputs, run_path)
+    retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
+    run = retrieval.run
     retrieved = time.perf_counter()
     measurement = measure(inputs, run)
     comparison = compare(inputs, measurement, baseline, allow_gold_change)
@@ -69,5 +79,6 @@ def run_gate(
     report_path = out / "report.json"
     write_atomic(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out / "report.md", render_markdown(report))
-    text = render_text(report) + f"\nReport: {report_path}"
+    notes = "".join(f"\n{note}" for note in retrieval_notes(retrieval))
+    text = render_text(report) + notes + f"\nReport: {report_path}"
     return GateOutcome(report, text, report_path, report["exit_code"])

@@ -42,7 +42,9 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
             continue
         own = [] if gate.scope.label() in dict(slices) else [(gate.scope.label(), gate.scope)]
         for name, scope in [*own, *slices]:
-            ids = [q for q in members(queries, scope) if q in baseline.per_query]
+            ids = [
+                q for q in members(queries, scope) if gate.metric in baseline.per_query.get(q, {})
+            ]
             if ids:
                 scores = [baseline.per_query[q][gate.metric] for q in ids]
                 rows.append(_detectability(name, gate, scores))

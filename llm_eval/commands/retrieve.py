@@ -6,15 +6,22 @@ from pathlib import Path
 
 from llm_eval.config import load_config
 from llm_eval.gold import load_gold
-from llm_eval.pipeline import build_retriever
+from llm_eval.pipeline import RetrieveOptions, retrieval_notes, retrieve_gold
 from llm_eval.runs import dump_jsonl
 from llm_eval.textio import write_atomic
 
 
-def retrieve(*, config_path: Path, out: Path) -> str:
-    """Write the run of the configured retriever; return a one-line summary."""
+def retrieve(*, config_path: Path, out: Path, options: RetrieveOptions | None = None) -> str:
+    """Write the run of the configured retriever; return a summary.
+
+    Nothing is written when more queries failed than the retriever's max_error_rate
+    allows (ExternalError).
+    """
     config = load_config(config_path)
     gold = load_gold(config.gold)
-    run = build_retriever(config).retrieve(gold.queries, config.top_k)
+    retrieval = retrieve_gold(config, gold.queries, options or RetrieveOptions())
+    run = retrieval.run
     write_atomic(out, dump_jsonl(run))
-    return f"Wrote {out} ({len(run.queries)} queries, top {config.top_k})."
+    counts = f"{len(run.queries)} queries, top {config.top_k}, {len(run.failed())} failed"
+    head = f"Wrote {out} ({counts})."
+    return "\n".join([head, *retrieval_notes(retrieval)])

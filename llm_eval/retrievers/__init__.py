@@ -43,6 +43,26 @@ class Setting:
     check: Callable[[Any], str | None]
     """Returns the reason a value is invalid, or None when it is fine."""
     help: str
+    required: bool = False
+    """The config must give it (the default is not used)."""
+
+
+def checked_settings(
+    settings: Mapping[str, Any], declared: Mapping[str, Setting]
+) -> dict[str, Any]:
+    """Every declared setting, given or default, checked; InputError naming a bad one."""
+    unknown = sorted(set(settings) - set(declared))
+    if unknown:
+        raise InputError(f"unknown setting (valid: {', '.join(declared)})", key=unknown[0])
+    values: dict[str, Any] = {}
+    for name, setting in declared.items():
+        if setting.required and name not in settings:
+            raise InputError("missing required setting", key=name)
+        values[name] = value = settings.get(name, setting.default)
+        reason = setting.check(value)
+        if reason is not None:
+            raise InputError(reason, key=name)
+    return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +82,30 @@ def _bm25_kind() -> RetrieverKind:
     return bm25.KIND
 
 
-_KINDS: dict[str, Callable[[], RetrieverKind]] = {"bm25": _bm25_kind}
+def _run_kind() -> RetrieverKind:
+    from llm_eval.retrievers import runfile
+
+    return runfile.KIND
+
+
+def _http_kind() -> RetrieverKind:
+    from llm_eval.retrievers import http
+
+    return http.KIND
+
+
+def _python_kind() -> RetrieverKind:
+    from llm_eval.retrievers import python
+
+    return python.KIND
+
+
+_KINDS: dict[str, Callable[[], RetrieverKind]] = {
+    "bm25": _bm25_kind,
+    "run": _run_kind,
+    "http": _http_kind,
+    "python": _python_kind,
+}
 
 
 def retriever_kind(name: str) -> RetrieverKind:

@@ -1,0 +1,406 @@
+"""A search service over HTTP: one POST a query, JSON results back.
+
+    retriever:
+      kind: http
+      url: https://search.internal/v1/search
+      body: {q: "${query}", size: "${top_k}"}       # default {query: …, top_k: …}
+      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+      results_path: data.hits                       # default: the top-level list, or `results`
+      fields: {doc_id: id, score: _score, text: _source.text}
+
+The body's string values may hold `${query}` and `${top_k}`; a value that is exactly
+`${top_k}` becomes a number. Header values may hold `${ENV_VAR}`, read from the
+environment when the retriever is built, so secrets stay out of config files. Header
+values are never shown: not in errors, reports or logs, and the cache key uses the
+header names only.
+
+Queries run `concurrency` at a time over one connection pool. A connection error, a
+timeout, 429 or a 5xx answer is retried up to `retries` times, after a wait drawn
+uniformly from zero to `backoff_s * 2**attempt` ("full jitter"), or as long as the
+server's `Retry-After` asks; both capped by `max_backoff_s`. Other answers are not
+retried. A query that still fails is recorded with its error (`timeout`, `http 503`,
+`connection refused`, `malformed JSON: …`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from llm_eval.errors import InputError
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.retrievers.pool import (
+    RESULT_FIELDS,
+    Hits,
+    PooledRetriever,
+    QueryFailed,
+    Search,
+    check_concurrency,
+    ranked_result,
+)
+from llm_eval.runs import RankedResult
+
+PLACEHOLDERS = ("query", "top_k")
+DEFAULT_BODY: Mapping[str, Any] = {"query": "${query}", "top_k": "${top_k}"}
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP token (RFC 9110)."""
+
+
+# --- settings -------------------------------------------------------------------------
+
+
+def check_url(value: Any) -> str | None:
+    """An http:// or https:// URL."""
+    if not isinstance(value, str) or not re.match(r"https?://[^/\s]", value):
+        return f"must be an http:// or https:// URL, got {value!r}"
+    return None
+
+
+def check_body(value: Any) -> str | None:
+    """A JSON object whose strings use only the known placeholders."""
+    if not isinstance(value, dict):
+        return f"must be a mapping (the JSON object sent), got {value!r}"
+    for text in _strings(value):
+        for name in _PLACEHOLDER.findall(text):
+            if name not in PLACEHOLDERS:
+                return f"unknown placeholder ${{{name}}} (valid: ${{query}}, ${{top_k}})"
+    return None
+
+
+def check_headers(value: Any) -> str | None:
+    """Header names to string values, which may name environment variables as ${NAME}."""
+    if not isinstance(value, dict):
+        return f"must be a mapping of header names to values, got {value!r}"
+    for name, text in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            return f"{name!r} is not a valid header name"
+        if not isinstance(text, str):
+            return f"the value of {name} must be a string"  # the value itself is not shown
+        if any(not _ENV_NAME.fullmatch(ref) for ref in _PLACEHOLDER.findall(text)):
+            return f"the value of {name} may only use ${{ENV_VAR}} names (letters, digits, _)"
+    return None
+
+
+def check_results_path(value: Any) -> str | None:
+    """null, or keys joined by dots."""
+    if value is None or (isinstance(value, str) and all(value.split("."))):
+        return None
+    return f"must be null or keys joined by dots (e.g. data.hits), got {value!r}"
+
+
+def check_fields(value: Any) -> str | None:
+    """Where each result field is in a hit: a key or a dot path."""
+    if not isinstance(value, dict):
+        return f"must be a mapping like {{doc_id: id, score: _score}}, got {value!r}"
+    for name, path in value.items():
+        if name not in RESULT_FIELDS:
+            return f"unknown field {name!r} (valid: {', '.join(RESULT_FIELDS)})"
+        if check_results_path(path) is not None or path is None:
+            return f"{name} must be a key or keys joined by dots, got {path!r}"
+    return None
+
+
+def _check_seconds(value: Any, positive: bool) -> str | None:
+    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    if bad or value < 0 or (positive and value == 0):
+        return f"must be a number of seconds {'> 0' if positive else '>= 0'}, got {value!r}"
+    return None
+
+
+def check_timeout(value: Any) -> str | None:
+    """Seconds > 0."""
+    return _check_seconds(value, positive=True)
+
+
+def check_wait(value: Any) -> str | None:
+    """Seconds >= 0."""
+    return _check_seconds(value, positive=False)
+
+
+def check_retries(value: Any) -> str | None:
+    """A whole number from 0 to 10."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
+        return f"must be a whole number from 0 to 10, got {value!r}"
+    return None
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "url": Setting(None, check_url, "The search endpoint; each query is POSTed to it.", True),
+    "body": Setting(
+        dict(DEFAULT_BODY),
+        check_body,
+        "The JSON object sent; strings may hold ${query} and ${top_k}.",
+    ),
+    "headers": Setting(
+        {}, check_headers, "Request headers; values may hold ${ENV_VAR} (read at run time)."
+    ),
+    "results_path": Setting(
+        None,
+        check_results_path,
+        "Dot path to the list of hits; default: the answer itself when it is a list, "
+        "else its `results`.",
+    ),
+    "fields": Setting(
+        {},
+        check_fields,
+        "Where doc_id, score, text, document and page are in a hit (default: those keys).",
+    ),
+    "concurrency": Setting(8, check_concurrency, "Queries in flight at once."),
+    "timeout_s": Setting(30.0, check_timeout, "Seconds to connect, and to wait for each read."),
+    "retries": Setting(3, check_retries, "Retries after a connection error, timeout, 429 or 5xx."),
+    "backoff_s": Setting(0.5, check_wait, "The first retry waits up to this long; doubles."),
+    "max_backoff_s": Setting(30.0, check_wait, "The longest wait, also for Retry-After."),
+}
+
+
+# --- requests and answers (pure) ------------------------------------------------------
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def render_body(template: Any, query: str, top_k: int) -> Any:
+    """The template with `${query}` and `${top_k}` filled in; a bare `${top_k}` is a number."""
+    if isinstance(template, dict):
+        return {key: render_body(item, query, top_k) for key, item in template.items()}
+    if isinstance(template, list):
+        return [render_body(item, query, top_k) for item in template]
+    if not isinstance(template, str):
+        return template
+    if template == "${top_k}":
+        return top_k
+    values = {"query": query, "top_k": str(top_k)}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def resolve_headers(templates: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Header values with `${NAME}` replaced from the environment.
+
+    A variable that is not set raises InputError naming the header and the variable
+    (never the value).
+    """
+    resolved = {}
+    for name, template in templates.items():
+        for ref in _PLACEHOLDER.findall(template):
+            if ref not in environ:
+                raise InputError(
+                    f"environment variable {ref} is not set (used by the {name} header)",
+                    key="headers",
+                )
+        resolved[name] = _PLACEHOLDER.sub(lambda m: environ[m.group(1)], template)
+    return resolved
+
+
+def dig(value: Any, path: str) -> Any:
+    """The value at a dot path in nested objects, or None when a key is missing."""
+    for key in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def hit_list(payload: Any, results_path: str | None) -> list[Any]:
+    """The list of hits in a decoded answer; QueryFailed when it is not there."""
+    if results_path is None:
+        hits = payload if isinstance(payload, list) else dig(payload, "results")
+        where = "a list or an object with `results`"
+    else:
+        hits = dig(payload, results_path)
+        where = f"a list at `{results_path}`"
+    if not isinstance(hits, list):
+        raise QueryFailed(f"malformed response: expected {where}")
+    return hits
+
+
+def parse_hits(
+    content: bytes, results_path: str | None, fields: Mapping[str, str]
+) -> tuple[RankedResult, ...]:
+    """The ranked results in a response body; QueryFailed when it is not as configured."""
+    try:
+        payload = json.loads(content)
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise QueryFailed(f"malformed JSON: {reason}") from None
+    results = []
+    for index, hit in enumerate(hit_list(payload, results_path)):
+        if not isinstance(hit, dict):
+            raise QueryFailed(f"malformed result: hits[{index}] is not an object")
+        results.append(ranked_result(_getter(hit, fields), f"hits[{index}]"))
+    return tuple(results)
+
+
+def _getter(hit: Mapping[str, Any], fields: Mapping[str, str]) -> Callable[[str], Any]:
+    return lambda name: dig(hit, fields.get(name, name))
+
+
+def retryable_status(status: int) -> bool:
+    """429 (too many requests) and 5xx answers may succeed when asked again."""
+    return status == 429 or status >= 500
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """A Retry-After header as seconds from `now`: delay-seconds or an HTTP date."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = (parsedate_to_datetime(value) - now).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def backoff_seconds(
+    attempt: int, base: float, cap: float, retry_after: float | None, draw: Callable[[], float]
+) -> float:
+    """The wait before retry number `attempt + 1`: the server's Retry-After when it gave
+    one, else full jitter (uniform from 0 to base * 2**attempt); at most `cap`."""
+    if retry_after is not None:
+        return min(retry_after, cap)
+    return min(cap, base * 2**attempt) * draw()
+
+
+def transport_error(exc: httpx.TransportError) -> str:
+    """What a failed exchange is recorded as."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused" if "refused" in str(exc).lower() else "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "connection dropped"
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return "connection reset"
+    return f"connection error: {type(exc).__name__}"
+
+
+# --- the searcher (I/O) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that got no results."""
+
+    error: str
+    retryable: bool
+    retry_after: float | None = None
+    """Seconds the server asked to wait (Retry-After)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSearcher:
+    """POSTs one query to the service, with retries."""
+
+    url: str
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(repr=False)
+    """Resolved values, which may be secrets: never shown."""
+    results_path: str | None
+    fields: Mapping[str, str]
+    concurrency: int
+    timeout_s: float
+    retries: int
+    backoff_s: float
+    max_backoff_s: float
+
+    @contextmanager
+    def session(self) -> Iterator[Search]:
+        """One connection pool, sized to the concurrency, shared by the threads."""
+        limits = httpx.Limits(
+            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+        )
+        with httpx.Client(timeout=self.timeout_s, limits=limits, headers=self.headers) as client:
+            yield lambda query, top_k: self.search(client, query, top_k)
+
+    def search(self, client: httpx.Client, query: str, top_k: int) -> Hits:
+        """The service's results for one query, retrying what may pass; QueryFailed if not."""
+        payload = render_body(self.body, query, top_k)
+        attempt = 0
+        while isinstance(outcome := self.attempt(client, payload), Failure):
+            if not outcome.retryable or attempt == self.retries:
+                raise QueryFailed(outcome.error)
+            time.sleep(
+                backoff_seconds(
+                    attempt, self.backoff_s, self.max_backoff_s, outcome.retry_after, random.random
+                )
+            )
+            attempt += 1
+        return outcome
+
+    def attempt(self, client: httpx.Client, payload: Any) -> Hits | Failure:
+        """One request: the hits, or why there are none (QueryFailed for a malformed answer)."""
+        started = time.perf_counter()
+        try:
+            response = client.post(self.url, json=payload)
+        except httpx.TransportError as exc:
+            return Failure(transport_error(exc), retryable=True)
+        # The latency is that of the attempt that succeeded, from sending the request to
+        # reading the whole answer: waits between retries measure the policy, not the service.
+        latency_ms = (time.perf_counter() - started) * 1000
+        status = response.status_code
+        if not response.is_success:
+            after = retry_after_seconds(response.headers.get("Retry-After"), datetime.now(UTC))
+            return Failure(f"http {status}", retryable_status(status), after)
+        return Hits(parse_hits(response.content, self.results_path, self.fields), latency_ms)
+
+
+# --- the kind -------------------------------------------------------------------------
+
+
+def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+    """The retriever for these settings, with header secrets read from the environment."""
+    values = checked_settings(settings, SETTINGS)
+    headers = resolve_headers(values["headers"], os.environ)
+    searcher = HttpSearcher(
+        url=values["url"],
+        body=values["body"],
+        headers=headers,
+        results_path=values["results_path"],
+        fields=values["fields"],
+        concurrency=values["concurrency"],
+        timeout_s=float(values["timeout_s"]),
+        retries=values["retries"],
+        backoff_s=float(values["backoff_s"]),
+        max_backoff_s=float(values["max_backoff_s"]),
+    )
+    identity = {
+        "kind": "http",
+        "url": values["url"],
+        "body": values["body"],
+        "headers": sorted(headers),  # names only: the values may be secrets
+        "results_path": values["results_path"],
+        "fields": values["fields"],
+    }
+    return PooledRetriever(searcher, values["concurrency"], identity)
+
+
+KIND = RetrieverKind(
+    name="http",
+    description="A search service over HTTP (POST a query, JSON results back).",
+    build=build,
+    settings=SETTINGS,
+)

@@ -1,0 +1,191 @@
+"""Retrievers that answer one query at a time (http, python), run on a thread pool.
+
+A kind supplies a `Searcher`: one query in, ranked results and their latency out, or
+`QueryFailed` with the error to record. `PooledRetriever` runs it over the gold
+queries on `concurrency` threads, answers from the retrieval cache when it is given
+one, and reports each query as it finishes (for a progress bar). A query that fails
+is recorded with its error and no results, never as an empty result.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from llm_eval.gold import GoldQuery
+from llm_eval.runs import QueryResults, RankedResult, Run
+
+RESULT_FIELDS = ("doc_id", "score", "text", "document", "page")
+"""What a hit may carry, as in a run file."""
+MAX_CONCURRENCY = 256
+
+
+class QueryFailed(Exception):
+    """One query failed; the message is what the run records (`timeout`, `http 503`).
+
+    The text before the first ": " is the kind of failure that summaries count.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """What one search returned."""
+
+    results: tuple[RankedResult, ...]
+    latency_ms: float
+
+
+Search = Callable[[str, int], Hits]
+"""Answers one query text with at most top_k results; raises QueryFailed."""
+
+
+class Searcher(Protocol):
+    """A kind's way of answering one query."""
+
+    def session(self) -> AbstractContextManager[Search]:
+        """The search function, with whatever it holds open (a connection pool) meanwhile."""
+        ...
+
+
+class ResultCache(Protocol):
+    """Results stored by query text and top_k (see `llm_eval.retrieval_cache`)."""
+
+    def get(self, query: str, top_k: int) -> Hits | None:
+        """The stored results, or None."""
+        ...
+
+    def put(self, query: str, top_k: int, hits: Hits) -> None:
+        """Store the results of a query that succeeded."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PooledRetriever:
+    """Runs a searcher over the gold queries, `concurrency` at a time."""
+
+    searcher: Searcher
+    concurrency: int
+    identity: Mapping[str, Any]
+    """What the results depend on besides the corpus, the query and top_k (no secrets):
+    the retrieval cache's key."""
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """Every query's results or error, in gold order; `on_done()` after each query."""
+        answers: dict[str, QueryResults] = {}
+        with self.searcher.session() as search:
+            for answer in self._answers(search, queries, top_k, cache):
+                answers[answer.query_id] = answer
+                if on_done is not None:
+                    on_done()
+        return Run({q.query_id: answers[q.query_id] for q in queries})
+
+    def _answers(
+        self,
+        search: Search,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None,
+    ) -> Iterator[QueryResults]:
+        def answer(query: GoldQuery) -> QueryResults:
+            return answer_query(search, query, top_k, cache)
+
+        if self.concurrency == 1:
+            yield from map(answer, queries)
+            return
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="llm-eval-retrieve")
+        futures: list[Future[QueryResults]] = [pool.submit(answer, q) for q in queries]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            # On Ctrl-C or an error, queued queries are dropped instead of waited for.
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def answer_query(
+    search: Search, query: GoldQuery, top_k: int, cache: ResultCache | None
+) -> QueryResults:
+    """One query's results: from the cache, else searched (and then cached if it succeeded)."""
+    hits = cache.get(query.query, top_k) if cache is not None else None
+    if hits is None:
+        try:
+            hits = search(query.query, top_k)
+        except QueryFailed as failure:
+            return QueryResults(query.query_id, (), None, str(failure))
+        if cache is not None:
+            cache.put(query.query, top_k, hits)
+    return QueryResults(query.query_id, hits.results[:top_k], hits.latency_ms)
+
+
+# --- hits from user code and services -------------------------------------------------
+
+
+def ranked_result(get: Callable[[str], Any], where: str) -> RankedResult:
+    """A hit read through `get(field)` (None when absent); QueryFailed naming a bad field."""
+    doc_id = get("doc_id")
+    if isinstance(doc_id, numbers.Integral) and not isinstance(doc_id, bool):
+        doc_id = str(int(doc_id))
+    if not isinstance(doc_id, str) or not doc_id:
+        raise _malformed(where, "doc_id", "missing or not a non-empty string", doc_id)
+    return RankedResult(
+        doc_id,
+        _optional(get("score"), _is_number, float, where, "score", "a finite number"),
+        _optional(get("text"), _is_text, str, where, "text", "a string"),
+        _optional(get("document"), _is_text, str, where, "document", "a string"),
+        _optional(get("page"), _is_whole, int, where, "page", "a whole number"),
+    )
+
+
+def _optional(
+    value: Any,
+    accept: Callable[[Any], bool],
+    convert: Callable[[Any], Any],
+    where: str,
+    name: str,
+    expected: str,
+) -> Any:
+    if value is None:
+        return None
+    if not accept(value):
+        raise _malformed(where, name, f"must be {expected}", value)
+    return convert(value)
+
+
+def _is_number(value: Any) -> bool:
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return real and math.isfinite(float(value))
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _malformed(where: str, name: str, reason: str, value: Any) -> QueryFailed:
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return QueryFailed(f"malformed result: {where}.{name} {reason}, got {shown}")
+
+
+# --- settings shared by the per-query kinds -------------------------------------------
+
+
+def check_concurrency(value: Any) -> str | None:
+    """A whole number of parallel queries from 1 to MAX_CONCURRENCY."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        return f"must be a whole number from 1 to {MAX_CONCURRENCY}, got {value!r}"
+    return None

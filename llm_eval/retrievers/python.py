@@ -1,0 +1,214 @@
+"""Your own Python retriever, called in process.
+
+    retriever:
+      kind: python
+      target: my_rag.search:Retriever     # module:function, or module:Class
+      init: {index: indexes/main}         # keyword arguments of the class, once
+      python_path: [src]                  # folders added to sys.path
+      concurrency: 4                      # threads; default 1
+
+The target is called as `target(query_text, top_k)` (a class: instantiated once, then
+`instance.retrieve(query_text, top_k)`) and returns its hits best first, each a dict
+or an object with `doc_id` and optionally `score`, `text`, `document` and `page`.
+An exception raised for one query is recorded as that query's error
+(`ValueError: …`) and counted by error_rate; the others go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import ExternalError, InputError
+from llm_eval.fingerprint import file_digest
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.retrievers.pool import (
+    Hits,
+    PooledRetriever,
+    QueryFailed,
+    Search,
+    check_concurrency,
+    ranked_result,
+)
+
+# --- settings -------------------------------------------------------------------------
+
+
+def check_target(value: Any) -> str | None:
+    """`module:attribute`, both dotted names."""
+    module, _, attribute = value.partition(":") if isinstance(value, str) else ("", "", "")
+    names = [*module.split("."), *attribute.split(".")]
+    if not all(name.isidentifier() for name in names):
+        return f"must be module:function or module:Class (e.g. my_rag.search:run), got {value!r}"
+    return None
+
+
+def check_init(value: Any) -> str | None:
+    """Keyword arguments: a mapping with identifier keys."""
+    if not isinstance(value, dict) or not all(str(k).isidentifier() for k in value):
+        return f"must be a mapping of keyword arguments, got {value!r}"
+    return None
+
+
+def check_python_path(value: Any) -> str | None:
+    """A list of folders."""
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        return f"must be a list of folders, got {value!r}"
+    return None
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "target": Setting(
+        None,
+        check_target,
+        "module:function, or module:Class with a retrieve method; called with (query_text, top_k).",
+        required=True,
+    ),
+    "init": Setting({}, check_init, "Keyword arguments of the class, instantiated once."),
+    "python_path": Setting(
+        [], check_python_path, "Folders added to sys.path, so the target can be imported."
+    ),
+    "concurrency": Setting(1, check_concurrency, "Threads calling the target at once."),
+}
+
+
+# --- loading the target (I/O) ---------------------------------------------------------
+
+
+def add_to_path(folders: Iterable[str]) -> None:
+    """Put the folders first on sys.path (relative to the working directory)."""
+    for folder in reversed(list(folders)):
+        path = Path(folder)
+        if not path.is_dir():
+            raise InputError(f"no such folder: {folder}", key="python_path")
+        entry = str(path.resolve())
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    importlib.invalidate_caches()  # the folders may have gained modules since the last import
+
+
+def import_target(target: str) -> tuple[Any, Any]:
+    """The module and the object `module:attribute` names."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if module_name != missing and not module_name.startswith(missing + "."):
+            raise _raised("importing " + module_name, exc) from exc  # one of its imports
+        raise InputError(
+            f"cannot import {module_name!r}: {exc} (add its folder to python_path)", key="target"
+        ) from None
+    except Exception as exc:
+        raise _raised("importing " + module_name, exc) from exc
+    found: Any = module
+    for name in attribute.split("."):
+        if not hasattr(found, name):
+            raise InputError(f"{module_name} has no attribute {attribute!r}", key="target")
+        found = getattr(found, name)
+    return module, found
+
+
+def _raised(doing: str, exc: BaseException) -> ExternalError:
+    return ExternalError(f"the python retriever raised {error_text(exc)} while {doing}")
+
+
+def error_text(exc: BaseException) -> str:
+    """`ValueError: message`, or the type alone when there is no message."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def callable_target(target: str, found: Any, init: Mapping[str, Any]) -> Callable[..., Any]:
+    """The function to call per query: the target, or a new instance's `retrieve`."""
+    if not inspect.isclass(found):
+        if init:
+            raise InputError("is only for a class target", key="init")
+        if not callable(found):
+            raise InputError(f"{target} is not a function or a class", key="target")
+        return found
+    if not callable(getattr(found, "retrieve", None)):
+        raise InputError(f"class {target} has no retrieve method", key="target")
+    try:
+        instance: Any = found(**init)
+    except Exception as exc:
+        raise _raised(f"creating {target}", exc) from exc
+    return instance.retrieve
+
+
+# --- the searcher ---------------------------------------------------------------------
+
+
+def _field_getter(hit: Any) -> Callable[[str], Any]:
+    if isinstance(hit, Mapping):
+        return hit.get
+    return lambda name: getattr(hit, name, None)
+
+
+def to_hits(returned: Any, latency_ms: float) -> Hits:
+    """The hits the target returned, checked; QueryFailed when they are not hits."""
+    if isinstance(returned, str | bytes | Mapping) or not isinstance(returned, Iterable):
+        kind = type(returned).__name__
+        raise QueryFailed(f"malformed result: expected a list of hits, got {kind}")
+    results = tuple(
+        ranked_result(_field_getter(hit), f"hits[{index}]") for index, hit in enumerate(returned)
+    )
+    return Hits(results, latency_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class PythonSearcher:
+    """Calls the user's function for one query."""
+
+    function: Callable[[str, int], Any]
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Search]:
+        """The search function (nothing to open)."""
+        yield self.search
+
+    def search(self, query: str, top_k: int) -> Hits:
+        """The target's hits; an exception it raises fails the query with its type and message."""
+        started = time.perf_counter()
+        try:
+            returned = self.function(query, top_k)
+            if isinstance(returned, Iterator):
+                returned = list(returned)  # a generator runs now: timed, its errors its own
+        except Exception as exc:
+            raise QueryFailed(error_text(exc)) from exc
+        return to_hits(returned, (time.perf_counter() - started) * 1000)
+
+
+# --- the kind -------------------------------------------------------------------------
+
+
+def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+    """Import the target (from python_path) and, for a class, create its one instance."""
+    values = checked_settings(settings, SETTINGS)
+    add_to_path(values["python_path"])
+    module, found = import_target(values["target"])
+    function = callable_target(values["target"], found, values["init"])
+    source = getattr(module, "__file__", None)
+    identity = {
+        "kind": "python",
+        "target": values["target"],
+        "init": values["init"],
+        # The cache sees edits to the target's own module; other changes need --no-cache.
+        "source": file_digest(source) if source else None,
+    }
+    return PooledRetriever(PythonSearcher(function), values["concurrency"], identity)
+
+
+KIND = RetrieverKind(
+    name="python",
+    description="Your own Python function or class, called in process.",
+    build=build,
+    settings=SETTINGS,
+)

@@ -1,0 +1,66 @@
+"""A precomputed run file as the retriever, for pipelines that produce their own results.
+
+    retriever: {kind: run, path: runs/latest.jsonl}   # JSONL or TREC, told apart by default
+
+The same as `llm-eval gate --run runs/latest.jsonl`, but from the config: the run is
+used as it is (its latencies and errors included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from llm_eval.gold import GoldQuery
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.runs import Run, RunFormat, load_run
+
+FORMATS: tuple[str, ...] = get_args(RunFormat)
+
+
+def check_path(value: Any) -> str | None:
+    """A non-empty path."""
+    if not isinstance(value, str) or not value.strip():
+        return f"must be the path of a run file, got {value!r}"
+    return None
+
+
+def check_format(value: Any) -> str | None:
+    """One of the run formats."""
+    if value not in FORMATS:
+        return f"must be one of {', '.join(map(repr, FORMATS))}, got {value!r}"
+    return None
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "path": Setting(None, check_path, "The run file (relative to the working directory).", True),
+    "format": Setting("auto", check_format, "jsonl, trec, or auto (told apart by the first line)."),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunFileRetriever:
+    """Answers with what a run file holds."""
+
+    path: Path
+    run_format: Any
+
+    def retrieve(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
+        """The run file's results, as they are (like `--run`)."""
+        return load_run(self.path, self.run_format)
+
+
+def build(settings: Mapping[str, Any], context: RetrieverContext) -> RunFileRetriever:
+    """The retriever for these settings (the file is read when it retrieves)."""
+    values = checked_settings(settings, SETTINGS)
+    return RunFileRetriever(Path(values["path"]), values["format"])
+
+
+KIND = RetrieverKind(
+    name="run",
+    description="A precomputed run file (JSONL or TREC), used as it is.",
+    build=build,
+    settings=SETTINGS,
+)
