@@ -172,8 +172,8 @@ def gate(
     """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
-    from llm_eval.pipeline import RetrieveOptions
     from llm_eval.progress import Progress
+    from llm_eval.retrieval import RetrieveOptions
 
     if run_path is not None and repeat > 1:
         raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
@@ -327,8 +327,8 @@ def compare_command(
 def retrieve_command(config_path: Path, out: Path, no_cache: bool, repeat: int) -> None:
     """Run the configured retriever over the gold set and write a JSONL run file."""
     from llm_eval.commands.retrieve import retrieve
-    from llm_eval.pipeline import RetrieveOptions
     from llm_eval.progress import Progress
+    from llm_eval.retrieval import RetrieveOptions
 
     with Progress() as progress:
         options = RetrieveOptions(not no_cache, repeat, progress.update)

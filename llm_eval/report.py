@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from llm_eval.baseline import Baseline
+from llm_eval.comparison import Comparison, RankChange, rank_changes
 from llm_eval.gate import GateResult, SliceResult, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import lower_is_better, pooling_weight
 from llm_eval.output import plural, render_table
-from llm_eval.pipeline import Comparison, Inputs, Measurement, RankChange, rank_changes
+from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import PairedResult, format_p
 from llm_eval.wording import (

@@ -13,7 +13,8 @@ from llm_eval.fingerprint import query_fingerprints
 from llm_eval.gate import decide
 from llm_eval.gitinfo import head_commit
 from llm_eval.output import render_table
-from llm_eval.pipeline import Inputs, Measurement, fingerprints, load_inputs, measure, obtain_run
+from llm_eval.pipeline import Inputs, Measurement, fingerprints, load_inputs, measure
+from llm_eval.retrieval import obtain_run
 from llm_eval.slices import breakdown, members, value_over
 from llm_eval.wording import delta, display_name, sentence, value
 

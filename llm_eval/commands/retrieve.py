@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llm_eval.config import load_config
 from llm_eval.gold import load_gold
-from llm_eval.pipeline import RetrieveOptions, retrieval_notes, retrieve_gold
+from llm_eval.retrieval import RetrieveOptions, retrieval_notes, retrieve_gold
 from llm_eval.runs import dump_jsonl
 from llm_eval.textio import write_atomic
 

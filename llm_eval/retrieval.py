@@ -1,0 +1,200 @@
+"""Running the configured retriever over the gold set: build it, cache it, repeat it.
+
+    retrieval = obtain_retrieval(inputs, run_path, options)
+
+A precomputed run file (`--run`) is used as it is; otherwise the configured
+retriever answers every gold query, through the retrieval cache when the kind is
+cached, and the run is refused (exit 4) when more queries failed than
+`max_error_rate` allows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_eval.config import (
+    EvalConfig,
+)
+from llm_eval.errors import ExternalError, InputError
+from llm_eval.fingerprint import (
+    file_digest,
+)
+from llm_eval.gold import GoldQuery
+from llm_eval.output import plural
+from llm_eval.pipeline import Inputs
+from llm_eval.retrieval_cache import RetrievalCache, retriever_key
+from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
+from llm_eval.retrievers.pool import PooledRetriever
+from llm_eval.runs import Run, load_run
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveOptions:
+    """How the configured retriever is run."""
+
+    use_cache: bool = True
+    """Answer from the retrieval cache (http and python retrievers), and fill it."""
+    repeat: int = 1
+    """Run every query this many times, bypassing the cache, to find unstable rankings."""
+    progress: Callable[[int, int], None] | None = None
+    """Called with (queries done, queries in all) as each query finishes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """A run, and how it was obtained."""
+
+    run: Run
+    from_cache: int = 0
+    """Queries answered from the retrieval cache."""
+    repeat: int = 1
+    unstable: tuple[str, ...] = ()
+    """Queries whose rankings differed between the repeats, in gold order."""
+
+
+def obtain_run(
+    inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
+) -> Run:
+    """The precomputed run when given, else the configured retriever's results."""
+    return obtain_retrieval(inputs, run_path, options).run
+
+
+def obtain_retrieval(
+    inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
+) -> Retrieval:
+    """`obtain_run`, with what happened while retrieving."""
+    if run_path is not None:
+        return Retrieval(load_run(run_path))
+    return retrieve_gold(inputs.config, inputs.gold.queries, options or RetrieveOptions())
+
+
+def retrieve_gold(
+    config: EvalConfig, queries: Sequence[GoldQuery], options: RetrieveOptions
+) -> Retrieval:
+    """Run the configured retriever over the queries; ExternalError when too many fail."""
+    retriever = build_retriever(config)
+    assert config.retriever is not None  # build_retriever says so otherwise
+    use_cache = options.use_cache and options.repeat == 1
+    cache = _retrieval_cache(config, retriever) if use_cache else None
+    done, total = itertools.count(1), len(queries) * options.repeat
+
+    def finished() -> None:
+        if options.progress is not None:
+            options.progress(next(done), total)
+
+    runs = [
+        _retrieve_once(retriever, queries, config.top_k, cache, finished)
+        for _ in range(options.repeat)
+    ]
+    check_error_rate(runs[0], queries, config.retriever.max_error_rate)
+    hits = cache.hits if cache is not None else 0
+    return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs))
+
+
+def _retrieve_once(
+    retriever: Retriever,
+    queries: Sequence[GoldQuery],
+    top_k: int,
+    cache: RetrievalCache | None,
+    finished: Callable[[], None],
+) -> Run:
+    if isinstance(retriever, PooledRetriever):  # answers query by query: cached, reported
+        return retriever.retrieve(queries, top_k, cache, finished)
+    run = retriever.retrieve(queries, top_k)
+    for _ in queries:
+        finished()
+    return run
+
+
+def _retrieval_cache(config: EvalConfig, retriever: Retriever) -> RetrievalCache | None:
+    """The cache of a retriever that answers query by query (the others need none)."""
+    if not isinstance(retriever, PooledRetriever):
+        return None
+    corpus = file_digest(config.corpus) if config.corpus is not None else None
+    key = retriever_key(retriever.identity, corpus)
+    return RetrievalCache(config.output / "cache" / "retrieval" / key)
+
+
+def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float) -> None:
+    """ExternalError summarising the errors when more queries failed than `limit` allows."""
+    answers = [run.queries.get(q.query_id) for q in queries]
+    errors = [a.error for a in answers if a is not None and a.error is not None]
+    share = len(errors) / len(queries) if queries else 0.0
+    if share > limit:
+        shown = f"{share * 100:.1f}".removesuffix(".0")
+        raise ExternalError(
+            f"retriever failed on {len(errors)} of {plural(len(queries), 'query', 'queries')} "
+            f"({shown}% > max_error_rate {limit * 100:g}%): {count_errors(errors)}"
+        )
+
+
+def count_errors(errors: Iterable[str]) -> str:
+    """`9 timeout, 3 http 503`: failures by kind (the text before ': '), most first."""
+    kinds = Counter(error.split(": ", 1)[0] for error in errors)
+    ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {kind}" for kind, count in ordered)
+
+
+def unstable_queries(runs: Sequence[Run]) -> tuple[str, ...]:
+    """Queries whose ranked doc ids differ between runs (failed answers left out)."""
+    unstable = []
+    for query_id in runs[0].queries:
+        answers = [run.queries.get(query_id) for run in runs]
+        rankings = {a.doc_ids for a in answers if a is not None and a.error is None}
+        if len(rankings) > 1:
+            unstable.append(query_id)
+    return tuple(unstable)
+
+
+def retrieval_notes(retrieval: Retrieval) -> list[str]:
+    """Sentences about failed queries, the cache and the repeats, for the commands' output."""
+    total = len(retrieval.run.queries)
+    failed = retrieval.run.failed()
+    notes = []
+    if failed:
+        notes.append(
+            f"The retriever failed on {len(failed)} of {plural(total, 'query', 'queries')} "
+            f"({count_errors(failed.values())}): {_listed(list(failed))}; they are not "
+            "scored, and count in error_rate."
+        )
+    if retrieval.from_cache:
+        notes.append(
+            f"{retrieval.from_cache} of {plural(total, 'query', 'queries')} answered from the "
+            "retrieval cache (--no-cache asks the retriever again)."
+        )
+    if retrieval.repeat > 1:
+        notes.append(_repeat_note(retrieval.unstable, retrieval.repeat, total))
+    return notes
+
+
+def _repeat_note(unstable: Sequence[str], repeat: int, total: int) -> str:
+    if not unstable:
+        return f"Rankings were the same in all {repeat} runs of every query."
+    return (
+        f"Rankings differed between {repeat} runs on {len(unstable)} of "
+        f"{plural(total, 'query', 'queries')}: {_listed(unstable)}."
+    )
+
+
+def _listed(query_ids: Sequence[str], shown: int = 20) -> str:
+    """`a, b, c and 5 more`."""
+    text = ", ".join(query_ids[:shown])
+    return text + (f" and {len(query_ids) - shown} more" if len(query_ids) > shown else "")
+
+
+def build_retriever(config: EvalConfig) -> Retriever:
+    """The configured retriever, ready to answer queries."""
+    if config.retriever is None:
+        raise InputError(
+            "no retriever is configured; add `retriever:` or pass --run", path=config.path
+        )
+    kind = retriever_kind(config.retriever.kind)
+    context = RetrieverContext(config.corpus, config.output / "cache")
+    try:
+        return kind.build(config.retriever.settings, context)
+    except InputError as exc:
+        raise config.retriever.locate(exc) from None
