@@ -198,13 +198,7 @@ def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
 def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]:
     """Fingerprints of what a baseline depends on."""
     config = inputs.config
-    if run_path is not None:
-        retriever: str | None = "run:" + file_digest(run_path)
-    elif config.retriever is not None:
-        settings = {"kind": config.retriever.kind, **config.retriever.settings}
-        retriever = digest({"retriever": settings, "top_k": config.top_k})
-    else:
-        retriever = None
+    retriever = _retriever_fingerprint(config, run_path)
     gates = [
         {
             "name": g.name,
@@ -216,9 +210,30 @@ def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]
         }
         for g in inputs.criteria.gates
     ]
+    scoring = {
+        "relevance_level": config.relevance_level,
+        "page_tolerance": config.matching.page_tolerance,
+        "f1_threshold": config.matching.f1_threshold,
+        "rejection_score_threshold": config.rejection_score_threshold,
+    }
     return {
         "gold": gold_fingerprint(query_fingerprints(inputs.gold)),
         "corpus": file_digest(config.corpus) if config.corpus is not None else None,
         "retriever": retriever,
         "criteria": digest(gates),
+        "scoring": digest(scoring),
+        "versions": file_digest(config.versions) if config.versions is not None else None,
     }
+
+
+def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | None:
+    """A run file counts by its content (also as `kind: run`); a retriever by its settings."""
+    retriever = config.retriever
+    if run_path is None and retriever is not None and retriever.kind == "run":
+        run_path = Path(retriever.settings["path"])
+    if run_path is not None:
+        return "run:" + file_digest(run_path)
+    if retriever is None:
+        return None
+    settings = {"kind": retriever.kind, **retriever.settings}
+    return digest({"retriever": settings, "top_k": config.top_k})

@@ -394,7 +394,7 @@ def _notes(
             "The gold set changed since the baseline; compared on the "
             f"{plural(len(comparison.compared_on or ()), 'unchanged query', 'unchanged queries')}."
         )
-    for name in ("corpus", "retriever", "criteria"):
+    for name in ("corpus", "retriever", "criteria", "scoring", "versions"):
         if baseline.fingerprints.get(name) != fingerprints.get(name):
             notes.append(f"The {name} differs from the baseline's.")
     return notes

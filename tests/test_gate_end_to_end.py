@@ -41,6 +41,8 @@ def test_the_demo_passes(
         "corpus": True,
         "retriever": True,
         "criteria": True,
+        "scoring": True,
+        "versions": True,
     }
     assert (project / ".llm-eval" / "report.md").read_text().startswith("## Retrieval quality")
 
