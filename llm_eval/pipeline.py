@@ -44,14 +44,24 @@ DEFAULT_GATING_K = 5
 
 
 @dataclass(frozen=True, slots=True)
+class Scoring:
+    """How results are judged beyond document ids."""
+
+    matching: MatchSettings = field(default_factory=MatchSettings)
+    rejection_score_threshold: float | None = None
+    versions: Versions | None = None
+    """Without it, no context metric can be scored."""
+
+
+@dataclass(frozen=True, slots=True)
 class Inputs:
     """Validated config, criteria and gold set."""
 
     config: EvalConfig
     criteria: Criteria
     gold: GoldSet
-    versions: Versions | None = None
-    """The corpus-versions sidecar, when the config names one."""
+    scoring: Scoring
+    """How results are judged beyond ids (with the versions sidecar, when named)."""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -76,8 +86,7 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
     check_against_config(criteria, config)
     gold = load_gold(config.gold)
     check_against_gold(criteria, gold)
-    versions = load_versions(config.versions) if config.versions is not None else None
-    return Inputs(config, criteria, gold, versions)
+    return Inputs(config, criteria, gold, scoring_for(config))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,21 +123,17 @@ class Measurement:
         return ScoreTable(self.per_query, self.service)
 
 
-@dataclass(frozen=True, slots=True)
-class Scoring:
-    """How results are judged beyond document ids."""
-
-    matching: MatchSettings = field(default_factory=MatchSettings)
-    rejection_score_threshold: float | None = None
-    versions: Versions | None = None
-    """Without it, no context metric can be scored."""
-
-
 def measure(inputs: Inputs, run: Run) -> Measurement:
     """Score every gold query on every metric the report and the gates need."""
-    config = inputs.config
-    scoring = Scoring(config.matching, config.rejection_score_threshold, inputs.versions)
-    return score_run(inputs.gold, run, inputs.metrics, config.relevance_level, scoring)
+    return score_run(
+        inputs.gold, run, inputs.metrics, inputs.config.relevance_level, inputs.scoring
+    )
+
+
+def scoring_for(config: EvalConfig) -> Scoring:
+    """The config's matching settings, rejection threshold and versions sidecar."""
+    versions = load_versions(config.versions) if config.versions is not None else None
+    return Scoring(config.matching, config.rejection_score_threshold, versions)
 
 
 def score_run(

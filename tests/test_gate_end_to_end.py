@@ -191,3 +191,21 @@ def test_gold_validate_rejects_labels_missing_from_the_corpus(
         )
     finally:
         gold.write_text(original)
+
+
+def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["retrieve", "--out", "a.jsonl"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "latency_p95"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: compare pairs per-query values, and latency_p95 is an aggregate "
+        "over queries; gate it with `llm-eval gate` instead\n"
+    )
+    args = ["compare", "a.jsonl", "a.jsonl", "-m", "rejection_accuracy", "--out", "rej"]
+    assert main(args) == 0
+    rows = (project / "rej" / "compare.csv").read_text().splitlines()
+    overall = rows[1].split(",")
+    assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries

@@ -11,11 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from llm_eval.config import Scope, load_config
-from llm_eval.evaluation import parse_metrics
+from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet, load_gold
+from llm_eval.metrics import canonical_metric, pooling_weight
 from llm_eval.output import render_table
-from llm_eval.pipeline import Measurement, score_run
+from llm_eval.pipeline import Measurement, score_run, scoring_for
 from llm_eval.runs import load_run
+from llm_eval.service import is_service_metric
 from llm_eval.slices import members
 from llm_eval.stats import PairedResult, format_p, paired_t_test, paired_tests
 from llm_eval.textio import write_atomic
@@ -59,16 +61,43 @@ def compare_runs(
     scopes += [(f"tag {t}", Scope(tags=(t,))) for t in gold.tags()]
     rows = []
     for name, scope in scopes:
-        ids = [q for q in members(gold.queries, scope) if q in a.per_query and q in b.per_query]
-        if len(ids) < 2:
-            continue
-        before = np.array([[a.per_query[q][m] for m in metrics] for q in ids])
-        after = np.array([[b.per_query[q][m] for m in metrics] for q in ids])
-        tests = paired_tests(before, after, resamples=resamples, seed=seed)
-        for column, (metric, test) in enumerate(zip(metrics, tests, strict=True)):
-            _, p = paired_t_test(before[:, column], after[:, column])
+        members_of_scope = members(gold.queries, scope)
+        for metric in metrics:
+            # Each metric is paired over the queries it scores in both runs (relevance
+            # metrics on answerable queries, rejection metrics on rejection queries).
+            ids = [
+                q
+                for q in members_of_scope
+                if metric in a.per_query.get(q, {}) and metric in b.per_query.get(q, {})
+            ]
+            if len(ids) < 2:
+                continue
+            before = np.array([a.per_query[q][metric] for q in ids])
+            after = np.array([b.per_query[q][metric] for q in ids])
+            test = paired_tests(before, after, resamples=resamples, seed=seed)[0]
+            _, p = paired_t_test(before, after)
             rows.append(_row(name, metric, test, p, alpha))
     return rows
+
+
+def per_query_metrics(names: Sequence[str], explicit: bool) -> tuple[list[str], list[str]]:
+    """The metrics compare can pair per query, and the ones it leaves out.
+
+    Service metrics (latency, error rate) and pooled ones (stale_rate@k) are aggregates
+    over queries, not per-query values: asking for one explicitly is an error.
+    """
+    kept, skipped = [], []
+    for name in map(canonical_metric, names):
+        if is_service_metric(name) or pooling_weight(name) is not None:
+            if explicit:
+                raise InputError(
+                    f"compare pairs per-query values, and {name} is an aggregate over "
+                    "queries; gate it with `llm-eval gate` instead"
+                )
+            skipped.append(name)
+        else:
+            kept.append(name)
+    return kept, skipped
 
 
 def _row(name: str, metric: str, test: PairedResult, p: float, alpha: float) -> Row:
@@ -169,13 +198,16 @@ def compare(
     """Load, compare, write compare.md and compare.csv, return the terminal table."""
     config = load_config(config_path)
     gold = load_gold(config.gold)
-    names = [m.name for m in parse_metrics(metrics or config.metrics)]
-    a = score_run(gold, load_run(run_a), names, config.relevance_level)
-    b = score_run(gold, load_run(run_b), names, config.relevance_level)
+    names, skipped = per_query_metrics(metrics or config.metrics, explicit=bool(metrics))
+    scoring = scoring_for(config)
+    a = score_run(gold, load_run(run_a), names, config.relevance_level, scoring)
+    b = score_run(gold, load_run(run_b), names, config.relevance_level, scoring)
     rows = compare_runs(gold, a, b, names, alpha=alpha)
     folder = out_dir or config.output
     write_atomic(folder / "compare.md", to_markdown(rows, str(run_a), str(run_b), alpha))
     write_atomic(folder / "compare.csv", to_csv(rows))
     table = render_table(_HEADER, [_cells(r) for r in rows])
     written = f"Wrote {folder / 'compare.md'} and {folder / 'compare.csv'}"
+    if skipped:
+        written += f"\nNot compared (aggregates, not per-query values): {', '.join(skipped)}"
     return f"A = {run_a}\nB = {run_b}\n\n{table}\n\n{written}"
