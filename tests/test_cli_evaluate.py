@@ -297,3 +297,15 @@ def test_console_script_returns_the_exit_code(tmp_path: Path, run: Path) -> None
     )
     assert (good.returncode, good.stderr) == (0, "")
     assert json.loads(good.stdout)["metrics"]["mrr"] == 0.5
+
+
+@pytest.mark.parametrize("metric", ["latency_p95", "rejection_accuracy", "stale_rate@5"])
+def test_non_relevance_metrics_point_to_the_gate(
+    capsys: pytest.CaptureFixture[str], gold: Path, run: Path, metric: str
+) -> None:
+    code = main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", metric])
+    assert code == 3
+    assert capsys.readouterr().err == (
+        f"llm-eval: error: evaluate computes relevance metrics; {metric} is computed by "
+        "`llm-eval gate`, which reads the config\n"
+    )
