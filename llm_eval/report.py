@@ -532,12 +532,6 @@ def render_text(report: Mapping[str, Any]) -> str:
             f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
             "and scored 0."
         )
-    failed = report["queries"].get("failed", {})
-    if failed:
-        lines.append(
-            f"{plural(len(failed), 'gold query', 'gold queries')} failed in the retriever "
-            "and were left unscored (counted by error_rate; listed in report.json)."
-        )
     lines += _detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
     return "\n".join(lines)
