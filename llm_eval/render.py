@@ -409,6 +409,12 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
             f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
             "and scored 0."
         )
+    failed = report["queries"].get("failed") or {}
+    if failed:
+        notes.append(
+            f"The retriever failed on {plural(len(failed), 'gold query', 'gold queries')}: "
+            "not scored, counted in error_rate."
+        )
     return notes + list(report["notes"])
 
 

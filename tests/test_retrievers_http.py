@@ -186,6 +186,10 @@ def test_under_the_limit_the_gate_reports_the_failed_queries(
     )
     report = project.report()
     assert report["queries"]["failed"] == {failed_id: "http 503"}
+    assert (
+        "The retriever failed on 1 gold query: not scored, counted in error_rate."
+        in (project.out / "report.md").read_text()
+    )
     assert report["slices"][0]["metrics"]["error_rate"]["value"] == pytest.approx(0.1)
     error_gate = next(g for g in report["gates"] if g["metric"] == "error_rate")
     assert error_gate["value"] == pytest.approx(0.1)
