@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.textio import iter_lines, parse_json_object
+from llm_eval.textio import iter_unique_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,18 +23,7 @@ class Document:
 
 def iter_corpus(path: str | Path) -> Iterator[Document]:
     """Stream the documents of a BEIR corpus file; ids must be unique."""
-    seen: dict[str, int] = {}
-    for line, text in iter_lines(path):
-        document = _parse_document(parse_json_object(text, path, line), path, line)
-        if document.doc_id in seen:
-            raise InputError(
-                f"duplicate _id {document.doc_id!r} (first at line {seen[document.doc_id]})",
-                path=path,
-                line=line,
-                key="_id",
-            )
-        seen[document.doc_id] = line
-        yield document
+    return iter_unique_records(path, _parse_document, lambda d: d.doc_id, "_id")
 
 
 def _parse_document(record: Mapping[str, Any], path: str | Path, line: int) -> Document:

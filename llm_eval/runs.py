@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_eval.errors import InputError
-from llm_eval.textio import iter_lines, iter_text_blocks, parse_json_object
+from llm_eval.textio import iter_lines, iter_text_blocks, iter_unique_records
 
 RunFormat = Literal["auto", "jsonl", "trec"]
 
@@ -102,21 +102,8 @@ def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
 
 
 def _load_jsonl(path: str | Path) -> dict[str, QueryResults]:
-    queries: dict[str, QueryResults] = {}
-    first_line: dict[str, int] = {}
-    for line, text in iter_lines(path):
-        query = _parse_jsonl_line(parse_json_object(text, path, line), path, line)
-        if query.query_id in queries:
-            raise InputError(
-                f"duplicate query_id {query.query_id!r} (first at line "
-                f"{first_line[query.query_id]})",
-                path=path,
-                line=line,
-                key="query_id",
-            )
-        queries[query.query_id] = query
-        first_line[query.query_id] = line
-    return queries
+    records = iter_unique_records(path, _parse_jsonl_line, lambda q: q.query_id, "query_id")
+    return {query.query_id: query for query in records}
 
 
 def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) -> QueryResults:

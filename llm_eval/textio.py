@@ -11,11 +11,13 @@ import codecs
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from llm_eval.errors import InputError
+
+T = TypeVar("T")
 
 # Bytes decoded at a time. Small blocks are much faster to parse than large ones: the
 # strings split from a block are freed before the next, so the memory they use stays
@@ -138,3 +140,29 @@ def require_file(path: str | Path) -> Path:
     if file.is_dir():
         raise InputError("is a directory, expected a file", path=path)
     return file
+
+
+def iter_unique_records(
+    path: str | Path,
+    parse: Callable[[dict[str, Any], str | Path, int], T],
+    key: Callable[[T], str],
+    key_name: str,
+) -> Iterator[T]:
+    """Parse each JSONL line into a record whose `key` must be unique in the file.
+
+    A repeated key is an error naming both lines:
+    `file:9: query_id: duplicate query_id 'q1' (first at line 3)`.
+    """
+    first_line: dict[str, int] = {}
+    for line, text in iter_lines(path):
+        record = parse(parse_json_object(text, path, line), path, line)
+        value = key(record)
+        if value in first_line:
+            raise InputError(
+                f"duplicate {key_name} {value!r} (first at line {first_line[value]})",
+                path=path,
+                line=line,
+                key=key_name,
+            )
+        first_line[value] = line
+        yield record

@@ -37,7 +37,7 @@ from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import QueryMetric, pooling_weight, query_metric
 from llm_eval.runs import RankedResult, Run
-from llm_eval.textio import iter_lines, json_type, parse_json_object
+from llm_eval.textio import iter_unique_records, json_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,20 +109,7 @@ _KEYS = ("doc_id", "version_key", "effective_timestamp", "superseded_by")
 
 def load_versions(path: str | Path) -> Versions:
     """Read the sidecar; a bad line is an error naming the file, the line and the key."""
-    records: list[VersionRecord] = []
-    first_line: dict[str, int] = {}
-    for line, text in iter_lines(path):
-        record = _parse(parse_json_object(text, path, line), path, line)
-        if record.doc_id in first_line:
-            raise InputError(
-                f"duplicate doc_id {record.doc_id!r} (first at line {first_line[record.doc_id]})",
-                path=path,
-                line=line,
-                key="doc_id",
-            )
-        first_line[record.doc_id] = line
-        records.append(record)
-    return build_versions(records)
+    return build_versions(list(iter_unique_records(path, _parse, lambda r: r.doc_id, "doc_id")))
 
 
 def _parse(item: Mapping[str, Any], path: str | Path, line: int) -> VersionRecord:
