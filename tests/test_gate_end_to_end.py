@@ -209,3 +209,21 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     rows = (project / "rej" / "compare.csv").read_text().splitlines()
     overall = rows[1].split(",")
     assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["llm-eval gate", 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'],
+)
+def test_the_readme_shows_the_real_demo_output(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    readme = (REPO / "README.md").read_text()
+    start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
+    shown = readme[start : readme.index("```", start)]
+    args = command.removeprefix("llm-eval gate").split(";")[0].split()
+    code = gate(project, monkeypatch, *args)
+    expected = capsys.readouterr().out
+    if "echo" in command:
+        expected += f"exit {code}\n"
+    assert shown == expected
