@@ -114,8 +114,3 @@ def retriever_kind(name: str) -> RetrieverKind:
     if factory is None:
         raise InputError(f"unknown retriever kind {name!r}; valid kinds: {', '.join(_KINDS)}")
     return factory()
-
-
-def kind_names() -> tuple[str, ...]:
-    """The registered kinds."""
-    return tuple(_KINDS)
