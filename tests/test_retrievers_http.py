@@ -26,6 +26,7 @@ from llm_eval.cli import main
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.retrievers.http import (
+    Breaker,
     backoff_seconds,
     parse_hits,
     render_body,
@@ -209,6 +210,38 @@ def test_a_service_that_is_down_fails_every_query_as_connection_refused(
         "llm-eval: error: retriever failed on 3 of 3 queries (100% > max_error_rate 0%): "
         "3 connection refused\n"
     )
+
+
+def test_an_unreachable_service_stops_being_retried_but_every_query_is_tried(
+    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After 3 queries in a row time out even with retries, the rest get one attempt."""
+    slow = Reply(delay_s=0.5)
+    plans = {text: always(slow) for text in gold_texts(8)}
+    with serve(Scripted(service, plans)) as server:
+        settings = {
+            "kind": "http",
+            "url": server.url,
+            **FAST,
+            "timeout_s": 0.05,
+            "concurrency": 1,
+            "max_error_rate": 1.0,
+        }
+        project = write_project(tmp_path, settings, queries=8)
+        code, out, _ = retrieve(capsys, project)
+        attempts = len(server.requests)
+    assert code == 0
+    assert "(8 queries, top 10, 8 failed)" in out
+    assert attempts == 3 * 3 + 5 * 1  # retries: 2 per query until the breaker opens
+
+
+def test_a_reachable_answer_closes_the_breaker() -> None:
+    breaker = Breaker(3)
+    for _ in range(3):
+        breaker.record(True)
+    assert breaker.open
+    breaker.record(False)
+    assert not breaker.open
 
 
 # --- secrets --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -300,6 +301,34 @@ def transport_error(exc: httpx.TransportError) -> str:
 
 # --- the searcher (I/O) ---------------------------------------------------------------
 
+UNREACHABLE = frozenset({"connection refused", "connection failed", "timeout"})
+"""Failures that say the service cannot be reached at all (unlike an HTTP error)."""
+
+
+class Breaker:
+    """Stops retrying once the service looks unreachable.
+
+    After `limit` queries in a row failed to reach the service even with their retries,
+    later queries get a single attempt each: a service that is down then fails the run
+    in seconds instead of minutes, and every query is still tried and recorded with its
+    error. The first query that reaches the service closes the breaker again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.streak = 0
+        self.lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        """Whether retries are skipped."""
+        return self.streak >= self.limit
+
+    def record(self, unreachable: bool) -> None:
+        """Count a query that could not reach the service, or reset on one that did."""
+        with self.lock:
+            self.streak = self.streak + 1 if unreachable else 0
+
 
 @dataclass(frozen=True, slots=True)
 class Failure:
@@ -333,15 +362,18 @@ class HttpSearcher:
         limits = httpx.Limits(
             max_connections=self.concurrency, max_keepalive_connections=self.concurrency
         )
+        breaker = Breaker(max(3, self.concurrency))
         with httpx.Client(timeout=self.timeout_s, limits=limits, headers=self.headers) as client:
-            yield lambda query, top_k: self.search(client, query, top_k)
+            yield lambda query, top_k: self.search(client, query, top_k, breaker)
 
-    def search(self, client: httpx.Client, query: str, top_k: int) -> Hits:
+    def search(self, client: httpx.Client, query: str, top_k: int, breaker: Breaker) -> Hits:
         """The service's results for one query, retrying what may pass; QueryFailed if not."""
         payload = render_body(self.body, query, top_k)
+        retries = 0 if breaker.open else self.retries
         attempt = 0
         while isinstance(outcome := self.attempt(client, payload), Failure):
-            if not outcome.retryable or attempt == self.retries:
+            if not outcome.retryable or attempt == retries:
+                breaker.record(outcome.error in UNREACHABLE)
                 raise QueryFailed(outcome.error)
             time.sleep(
                 backoff_seconds(
@@ -349,6 +381,7 @@ class HttpSearcher:
                 )
             )
             attempt += 1
+        breaker.record(False)
         return outcome
 
     def attempt(self, client: httpx.Client, payload: Any) -> Hits | Failure:
