@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural
-from llm_eval.report import headline
+from llm_eval.report import detail_lines, headline
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
 
@@ -415,7 +415,7 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
             f"The retriever failed on {plural(len(failed), 'gold query', 'gold queries')}: "
             "not scored, counted in error_rate."
         )
-    return notes + list(report["notes"])
+    return notes + detail_lines(report) + list(report["notes"])
 
 
 def _footer(report: Mapping[str, Any]) -> list[str]:

@@ -532,7 +532,7 @@ def render_text(report: Mapping[str, Any]) -> str:
             f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
             "and scored 0."
         )
-    lines += _detail_lines(report)
+    lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
     return "\n".join(lines)
 
@@ -540,7 +540,7 @@ def render_text(report: Mapping[str, Any]) -> str:
 _REJECTION_METRICS = frozenset({"rejection_accuracy", "false_confidence_rate"})
 
 
-def _detail_lines(report: Mapping[str, Any]) -> list[str]:
+def detail_lines(report: Mapping[str, Any]) -> list[str]:
     """A line each for ambiguous page matches, confident answers to rejection queries and
     stale or conflicting context, when there are any."""
     lines = []

@@ -341,7 +341,9 @@ def test_the_gate_reports_values_worked_by_hand(
             {"query_id": "p1", "version_key": "policy", "doc_ids": ["policy-2023", "policy-2024"]}
         ],
     }
-    assert (project / "out" / "report.md").read_text(encoding="utf-8").startswith("## ")
+    markdown = (project / "out" / "report.md").read_text(encoding="utf-8")
+    assert markdown.startswith("## ")
+    assert "In the top 5: 2 stale documents and 1 conflict (listed in report.json)." in markdown
 
 
 def test_a_stale_ceiling_fails_the_gate_with_a_plain_sentence(
