@@ -290,7 +290,10 @@ def _tag_table(
     checker: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     checks = {c["slice"]: c for c in checker["slices"]} if checker else None
-    rows = _worst_first(_slice_row(entry, metric, limits, checks) for entry in tags)
+    # A tag none of whose queries the metric scores (e.g. only rejection queries for a
+    # relevance metric) has nothing to show.
+    scored = [e for e in tags if (e["metrics"].get(metric) or {}).get("n", e["n"])]
+    rows = _worst_first(_slice_row(entry, metric, limits, checks) for entry in scored)
     if checker:
         legend = _check_legend(checker)
     else:

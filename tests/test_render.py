@@ -249,3 +249,21 @@ def test_the_footer_gives_the_baseline_age_in_days(age_days: float | None, words
     report = load("pass")
     report["provenance"]["baseline"]["age_days"] = age_days
     assert f"Baseline: commit ba5e11e, {words} (gold/baseline.json)" in render_markdown(report)
+
+
+def test_a_tag_the_metric_does_not_score_gets_no_row() -> None:
+    report = load("failure")
+    metric = report["gates"][0]["metric"]
+    empty = {"value": None, "baseline": None, "delta": None, "n": 0}
+    report["slices"].append(
+        {
+            "slice": "tag:only-rejections",
+            "kind": "tag",
+            "name": "only-rejections",
+            "n": 0,
+            "n_baseline": 0,
+            "metrics": {m: dict(empty) for m in report["metrics"]},
+        }
+    )
+    assert "only-rejections" not in render_markdown(report)
+    assert metric in report["metrics"]
