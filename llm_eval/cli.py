@@ -92,6 +92,16 @@ def evaluate(
         click.echo(command.to_table(scores, per_query))
 
 
+_CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default="config/llm-eval.yaml",
+    show_default=True,
+    help="What to evaluate: gold set, retriever, metrics (llm-eval.yaml).",
+)
+
+
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--config, --criteria and --baseline, shared by the commands that read them."""
     command = click.option(
@@ -108,14 +118,7 @@ def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="Ship criteria (the gates).",
     )(command)
-    return click.option(
-        "--config",
-        "config_path",
-        type=click.Path(path_type=Path),
-        default="config/llm-eval.yaml",
-        show_default=True,
-        help="What to evaluate.",
-    )(command)
+    return _CONFIG_OPTION(command)
 
 
 _RUN_OPTION = click.option(
@@ -267,14 +270,7 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
 @cli.command("compare")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    default="config/llm-eval.yaml",
-    show_default=True,
-    help="Gold set, metrics and relevance level.",
-)
+@_CONFIG_OPTION
 @click.option("-m", "--metric", "metrics", multiple=True, help=METRIC_HELP)
 @click.option(
     "--alpha",
@@ -313,13 +309,7 @@ def compare_command(
 
 
 @cli.command("retrieve")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    default="config/llm-eval.yaml",
-    show_default=True,
-)
+@_CONFIG_OPTION
 @click.option(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
 )
