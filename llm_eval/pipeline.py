@@ -165,6 +165,7 @@ def score_run(
         rows, context = inspect_run(gold, run, scoring.versions, metrics)
         _join_rows(per_query, rows)
     ranks = judgments.first_relevant_rank().tolist()
+    gold_ids = gold.by_id()
     return Measurement(
         per_query=per_query,
         service=service_records(gold, run),
@@ -172,7 +173,7 @@ def score_run(
         missing=judgments.missing,
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
-        failed={q: e for q, e in failed.items() if q in gold.by_id()},
+        failed={q: e for q, e in failed.items() if q in gold_ids},
         matched_by=matched.matched_by,
         credited=matched.credited,
         ambiguous=matched.ambiguous,
