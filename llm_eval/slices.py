@@ -37,6 +37,14 @@ class ScoreTable:
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
 
 
+def standard_scopes(queries: Sequence[GoldQuery]) -> list[tuple[str, str, Scope]]:
+    """`(kind, name, scope)` for all queries, each tier (in file order), each tag (sorted)."""
+    scopes = [("overall", "all queries", Scope())]
+    scopes += [("tier", t, Scope(tier=t)) for t in dict.fromkeys(q.tier for q in queries)]
+    tags = sorted({t for q in queries for t in q.tags})
+    return scopes + [("tag", t, Scope(tags=(t,))) for t in tags]
+
+
 def members(queries: Iterable[GoldQuery], scope: Scope) -> list[str]:
     """Ids of the queries inside a scope (tags match when the query has any of them)."""
     return [
@@ -100,13 +108,9 @@ def slice_values(
     queries: Sequence[GoldQuery], table: ScoreTable, metrics: Sequence[str]
 ) -> dict[str, SliceValues]:
     """Per slice (`overall`, `tier:A`, `tag:x`), every metric's value over its queries."""
-    scopes: dict[str, Scope] = {"overall": Scope()}
-    for tier in dict.fromkeys(q.tier for q in queries):
-        scopes[f"tier:{tier}"] = Scope(tier=tier)
-    for tag in sorted({t for q in queries for t in q.tags}):
-        scopes[f"tag:{tag}"] = Scope(tags=(tag,))
     values = {}
-    for name, scope in scopes.items():
+    for kind, label, scope in standard_scopes(queries):
+        name = kind if kind == "overall" else f"{kind}:{label}"
         ids = members(queries, scope)
         n = sum(1 for q in ids if q in table.per_query)
         values[name] = SliceValues(n, {m: value_over(table, ids, m) for m in metrics})

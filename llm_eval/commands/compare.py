@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_eval.config import Scope, load_config
+from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet, load_gold
 from llm_eval.metrics import canonical_metric, pooling_weight
@@ -18,7 +18,7 @@ from llm_eval.output import render_table
 from llm_eval.pipeline import Measurement, score_run, scoring_for
 from llm_eval.runs import load_run
 from llm_eval.service import is_service_metric
-from llm_eval.slices import members
+from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import PairedResult, format_p, paired_t_test, paired_tests
 from llm_eval.textio import write_atomic
 from llm_eval.wording import delta, display_name, value
@@ -56,11 +56,9 @@ def compare_runs(
     seed: int = 0,
 ) -> list[Row]:
     """Per metric, overall and per tier and tag: means, paired t-test, bootstrap CI, winner."""
-    scopes = [("overall", Scope())]
-    scopes += [(f"tier {t}", Scope(tier=t)) for t in gold.tiers()]
-    scopes += [(f"tag {t}", Scope(tags=(t,))) for t in gold.tags()]
     rows = []
-    for name, scope in scopes:
+    for kind, label, scope in standard_scopes(gold.queries):
+        name = kind if kind == "overall" else f"{kind} {label}"
         members_of_scope = members(gold.queries, scope)
         for metric in metrics:
             # Each metric is paired over the queries it scores in both runs (relevance

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.baseline import Baseline, load_baseline
-from llm_eval.config import Gate, Scope
+from llm_eval.config import Gate
 from llm_eval.corpus import iter_corpus
 from llm_eval.errors import InputError
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Inputs, load_inputs
-from llm_eval.slices import members
+from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import minimum_detectable_drop, queries_needed
 from llm_eval.wording import delta, display_name
 
@@ -34,8 +34,11 @@ class Detectability:
 def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
     """Per tier and tag, the smallest drop each gate's metric could detect."""
     queries = inputs.gold.queries
-    slices = [(f"tier {t}", Scope(tier=t)) for t in inputs.gold.tiers()]
-    slices += [(f"tag {t}", Scope(tags=(t,))) for t in inputs.gold.tags()]
+    slices = [
+        (f"{kind} {label}", scope)
+        for kind, label, scope in standard_scopes(queries)
+        if kind != "overall"
+    ]
     rows = []
     for gate in inputs.criteria.gates:
         if gate.metric not in baseline.metrics:
