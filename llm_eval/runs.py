@@ -26,7 +26,12 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_eval.errors import InputError
-from llm_eval.textio import iter_lines, iter_text_blocks, iter_unique_records
+from llm_eval.textio import (
+    is_finite_number,
+    iter_lines,
+    iter_text_blocks,
+    iter_unique_records,
+)
 
 RunFormat = Literal["auto", "jsonl", "trec"]
 
@@ -118,7 +123,7 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
         raise fail("results", "missing or not a list")
     parsed = tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
     latency = record.get("latency_ms")
-    if latency is not None and not _is_number(latency):
+    if latency is not None and not is_finite_number(latency):
         raise fail("latency_ms", f"must be a number, got {json.dumps(latency)}")
     error = record.get("error")
     if error is not None and (not isinstance(error, str) or not error):
@@ -144,7 +149,7 @@ def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
     if not isinstance(doc_id, str) or not doc_id:
         raise fail(f"{key}.doc_id", "missing or not a non-empty string")
     score = item.get("score")
-    if score is not None and not _is_number(score):
+    if score is not None and not is_finite_number(score):
         raise fail(f"{key}.score", f"must be a number, got {json.dumps(score)}")
     text = item.get("text")
     if text is not None and not isinstance(text, str):
@@ -156,14 +161,6 @@ def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:
     if page is not None and (isinstance(page, bool) or not isinstance(page, int)):
         raise fail(f"{key}.page", f"must be a whole number, got {json.dumps(page)}")
     return RankedResult(doc_id, None if score is None else float(score), text, document, page)
-
-
-def _is_number(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
 
 
 def load_trec_scores(path: str | Path) -> dict[str, dict[str, float]]:

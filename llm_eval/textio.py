@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
+import numbers
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -95,6 +97,12 @@ def _mode_for(target: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def is_finite_number(value: Any) -> bool:
+    """A real, finite number (not a boolean), as scores and latencies must be."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return real and math.isfinite(float(value))
 
 
 def json_type(value: Any) -> str:

@@ -9,7 +9,6 @@ is recorded with its error and no results, never as an empty result.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 
 from llm_eval.gold import GoldQuery
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.textio import is_finite_number
 
 RESULT_FIELDS = ("doc_id", "score", "text", "document", "page")
 """What a hit may carry, as in a run file."""
@@ -140,7 +140,7 @@ def ranked_result(get: Callable[[str], Any], where: str) -> RankedResult:
         raise _malformed(where, "doc_id", "missing or not a non-empty string", doc_id)
     return RankedResult(
         doc_id,
-        _optional(get("score"), _is_number, float, where, "score", "a finite number"),
+        _optional(get("score"), is_finite_number, float, where, "score", "a finite number"),
         _optional(get("text"), _is_text, str, where, "text", "a string"),
         _optional(get("document"), _is_text, str, where, "document", "a string"),
         _optional(get("page"), _is_whole, int, where, "page", "a whole number"),
@@ -160,11 +160,6 @@ def _optional(
     if not accept(value):
         raise _malformed(where, name, f"must be {expected}", value)
     return convert(value)
-
-
-def _is_number(value: Any) -> bool:
-    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return real and math.isfinite(float(value))
 
 
 def _is_text(value: Any) -> bool:
