@@ -7,15 +7,22 @@ queries that did not change. Written atomically (temp file + rename).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
 from llm_eval.service import ServiceRecord
 from llm_eval.slices import ScoreTable
-from llm_eval.textio import write_atomic
+from llm_eval.textio import (
+    is_finite_number,
+    json_type,
+    read_json_file,
+    sweep_stale_temporaries,
+    write_atomic,
+)
 
 SCHEMA_VERSION = 1
 
@@ -74,34 +81,16 @@ def save_baseline(path: str | Path, baseline: Baseline) -> None:
 
 
 def load_baseline(path: str | Path) -> Baseline | None:
-    """Read a baseline; None when the file does not exist; InputError when it is corrupt."""
+    """Read a baseline; None when the file does not exist; InputError when it is corrupt.
+
+    The whole document is checked against its schema here, so that nothing downstream
+    (the statistics, the report) meets a NaN, a string rank or a missing `n`.
+    """
     file = Path(path)
-    if not file.exists():
+    if not file.exists() and not file.is_symlink():
         return None
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("corrupt baseline: not UTF-8 text", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"corrupt baseline: invalid JSON: {exc.msg}", path=path, line=exc.lineno
-        ) from None
-    return _parse(data, str(path))
-
-
-_REQUIRED = {
-    "schema_version": int,
-    "created_at": str,
-    "tool_version": str,
-    "fingerprints": dict,
-    "relevance_level": int,
-    "gating_k": int,
-    "metrics": list,
-    "aggregates": dict,
-    "query_fingerprints": dict,
-    "first_relevant_rank": dict,
-    "per_query": dict,
-}
+    sweep_stale_temporaries(file.parent)
+    return _parse(read_json_file(file), str(path))
 
 
 def _parse(data: Any, path: str) -> Baseline:
@@ -109,7 +98,9 @@ def _parse(data: Any, path: str) -> Baseline:
         return InputError(f"corrupt baseline: {reason}", path=path, key=key)
 
     if not isinstance(data, dict):
-        raise InputError("corrupt baseline: expected a JSON object", path=path)
+        raise InputError(
+            f"corrupt baseline: expected a JSON object, got {json_type(data)}", path=path
+        )
     version = data.get("schema_version")
     if isinstance(version, int) and version != SCHEMA_VERSION:
         raise fail(
@@ -117,12 +108,12 @@ def _parse(data: Any, path: str) -> Baseline:
             f"version {version} is not supported (expected {SCHEMA_VERSION}); "
             "run `llm-eval baseline refresh`",
         )
-    for key, kind in _REQUIRED.items():
-        if not isinstance(data.get(key), kind):
-            raise fail(key, f"missing or not a {kind.__name__}")
-    for qid, row in data["per_query"].items():
-        if not isinstance(row, dict) or not all(_is_number(v) for v in row.values()):
-            raise fail(f"per_query.{qid}", "expected {metric: number}")
+    for key, check in _SCHEMA.items():
+        if key not in data:
+            if key in _OPTIONAL:
+                continue
+            raise fail(key, "missing required key")
+        check(data[key], key, fail)
     return Baseline(
         created_at=data["created_at"],
         git_commit=data.get("git_commit"),
@@ -135,25 +126,121 @@ def _parse(data: Any, path: str) -> Baseline:
         per_query=data["per_query"],
         first_relevant_rank=data["first_relevant_rank"],
         aggregates=data["aggregates"],
-        service=_service(data.get("service", {}), fail),
+        service={
+            qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
+            for qid, row in data.get("service", {}).items()
+        },
     )
 
 
-def _service(data: Any, fail: Any) -> dict[str, ServiceRecord]:
-    if not isinstance(data, dict):
-        raise fail("service", "expected {query_id: {latency_ms, error}}")
-    records = {}
-    for qid, row in data.items():
-        latency = row.get("latency_ms") if isinstance(row, dict) else None
-        if (
-            not isinstance(row, dict)
-            or not (latency is None or _is_number(latency))
-            or not isinstance(row.get("error", False), bool)
-        ):
-            raise fail(f"service.{qid}", "expected {latency_ms: number or null, error: bool}")
-        records[qid] = ServiceRecord(latency, row.get("error", False))
-    return records
+Fail = Callable[[str, str], InputError]
+Check = Callable[[Any, str, Fail], None]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _whole(minimum: int) -> Check:
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise fail(key, f"expected a whole number >= {minimum}, got {_shown(value)}")
+
+    return check
+
+
+def _text(value: Any, key: str, fail: Fail) -> None:
+    if not isinstance(value, str):
+        raise fail(key, f"expected a string, got {json_type(value)}")
+
+
+def _optional_text(value: Any, key: str, fail: Fail) -> None:
+    if value is not None:
+        _text(value, key, fail)
+
+
+def _timestamp(value: Any, key: str, fail: Fail) -> None:
+    _text(value, key, fail)
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise fail(key, f"expected an ISO 8601 time, got {_shown(value)}") from None
+
+
+def _number(value: Any, key: str, fail: Fail) -> None:
+    if not is_finite_number(value):
+        raise fail(key, f"expected a finite number, got {_shown(value)}")
+
+
+def _optional_number(value: Any, key: str, fail: Fail) -> None:
+    if value is not None:
+        _number(value, key, fail)
+
+
+def _boolean(value: Any, key: str, fail: Fail) -> None:
+    if not isinstance(value, bool):
+        raise fail(key, f"expected true or false, got {_shown(value)}")
+
+
+def _list_of(item: Check) -> Check:
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, list):
+            raise fail(key, f"expected a list, got {json_type(value)}")
+        for index, element in enumerate(value):
+            item(element, f"{key}[{index}]", fail)
+
+    return check
+
+
+def _map_of(item: Check) -> Check:
+    """An object whose every value passes `item`."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, dict):
+            raise fail(key, f"expected an object, got {json_type(value)}")
+        for name, element in value.items():
+            item(element, f"{key}.{name}", fail)
+
+    return check
+
+
+def _record(fields: Mapping[str, Check]) -> Check:
+    """An object whose given keys, where present, pass their checks."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, dict):
+            raise fail(key, f"expected an object, got {json_type(value)}")
+        for name, element in value.items():
+            if name in fields:
+                fields[name](element, f"{key}.{name}", fail)
+
+    return check
+
+
+def _aggregate_row(value: Any, key: str, fail: Fail) -> None:
+    """`{"n": n, metric: mean or null}`."""
+    _record({"n": _whole(0)})(value, key, fail)
+    if "n" not in value:
+        raise fail(f"{key}.n", "missing required key")
+    _map_of(_optional_number)({m: v for m, v in value.items() if m != "n"}, key, fail)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else f"{json_type(value)}"
+
+
+_SCHEMA: dict[str, Check] = {
+    "schema_version": _whole(1),
+    "created_at": _timestamp,
+    "git_commit": _optional_text,
+    "tool_version": _text,
+    "fingerprints": _map_of(_optional_text),
+    "relevance_level": _whole(1),
+    "gating_k": _whole(1),
+    "metrics": _list_of(_text),
+    "aggregates": _map_of(_aggregate_row),
+    "query_fingerprints": _map_of(_text),
+    "first_relevant_rank": _map_of(_whole(0)),
+    "per_query": _map_of(_map_of(_number)),
+    "service": _map_of(_record({"latency_ms": _optional_number, "error": _boolean})),
+}
+"""Every key of the document and how its value is checked."""
+
+_OPTIONAL = frozenset({"git_commit", "service"})

@@ -18,6 +18,7 @@ import click
 
 from llm_eval import __version__
 from llm_eval.errors import ExitCode, LlmEvalError
+from llm_eval.output import degrade_unencodable_output
 
 METRIC_HELP = (
     "Metric name, repeatable: recall@k, precision@k (P@k), hit_rate@k (success@k), "
@@ -421,6 +422,7 @@ def comment_command(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command line and turn every outcome into an exit code."""
+    degrade_unencodable_output()
     try:
         result = cli.main(args=argv, prog_name="llm-eval", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -434,15 +436,34 @@ def main(argv: list[str] | None = None) -> int:
     except LlmEvalError as exc:
         click.echo(f"llm-eval: error: {exc}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error()
+        # A path the user gave that cannot be read or written (a folder where a file is
+        # expected, a file where a folder is, no permission): their input, not a bug.
+        click.echo(f"llm-eval: error: {_os_error_line(exc)}", err=True)
+        return ExitCode.BAD_INPUT
     except Exception:
-        traceback.print_exc()
-        click.echo(
-            f"llm-eval {__version__}: internal error (a bug); please report it with the "
-            "traceback above.",
-            err=True,
-        )
-        return ExitCode.INTERNAL
+        return _internal_error()
     return int(result) if isinstance(result, int) else ExitCode.PASS
+
+
+def _internal_error() -> int:
+    """Print the traceback of the exception being handled: a bug, exit 5."""
+    traceback.print_exc()
+    click.echo(
+        f"llm-eval {__version__}: internal error (a bug); please report it with the "
+        "traceback above.",
+        err=True,
+    )
+    return ExitCode.INTERNAL
+
+
+def _os_error_line(exc: OSError) -> str:
+    """`path: cannot read or write it: reason` (and the second path of a rename)."""
+    reason = exc.strerror or type(exc).__name__
+    other = f" (to {exc.filename2})" if exc.filename2 is not None else ""
+    return f"{exc.filename}: cannot read or write it{other}: {reason}"
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ are not UTF-8 are handled the same way everywhere.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import math
 import numbers
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,17 +80,109 @@ def _decode_block(raw: bytes, path: str | Path, number: int) -> Iterator[tuple[i
     yield number, text
 
 
-def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:
-    """Parse one JSONL line that must hold a JSON object."""
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects any JSON input may have. The tool's own files
+nest a few levels; Python's parser recurses once per level and would overflow the
+stack on a few thousand, so deeper input is refused before it is parsed."""
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+# A \u escape of a UTF-16 surrogate: only these can make a parsed string that is not text.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def load_json(text: str, path: str | Path, line: int | None = None) -> Any:
+    """Parse JSON text from `path` (at `line`, for one line of a JSONL file).
+
+    Every JSON input goes through here, so each is refused the same way, as an
+    InputError naming the file and line: invalid JSON, nesting deeper than
+    `MAX_JSON_DEPTH`, numbers too long to convert, and strings holding a lone UTF-16
+    surrogate (`"\\ud800"` parses, but is not text: it cannot be written, hashed or
+    printed).
+    """
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path, line=line)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        where = line if line is not None else exc.lineno
         raise InputError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
+            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=where
         ) from None
+    except ValueError:  # the one other failure: an integer of too many digits to convert
+        raise InputError("invalid JSON: a number too long to read", path=path, line=line) from None
+    if _SURROGATE_ESCAPE.search(text):
+        key = _first_unencodable(value)
+        if key is not None:
+            raise InputError(
+                "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff escape), not text",
+                path=path,
+                line=line,
+                key=key or None,
+            )
+    return value
+
+
+def _nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in `text` (a cheap bound when brackets are few)."""
+    brackets = text.count("[") + text.count("{")
+    if brackets <= MAX_JSON_DEPTH:
+        return brackets
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _first_unencodable(value: Any) -> str | None:
+    """The key path of the first string (or key) in `value` that is not encodable text."""
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:
+        item, key = pending.pop()
+        if isinstance(item, str) and not _encodable(item):
+            return key
+        if isinstance(item, dict):
+            for name, child in reversed(item.items()):
+                child_key = f"{key}.{name}" if key else name
+                if not _encodable(name):
+                    return child_key.encode("utf-8", "backslashreplace").decode("ascii")
+                pending.append((child, child_key))
+        elif isinstance(item, list):
+            pending.extend((child, f"{key}[{i}]") for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:
+    """Parse one JSONL line that must hold a JSON object."""
+    value = load_json(text, path, line)
     if not isinstance(value, dict):
         raise InputError(f"expected a JSON object, got {json_type(value)}", path=path, line=line)
     return value
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Parse a whole JSON file (a UTF-8 BOM is dropped); an InputError when it is not JSON."""
+    raw = require_file(path).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            path=path,
+            line=raw.count(b"\n", 0, exc.start) + 1,
+        ) from None
+    if not text.strip():
+        raise InputError("empty file, expected JSON", path=path)
+    return load_json(text, path)
 
 
 def _mode_for(target: Path) -> int:
@@ -122,11 +217,15 @@ def write_atomic(path: str | Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the new one, never half.
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
-    renamed over the target (rename is atomic within one file system).
+    renamed over the target (rename is atomic within one file system). Temporary files
+    that killed processes left in that folder are removed first.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    sweep_stale_temporaries(target.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
+    )
     try:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         Path(tmp_name).chmod(_mode_for(target))
@@ -138,6 +237,60 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+TEMP_SUFFIX = ".tmp"
+_TEMPORARY = re.compile(r"\..+\.pid(\d+)\.[^.]+" + re.escape(TEMP_SUFFIX))
+
+
+def temporary_prefix(name: str) -> str:
+    """The name prefix of a temporary file or folder made for `name` by this process.
+
+    It carries the process id, so that `sweep_stale_temporaries` can tell the
+    leftovers of a killed process from the files of one still writing.
+    """
+    return f".{name}.pid{os.getpid()}."
+
+
+_SWEPT: set[Path] = set()
+"""Folders swept by this process: once is enough (the cache writes a file a query)."""
+
+
+def sweep_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files and folders in `folder` whose process is gone.
+
+    A process killed between creating a temporary and renaming it cannot clean up;
+    the next process to write in the same folder does.
+    """
+    if folder in _SWEPT:
+        return
+    _SWEPT.add(folder)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMPORARY.fullmatch(entry.name)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):  # another process may be sweeping it too
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+
+def _process_alive(pid: int) -> bool:
+    # On Windows os.kill would end the process rather than probe it: never sweep there.
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # e.g. another user's process: it exists
+        return True
+    return True
 
 
 def require_file(path: str | Path) -> Path:
