@@ -127,6 +127,7 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
                 f"matching: expected one of {', '.join(MATCHINGS)}, got {source.matching!r}",
                 path=source.path,
             )
+        count = len(queries)
         for query in iter_gold_file(source.path, source.tier, source.matching):
             first = seen.get(query.query_id)
             if first is not None:
@@ -138,6 +139,8 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
                 )
             seen[query.query_id] = (query.path, query.line)
             queries.append(query)
+        if len(queries) == count:
+            raise InputError("the gold file has no queries", path=source.path)
     return GoldSet(tuple(queries))
 
 

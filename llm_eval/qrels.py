@@ -20,7 +20,7 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     lines = iter_lines(path)
     first = next(lines, None)
     if first is None:
-        return qrels
+        raise InputError("the qrels file has no judgments", path=path)
     beir = tuple(first[1].strip().split("\t")) == BEIR_HEADER
     if not beir:
         _add_trec(qrels, path, *first)
@@ -29,6 +29,8 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
             _add_beir(qrels, path, line, text)
         else:
             _add_trec(qrels, path, line, text)
+    if not qrels:
+        raise InputError("the qrels file has no judgments, only BEIR's header line", path=path)
     return qrels
 
 

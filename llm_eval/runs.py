@@ -252,8 +252,9 @@ class _TrecReader:
             scores = list(map(float, score_texts))
         except ValueError:
             return False
-        # One NaN makes the sum NaN. So do inf and -inf together: the lines then pass.
-        if math.isnan(sum(scores)):
+        # One NaN, inf or -inf makes the sum not finite (as may large finite scores
+        # overflowing): the lines then pass, one at a time, with the error where due.
+        if not math.isfinite(sum(scores)):
             return False
         queries = _group(query_ids, docs, scores)
         if queries is None or not self.may_take(queries):
@@ -359,8 +360,8 @@ def _trec_fields(text: str, path: str | Path, line: int) -> tuple[str, str, floa
         raise InputError(
             f"score must be a number, got {fields[4]!r}", path=path, line=line
         ) from None
-    if math.isnan(score):
-        raise InputError("score must be a number, got NaN", path=path, line=line)
+    if not math.isfinite(score):
+        raise InputError(f"score must be a finite number, got {fields[4]!r}", path=path, line=line)
     return fields[0], fields[2], score
 
 

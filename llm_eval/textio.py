@@ -277,7 +277,7 @@ def sweep_stale_temporaries(folder: Path) -> None:
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             else:
-                os.unlink(entry.path)
+                Path(entry.path).unlink()
 
 
 def _process_alive(pid: int) -> bool:

@@ -84,19 +84,74 @@ def load_yaml(path: str | Path) -> Node:
         text = require_file(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
+    loader = _Loader(text, file)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"invalid YAML: {exc.problem}", path=file, line=line) from None
+    finally:
+        loader.dispose()
     if root is None:
         return Node({}, file, 1, "")
     return _convert(root, file, "")
 
 
-def _scalar(node: yaml.Node) -> Any:
-    return yaml.constructor.SafeConstructor().construct_object(node)
+class _Loader(yaml.SafeLoader):
+    """Composes nodes, refusing anchors and aliases (`&name`, `*name`).
+
+    An alias makes the same node appear in many places: a recursive one never ends,
+    and a few hundred bytes of nested aliases expand to gigabytes. A config has no
+    need for them, so they are refused where they appear, with their key path.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.paths: list[str] = []
+        """The key paths of the nodes being composed, innermost last."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Compose one node, unless it is an alias or has an anchor."""
+        path = self._path(parent, index)
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise InputError(
+                "YAML anchors and aliases (&name, *name) are not supported: write the value out",
+                path=self.file,
+                line=event.start_mark.line + 1,
+                key=path or None,
+            )
+        self.paths.append(path)
+        try:
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self.paths.pop()
+
+    def _path(self, parent: yaml.Node | None, index: Any) -> str:
+        """The key path of the child `index` of `parent` (None: a mapping's key)."""
+        outer = self.paths[-1] if self.paths else ""
+        if isinstance(index, int):
+            return f"{outer}[{index}]"
+        if isinstance(index, yaml.ScalarNode):
+            return f"{outer}.{index.value}" if outer else str(index.value)
+        return outer
+
+
+def _scalar(node: yaml.Node, file: str, path: str) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+        # A tag the safe loader does not know (`!!python/object`), or a value its tag
+        # cannot hold (`!!int abc`, `!!binary` that is not base64).
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(
+            f"invalid YAML value: {problem}",
+            path=file,
+            line=node.start_mark.line + 1,
+            key=path or None,
+        ) from None
 
 
 def _convert(node: yaml.Node, file: str, path: str) -> Node:
@@ -105,7 +160,7 @@ def _convert(node: yaml.Node, file: str, path: str) -> Node:
         parent = Node(None, file, line, path)
         children: dict[str, Node] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node)
+            key = _scalar(key_node, file, path)
             if not isinstance(key, str):
                 raise InputError(f"keys must be strings, got {key!r}", path=file, line=line)
             if key in children:
@@ -121,5 +176,4 @@ def _convert(node: yaml.Node, file: str, path: str) -> Node:
         parent = Node(None, file, line, path)
         items = [_convert(v, file, parent.child_path(i)) for i, v in enumerate(node.value)]
         return Node(items, file, line, path)
-    value = _scalar(node)
-    return Node(value, file, line, path)
+    return Node(_scalar(node, file, path), file, line, path)

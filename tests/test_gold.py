@@ -314,8 +314,11 @@ def test_gold_set_views(tmp_path: Path) -> None:
     assert gold.by_id()["q2"].path == str(tier_a)
 
 
-def test_empty_gold_set(tmp_path: Path) -> None:
-    path = tmp_path / "gold.jsonl"
-    path.write_text("\n\n")
-    gold = load_gold([path])
-    assert (gold.queries, gold.qrels(), gold.tiers(), gold.tags()) == ((), {}, (), ())
+def test_a_gold_file_without_queries_is_named(tmp_path: Path) -> None:
+    full = tmp_path / "full.jsonl"
+    full.write_text('{"query_id": "q1", "query": "a", "relevant": ["d1"]}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(InputError) as info:
+        load_gold([full, empty])
+    assert str(info.value) == f"{empty}: the gold file has no queries"

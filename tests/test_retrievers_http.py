@@ -137,7 +137,7 @@ def test_retries_timeouts_and_failures_counted_server_side(
         None,
         "http 503",
         "timeout",
-        "malformed JSON: Expecting value",
+        "malformed JSON: Expecting value (column 14)",
         "http 404",
         None,
         "connection dropped",
@@ -467,8 +467,19 @@ FIELDS = {"doc_id": "id", "score": "_score", "text": "_source.body"}
 @pytest.mark.parametrize(
     ("content", "path", "error"),
     [
-        (b"{", None, "malformed JSON: Expecting property name enclosed in double quotes"),
+        (
+            b"{",
+            None,
+            "malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+        ),
         (b"\xff", None, "malformed JSON: not UTF-8"),
+        (b"[" * 200_000, None, "malformed JSON: JSON nested deeper than 100 levels"),
+        (
+            b'[{"id": "\\ud800"}]',
+            None,
+            "malformed JSON: a string holds a lone UTF-16 surrogate "
+            "(\\ud800-\\udfff escape), not text",
+        ),
         (b'{"hits": []}', None, "malformed response: expected a list or an object with `results`"),
         (
             b'{"data": {"hits": {}}}',

@@ -210,8 +210,9 @@ def test_trec_scores(tmp_path: Path) -> None:
         ),
         ("q1 Q0 a 1 high t\n", 1, "score must be a number, got 'high'"),
         ("q1 Q0 a 1 1,5 t\n", 1, "score must be a number, got '1,5'"),
-        ("q1 Q0 a 1 nan t\n", 1, "score must be a number, got NaN"),
-        ("q1 Q0 a 1 NaN t\n", 1, "score must be a number, got NaN"),
+        ("q1 Q0 a 1 nan t\n", 1, "score must be a finite number, got 'nan'"),
+        ("q1 Q0 a 1 inf t\n", 1, "score must be a finite number, got 'inf'"),
+        ("q1 Q0 a 1 NaN t\n", 1, "score must be a finite number, got 'NaN'"),
         (
             "q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\n\nq1 Q0 a 2 0.5 t\n",
             4,

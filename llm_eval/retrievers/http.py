@@ -52,6 +52,7 @@ from llm_eval.retrievers.pool import (
     ranked_result,
 )
 from llm_eval.runs import RankedResult
+from llm_eval.textio import load_json
 
 PLACEHOLDERS = ("query", "top_k")
 DEFAULT_BODY: Mapping[str, Any] = {"query": "${query}", "top_k": "${top_k}"}
@@ -241,10 +242,11 @@ def parse_hits(
 ) -> tuple[RankedResult, ...]:
     """The ranked results in a response body; QueryFailed when it is not as configured."""
     try:
-        payload = json.loads(content)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise QueryFailed(f"malformed JSON: {reason}") from None
+        payload = load_json(content.decode("utf-8"), "the response")
+    except UnicodeDecodeError:
+        raise QueryFailed("malformed JSON: not UTF-8") from None
+    except InputError as exc:  # invalid, nested too deeply, a lone surrogate
+        raise QueryFailed(f"malformed JSON: {exc.reason.removeprefix('invalid JSON: ')}") from None
     results = []
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
