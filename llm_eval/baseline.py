@@ -8,17 +8,29 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
+from llm_eval.schema import (
+    Check,
+    Fail,
+    boolean,
+    list_of,
+    map_of,
+    number,
+    optional,
+    record,
+    shown,
+    text,
+    whole,
+)
 from llm_eval.service import ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.textio import (
-    is_finite_number,
     json_type,
     read_json_file,
     sweep_stale_temporaries,
@@ -134,120 +146,41 @@ def _parse(data: Any, path: str) -> Baseline:
     )
 
 
-Fail = Callable[[str, str], InputError]
-Check = Callable[[Any, str, Fail], None]
-
-
-def _whole(minimum: int) -> Check:
-    def check(value: Any, key: str, fail: Fail) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise fail(key, f"expected a whole number >= {minimum}, got {_shown(value)}")
-
-    return check
-
-
-def _text(value: Any, key: str, fail: Fail) -> None:
-    if not isinstance(value, str):
-        raise fail(key, f"expected a string, got {json_type(value)}")
-
-
-def _optional_text(value: Any, key: str, fail: Fail) -> None:
-    if value is not None:
-        _text(value, key, fail)
-
-
 def _timestamp(value: Any, key: str, fail: Fail) -> None:
-    _text(value, key, fail)
+    text(value, key, fail)
     try:
         datetime.fromisoformat(value)
     except ValueError:
-        raise fail(key, f"expected an ISO 8601 time, got {_shown(value)}") from None
-
-
-def _number(value: Any, key: str, fail: Fail) -> None:
-    if not is_finite_number(value):
-        raise fail(key, f"expected a finite number, got {_shown(value)}")
-
-
-def _optional_number(value: Any, key: str, fail: Fail) -> None:
-    if value is not None:
-        _number(value, key, fail)
-
-
-def _boolean(value: Any, key: str, fail: Fail) -> None:
-    if not isinstance(value, bool):
-        raise fail(key, f"expected true or false, got {_shown(value)}")
-
-
-def _list_of(item: Check) -> Check:
-    def check(value: Any, key: str, fail: Fail) -> None:
-        if not isinstance(value, list):
-            raise fail(key, f"expected a list, got {json_type(value)}")
-        for index, element in enumerate(value):
-            item(element, f"{key}[{index}]", fail)
-
-    return check
-
-
-def _map_of(item: Check) -> Check:
-    """An object whose every value passes `item`."""
-
-    def check(value: Any, key: str, fail: Fail) -> None:
-        if not isinstance(value, dict):
-            raise fail(key, f"expected an object, got {json_type(value)}")
-        for name, element in value.items():
-            item(element, f"{key}.{name}", fail)
-
-    return check
-
-
-def _record(fields: Mapping[str, Check]) -> Check:
-    """An object whose given keys, where present, pass their checks."""
-
-    def check(value: Any, key: str, fail: Fail) -> None:
-        if not isinstance(value, dict):
-            raise fail(key, f"expected an object, got {json_type(value)}")
-        for name, element in value.items():
-            if name in fields:
-                fields[name](element, f"{key}.{name}", fail)
-
-    return check
+        raise fail(key, f"expected an ISO 8601 time, got {shown(value)}") from None
 
 
 def _mean(value: Any, key: str, fail: Fail) -> None:
     """A slice's mean: NaN is what `baseline refresh` writes for a metric that scores none
     of the slice's queries (a slice of rejection queries has no recall), so it passes."""
     if not (isinstance(value, float) and math.isnan(value)):
-        _optional_number(value, key, fail)
+        optional(number)(value, key, fail)
 
 
 def _aggregate_row(value: Any, key: str, fail: Fail) -> None:
     """`{"n": n, metric: mean}`."""
-    _record({"n": _whole(0)})(value, key, fail)
-    if "n" not in value:
-        raise fail(f"{key}.n", "missing required key")
-    _map_of(_mean)({m: v for m, v in value.items() if m != "n"}, key, fail)
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else f"{json_type(value)}"
+    record({"n": whole(0)}, frozenset({"n"}))(value, key, fail)
+    map_of(_mean)({m: v for m, v in value.items() if m != "n"}, key, fail)
 
 
 _SCHEMA: dict[str, Check] = {
-    "schema_version": _whole(1),
+    "schema_version": whole(1),
     "created_at": _timestamp,
-    "git_commit": _optional_text,
-    "tool_version": _text,
-    "fingerprints": _map_of(_optional_text),
-    "relevance_level": _whole(1),
-    "gating_k": _whole(1),
-    "metrics": _list_of(_text),
-    "aggregates": _map_of(_aggregate_row),
-    "query_fingerprints": _map_of(_text),
-    "first_relevant_rank": _map_of(_whole(0)),
-    "per_query": _map_of(_map_of(_number)),
-    "service": _map_of(_record({"latency_ms": _optional_number, "error": _boolean})),
+    "git_commit": optional(text),
+    "tool_version": text,
+    "fingerprints": map_of(optional(text)),
+    "relevance_level": whole(1),
+    "gating_k": whole(1),
+    "metrics": list_of(text),
+    "aggregates": map_of(_aggregate_row),
+    "query_fingerprints": map_of(text),
+    "first_relevant_rank": map_of(whole(0)),
+    "per_query": map_of(map_of(number)),
+    "service": map_of(record({"latency_ms": optional(number), "error": boolean})),
 }
 """Every key of the document and how its value is checked."""
 

@@ -125,7 +125,7 @@ class _Loader(yaml.SafeLoader):
             )
         self.paths.append(path)
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self.paths.pop()
 

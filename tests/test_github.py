@@ -237,7 +237,7 @@ def test_a_report_that_is_not_one_exits_3(
     bad = tmp_path / "report.json"
     bad.write_text(json.dumps({"schema_version": 1, "gates": "nope"}))
     assert main(["comment", "--report", str(bad)]) == 3
-    assert capsys.readouterr().err.startswith(f"llm-eval: error: {bad}: cannot render the report")
+    assert capsys.readouterr().err == f"llm-eval: error: {bad}: changes: missing required key\n"
     bad.write_text(json.dumps({"schema_version": 99}))
     assert main(["comment", "--report", str(bad)]) == 3
     assert "schema_version 99 is not supported (this llm-eval reads 1)" in capsys.readouterr().err

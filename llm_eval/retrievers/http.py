@@ -24,7 +24,6 @@ retried. A query that still fails is recorded with its error (`timeout`, `http 5
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
