@@ -283,5 +283,5 @@ def test_resolve_target_failures(tmp_path: Path) -> None:
         resolve_target({}, "nope", 1, None)
     broken = tmp_path / "event.json"
     broken.write_text("{")
-    with pytest.raises(InputError, match="not a JSON event payload"):
+    with pytest.raises(InputError, match="event.json:1: invalid JSON: Expecting property name"):
         resolve_target({"GITHUB_EVENT_PATH": str(broken)}, "o/r", None, None)
