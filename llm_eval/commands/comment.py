@@ -57,7 +57,9 @@ def comment(
         return CommentOutcome(body.rstrip("\n"))
     try:
         target = resolve_target(environ, repo, pr, head_sha)
-        token = environ.get("GITHUB_TOKEN") or ""
+        # A secret pasted with its line end is still the secret: the newline is not
+        # part of it, and would otherwise be quoted in an invalid-header message.
+        token = (environ.get("GITHUB_TOKEN") or "").strip()
         if not token:
             raise CommentNotPosted("GITHUB_TOKEN is not set")
         posted = upsert_comment(
