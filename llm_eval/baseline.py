@@ -33,6 +33,7 @@ from llm_eval.slices import ScoreTable
 from llm_eval.textio import (
     json_type,
     read_json_file,
+    require_file,
     sweep_stale_temporaries,
     write_atomic,
 )
@@ -103,7 +104,14 @@ def load_baseline(path: str | Path) -> Baseline | None:
     if not file.exists() and not file.is_symlink():
         return None
     sweep_stale_temporaries(file.parent)
-    return _parse(read_json_file(file), str(path))
+    require_file(file)
+    try:
+        data = read_json_file(file)
+    except InputError as exc:
+        raise InputError(
+            f"corrupt baseline: {exc.reason}", path=exc.path, line=exc.line, key=exc.key
+        ) from None
+    return _parse(data, str(path))
 
 
 def _parse(data: Any, path: str) -> Baseline:

@@ -6,6 +6,7 @@ Heavy modules (numpy, PyGithub, jinja2) are imported inside the commands so that
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -88,9 +89,9 @@ def evaluate(
         relevance_level=relevance_level,
     )
     if output_format == "json":
-        click.echo(json.dumps(command.to_json(scores, per_query), indent=2))
+        _echo(json.dumps(command.to_json(scores, per_query), indent=2))
     else:
-        click.echo(command.to_table(scores, per_query))
+        _echo(command.to_table(scores, per_query))
 
 
 _CONFIG_OPTION = click.option(
@@ -191,9 +192,9 @@ def gate(
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(not no_cache, repeat, progress.update),
         )
-    click.echo(outcome.text)
+    _echo(outcome.text)
     for line in publish(outcome.report, os.environ, Path.cwd()):
-        click.echo(line)
+        _echo(line)
     return outcome.exit_code
 
 
@@ -223,7 +224,7 @@ def baseline_refresh(
         run_path=run_path,
         force=force,
     )
-    click.echo(outcome.text)
+    _echo(outcome.text)
     return ExitCode.PASS if outcome.written else ExitCode.GATE_FAILED
 
 
@@ -239,7 +240,7 @@ def baseline_show(baseline_path: Path) -> None:
     """Print the baseline's provenance and aggregates."""
     from llm_eval.commands.baseline import show
 
-    click.echo(show(baseline_path))
+    _echo(show(baseline_path))
 
 
 @cli.group()
@@ -255,8 +256,8 @@ def gold_validate(config_path: Path, criteria_path: Path, baseline_path: Path | 
 
     warnings = validate(config_path, criteria_path, baseline_path)
     for warning in warnings:
-        click.echo(f"warning: {warning}")
-    click.echo("gold set OK" + (f" ({len(warnings)} warnings)" if warnings else ""))
+        _echo(f"warning: {warning}")
+    _echo("gold set OK" + (f" ({len(warnings)} warnings)" if warnings else ""))
 
 
 @gold.command("stats")
@@ -265,7 +266,7 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
     """Queries per tier and tag, and the smallest drop each gate could detect there."""
     from llm_eval.commands.gold import stats
 
-    click.echo(stats(config_path, criteria_path, baseline_path))
+    _echo(stats(config_path, criteria_path, baseline_path))
 
 
 @cli.command("compare")
@@ -297,7 +298,7 @@ def compare_command(
     """A/B comparison of two runs on the same gold set, with paired statistics."""
     from llm_eval.commands.compare import compare
 
-    click.echo(
+    _echo(
         compare(
             config_path=config_path,
             run_a=run_a,
@@ -324,7 +325,7 @@ def retrieve_command(config_path: Path, out: Path, no_cache: bool, repeat: int) 
     with Progress() as progress:
         options = RetrieveOptions(not no_cache, repeat, progress.update)
         summary = retrieve(config_path=config_path, out=out, options=options)
-    click.echo(summary)
+    _echo(summary)
 
 
 @cli.group()
@@ -359,7 +360,7 @@ def hook_install(
         watch=watch,
         force=force,
     )
-    click.echo(outcome.text)
+    _echo(outcome.text)
 
 
 @hook.command("uninstall")
@@ -367,7 +368,7 @@ def hook_uninstall() -> None:
     """Remove the pre-push hook, if llm-eval wrote it."""
     from llm_eval.commands.hook import uninstall
 
-    click.echo(uninstall().text)
+    _echo(uninstall().text)
 
 
 @cli.command("comment")
@@ -417,7 +418,7 @@ def comment_command(
         dry_run=dry_run,
         strict=strict,
     )
-    click.echo(outcome.text, err=outcome.to_stderr)
+    _echo(outcome.text, err=outcome.to_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,27 +432,37 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return ExitCode.USAGE
     except click.Abort:
-        click.echo("Aborted.", err=True)
+        _echo("Aborted.", err=True)
         return ExitCode.USAGE
     except LlmEvalError as exc:
-        click.echo(f"llm-eval: error: {exc}", err=True)
+        _echo(f"llm-eval: error: {exc}", err=True)
         return exc.exit_code
     except OSError as exc:
         if exc.filename is None:
             return _internal_error()
         # A path the user gave that cannot be read or written (a folder where a file is
         # expected, a file where a folder is, no permission): their input, not a bug.
-        click.echo(f"llm-eval: error: {_os_error_line(exc)}", err=True)
+        _echo(f"llm-eval: error: {_os_error_line(exc)}", err=True)
         return ExitCode.BAD_INPUT
     except Exception:
         return _internal_error()
     return int(result) if isinstance(result, int) else ExitCode.PASS
 
 
+def _echo(message: str, err: bool = False) -> None:
+    """click.echo to this process's own stdout or stderr.
+
+    click would rewrap a stream declared ASCII (`PYTHONIOENCODING=ascii`) as UTF-8;
+    the streams themselves spell what they cannot encode in ASCII instead (see
+    `degrade_unencodable_output`).
+    """
+    click.echo(message, file=sys.stderr if err else sys.stdout)
+
+
 def _internal_error() -> int:
     """Print the traceback of the exception being handled: a bug, exit 5."""
     traceback.print_exc()
-    click.echo(
+    _echo(
         f"llm-eval {__version__}: internal error (a bug); please report it with the "
         "traceback above.",
         err=True,
@@ -459,11 +470,23 @@ def _internal_error() -> int:
     return ExitCode.INTERNAL
 
 
+_OS_REASONS = {
+    errno.EEXIST: "is a file, expected a folder",
+    errno.ENOTDIR: "a part of the path is a file, expected a folder",
+    errno.EISDIR: "is a folder, expected a file",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ELOOP: "too many levels of symbolic links",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "no space left on the device",
+}
+
+
 def _os_error_line(exc: OSError) -> str:
-    """`path: cannot read or write it: reason` (and the second path of a rename)."""
-    reason = exc.strerror or type(exc).__name__
-    other = f" (to {exc.filename2})" if exc.filename2 is not None else ""
-    return f"{exc.filename}: cannot read or write it{other}: {reason}"
+    """`path: cannot read or write it: reason`, for a path the file system refused."""
+    reason = _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+    # A failed rename names the temporary file first and the target, the user's path, second.
+    return f"{exc.filename2 or exc.filename}: cannot read or write it: {reason}"
 
 
 if __name__ == "__main__":

@@ -142,10 +142,12 @@ class _Loader(yaml.SafeLoader):
 def _scalar(node: yaml.Node, file: str, path: str) -> Any:
     try:
         return yaml.constructor.SafeConstructor().construct_object(node)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+    except Exception as exc:  # PyYAML's constructors raise assorted errors on bad values
         # A tag the safe loader does not know (`!!python/object`), or a value its tag
-        # cannot hold (`!!int abc`, `!!binary` that is not base64).
-        problem = getattr(exc, "problem", None) or str(exc)
+        # cannot hold: `!!int abc` (ValueError), `!!bool maybe` (KeyError),
+        # `!!timestamp x` (AttributeError).
+        kind = str(node.tag).rsplit(":", 1)[-1]
+        problem = getattr(exc, "problem", None) or f"{node.value!r} is not a valid {kind}"
         raise InputError(
             f"invalid YAML value: {problem}",
             path=file,
@@ -154,8 +156,25 @@ def _scalar(node: yaml.Node, file: str, path: str) -> Any:
         ) from None
 
 
+_COLLECTION_TAGS = frozenset(
+    {
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+        yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
+    }
+)
+
+
 def _convert(node: yaml.Node, file: str, path: str) -> Node:
     line = node.start_mark.line + 1
+    if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
+        # A tag on a mapping or list (`!!python/object/apply:…`) would otherwise be
+        # dropped without a word; scalars' tags are checked when they are constructed.
+        raise InputError(
+            f"invalid YAML value: unsupported tag {node.tag!r}",
+            path=file,
+            line=line,
+            key=path or None,
+        )
     if isinstance(node, yaml.MappingNode):
         parent = Node(None, file, line, path)
         children: dict[str, Node] = {}

@@ -63,11 +63,12 @@ def test_a_failure_mid_write_leaves_the_old_baseline_intact(
     [
         (
             "{",
-            "FILE:1: invalid JSON: Expecting property name enclosed in double quotes (column 2)",
+            "FILE:1: corrupt baseline: invalid JSON: "
+            "Expecting property name enclosed in double quotes (column 2)",
         ),
         ("[]", "FILE: corrupt baseline: expected a JSON object, got an array"),
-        ("", "FILE: empty file, expected JSON"),
-        ("[" * 200_000, "FILE: JSON nested deeper than 100 levels"),
+        ("", "FILE: corrupt baseline: empty file, expected JSON"),
+        ("[" * 200_000, "FILE: corrupt baseline: JSON nested deeper than 100 levels"),
         (
             '{"schema_version": 2}',
             "FILE: schema_version: corrupt baseline: version 2 is not supported (expected 1); "
