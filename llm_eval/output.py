@@ -69,5 +69,6 @@ def degrade_unencodable_output() -> None:
     stopping the program half-way through its output.
     """
     for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+        # stderr escapes by default (backslashreplace); the fallback also spells the symbols.
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "backslashreplace"):
             stream.reconfigure(errors=ASCII_FALLBACK)

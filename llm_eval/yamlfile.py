@@ -84,7 +84,16 @@ def load_yaml(path: str | Path) -> Node:
         text = require_file(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
-    loader = _Loader(text, file)
+    try:
+        loader = _Loader(text, file)  # checks every character at once
+    except yaml.reader.ReaderError as exc:
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char)
+        raise InputError(
+            f"invalid YAML: character U+{code:04X} is not allowed",
+            path=file,
+            line=text.count("\n", 0, exc.position) + 1,
+        ) from None
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
