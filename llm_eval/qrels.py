@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_eval.errors import InputError
+from llm_eval.gold import MAX_GRADE
 from llm_eval.textio import iter_lines
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
@@ -70,6 +71,12 @@ def _add(
         raise InputError(
             f"grade must be a whole number, got {grade_text!r}", path=path, line=line
         ) from None
+    if abs(grade) > MAX_GRADE:
+        raise InputError(
+            f"grade must be from -{MAX_GRADE} to {MAX_GRADE}, got {grade_text!r}",
+            path=path,
+            line=line,
+        )
     judged = qrels.setdefault(query_id, {})
     if doc_id in judged:
         raise InputError(

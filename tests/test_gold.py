@@ -173,27 +173,31 @@ def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": -1}}',
-            "relevant.d1: grade must be a whole number >= 0, got -1",
+            "relevant.d1: grade must be a whole number from 0 to 100, got -1",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": 1, "d2": 1.5}}',
-            "relevant.d2: grade must be a whole number >= 0, got 1.5",
+            "relevant.d2: grade must be a whole number from 0 to 100, got 1.5",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": 1.0}}',
-            "relevant.d1: grade must be a whole number >= 0, got 1.0",
+            "relevant.d1: grade must be a whole number from 0 to 100, got 1.0",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": "2"}}',
-            'relevant.d1: grade must be a whole number >= 0, got "2"',
+            'relevant.d1: grade must be a whole number from 0 to 100, got "2"',
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": true}}',
-            "relevant.d1: grade must be a whole number >= 0, got true",
+            "relevant.d1: grade must be a whole number from 0 to 100, got true",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": null}}',
-            "relevant.d1: grade must be a whole number >= 0, got null",
+            "relevant.d1: grade must be a whole number from 0 to 100, got null",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": 100000000000000000000}}',
+            "relevant.d1: grade must be a whole number from 0 to 100, got 100000000000000000000",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevance": {"d1": 1}}',
@@ -255,7 +259,10 @@ def test_the_error_names_the_bad_line(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError) as info:
         load_gold([path])
-    assert str(info.value) == f"{path}:3: relevant.d1: grade must be a whole number >= 0, got -2"
+    assert (
+        str(info.value)
+        == f"{path}:3: relevant.d1: grade must be a whole number from 0 to 100, got -2"
+    )
     assert (info.value.path, info.value.line, info.value.key) == (str(path), 3, "relevant.d1")
 
 

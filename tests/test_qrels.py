@@ -80,6 +80,12 @@ def test_load_qrels_keeps_order_of_first_appearance(tmp_path: Path) -> None:
             3,
             "document 'd1' is judged twice for query 'q1'",
         ),
+        ("q1 0 d1 101\n", 1, "grade must be from -100 to 100, got '101'"),
+        (
+            "q1 0 d1 -99999999999999999999\n",
+            1,
+            "grade must be from -100 to 100, got '-99999999999999999999'",
+        ),
         (
             "query-id corpus-id score\nq1 0 d1 1\n",
             1,
