@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -91,19 +92,25 @@ _JSON_BRACKET = re.compile(r"[\[\]{}]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def load_json(text: str, path: str | Path, line: int | None = None) -> Any:
+def load_json(
+    text: str, path: str | Path, line: int | None = None, *, unique_keys: bool = False
+) -> Any:
     """Parse JSON text from `path` (at `line`, for one line of a JSONL file).
 
     Every JSON input goes through here, so each is refused the same way, as an
     InputError naming the file and line: invalid JSON, nesting deeper than
     `MAX_JSON_DEPTH`, numbers too long to convert, and strings holding a lone UTF-16
     surrogate (`"\\ud800"` parses, but is not text: it cannot be written, hashed or
-    printed).
+    printed). With `unique_keys`, an object that repeats a key is refused too (JSON
+    would keep the last one silently); it is for the files people edit by hand, as
+    it makes parsing slower.
     """
     if _nesting_depth(text) > MAX_JSON_DEPTH:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path, line=line)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique if unique_keys else None)
+    except _DuplicateKeyError as exc:
+        raise InputError("duplicate key", path=path, line=line, key=exc.key) from None
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise InputError(
@@ -120,6 +127,20 @@ def load_json(text: str, path: str | Path, line: int | None = None) -> Any:
                 line=line,
                 key=key or None,
             )
+    return value
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        counts = Counter(key for key, _ in pairs)
+        raise _DuplicateKeyError(next(key for key, _ in pairs if counts[key] > 1))
     return value
 
 
@@ -161,9 +182,11 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:
-    """Parse one JSONL line that must hold a JSON object."""
-    value = load_json(text, path, line)
+def parse_json_object(
+    text: str, path: str | Path, line: int, *, unique_keys: bool = False
+) -> dict[str, Any]:
+    """Parse one JSONL line that must hold a JSON object (see `load_json`)."""
+    value = load_json(text, path, line, unique_keys=unique_keys)
     if not isinstance(value, dict):
         raise InputError(f"expected a JSON object, got {json_type(value)}", path=path, line=line)
     return value
@@ -182,7 +205,7 @@ def read_json_file(path: str | Path) -> Any:
         ) from None
     if not text.strip():
         raise InputError("empty file, expected JSON", path=path)
-    return load_json(text, path)
+    return load_json(text, path, unique_keys=True)
 
 
 def _mode_for(target: Path) -> int:

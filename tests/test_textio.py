@@ -327,3 +327,15 @@ def test_a_write_killed_mid_way_is_cleaned_up_by_the_next_process(tmp_path: Path
     assert names_in(tmp_path) == ["report.json"]
     assert target.read_text() == "later"
     assert not leftover.exists()
+
+
+def test_duplicate_keys_are_refused_where_asked(tmp_path: Path) -> None:
+    text = '{"a": {"b": 1, "c": 2, "b": 3}}'
+    assert load_json(text, "f.jsonl", 2) == {"a": {"b": 3, "c": 2}}  # JSON's own rule
+    with pytest.raises(InputError) as info:
+        load_json(text, "f.jsonl", 2, unique_keys=True)
+    assert str(info.value) == "f.jsonl:2: b: duplicate key"
+    path = tmp_path / "doc.json"
+    path.write_text('{"x": 1,\n "x": 1}')
+    with pytest.raises(InputError, match="x: duplicate key"):
+        read_json_file(path)
