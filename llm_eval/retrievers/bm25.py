@@ -63,6 +63,7 @@ from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.textio import (
     TEMP_SUFFIX,
+    read_json_file,
     sweep_stale_temporaries,
     temporary_prefix,
     write_atomic,
@@ -475,7 +476,7 @@ def load_index(folder: Path) -> Index | None:
         return None
     try:
         model = bm25s.BM25.load(str(folder), show_progress=False)
-        doc_ids = json.loads((folder / _DOC_IDS_FILE).read_text(encoding="utf-8"))
+        doc_ids = read_json_file(folder / _DOC_IDS_FILE)
     except Exception:  # damaged files make bm25s, numpy and json raise assorted errors
         return None
     consistent = (
