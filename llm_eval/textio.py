@@ -167,7 +167,7 @@ def _first_unencodable(value: Any) -> str | None:
             for name, child in reversed(item.items()):
                 child_key = f"{key}.{name}" if key else name
                 if not _encodable(name):
-                    return child_key.encode("utf-8", "backslashreplace").decode("ascii")
+                    return child_key.encode("utf-8", "backslashreplace").decode("utf-8")
                 pending.append((child, child_key))
         elif isinstance(item, list):
             pending.extend((child, f"{key}[{i}]") for i, child in reversed(list(enumerate(item))))

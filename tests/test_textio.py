@@ -235,6 +235,7 @@ def test_load_json_accepts(text: str, expected: Any) -> None:
         ('{"q": ["ok", {"r": "x\\udfff"}]}', "q[1].r: a string holds a lone UTF-16 surrogate"),
         ('{"\\udc80": 1}', "\\udc80: a string holds a lone UTF-16 surrogate"),
         ('["\\ude00\\ud83d"]', "[0]: a string holds a lone UTF-16 surrogate"),  # wrong order
+        ('{"café": {"\\udc80": 1}}', "café.\\udc80: a string holds a lone UTF-16 surrogate"),
         ('{"n": ' + "9" * 5000 + "}", "invalid JSON: a number too long to read"),
     ],
 )
