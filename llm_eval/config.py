@@ -411,6 +411,8 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
         _statistics(keys["statistics"], Statistics()) if "statistics" in keys else Statistics()
     )
     gates = tuple(_gate(node, defaults) for node in keys["gates"].items())
+    if not gates:  # no gate would pass every change without a word
+        raise keys["gates"].error("list at least one gate")
     seen: dict[str, Gate] = {}
     for gate in gates:
         if gate.name in seen:

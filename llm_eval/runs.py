@@ -96,9 +96,13 @@ def load_run(path: str | Path, run_format: RunFormat = "auto") -> Run:
     """Read a run file (JSONL or TREC) into ranked results."""
     fmt = detect_format(path) if run_format == "auto" else run_format
     if fmt == "jsonl":
-        return Run(_load_jsonl(path))
-    scored = load_trec_scores(path)
-    return Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
+        run = Run(_load_jsonl(path))
+    else:
+        scored = load_trec_scores(path)
+        run = Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
+    if not run.queries:  # a retriever that answered nothing wrote its queries, unanswered
+        raise InputError("the run file has no queries", path=path)
+    return run
 
 
 def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:

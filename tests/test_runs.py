@@ -256,9 +256,14 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
     )
 
 
-def test_empty_run(tmp_path: Path) -> None:
-    path = write(tmp_path / "run.jsonl", "")
-    assert load_run(path) == Run({})
+@pytest.mark.parametrize("content", ["", "\n \n", "\ufeff"])
+@pytest.mark.parametrize("run_format", ["auto", "jsonl", "trec"])
+def test_a_run_without_queries_is_an_error(tmp_path: Path, content: str, run_format: str) -> None:
+    """Every gold query would score 0 as missing: that is a broken run, not a result."""
+    path = write(tmp_path / "run.jsonl", content)
+    with pytest.raises(InputError) as info:
+        load_run(path, run_format)  # type: ignore[arg-type]
+    assert str(info.value) == f"{path}: the run file has no queries"
 
 
 def test_missing_run_file(tmp_path: Path) -> None:
