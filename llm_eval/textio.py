@@ -192,17 +192,23 @@ def parse_json_object(
     return value
 
 
-def read_json_file(path: str | Path) -> Any:
-    """Parse a whole JSON file (a UTF-8 BOM is dropped); an InputError when it is not JSON."""
+def read_text(path: str | Path) -> str:
+    """A whole file's text (a UTF-8 BOM is dropped); bytes that are not UTF-8 are an
+    InputError naming their line."""
     raw = require_file(path).read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
             path=path,
             line=raw.count(b"\n", 0, exc.start) + 1,
         ) from None
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Parse a whole JSON file (see `read_text`); an InputError when it is not JSON."""
+    text = read_text(path)
     if not text.strip():
         raise InputError("empty file, expected JSON", path=path)
     return load_json(text, path, unique_keys=True)

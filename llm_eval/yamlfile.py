@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from llm_eval.errors import InputError
-from llm_eval.textio import require_file
+from llm_eval.textio import read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +80,7 @@ def _kind(value: Any) -> str:
 def load_yaml(path: str | Path) -> Node:
     """Parse a YAML file into located nodes."""
     file = str(path)
-    try:
-        text = require_file(path).read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
+    text = read_text(path)
     try:
         loader = _Loader(text, file)  # checks every character at once
     except yaml.reader.ReaderError as exc:
