@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from llm_eval.errors import InputError
-from llm_eval.textio import read_text
+from llm_eval.textio import MAX_JSON_DEPTH, read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,10 @@ def load_yaml(path: str | Path) -> Node:
     return _convert(root, file, "")
 
 
+MAX_DEPTH = MAX_JSON_DEPTH
+"""Deepest nesting of mappings and lists; a config nests a few levels."""
+
+
 class _Loader(yaml.SafeLoader):
     """Composes nodes, refusing anchors and aliases (`&name`, `*name`).
 
@@ -122,6 +126,13 @@ class _Loader(yaml.SafeLoader):
         """Compose one node, unless it is an alias or has an anchor."""
         path = self._path(parent, index)
         event = self.peek_event()
+        if len(self.paths) >= MAX_DEPTH:  # composing recurses once a level, like json
+            raise InputError(
+                f"YAML nested deeper than {MAX_DEPTH} levels",
+                path=self.file,
+                line=event.start_mark.line + 1,
+                key=path or None,
+            )
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise InputError(
                 "YAML anchors and aliases (&name, *name) are not supported: write the value out",

@@ -30,6 +30,11 @@ def deep_json_second_line() -> bytes:
     return b'{"_id": "sort", "text": "sort a list"}\n' + deep_json() + b"\n"
 
 
+def deep_yaml() -> bytes:
+    """A YAML flow list nested 200,000 deep: PyYAML composes it recursively."""
+    return b"gold: " + b"[" * DEPTH + b"\n"
+
+
 def huge_line() -> bytes:
     """A 5 MB line whose string never ends."""
     return b'{"query_id": "q1", "query": "' + b"x" * 5_000_000 + b"\n"
