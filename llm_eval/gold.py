@@ -152,7 +152,7 @@ def iter_gold_file(
 ) -> Iterator[GoldQuery]:
     """Stream the queries of one gold file, failing on the first bad line."""
     for line, text in iter_lines(path):
-        record = parse_json_object(text, path, line, unique_keys=True)
+        record = parse_json_object(text, path, line, strict=True)
         yield _parse_query(record, str(path), line, tier, matching)
 
 

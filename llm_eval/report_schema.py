@@ -218,23 +218,25 @@ def validate_report(report: Any, path: str | Path) -> Mapping[str, Any]:
         return InputError(reason, path=path, key=key)
 
     REPORT(report, "", fail)
-    bad = _first_non_finite(report, "")
+    bad = _first_non_finite(report)
     if bad is not None:
         raise fail(bad, "expected a finite number or null, got NaN or an infinity")
     return report
 
 
-def _first_non_finite(value: Any, key: str) -> str | None:
-    """The key path of the first NaN or infinity in a parsed JSON value."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else key
-    children: list[tuple[str, Any]] = []
-    if isinstance(value, dict):
-        children = [(f"{key}.{k}" if key else k, v) for k, v in value.items()]
-    elif isinstance(value, list):
-        children = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
-    for child_key, child in children:
-        found = _first_non_finite(child, child_key)
-        if found is not None:
-            return found
+def _first_non_finite(value: Any) -> str | None:
+    """The key path of the first NaN or infinity in a parsed JSON value (no recursion:
+    a report may nest as deep as the JSON reader allows)."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        key, item = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return key
+        if isinstance(item, dict):
+            children = [(f"{key}.{k}" if key else k, v) for k, v in item.items()]
+        elif isinstance(item, list):
+            children = [(f"{key}[{i}]", v) for i, v in enumerate(item)]
+        else:
+            continue
+        pending.extend(reversed(children))
     return None

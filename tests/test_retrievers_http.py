@@ -473,7 +473,7 @@ FIELDS = {"doc_id": "id", "score": "_score", "text": "_source.body"}
             "malformed JSON: Expecting property name enclosed in double quotes (column 2)",
         ),
         (b"\xff", None, "malformed JSON: not UTF-8"),
-        (b"[" * 200_000, None, "malformed JSON: JSON nested deeper than 100 levels"),
+        (b"[" * 200_000, None, "malformed JSON: JSON nested too deeply to read"),
         (
             b'[{"id": "\\ud800"}]',
             None,

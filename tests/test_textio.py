@@ -215,7 +215,7 @@ def test_write_atomic_gives_a_new_file_the_umask_mode(tmp_path: Path) -> None:
     ],
 )
 def test_load_json_accepts(text: str, expected: Any) -> None:
-    value = load_json(text, "f.json")
+    value = load_json(text, "f.json", strict=True)
     assert value == expected or (expected is None and isinstance(value, list))
 
 
@@ -241,7 +241,7 @@ def test_load_json_accepts(text: str, expected: Any) -> None:
 )
 def test_load_json_refuses(text: str, reason: str) -> None:
     with pytest.raises(InputError) as info:
-        load_json(text, "f.jsonl", 4)
+        load_json(text, "f.jsonl", 4, strict=True)
     assert str(info.value).startswith(f"f.jsonl:4: {reason}")
 
 
@@ -334,7 +334,7 @@ def test_duplicate_keys_are_refused_where_asked(tmp_path: Path) -> None:
     text = '{"a": {"b": 1, "c": 2, "b": 3}}'
     assert load_json(text, "f.jsonl", 2) == {"a": {"b": 3, "c": 2}}  # JSON's own rule
     with pytest.raises(InputError) as info:
-        load_json(text, "f.jsonl", 2, unique_keys=True)
+        load_json(text, "f.jsonl", 2, strict=True)
     assert str(info.value) == "f.jsonl:2: b: duplicate key"
     path = tmp_path / "doc.json"
     path.write_text('{"x": 1,\n "x": 1}')
