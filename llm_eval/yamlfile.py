@@ -109,11 +109,12 @@ MAX_DEPTH = MAX_JSON_DEPTH
 
 
 class _Loader(yaml.SafeLoader):
-    """Composes nodes, refusing anchors and aliases (`&name`, `*name`).
+    """Composes nodes, refusing anchors and aliases (`&name`, `*name`) and deep nesting.
 
     An alias makes the same node appear in many places: a recursive one never ends,
     and a few hundred bytes of nested aliases expand to gigabytes. A config has no
-    need for them, so they are refused where they appear, with their key path.
+    need for them, so they are refused where they appear, with their key path; so is
+    nesting deeper than `MAX_DEPTH`, which composing (recursive) could not survive.
     """
 
     def __init__(self, text: str, file: str) -> None:
@@ -123,10 +124,10 @@ class _Loader(yaml.SafeLoader):
         """The key paths of the nodes being composed, innermost last."""
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        """Compose one node, unless it is an alias or has an anchor."""
+        """Compose one node, unless it is an alias, has an anchor or is too deep."""
         path = self._path(parent, index)
         event = self.peek_event()
-        if len(self.paths) >= MAX_DEPTH:  # composing recurses once a level, like json
+        if len(self.paths) >= MAX_DEPTH:
             raise InputError(
                 f"YAML nested deeper than {MAX_DEPTH} levels",
                 path=self.file,
