@@ -62,6 +62,8 @@ class Baseline:
     """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean}}`."""
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
     """Per query: latency and whether it failed (for service metrics)."""
+    source: str | None = field(default=None, compare=False)
+    """The file it was read from (None for one computed in memory)."""
 
     @property
     def table(self) -> ScoreTable:
@@ -151,6 +153,7 @@ def _parse(data: Any, path: str) -> Baseline:
             qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
             for qid, row in data.get("service", {}).items()
         },
+        source=path,
     )
 
 

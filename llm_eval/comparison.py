@@ -7,9 +7,8 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,15 +23,30 @@ from llm_eval.fingerprint import (
     diff_gold,
     query_fingerprints,
 )
-from llm_eval.gate import GateResult, Power, SliceInput, SliceResult, decide, decide_slices
+from llm_eval.gate import (
+    GateResult,
+    Power,
+    SliceInput,
+    SliceResult,
+    allowed_change,
+    decide,
+    decide_slices,
+)
 from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
-from llm_eval.metrics import pooling_weight
+from llm_eval.metrics import lower_is_better, pooling_weight
 from llm_eval.output import plural
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.service import is_service_metric
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
-from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
+from llm_eval.stats import (
+    MarginTest,
+    PairedResult,
+    detectable_worsening,
+    margin_tests,
+    paired_tests,
+    queries_to_decide,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +117,21 @@ def _decide_gate(
 ) -> GateResult:
     ids = members(queries, gate.scope)
     current = value_over(now, ids, gate.metric, only)
-    before = _baseline_value(baseline, ids, gate.metric, only)
     if is_service_metric(gate.metric) or pooling_weight(gate.metric) is not None:
         # No paired test for latency percentiles or ratios pooled over positions.
-        return decide(gate, current.value, current.n, before)
+        base = _baseline_value(baseline, ids, gate.metric, only)
+        return decide(gate, current.value, current.n, base)
     pairs = _pairs(now.per_query, baseline, ids, gate.metric, only)
-    test = _paired_test(gate, pairs)
+    if pairs is None:
+        return decide(gate, current.value, current.n, None)
+    before, after = pairs
+    # Value and baseline over the same paired queries: a query the retriever failed
+    # on now leaves both sides, never only one.
+    value, base_value = float(after.mean()), float(before.mean())
+    test, margin = _paired_test(gate, pairs, base_value)
     slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
-    return decide(gate, current.value, current.n, before, test, slices, _power(gate, pairs))
+    result = decide(gate, value, len(after), base_value, test, slices, None, margin)
+    return replace(result, power=_power(gate, margin, result.decision, base_value))
 
 
 def _baseline_value(
@@ -129,40 +150,72 @@ def _pairs(
     metric: str,
     only: frozenset[str] | None,
 ) -> tuple[FloatArray, FloatArray] | None:
-    """Per-query (before, after) scores of the queries scored in both, or None."""
-    if baseline is None or metric not in baseline.metrics:
+    """Per-query (before, after) scores of the queries scored now, or None without a
+    baseline. Every query scored now must have its baseline score: a baseline that lacks
+    the metric or a query's row cannot be compared with (ComparisonError)."""
+    if baseline is None:
         return None
-    paired = [
-        (baseline.per_query[q][metric], now[q][metric])
-        for q in ids
-        if metric in now.get(q, {})
-        and metric in baseline.per_query.get(q, {})
-        and (only is None or q in only)
-    ]
-    if len(paired) < 2:
+    if metric not in baseline.metrics:
+        raise ComparisonError(
+            f"{_baseline_name(baseline)}: metrics: the baseline has no {metric!r} "
+            "(it was made with other ship criteria); refresh the baseline"
+        )
+    scored = [q for q in ids if metric in now.get(q, {}) and (only is None or q in only)]
+    lacking = [q for q in scored if metric not in baseline.per_query.get(q, {})]
+    if lacking:
+        raise ComparisonError(
+            f"{_baseline_name(baseline)}: per_query: no {metric!r} score for "
+            f"{plural(len(lacking), 'query', 'queries')} in scope ({', '.join(lacking[:5])}"
+            f"{', …' if len(lacking) > 5 else ''}); refresh the baseline"
+        )
+    if not scored:
         return None
-    both = np.asarray(paired, dtype=np.float64)
+    both = np.asarray(
+        [(baseline.per_query[q][metric], now[q][metric]) for q in scored], dtype=np.float64
+    )
     return both[:, 0], both[:, 1]
 
 
-def _paired_test(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> PairedResult | None:
-    if pairs is None:
-        return None
+def _baseline_name(baseline: Baseline) -> str:
+    return baseline.source or "the baseline"
+
+
+def _paired_test(
+    gate: Gate, pairs: tuple[FloatArray, FloatArray], base_value: float
+) -> tuple[PairedResult, MarginTest | None]:
+    """The paired comparison, and the test of the change against the gate's limit."""
     settings = gate.statistics
     before, after = pairs
-    return paired_tests(before, after, resamples=settings.resamples, seed=settings.seed)[0]
+    test = paired_tests(before, after, resamples=settings.resamples, seed=settings.seed)[0]
+    if gate.regression_max is None:
+        return test, None
+    worse_before, worse_after = (after, before) if lower_is_better(gate.metric) else pairs
+    margin = margin_tests(
+        worse_before,
+        worse_after,
+        [allowed_change(gate, base_value)],
+        alpha=settings.alpha,
+        resamples=settings.resamples,
+        seed=settings.seed,
+    )[0]
+    return test, margin
 
 
-def _power(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> Power | None:
-    """Set when regression_max is below the drop the scope can detect."""
-    if pairs is None or gate.regression_max is None or gate.regression_max <= 0:
+def _power(
+    gate: Gate, margin: MarginTest | None, decision: str | None, base_value: float
+) -> Power | None:
+    """The drop this scope catches 4 times in 5, and, when the data cannot tell,
+    about how many queries would."""
+    if margin is None or gate.regression_max is None or margin.n < 2:
         return None
-    before = pairs[0]
     alpha = gate.statistics.alpha
-    detectable = minimum_detectable_drop(before, alpha=alpha)
-    if math.isnan(detectable) or gate.regression_max >= detectable:
-        return None
-    return Power(detectable, queries_needed(before, gate.regression_max, alpha=alpha))
+    limit = allowed_change(gate, base_value)
+    needed = None
+    if decision == "inconclusive":
+        needed = queries_to_decide(margin, limit, alpha)
+        if needed is not None:
+            needed = max(needed, gate.statistics.min_n)
+    return Power(detectable_worsening(margin, limit, alpha), needed)
 
 
 def _tag_slices(
@@ -179,12 +232,16 @@ def _tag_slices(
     inputs = []
     for tag in tags:
         tag_ids = members(scoped, Scope(tags=(tag,)))
-        current = value_over(now, tag_ids, gate.metric, only)
-        if current.n == 0:
-            continue  # a tag of rejection queries only
-        before = _baseline_value(baseline, tag_ids, gate.metric, only)
-        test = _paired_test(gate, _pairs(now.per_query, baseline, tag_ids, gate.metric, only))
-        inputs.append(SliceInput(tag, current.n, current.value, before, test))
+        pairs = _pairs(now.per_query, baseline, tag_ids, gate.metric, only)
+        if pairs is None:
+            current = value_over(now, tag_ids, gate.metric, only)
+            if current.n:
+                inputs.append(SliceInput(tag, current.n, current.value, None, None))
+            continue  # else a tag of rejection queries only
+        before, after = pairs
+        base_value = float(before.mean())
+        test, margin = _paired_test(gate, pairs, base_value)
+        inputs.append(SliceInput(tag, len(after), float(after.mean()), base_value, test, margin))
     return decide_slices(gate, inputs)
 
 

@@ -124,15 +124,21 @@ class Statistics:
     """How regressions are tested against the baseline (`statistics:` in the criteria)."""
 
     alpha: float = 0.05
-    """A regression beyond regression_max fails only when its p-value is below alpha."""
+    """Error rate of each one-sided test against the limit: a change within the limit
+    fails at most this often, and the printed interval has level 1 - 2 alpha."""
     significance: bool = True
-    """Off: any drop beyond regression_max fails, significant or not."""
+    """Off: the point estimate decides; any drop beyond regression_max fails."""
     resamples: int = 10_000
     """Bootstrap and sign-flip resamples."""
     seed: int = 0
     """Seed of the resampling, so a report is reproducible run to run."""
     min_n: int = 30
-    """Tag slices with fewer queries are reported as too small to judge."""
+    """Any scope (gate or tag slice) with fewer paired queries cannot be judged: its
+    regression check is inconclusive."""
+    on_inconclusive: Literal["fail", "warn"] | None = None
+    """What an inconclusive regression check does: `fail` blocks the merge (on `error`
+    gates), `warn` only reports. None: `fail` for an `error` gate whose point estimate
+    is beyond the limit, `warn` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +405,9 @@ _GATE_KEYS = frozenset(
         "per_tag",
     }
 )
-_STATISTICS_KEYS = frozenset({"alpha", "significance", "resamples", "seed", "min_n"})
+_STATISTICS_KEYS = frozenset(
+    {"alpha", "significance", "resamples", "seed", "min_n", "on_inconclusive"}
+)
 _DERIVED = re.compile(r"^retrieval_(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
@@ -476,8 +484,8 @@ def _statistics(node: Node, base: Statistics) -> Statistics:
     changes: dict[str, Any] = {}
     if "alpha" in keys:
         alpha = _proportion(keys["alpha"])
-        if not 0 < alpha < 1:
-            raise keys["alpha"].error(f"must be between 0 and 1 (exclusive), got {alpha!r}")
+        if not 0 < alpha < 0.5:  # each one-sided test at alpha: a 1 - 2 alpha interval
+            raise keys["alpha"].error(f"must be between 0 and 0.5 (exclusive), got {alpha!r}")
         changes["alpha"] = alpha
     if "significance" in keys:
         changes["significance"] = _switch(keys["significance"])
@@ -487,6 +495,11 @@ def _statistics(node: Node, base: Statistics) -> Statistics:
         changes["seed"] = _integer(keys["seed"], 0)
     if "min_n" in keys:
         changes["min_n"] = _integer(keys["min_n"], 1)
+    if "on_inconclusive" in keys:
+        node = keys["on_inconclusive"]
+        if node.value not in ("fail", "warn"):
+            raise node.error(f"expected 'fail' or 'warn', got {node.value!r}")
+        changes["on_inconclusive"] = node.value
     return replace(base, **changes)
 
 

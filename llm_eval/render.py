@@ -37,8 +37,8 @@ CHANGES_SHOWN = 25
 FIELD_MAX_CHARS = 400
 """Any one value is clipped to this many characters before it is escaped."""
 
-STATUS_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail"}
+STATUS_ICON = {"pass": "✅", "warn": "⚠️", "inconclusive": "❔", "fail": "❌"}
+_STATUS_WORDS = {"pass": "pass", "warn": "warning", "inconclusive": "cannot tell", "fail": "fail"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 _TOLERANCE = 1e-9
 """Values within this of a limit are on it, as in the gate decision."""
@@ -195,7 +195,7 @@ def _label(report: Mapping[str, Any], metric: str) -> str:
 
 def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     """A gate that is not passing: its sentence, and the tags that missed its limit."""
-    missed = [s for s in gate.get("slices") or [] if s["status"] != "pass"]
+    missed = [s for s in gate.get("slices") or [] if s["status"] in ("warn", "fail")]
     summary = ""
     if missed:
         names = ", ".join(str(s["slice"]).partition(":")[2] for s in missed)
@@ -211,7 +211,7 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     return {"icon": icon, "sentence": gate["sentence"], "details": details}
 
 
-_SEVERITY = ["pass", "warn", "fail"]
+_SEVERITY = ["pass", "warn", "inconclusive", "fail"]
 
 
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
@@ -219,7 +219,9 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
     limits = limits_text(
         metric, gate["threshold"], gate["regression_max"], gate.get("regression_relative", False)
     )
-    blocking = " (blocking)" if gate["severity"] == "error" and gate["status"] == "fail" else ""
+    # Reports written before `blocking` was recorded: a failed error gate blocked.
+    blocks = gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail")
+    blocking = " (blocking)" if blocks else ""
     return {
         "name": gate["name"],
         "label": gate["metric_label"],
@@ -234,18 +236,21 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
-    """`95% CI −8.1 to −3.9 pp, p < 0.001, significant`; `—` without statistics."""
-    if not stats:
+    """`90% CI −8.1 to −3.9 pp, p < 0.001` (the test against the limit); `—` without it."""
+    # Reports written before `confidence` was recorded carried 95% intervals.
+    if not stats or stats.get("confidence", 0.95) is None:
         return "—"
-    parts = [f"95% CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
+    level = f"{stats.get('confidence', 0.95) * 100:g}%"
+    parts = [f"{level} CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
     if stats.get("p_value") is not None:
         parts.append(format_p(stats["p_value"]))
-    if stats.get("significant") is not None:
-        parts.append("significant" if stats["significant"] else "not significant")
     return ", ".join(parts)
 
 
 _METHOD_WORDS = {
+    "tango-score": "Tango's score test for paired proportions",
+    "bootstrap-t": "the paired bootstrap-t test",
+    # reports written before the gate tested against the limit
     "sign-flip": "the paired sign-flip randomisation test",
     "mcnemar-exact": "McNemar's exact test",
 }

@@ -55,7 +55,7 @@ def test_the_degraded_config_fails_with_a_plain_sentence(
     assert code == 1
     assert "llm-eval gate: FAIL" in out
     assert "✗ recall@5 (tier A) dropped from" in out
-    assert "is allowed" in out
+    assert "more than the 3.0 pp allowed" in out
 
 
 def test_a_tampered_gold_file_exits_3_naming_the_queries(
