@@ -41,10 +41,8 @@ from llm_eval.service import is_service_metric
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
     MarginTest,
-    PairedResult,
     detectable_worsening,
     margin_tests,
-    paired_tests,
     queries_to_decide,
 )
 
@@ -128,9 +126,9 @@ def _decide_gate(
     # Value and baseline over the same paired queries: a query the retriever failed
     # on now leaves both sides, never only one.
     value, base_value = float(after.mean()), float(before.mean())
-    test, margin = _paired_test(gate, pairs, base_value)
+    margin = _margin_test(gate, pairs, base_value)
     slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
-    result = decide(gate, value, len(after), base_value, test, slices, None, margin)
+    result = decide(gate, value, len(after), base_value, slices, margin=margin)
     return replace(result, power=_power(gate, margin, result.decision, base_value))
 
 
@@ -180,17 +178,16 @@ def _baseline_name(baseline: Baseline) -> str:
     return baseline.source or "the baseline"
 
 
-def _paired_test(
+def _margin_test(
     gate: Gate, pairs: tuple[FloatArray, FloatArray], base_value: float
-) -> tuple[PairedResult, MarginTest | None]:
-    """The paired comparison, and the test of the change against the gate's limit."""
+) -> MarginTest | None:
+    """The test of the change against the gate's limit (None without regression_max)."""
+    if gate.regression_max is None:
+        return None
     settings = gate.statistics
     before, after = pairs
-    test = paired_tests(before, after, resamples=settings.resamples, seed=settings.seed)[0]
-    if gate.regression_max is None:
-        return test, None
     worse_before, worse_after = (after, before) if lower_is_better(gate.metric) else pairs
-    margin = margin_tests(
+    return margin_tests(
         worse_before,
         worse_after,
         [allowed_change(gate, base_value)],
@@ -198,7 +195,6 @@ def _paired_test(
         resamples=settings.resamples,
         seed=settings.seed,
     )[0]
-    return test, margin
 
 
 def _power(
@@ -240,8 +236,8 @@ def _tag_slices(
             continue  # else a tag of rejection queries only
         before, after = pairs
         base_value = float(before.mean())
-        test, margin = _paired_test(gate, pairs, base_value)
-        inputs.append(SliceInput(tag, len(after), float(after.mean()), base_value, test, margin))
+        margin = _margin_test(gate, pairs, base_value)
+        inputs.append(SliceInput(tag, len(after), float(after.mean()), base_value, margin))
     return decide_slices(gate, inputs)
 
 

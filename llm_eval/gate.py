@@ -28,7 +28,7 @@ from typing import Literal
 
 from llm_eval.config import Gate
 from llm_eval.metrics import lower_is_better
-from llm_eval.stats import MarginTest, PairedResult, holm
+from llm_eval.stats import MarginTest, holm
 
 Status = Literal["pass", "warn", "inconclusive", "fail"]
 Decision = Literal["pass", "fail", "inconclusive"]
@@ -47,7 +47,6 @@ class SliceResult:
     n: int
     value: float
     baseline: float | None
-    test: PairedResult | None
     margin: MarginTest | None
     """The test against the limit (None without a baseline)."""
     p_adjusted: float | None
@@ -91,8 +90,6 @@ class GateResult:
     regression_ok: bool | None
     """False when the drop is beyond regression_max; None when not checked."""
     status: Status
-    test: PairedResult | None = None
-    """The paired comparison with the baseline (means, counts), when there is one."""
     slices: tuple[SliceResult, ...] = ()
     power: Power | None = None
     """What the scope can tell, when the change was tested against the limit."""
@@ -187,7 +184,6 @@ def decide(
     value: float,
     n: int,
     baseline: float | None,
-    test: PairedResult | None = None,
     slices: Sequence[SliceResult] = (),
     power: Power | None = None,
     margin: MarginTest | None = None,
@@ -220,7 +216,6 @@ def decide(
         floor_ok,
         regression_ok,
         worst(statuses),
-        test,
         tuple(slices),
         power,
         margin,
@@ -240,8 +235,7 @@ class SliceInput:
     n: int
     value: float
     baseline: float | None
-    test: PairedResult | None
-    margin: MarginTest | None = None
+    margin: MarginTest | None
 
 
 def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult, ...]:
@@ -267,7 +261,6 @@ def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult
                 piece.n,
                 piece.value,
                 piece.baseline,
-                piece.test,
                 piece.margin,
                 p_adjusted,
                 ok,

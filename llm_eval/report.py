@@ -89,33 +89,25 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
 
 
 def _stats_entry(result: GateResult) -> dict[str, Any] | None:
-    """The paired comparison; its interval and p-value are those of the test against
-    the limit that decided the gate."""
-    test, margin = result.test, result.margin
-    if test is None:
+    """The paired test of the change against the limit, which decided the gate."""
+    margin = result.margin
+    if margin is None:
         return None
-    entry: dict[str, Any] = {
-        "n": test.n,
-        "ci_low": None,
-        "ci_high": None,
-        "confidence": None,
-        "p_value": None,
-        "method": test.method,
+    low, high = delta_interval(result.gate.metric, margin)
+    # Raw 0/1 values: for a lower-is-better metric the bad value is 1.
+    flipped = lower_is_better(result.gate.metric)
+    return {
+        "n": margin.n,
+        "ci_low": low,
+        "ci_high": high,
+        "confidence": margin.confidence,
+        "p_value": margin.p_beyond,
+        "p_within": margin.p_within,
+        "method": margin.method,
         "alpha": result.gate.statistics.alpha,
-        "hit_to_miss": test.hit_to_miss,
-        "miss_to_hit": test.miss_to_hit,
+        "hit_to_miss": margin.went_better if flipped else margin.went_worse,
+        "miss_to_hit": margin.went_worse if flipped else margin.went_better,
     }
-    if margin is not None:
-        low, high = delta_interval(result.gate.metric, margin)
-        entry |= {
-            "ci_low": low,
-            "ci_high": high,
-            "confidence": margin.confidence,
-            "p_value": margin.p_beyond,
-            "p_within": margin.p_within,
-            "method": margin.method,
-        }
-    return entry
 
 
 def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:

@@ -422,6 +422,10 @@ class MarginTest:
     (sqrt(n) * standard error); sizes the gold set in `queries_to_decide`."""
     method: str
     """`tango-score` (0/1 scores) or `bootstrap-t` (graded scores)."""
+    went_worse: int | None = None
+    """0/1 scores: queries that went from the good value to the bad one."""
+    went_better: int | None = None
+    """0/1 scores: queries that went the other way."""
 
 
 def margin_tests(
@@ -504,6 +508,8 @@ def _tango(before: FloatArray, after: FloatArray, margin: float, alpha: float) -
         p_within,
         spread,
         "tango-score",
+        bad,
+        good,
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from llm_eval.config import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
-from llm_eval.stats import MarginTest, PairedResult
+from llm_eval.stats import MarginTest
 from llm_eval.wording import power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
@@ -127,12 +127,6 @@ def test_plain_words(gate: Gate, value: float, baseline: float | None, text: str
     assert sentence(decide(gate, value, n, baseline)) == text
 
 
-def paired(delta: float = -0.06) -> PairedResult:
-    return PairedResult(
-        100, 0.87, 0.87 + delta, delta, delta - 0.02, delta + 0.02, 0.5, "sign-flip", None, None
-    )
-
-
 def against_limit(low: float, high: float, n: int = 100, p_beyond: float = 0.5) -> MarginTest:
     """A test of the worsening (baseline - value) with one-sided bounds low and high."""
     return MarginTest(
@@ -175,7 +169,7 @@ def test_three_zones(
         make_gate(threshold=None, severity=severity),
         statistics=Statistics(on_inconclusive=on_inconclusive),  # type: ignore[arg-type]
     )
-    result = decide(gate, value, n, 0.87, paired(), margin=against_limit(low, high, n))
+    result = decide(gate, value, n, 0.87, margin=against_limit(low, high, n))
     assert (result.status, result.blocking) == (status, blocking)
     assert result.decision == {"fail": "fail", "warn": "fail"}.get(status, status)
 
@@ -183,18 +177,18 @@ def test_three_zones(
 def test_significance_off_keeps_the_point_estimate_rule() -> None:
     gate = replace(make_gate(threshold=None), statistics=Statistics(significance=False))
     unsure = against_limit(0.0, 0.2, n=5)
-    assert decide(gate, 0.81, 5, 0.87, paired(), margin=unsure).status == "fail"
-    assert decide(gate, 0.86, 5, 0.87, paired(), margin=unsure).status == "pass"
+    assert decide(gate, 0.81, 5, 0.87, margin=unsure).status == "fail"
+    assert decide(gate, 0.86, 5, 0.87, margin=unsure).status == "pass"
 
 
 def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
     gate = replace(make_gate(threshold=None), per_tag=True, statistics=Statistics(min_n=30))
     inputs = [
-        SliceInput("a", 50, 0.80, 0.90, paired(), against_limit(0.05, 0.15, 50, 0.01)),
-        SliceInput("b", 50, 0.80, 0.90, paired(), against_limit(0.04, 0.16, 50, 0.02)),
-        SliceInput("c", 50, 0.89, 0.90, paired(), against_limit(-0.02, 0.01, 50, 0.9)),
-        SliceInput("e", 50, 0.86, 0.90, paired(), against_limit(0.0, 0.08, 50, 0.3)),
-        SliceInput("d", 12, 0.10, 0.90, paired(), against_limit(0.7, 0.9, 12, 0.0001)),
+        SliceInput("a", 50, 0.80, 0.90, against_limit(0.05, 0.15, 50, 0.01)),
+        SliceInput("b", 50, 0.80, 0.90, against_limit(0.04, 0.16, 50, 0.02)),
+        SliceInput("c", 50, 0.89, 0.90, against_limit(-0.02, 0.01, 50, 0.9)),
+        SliceInput("e", 50, 0.86, 0.90, against_limit(0.0, 0.08, 50, 0.3)),
+        SliceInput("d", 12, 0.10, 0.90, against_limit(0.7, 0.9, 12, 0.0001)),
     ]
     a, b, c, e, d = decide_slices(gate, inputs)
     # Holm over four judged slices: 0.01 * 4, max(0.04, 0.02 * 3), ...
@@ -212,7 +206,6 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
         0.90,
         200,
         0.90,
-        paired(0.0),
         decide_slices(gate, inputs[1:]),
         margin=against_limit(-0.02, 0.02, 200),
     )
@@ -222,7 +215,6 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
         0.90,
         200,
         0.90,
-        paired(0.0),
         decide_slices(gate, inputs),
         margin=against_limit(-0.02, 0.02, 200),
     )
@@ -240,13 +232,13 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
 
 def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     gate = make_gate(threshold=None, scope=Scope(tier="A"))
-    failed = decide(gate, 0.81, 100, 0.87, paired(), margin=against_limit(0.04, 0.08))
+    failed = decide(gate, 0.81, 100, 0.87, margin=against_limit(0.04, 0.08))
     assert sentence(failed) == (
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −8.0 to −4.0 pp): "
         "more than the 3.0 pp allowed"
     )
     unsure = decide(
-        gate, 0.81, 24, 0.87, paired(), power=Power(0.2, 140), margin=against_limit(0.01, 0.11, 24)
+        gate, 0.81, 24, 0.87, power=Power(0.2, 140), margin=against_limit(0.01, 0.11, 24)
     )
     assert sentence(unsure) == (
         "recall@5 (tier A) cannot tell whether it dropped by more than 3.0 pp: dropped from "
@@ -266,7 +258,6 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
         0.87,
         176,
         0.87,
-        paired(0.0),
         power=Power(0.076, None),
         margin=against_limit(-0.02, 0.02, 176),
     )
