@@ -418,8 +418,10 @@ class MarginTest:
     p_within: float
     """One-sided p-value against "the worsening is at least the margin"."""
     spread: float
-    """Per-query standard deviation that the test's standard error scales with
-    (sqrt(n) * standard error); sizes the gold set in `queries_to_decide`."""
+    """Per-query standard deviation of the test at the margin (sqrt(n) times its
+    standard error there); sizes the gold set in `queries_to_decide`."""
+    observed_spread: float
+    """Sample standard deviation of the per-query differences."""
     method: str
     """`tango-score` (0/1 scores) or `bootstrap-t` (graded scores)."""
     went_worse: int | None = None
@@ -498,6 +500,7 @@ def _tango(before: FloatArray, after: FloatArray, margin: float, alpha: float) -
     p_within = normal.cdf(z_margin) if math.isfinite(z_margin) else float(z_margin > 0)
     p_good = (bad + good) / (2.0 * n)
     spread = math.sqrt(max(2.0 * p_good + margin * (1.0 - margin), 0.0))
+    observed = float(np.std(before - after, ddof=1)) if n > 1 else 0.0
     return MarginTest(
         n,
         (bad - good) / n,
@@ -507,6 +510,7 @@ def _tango(before: FloatArray, after: FloatArray, margin: float, alpha: float) -
         p_beyond,
         p_within,
         spread,
+        observed,
         "tango-score",
         bad,
         good,
@@ -564,6 +568,7 @@ def _bootstrap_t(
                 p_beyond,
                 p_within,
                 float(spread[j]),
+                float(spread[j]),
                 "bootstrap-t",
             )
         )
@@ -599,18 +604,19 @@ def detectable_worsening(
     test: MarginTest, margin: float, alpha: float, power: float = 0.8
 ) -> float:
     """The true worsening D that the test finds beyond the margin with probability
-    `power`: D = margin + (z_{1-alpha} + z_power) * sigma / sqrt(n) (normal approximation).
+    `power`: D = margin + (z_{1-alpha} + z_power) * sigma(D) / sqrt(n), normal
+    approximation, solved by fixed-point iteration.
 
-    sigma is the observed per-query spread, but never less than sqrt(D (1 - D)), the
-    spread when the worsening comes from a share D of queries losing their whole score:
-    when few queries changed, the observed spread says nothing of how a real drop would
-    spread. Solved by fixed-point iteration (a contraction for any n of a gate).
+    sigma(D)^2 = s^2 + D (1 - D): the observed spread of the differences plus that of a
+    share D of queries losing their whole score. With 0/1 scores that is exactly how a
+    drop adds to the churn already there; with graded scores it is on the safe side
+    (a real drop spread over partial losses is caught sooner).
     """
     normal = NormalDist()
     z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
     drop = margin
     for _ in range(100):
         share = min(max(drop, 0.0), 1.0)
-        sigma = max(test.spread, math.sqrt(share * (1.0 - share)))
+        sigma = math.sqrt(test.observed_spread**2 + share * (1.0 - share))
         drop = margin + z_sum * sigma / math.sqrt(test.n)
     return drop

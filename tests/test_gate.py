@@ -130,7 +130,7 @@ def test_plain_words(gate: Gate, value: float, baseline: float | None, text: str
 def against_limit(low: float, high: float, n: int = 100, p_beyond: float = 0.5) -> MarginTest:
     """A test of the worsening (baseline - value) with one-sided bounds low and high."""
     return MarginTest(
-        n, (low + high) / 2, low, high, 0.9, p_beyond, 1 - p_beyond, 0.3, "bootstrap-t"
+        n, (low + high) / 2, low, high, 0.9, p_beyond, 1 - p_beyond, 0.3, 0.3, "bootstrap-t"
     )
 
 
