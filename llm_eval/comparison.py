@@ -27,7 +27,6 @@ from llm_eval.gate import (
     GateResult,
     Power,
     SliceInput,
-    SliceResult,
     allowed_change,
     decide,
     decide_slices,
@@ -99,37 +98,147 @@ def compare(
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline, allow_gold_change)
-    results = tuple(
-        _decide_gate(inputs.gold.queries, gate, measurement.table, baseline, only)
-        for gate in inputs.criteria.gates
+    results = decide_gates(
+        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only
     )
     return Comparison(results, diff, only)
 
 
-def _decide_gate(
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """One scope a gate judges: its own (tag None) or one of its tag slices."""
+
+    tag: str | None
+    n: int
+    value: float
+    pairs: tuple[FloatArray, FloatArray] | None
+    """Per-query (before, after) scores of the queries scored now, without a baseline None."""
+
+
+def decide_gates(
+    queries: Sequence[GoldQuery],
+    gates: Sequence[Gate],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> tuple[GateResult, ...]:
+    """Every gate's verdict. The tests against the limits run batched across gates."""
+    plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
+    margins = _margin_tests(plans)
+    return tuple(
+        _decide_gate(gate, scopes, now, baseline, only, queries, margins) for gate, scopes in plans
+    )
+
+
+def _scopes(
     queries: Sequence[GoldQuery],
     gate: Gate,
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
-) -> GateResult:
-    ids = members(queries, gate.scope)
-    current = value_over(now, ids, gate.metric, only)
+) -> list[_Scope]:
+    """The gate's own scope, then (with per_tag) each tag's; none for metrics that have
+    no paired test (latency percentiles, ratios pooled over positions)."""
     if is_service_metric(gate.metric) or pooling_weight(gate.metric) is not None:
-        # No paired test for latency percentiles or ratios pooled over positions.
-        base = _baseline_value(baseline, ids, gate.metric, only)
-        return decide(gate, current.value, current.n, base)
-    pairs = _pairs(now.per_query, baseline, ids, gate.metric, only)
+        return []
+    ids = members(queries, gate.scope)
+    scopes = [_scope(None, ids, gate.metric, now, baseline, only)]
+    if gate.per_tag:
+        in_scope = set(ids)
+        scoped = [q for q in queries if q.query_id in in_scope]
+        tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
+        for tag in tags:
+            tag_ids = members(scoped, Scope(tags=(tag,)))
+            piece = _scope(tag, tag_ids, gate.metric, now, baseline, only)
+            if piece.n:
+                scopes.append(piece)  # else a tag of rejection queries only
+    return scopes
+
+
+def _scope(
+    tag: str | None,
+    ids: list[str],
+    metric: str,
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> _Scope:
+    pairs = _pairs(now.per_query, baseline, ids, metric, only)
     if pairs is None:
-        return decide(gate, current.value, current.n, None)
-    before, after = pairs
+        current = value_over(now, ids, metric, only)
+        return _Scope(tag, current.n, current.value, None)
     # Value and baseline over the same paired queries: a query the retriever failed
     # on now leaves both sides, never only one.
-    value, base_value = float(after.mean()), float(before.mean())
-    margin = _margin_test(gate, pairs, base_value)
-    slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
-    result = decide(gate, value, len(after), base_value, slices, margin=margin)
+    return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs)
+
+
+def _margin_tests(
+    plans: Sequence[tuple[Gate, list[_Scope]]],
+) -> dict[tuple[str, str | None], MarginTest]:
+    """The test against the limit of every scope with pairs, keyed (gate name, tag).
+
+    Scopes over the same number of queries with the same settings go into one call:
+    `margin_tests` draws one resampling per call from the seed and the number of
+    queries alone, so each column gets the numbers it would get tested alone, and the
+    resampling is paid once per group instead of once per gate.
+    """
+    groups: dict[tuple[int, float, int, int], list[tuple[str, str | None]]] = {}
+    columns: dict[tuple[str, str | None], tuple[FloatArray, FloatArray, float]] = {}
+    for gate, scopes in plans:
+        if gate.regression_max is None:
+            continue
+        settings = gate.statistics
+        for piece in scopes:
+            if piece.pairs is None:
+                continue
+            before, after = piece.pairs
+            worse = (after, before) if lower_is_better(gate.metric) else (before, after)
+            key = (gate.name, piece.tag)
+            columns[key] = (*worse, allowed_change(gate, float(before.mean())))
+            group = (len(before), settings.alpha, settings.resamples, settings.seed)
+            groups.setdefault(group, []).append(key)
+    results: dict[tuple[str, str | None], MarginTest] = {}
+    for (_, alpha, resamples, seed), keys in groups.items():
+        befores = np.column_stack([columns[k][0] for k in keys])
+        afters = np.column_stack([columns[k][1] for k in keys])
+        limits = [columns[k][2] for k in keys]
+        tested = margin_tests(befores, afters, limits, alpha=alpha, resamples=resamples, seed=seed)
+        results.update(zip(keys, tested, strict=True))
+    return results
+
+
+def _decide_gate(
+    gate: Gate,
+    scopes: Sequence[_Scope],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+    queries: Sequence[GoldQuery],
+    margins: Mapping[tuple[str, str | None], MarginTest],
+) -> GateResult:
+    if not scopes:  # no paired test: the point estimate against the baseline's value
+        ids = members(queries, gate.scope)
+        current = value_over(now, ids, gate.metric, only)
+        base = _baseline_value(baseline, ids, gate.metric, only)
+        return decide(gate, current.value, current.n, base)
+    own, *tags = scopes
+    if own.pairs is None:
+        return decide(gate, own.value, own.n, None)
+    base_value = float(own.pairs[0].mean())
+    margin = margins.get((gate.name, None))
+    slices = decide_slices(gate, [_slice_input(gate, piece, margins) for piece in tags])
+    result = decide(
+        gate, own.value, own.n, base_value, slices if gate.per_tag else (), margin=margin
+    )
     return replace(result, power=_power(gate, margin, result.decision, base_value))
+
+
+def _slice_input(
+    gate: Gate, piece: _Scope, margins: Mapping[tuple[str, str | None], MarginTest]
+) -> SliceInput:
+    base = None if piece.pairs is None else float(piece.pairs[0].mean())
+    assert piece.tag is not None
+    return SliceInput(piece.tag, piece.n, piece.value, base, margins.get((gate.name, piece.tag)))
 
 
 def _baseline_value(
@@ -178,25 +287,6 @@ def _baseline_name(baseline: Baseline) -> str:
     return baseline.source or "the baseline"
 
 
-def _margin_test(
-    gate: Gate, pairs: tuple[FloatArray, FloatArray], base_value: float
-) -> MarginTest | None:
-    """The test of the change against the gate's limit (None without regression_max)."""
-    if gate.regression_max is None:
-        return None
-    settings = gate.statistics
-    before, after = pairs
-    worse_before, worse_after = (after, before) if lower_is_better(gate.metric) else pairs
-    return margin_tests(
-        worse_before,
-        worse_after,
-        [allowed_change(gate, base_value)],
-        alpha=settings.alpha,
-        resamples=settings.resamples,
-        seed=settings.seed,
-    )[0]
-
-
 def _power(
     gate: Gate, margin: MarginTest | None, decision: str | None, base_value: float
 ) -> Power | None:
@@ -212,33 +302,6 @@ def _power(
         if needed is not None:
             needed = max(needed, gate.statistics.min_n)
     return Power(detectable_worsening(margin, limit, alpha), needed)
-
-
-def _tag_slices(
-    queries: Sequence[GoldQuery],
-    gate: Gate,
-    ids: list[str],
-    now: ScoreTable,
-    baseline: Baseline | None,
-    only: frozenset[str] | None,
-) -> tuple[SliceResult, ...]:
-    in_scope = set(ids)
-    scoped = [q for q in queries if q.query_id in in_scope]
-    tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
-    inputs = []
-    for tag in tags:
-        tag_ids = members(scoped, Scope(tags=(tag,)))
-        pairs = _pairs(now.per_query, baseline, tag_ids, gate.metric, only)
-        if pairs is None:
-            current = value_over(now, tag_ids, gate.metric, only)
-            if current.n:
-                inputs.append(SliceInput(tag, current.n, current.value, None, None))
-            continue  # else a tag of rejection queries only
-        before, after = pairs
-        base_value = float(before.mean())
-        margin = _margin_test(gate, pairs, base_value)
-        inputs.append(SliceInput(tag, len(after), float(after.mean()), base_value, margin))
-    return decide_slices(gate, inputs)
 
 
 @dataclass(frozen=True, slots=True)

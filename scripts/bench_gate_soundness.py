@@ -45,7 +45,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 from llm_eval.baseline import Baseline  # noqa: E402
-from llm_eval.comparison import _decide_gate  # noqa: E402
+from llm_eval.comparison import decide_gates  # noqa: E402
 from llm_eval.config import Gate, Location, Scope, Statistics  # noqa: E402
 from llm_eval.gate import GateResult, SliceInput, decide, decide_slices  # noqa: E402
 from llm_eval.gold import GoldQuery  # noqa: E402
@@ -144,7 +144,7 @@ def power_check(args: argparse.Namespace, n: int) -> list[str]:
     gate = make_gate(args.alpha)
     rng = np.random.default_rng(args.seed + 1)
     claimed = gate_once(gate, *paired_hits(rng, n, args.hit_rate, args.churn))
-    from llm_eval.comparison import _power
+    from llm_eval.comparison import _power  # the gate's own power statement
 
     power = _power(gate, claimed.margin, claimed.decision, claimed.baseline or 0.0)
     assert power is not None
@@ -250,8 +250,7 @@ def timing_workload(rng: np.random.Generator) -> Callable[[], None]:
     gates = [make_gate(0.05, per_tag=True, metric=m) for m in METRICS]
 
     def run() -> None:
-        for gate in gates:
-            _decide_gate(queries, gate, now, baseline, None)
+        decide_gates(queries, gates, now, baseline, None)
 
     return run
 
