@@ -143,9 +143,11 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "rankings differ between the runs.",
     )(command)
     return click.option(
-        "--no-cache",
-        is_flag=True,
-        help="Ask the retriever for every query, ignoring results cached by earlier runs.",
+        "--cache/--no-cache",
+        "use_cache",
+        default=None,
+        help="Answer from results cached by earlier runs, or ask the retriever for every "
+        "query. Default: the config's `cache` (off).",
     )(command)
 
 
@@ -171,7 +173,7 @@ def gate(
     run_path: Path | None,
     out_dir: Path | None,
     allow_gold_change: bool,
-    no_cache: bool,
+    use_cache: bool | None,
     repeat: int,
 ) -> int:
     """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
@@ -190,7 +192,7 @@ def gate(
             run_path=run_path,
             out_dir=out_dir,
             allow_gold_change=allow_gold_change,
-            retrieve_options=RetrieveOptions(not no_cache, repeat, progress.update),
+            retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
         )
     _echo(outcome.text)
     for line in publish(outcome.report, os.environ, Path.cwd()):
@@ -316,14 +318,14 @@ def compare_command(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
 )
 @_retrieval_options
-def retrieve_command(config_path: Path, out: Path, no_cache: bool, repeat: int) -> None:
+def retrieve_command(config_path: Path, out: Path, use_cache: bool | None, repeat: int) -> None:
     """Run the configured retriever over the gold set and write a JSONL run file."""
     from llm_eval.commands.retrieve import retrieve
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
     with Progress() as progress:
-        options = RetrieveOptions(not no_cache, repeat, progress.update)
+        options = RetrieveOptions(use_cache, repeat, progress.update)
         summary = retrieve(config_path=config_path, out=out, options=options)
     _echo(summary)
 

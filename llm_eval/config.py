@@ -88,6 +88,8 @@ class EvalConfig:
     rejection_score_threshold: float | None = None
     """A rejection query whose top score is below this was rejected (None: only an
     abstention or an empty result list counts)."""
+    cache: bool = False
+    """Answer from the retrieval cache of earlier runs (`--cache` / `--no-cache` win)."""
     versions: Path | None = None
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
 
@@ -259,6 +261,7 @@ _CONFIG_KEYS = frozenset(
         "f1_threshold",
         "rejection_score_threshold",
         "versions",
+        "cache",
     }
 )
 
@@ -285,6 +288,7 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
         if "baseline" in keys
         else Path("gold/baseline.json"),
         output=Path(_string(keys["output"])) if "output" in keys else Path(".llm-eval"),
+        cache=_switch(keys["cache"]) if "cache" in keys else False,
         **_beyond_ids(keys),
     )
     if not config.gold:

@@ -316,8 +316,10 @@ def build_report(
     timings: Mapping[str, float],
     tool_version: str,
     now: datetime,
+    from_cache: int = 0,
 ) -> dict[str, Any]:
-    """Everything any rendering needs, as a JSON-ready dict."""
+    """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
+    answers the retrieval cache gave instead of the retriever."""
     status = verdict(comparison.results)
     only = comparison.compared_on
     before = None
@@ -368,7 +370,9 @@ def build_report(
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
+            *_cache_notes(from_cache, len(measurement.service)),
         ],
+        "retrieval": {"from_cache": from_cache},
         "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
@@ -414,6 +418,15 @@ def _notes(
         if baseline.fingerprints.get(name) != fingerprints.get(name):
             notes.append(f"The {name} differs from the baseline's.")
     return notes
+
+
+def _cache_notes(from_cache: int, answers: int) -> list[str]:
+    if not from_cache:
+        return []
+    return [
+        f"{from_cache} of {plural(answers, 'answer', 'answers')} came from the retrieval cache "
+        "of earlier runs, not from the retriever (--no-cache asks it again)."
+    ]
 
 
 def _provenance(

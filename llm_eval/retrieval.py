@@ -36,8 +36,10 @@ from llm_eval.runs import Run, load_run
 class RetrieveOptions:
     """How the configured retriever is run."""
 
-    use_cache: bool = True
-    """Answer from the retrieval cache (http and python retrievers), and fill it."""
+    use_cache: bool | None = None
+    """Answer from the retrieval cache (http and python retrievers), and fill it; None:
+    as the config's `cache` says (off unless set: a gate never scores stale answers
+    unless asked to)."""
     repeat: int = 1
     """Run every query this many times, bypassing the cache, to find unstable rankings."""
     progress: Callable[[int, int], None] | None = None
@@ -78,7 +80,8 @@ def retrieve_gold(
     """Run the configured retriever over the queries; ExternalError when too many fail."""
     retriever = build_retriever(config)
     assert config.retriever is not None  # build_retriever says so otherwise
-    use_cache = options.use_cache and options.repeat == 1
+    wanted = config.cache if options.use_cache is None else options.use_cache
+    use_cache = wanted and options.repeat == 1
     cache = _retrieval_cache(config, retriever) if use_cache else None
     done, total = itertools.count(1), len(queries) * options.repeat
 

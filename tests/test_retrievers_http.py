@@ -260,7 +260,7 @@ def test_header_secrets_come_from_the_environment_and_are_never_shown(
     with serve(Scripted(service, {gold_texts(10)[0]: always(Reply(401))})) as server:
         settings = {"kind": "http", "url": server.url, "headers": headers, "max_error_rate": 0.5}
         project = write_project(tmp_path, settings, queries=10)
-        shown = [gate(capsys, project), retrieve(capsys, project, "--no-cache")]
+        shown = [gate(capsys, project, "--cache"), retrieve(capsys, project, "--no-cache")]
     assert [code for code, _, _ in shown] == [0, 0]
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
     assert {r.headers["x-team"] for r in server.requests} == {f"rag-{SECRET}"}
@@ -374,9 +374,9 @@ def test_repeat_needs_the_retriever(tmp_path: Path, capsys: pytest.CaptureFixtur
         ),
         (
             {"url": "http://h", "retry": 3},
-            "FILE:6: retriever.retry: unknown key (valid keys: backoff_s, body, concurrency, "
-            "fields, headers, kind, max_backoff_s, max_error_rate, results_path, retries, "
-            "timeout_s, url)",
+            "FILE:6: retriever.retry: unknown key (valid keys: backoff_s, body, cache_key, "
+            "concurrency, fields, headers, kind, max_backoff_s, max_error_rate, results_path, "
+            "retries, timeout_s, url)",
         ),
     ],
 )
