@@ -307,3 +307,29 @@ def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
     assert err.startswith(f"llm-eval: error: {broken}: ")
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gate(project, monkeypatch) == 0
+    monkeypatch.chdir(project)
+    assert main(["retrieve", "--out", "good.jsonl"]) == 0
+    lines = (project / "good.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    failed = {"query_id": first["query_id"], "results": [], "error": "timeout"}
+    (project / "failed.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert gate(project, monkeypatch, "--run", "failed.jsonl") == 4
+    err = capsys.readouterr().err
+    assert err == (
+        "llm-eval: error: failed.jsonl: retriever failed on 1 of 342 queries (0.3% > "
+        "max_error_rate 0%): 1 timeout\n"
+    )
+    other = [{**json.loads(line), "query_id": f"x-{i}"} for i, line in enumerate(lines)]
+    (project / "other.jsonl").write_text("".join(json.dumps(o) + "\n" for o in other))
+    assert gate(project, monkeypatch, "--run", "other.jsonl") == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: other.jsonl: shares no query id with the gold set (342 queries in "
+        "the run, 342 in the gold set): is it a run of another gold set?\n"
+    )
