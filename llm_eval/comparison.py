@@ -55,26 +55,24 @@ class Comparison:
     """None without a baseline."""
     compared_on: frozenset[str] | None
     """The queries compared when the gold set changed (None: all of them)."""
+    gold_accepted: bool = True
+    """False when the gold set changed and the change was not accepted
+    (`--allow-gold-change`): the verdict is then `gold_changed`."""
 
 
-def check_comparable(
-    inputs: Inputs, baseline: Baseline, allow_gold_change: bool
-) -> tuple[GoldDiff, frozenset[str] | None]:
-    """Refuse comparisons that would not be honest; say which queries can be compared."""
+def check_comparable(inputs: Inputs, baseline: Baseline) -> tuple[GoldDiff, frozenset[str] | None]:
+    """Refuse comparisons that cannot be honest; say which queries can be compared (None:
+    all of them, the gold set is the baseline's)."""
     if baseline.relevance_level != inputs.config.relevance_level:
         raise ComparisonError(
-            f"the baseline was computed at relevance_level {baseline.relevance_level}, the "
-            f"config sets {inputs.config.relevance_level}; refresh the baseline"
+            f"{_baseline_name(baseline)}: relevance_level: the baseline was computed at "
+            f"relevance_level {baseline.relevance_level}, the config sets "
+            f"{inputs.config.relevance_level}; refresh the baseline"
         )
     current = query_fingerprints(inputs.gold)
     diff = diff_gold(baseline.query_fingerprints, current)
     if diff.empty:
         return diff, None
-    if not allow_gold_change:
-        raise ComparisonError(
-            f"the gold set differs from the baseline's ({describe_diff(diff)}); refresh the "
-            "baseline, or pass --allow-gold-change to compare on the unchanged queries"
-        )
     return diff, frozenset(diff.unchanged(current))
 
 
@@ -97,11 +95,12 @@ def compare(
     """Decide every gate on the current scores and, when there is one, the baseline."""
     diff, only = (None, None)
     if baseline is not None:
-        diff, only = check_comparable(inputs, baseline, allow_gold_change)
+        diff, only = check_comparable(inputs, baseline)
     results = decide_gates(
         inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only
     )
-    return Comparison(results, diff, only)
+    accepted = allow_gold_change or diff is None or diff.empty
+    return Comparison(results, diff, only, accepted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural
-from llm_eval.report import detail_lines, headline
+from llm_eval.report import detail_lines, gold_change_lines, headline
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
 
@@ -37,7 +37,13 @@ CHANGES_SHOWN = 25
 FIELD_MAX_CHARS = 400
 """Any one value is clipped to this many characters before it is escaped."""
 
-STATUS_ICON = {"pass": "✅", "warn": "⚠️", "inconclusive": "❔", "fail": "❌"}
+STATUS_ICON = {
+    "pass": "✅",
+    "warn": "⚠️",
+    "inconclusive": "❔",
+    "fail": "❌",
+    "gold_changed": "📝",
+}
 _STATUS_WORDS = {"pass": "pass", "warn": "warning", "inconclusive": "cannot tell", "fail": "fail"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 _TOLERANCE = 1e-9
@@ -171,6 +177,7 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "icon": STATUS_ICON[report["verdict"]],
         "headline": headline(report),
+        "gold_change": _gold_change(report),
         "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
         "gates": [_gate_row(gate) for gate in gates],
         "has_stats": any(gate.get("stats") for gate in gates),
@@ -186,6 +193,18 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
         "notes": _notes(report),
         "footer": _footer(report),
         "full_changes": CHANGES_SHOWN,
+    }
+
+
+def _gold_change(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Why a changed gold set was not compared, the changed queries, and the commands
+    that accept the change."""
+    if report["verdict"] != "gold_changed":
+        return None
+    return {
+        "sentence": report["summary"][0],
+        "lines": gold_change_lines(report["gold_changes"]),
+        "commands": report["gold_changes"]["accept_commands"],
     }
 
 

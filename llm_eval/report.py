@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from llm_eval.baseline import Baseline
-from llm_eval.comparison import Comparison, RankChange, rank_changes
+from llm_eval.comparison import Comparison, RankChange, describe_diff, rank_changes
+from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import lower_is_better, pooling_weight
@@ -320,7 +321,7 @@ def build_report(
 ) -> dict[str, Any]:
     """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
     answers the retrieval cache gave instead of the retriever."""
-    status = verdict(comparison.results)
+    status: str = verdict(comparison.results)
     only = comparison.compared_on
     before = None
     if baseline is not None:
@@ -335,12 +336,18 @@ def build_report(
     )
     metrics = list(inputs.metrics)
     gates = [gate_entry(r) for r in comparison.results]
+    exit_code = 1 if blocks(comparison.results) else 0
+    summary = _summary(gates)
+    if not comparison.gold_accepted:  # no trustworthy comparison: say why, first
+        assert comparison.gold_diff is not None
+        status, exit_code = "gold_changed", 3
+        summary = [_gold_change_sentence(comparison.gold_diff), *summary]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": tool_version,
         "verdict": status,
-        "exit_code": 1 if blocks(comparison.results) else 0,
-        "summary": _summary(gates),
+        "exit_code": exit_code,
+        "summary": summary,
         "gates": gates,
         "metrics": metrics,
         "metric_labels": {m: display_name(m) for m in metrics},
@@ -366,7 +373,7 @@ def build_report(
         "matching": _matching(inputs, measurement),
         "rejections": _rejections(inputs, measurement),
         "context": _context(measurement),
-        "gold_changes": _gold_changes(comparison),
+        "gold_changes": _gold_changes(comparison, by_id),
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
@@ -388,15 +395,32 @@ def _summary(gates: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _gold_changes(comparison: Comparison) -> dict[str, Any] | None:
+ACCEPT_GOLD_CHANGE = ("llm-eval baseline refresh", "llm-eval gate --allow-gold-change")
+"""The commands that accept a changed gold set: a new baseline, or a comparison on the
+queries that did not change."""
+
+
+def _gold_change_sentence(diff: GoldDiff) -> str:
+    return (
+        f"The gold set differs from the baseline's ({describe_diff(diff)}), so the gate "
+        f"cannot compare honestly: accept the change with {ACCEPT_GOLD_CHANGE[0]} (a new "
+        f"baseline), or compare on the unchanged queries with {ACCEPT_GOLD_CHANGE[1]}."
+    )
+
+
+def _gold_changes(comparison: Comparison, by_id: Mapping[str, GoldQuery]) -> dict[str, Any] | None:
     diff = comparison.gold_diff
     if diff is None or diff.empty:
         return None
+    located = [q for q in (*diff.added, *diff.changed) if q in by_id]
     return {
         "added": list(diff.added),
         "removed": list(diff.removed),
         "changed": list(diff.changed),
         "compared_on": len(comparison.compared_on or ()),
+        "accepted": comparison.gold_accepted,
+        "locations": {q: {"file": by_id[q].path, "line": by_id[q].line} for q in located},
+        "accept_commands": list(ACCEPT_GOLD_CHANGE),
     }
 
 
@@ -541,6 +565,8 @@ def headline(report: Mapping[str, Any]) -> str:
     ]
     blocked = [part for part in blocked if not part.startswith("0 ")]
     reported = [part for part in reported if not part.startswith("0 ")]
+    if report["verdict"] == "gold_changed":
+        return "GOLD SET CHANGED: not compared with the baseline (see below)"
     if report["exit_code"] == 1 or report["verdict"] == "fail":
         return "FAIL: " + ", ".join(blocked + reported)
     if reported:
@@ -550,9 +576,31 @@ def headline(report: Mapping[str, Any]) -> str:
     return f"PASS: all {len(gates)} gates pass"
 
 
+GOLD_CHANGES_LISTED = 20
+"""Queries listed per kind of change in the terminal; report.json has them all."""
+
+
+def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
+    """`  added: a-187 (gold/python-docs-A.jsonl:187)`, a line per query, by kind."""
+    lines = []
+    locations = changes.get("locations") or {}
+    for kind in ("added", "changed", "removed"):
+        ids = changes[kind]
+        for query_id in ids[:GOLD_CHANGES_LISTED]:
+            where = locations.get(query_id)
+            place = f" ({where['file']}:{where['line']})" if where else ""
+            lines.append(f"  {kind}: {query_id}{place}")
+        if len(ids) > GOLD_CHANGES_LISTED:
+            lines.append(f"  …and {len(ids) - GOLD_CHANGES_LISTED} more {kind} (report.json)")
+    return lines
+
+
 def render_text(report: Mapping[str, Any]) -> str:
     """The terminal rendering: verdict, gates table, one sentence per gate not passing."""
     lines = [f"llm-eval gate: {headline(report)}", ""]
+    if report["verdict"] == "gold_changed":
+        lines += [report["summary"][0], *gold_change_lines(report["gold_changes"]), ""]
+        lines.append("On the unchanged queries, for information:")
     lines.append(render_table(_GATE_HEADER, _gate_rows(report)))
     sentences = []
     for gate in report["gates"]:

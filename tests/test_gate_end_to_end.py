@@ -58,7 +58,7 @@ def test_the_degraded_config_fails_with_a_plain_sentence(
     assert "more than the 3.0 pp allowed" in out
 
 
-def test_a_tampered_gold_file_exits_3_naming_the_queries(
+def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gold = project / "gold" / "python-docs-A.jsonl"
@@ -66,15 +66,43 @@ def test_a_tampered_gold_file_exits_3_naming_the_queries(
     lines = original.splitlines()
     first = json.loads(lines[0])
     first["relevant"] = {"builtins.sorted#0": 1}
+    added = {**json.loads(lines[1]), "query_id": "a-new", "query": "A new question?"}
     try:
-        gold.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+        gold.write_text("\n".join([json.dumps(first), *lines[1:], json.dumps(added)]) + "\n")
         assert gate(project, monkeypatch) == 3
-        err = capsys.readouterr().err
-        assert "the gold set differs from the baseline's (1 query changed: a-001)" in err
-        assert gate(project, monkeypatch, "--allow-gold-change") in (0, 1)
+        captured = capsys.readouterr()
+        assert captured.err == ""
+        assert captured.out.startswith(
+            "llm-eval gate: GOLD SET CHANGED: not compared with the baseline (see below)\n\n"
+            "The gold set differs from the baseline's (1 query added: a-new; 1 query changed: "
+            "a-001), so the gate cannot compare honestly: accept the change with llm-eval "
+            "baseline refresh (a new baseline), or compare on the unchanged queries with "
+            "llm-eval gate --allow-gold-change.\n"
+            f"  added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1})\n"
+            "  changed: a-001 (gold/python-docs-A.jsonl:1)\n"
+        )
         report = json.loads((project / ".llm-eval" / "report.json").read_text())
-        assert report["gold_changes"]["changed"] == ["a-001"]
-        assert report["queries"]["compared"] == report["queries"]["evaluated"] - 1
+        assert (report["verdict"], report["exit_code"]) == ("gold_changed", 3)
+        assert report["gold_changes"] == {
+            "added": ["a-new"],
+            "removed": [],
+            "changed": ["a-001"],
+            "compared_on": 341,  # 343 queries, less the added and the changed one
+            "accepted": False,
+            "locations": {
+                "a-new": {"file": "gold/python-docs-A.jsonl", "line": len(lines) + 1},
+                "a-001": {"file": "gold/python-docs-A.jsonl", "line": 1},
+            },
+            "accept_commands": ["llm-eval baseline refresh", "llm-eval gate --allow-gold-change"],
+        }
+        markdown = (project / ".llm-eval" / "report.md").read_text()
+        assert "- added: a-new (gold/python-docs-A.jsonl:" in markdown
+        assert "- llm-eval baseline refresh\n" in markdown
+        assert gate(project, monkeypatch, "--allow-gold-change") == 0
+        report = json.loads((project / ".llm-eval" / "report.json").read_text())
+        assert report["gold_changes"]["accepted"] is True
+        assert report["verdict"] != "gold_changed"
+        assert report["queries"]["compared"] == report["queries"]["evaluated"] - 2
     finally:
         gold.write_text(original)
 
