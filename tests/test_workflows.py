@@ -90,6 +90,7 @@ def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
         "criteria",
         "baseline",
         "run",
+        "gate-args",
         "comment",
         "python-version",
         "working-directory",
@@ -281,6 +282,7 @@ def run_gate_step(demo: Path, tmp_path: Path, **inputs: str) -> tuple[int, dict[
         "LLM_EVAL_CRITERIA": "config/ship-criteria.yaml",
         "LLM_EVAL_BASELINE": "",
         "LLM_EVAL_RUN": "",
+        "LLM_EVAL_GATE_ARGS": "",
         **inputs,
     }
     done = subprocess.run(
@@ -302,6 +304,17 @@ def test_the_gate_step_records_a_pass(demo: Path, tmp_path: Path) -> None:
     assert outputs == {"exit-code": "0", "verdict": "pass", "report": str(report)}
     assert json.loads(report.read_text(encoding="utf-8"))["verdict"] == "pass"
     assert (tmp_path / "llm-eval-report" / "report.md").exists()
+
+
+def test_gate_args_are_passed_one_per_line_and_never_run_by_a_shell(
+    demo: Path, tmp_path: Path
+) -> None:
+    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_GATE_ARGS="--repeat\n2\n\n--no-cache\n")
+    assert (code, outputs["exit-code"], outputs["verdict"]) == (0, "0", "pass")
+    hostile = "--allow-gold-change $(touch pwned)\n`touch pwned`"
+    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_GATE_ARGS=hostile)
+    assert (code, outputs["exit-code"]) == (0, "2")  # one unknown argument: a usage error
+    assert not (demo / "pwned").exists()
 
 
 def test_the_gate_step_records_a_failed_gate_without_failing(demo: Path, tmp_path: Path) -> None:
