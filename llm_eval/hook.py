@@ -8,8 +8,11 @@ of zeros for a ref that does not exist on that side. What changed is the differe
 between the trees of the remote's commit and the one pushed, limited to the watched
 paths (git pathspecs); for a ref new on the remote, between the pushed commit and
 the commits it builds on that the remote already has. Nothing changed there: the
-gate is skipped. This module only starts `git` and the gate; it imports nothing
-heavy, so a skipped check costs one interpreter start and a git call or two.
+gate is skipped. Otherwise the gate runs on the commit being pushed, checked out
+into a temporary `git worktree` (removed afterwards), never on the working tree,
+whose uncommitted edits are not what the remote receives. This module only starts
+`git` and the gate; it imports nothing heavy, so a skipped check costs one
+interpreter start and a git call or two.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import argparse
 import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 MARKER = "# llm-eval pre-push check, written by `llm-eval hook install`"
 """The line by which install and uninstall recognise a hook llm-eval wrote."""
@@ -130,32 +135,44 @@ def change_to_check(ref: PushedRef, remote: str, watch: Sequence[str]) -> str | 
 
 
 def pre_push(remote: str, stdin: str, watch: Sequence[str], gate_options: Sequence[str]) -> int:
-    """Skip, or run the gate and return 1 when the push must be refused."""
+    """Skip, or run the gate on each pushed commit that changes the watched paths and
+    return 1 when the push must be refused."""
     refs = [ref for ref in parse_push_lines(stdin) if not ref.deletes]
-    reason = next(filter(None, (change_to_check(ref, remote, watch) for ref in refs)), None)
-    if reason is None:
+    to_check = [(ref, why) for ref in refs if (why := change_to_check(ref, remote, watch))]
+    if not to_check:
         print(f"{PREFIX} nothing under {', '.join(watch)} changed; gate skipped.")
         return 0
-    print(f"{PREFIX} {reason}; running the gate.")
-    for ref in refs:
-        if _git("diff", "--quiet", ref.local_sha, "--", *watch).returncode == 1:
+    for ref, reason in to_check:
+        print(f"{PREFIX} {reason}; running the gate on {ref.local_sha[:12]}.")
+        sys.stdout.flush()
+        code = gate_on_commit(ref.local_sha, gate_options)
+        if code in BLOCKING_EXIT_CODES:
             print(
-                f"{PREFIX} note: the working tree differs from {ref.local_ref} there; "
-                "the gate checks the working tree."
+                f"{PREFIX} push refused (the gate exited {code} on {ref.local_ref}). Fix it, "
+                "or push once without the check: git push --no-verify"
             )
-            break
-    sys.stdout.flush()
-    gate = [sys.executable, "-m", "llm_eval.cli", "gate", *gate_options]
-    code = subprocess.run(gate, stdin=subprocess.DEVNULL, check=False).returncode
-    if code in BLOCKING_EXIT_CODES:
-        print(
-            f"{PREFIX} push refused (the gate exited {code}). Fix it, or push once without "
-            "the check: git push --no-verify"
-        )
-        return 1
-    if code != 0:
-        print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
+            return 1
+        if code != 0:
+            print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
     return 0
+
+
+def gate_on_commit(sha: str, gate_options: Sequence[str]) -> int:
+    """The gate's exit code on `sha`, checked out into a temporary worktree; 5 when the
+    worktree cannot be made (the push is then refused: nothing was checked)."""
+    with tempfile.TemporaryDirectory(prefix="llm-eval-pre-push-") as parent:
+        tree = Path(parent) / "tree"
+        added = _git("worktree", "add", "--detach", "--quiet", str(tree), sha)
+        if added.returncode != 0:
+            print(f"{PREFIX} cannot check out {sha[:12]}: {added.stderr.strip()}")
+            return 5
+        try:
+            gate = [sys.executable, "-m", "llm_eval.cli", "gate", *gate_options]
+            done = subprocess.run(gate, cwd=tree, stdin=subprocess.DEVNULL, check=False)
+            return done.returncode
+        finally:
+            _git("worktree", "remove", "--force", str(tree))
+            _git("worktree", "prune")
 
 
 def _parser() -> argparse.ArgumentParser:

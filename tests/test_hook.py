@@ -149,6 +149,34 @@ def test_install_writes_an_executable_hook_running_this_python(
     assert "--config config/llm-eval.yaml \\\n    --criteria config/ship-criteria.yaml\n" in script
 
 
+@pytest.mark.parametrize(
+    ("retriever", "files", "watched"),
+    [
+        (
+            "{kind: python, target: 'ranker.api:search', python_path: [src]}",
+            ["src/ranker/__init__.py", "src/ranker/api.py"],
+            ["src/ranker"],
+        ),
+        ("{kind: python, target: 'single:search'}", ["single.py"], ["single.py"]),
+        ("{kind: run, path: runs/today.jsonl}", [], ["runs/today.jsonl"]),
+        ("{kind: http, url: 'http://127.0.0.1:9/search'}", [], []),
+    ],
+)
+def test_install_watches_what_the_retriever_depends_on(
+    repo: Path, retriever: str, files: list[str], watched: list[str]
+) -> None:
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("", encoding="utf-8")
+    (repo / "config" / "llm-eval.yaml").write_text(
+        f"gold:\n  - {{path: gold/q.jsonl, tier: A}}\nretriever: {retriever}\n",
+        encoding="utf-8",
+    )
+    assert main(["hook", "install"]) == 0
+    script = (repo / ".git" / "hooks" / "pre-push").read_text(encoding="utf-8")
+    assert re.findall(r"--watch (\S+)", script) == ["config/", "gold/", *watched]
+
+
 def test_install_writes_the_given_watch_paths_and_options(repo: Path) -> None:
     code = main(
         ["hook", "install", "--watch", "src/retriever/", "--watch", "gold/",
@@ -307,11 +335,14 @@ def test_a_push_with_a_regression_is_refused(project: Project) -> None:
     project.commit("config/llm-eval.yaml", mistuned, "Tune BM25")
     pushed = project.push("tuning")
     assert pushed.returncode != 0
-    assert "llm-eval pre-push: refs/heads/tuning changes config/, gold/; running the gate." in (
+    sha = project.git("rev-parse", "tuning")[:12]
+    assert f"pre-push: refs/heads/tuning changes config/, gold/; running the gate on {sha}." in (
         pushed.stdout
     )
     assert "✗ recall@5 (tier A) dropped from 41.1% to 33.1%" in pushed.stdout
-    assert "llm-eval pre-push: push refused (the gate exited 1)." in pushed.stdout
+    assert "llm-eval pre-push: push refused (the gate exited 1 on refs/heads/tuning)." in (
+        pushed.stdout
+    )
     assert project.remote_sha("tuning") == before
 
 
@@ -321,7 +352,7 @@ def test_a_watched_change_without_regression_goes_through(project: Project) -> N
     project.commit("config/llm-eval.yaml", config + "# reviewed\n", "Note the review")
     pushed = project.push("comment")
     assert pushed.returncode == 0, pushed.stdout
-    assert "llm-eval pre-push: refs/heads/comment changes config/, gold/; running the gate." in (
+    assert "llm-eval pre-push: refs/heads/comment changes config/, gold/; running the gate on" in (
         pushed.stdout
     )
     assert "llm-eval gate: PASS" in pushed.stdout
@@ -354,21 +385,38 @@ def test_a_gate_that_crashes_refuses_the_push(project: Project, tmp_path: Path) 
     )
     assert pushed.returncode != 0
     assert "RuntimeError: a bug in the gate" in pushed.stdout
-    assert "llm-eval pre-push: push refused (the gate exited 5)." in pushed.stdout
+    assert "llm-eval pre-push: push refused (the gate exited 5 on refs/heads/crashing)." in (
+        pushed.stdout
+    )
     assert project.remote_sha("crashing") == before
 
 
-def test_the_hook_says_when_the_working_tree_is_not_what_is_pushed(project: Project) -> None:
-    project.git("switch", "-q", "-c", "pending", "main")
+def test_a_broken_commit_is_refused_though_the_working_tree_is_fixed(project: Project) -> None:
+    """The remote receives the commit, not the working tree: the gate checks the commit."""
+    project.git("switch", "-q", "-c", "broken-corpus", "main")
+    corpus = project.root / "gold" / "corpus.jsonl"
+    good = corpus.read_text(encoding="utf-8")
+    project.commit("gold/corpus.jsonl", good + "{not json\n", "Break the corpus")
+    corpus.write_text(good, encoding="utf-8")  # fixed, but not committed
+    before = project.remote_sha("broken-corpus")
+    pushed = project.push("broken-corpus")
+    assert pushed.returncode != 0, pushed.stdout
+    assert "push refused (the gate exited 3 on refs/heads/broken-corpus)" in pushed.stdout
+    assert project.remote_sha("broken-corpus") == before
+    assert project.git("worktree", "list").count("\n") == 0  # the temporary one is gone
+
+
+def test_a_clean_commit_goes_through_though_the_working_tree_is_broken(
+    project: Project,
+) -> None:
+    project.git("switch", "-q", "-c", "clean-commit", "main")
     config = project.root / "config" / "llm-eval.yaml"
     project.commit("config/llm-eval.yaml", config.read_text(encoding="utf-8") + "# a\n", "A")
-    config.write_text(config.read_text(encoding="utf-8") + "# b, not committed\n", "utf-8")
-    pushed = project.push("pending")
+    config.write_text("gold: [\n", encoding="utf-8")  # broken, and not committed
+    pushed = project.push("clean-commit")
     assert pushed.returncode == 0, pushed.stdout
-    assert (
-        "llm-eval pre-push: note: the working tree differs from refs/heads/pending there; "
-        "the gate checks the working tree.\n"
-    ) in pushed.stdout
+    assert "llm-eval gate: PASS" in pushed.stdout
+    assert project.remote_sha("clean-commit") == project.git("rev-parse", "clean-commit")
 
 
 def test_deleting_a_remote_branch_skips_the_gate(project: Project) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
@@ -71,14 +73,21 @@ def uninstall() -> HookOutcome:
 def default_watch(
     root: Path, config_path: Path, criteria_path: Path, baseline_path: Path | None
 ) -> tuple[str, ...]:
-    """`config/`, `gold/`, and every file the gate reads that lies outside them."""
+    """`config/`, `gold/`, and every file the gate reads that lies outside them,
+    including the code of a `python` retriever and the file of a `run` retriever."""
     config = load_config(root / config_path)
     files = [
         config_path,
         criteria_path,
         *(Path(source.path) for source in config.gold),
         *([config.corpus] if config.corpus is not None else []),
+        *([config.versions] if config.versions is not None else []),
         baseline_path or config.baseline,
+        *(
+            _retriever_paths(root, config.retriever.kind, config.retriever.settings)
+            if config.retriever is not None
+            else ()
+        ),
     ]
     paths = list(WATCHED_FOLDERS)
     for file in files:
@@ -86,6 +95,22 @@ def default_watch(
         if name not in paths and not name.startswith(WATCHED_FOLDERS):
             paths.append(name)
     return tuple(paths)
+
+
+def _retriever_paths(root: Path, kind: str, settings: Mapping[str, Any]) -> list[Path]:
+    """What a retriever's answers depend on inside the repository: a `python` target's
+    top-level package (or module) found on its python_path, a `run` retriever's file."""
+    if kind == "run" and isinstance(settings.get("path"), str):
+        return [Path(settings["path"])]
+    if kind != "python":
+        return []  # an http retriever's settings are in the config file, watched already
+    top = str(settings.get("target", "")).partition(":")[0].partition(".")[0]
+    found = []
+    for base in [*settings.get("python_path", []), "."]:
+        for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
+            if top and (root / candidate).exists() and not candidate.is_absolute():
+                found.append(Path(candidate.as_posix().removeprefix("./")))
+    return found
 
 
 def _hook_path() -> Path:
