@@ -162,6 +162,14 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     help="When the gold set changed since the baseline, compare on the unchanged queries.",
 )
 @_retrieval_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the verdict for a person; json: report.json on stdout (other output on stderr).",
+)
 def gate(
     config_path: Path,
     criteria_path: Path,
@@ -171,10 +179,12 @@ def gate(
     allow_gold_change: bool,
     no_cache: bool,
     repeat: int,
+    output_format: str,
 ) -> int:
     """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
+    from llm_eval.output import terminal_width, use_colour
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
@@ -190,9 +200,13 @@ def gate(
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(not no_cache, repeat, progress.update),
         )
-    click.echo(outcome.text)
+    as_json = output_format == "json"
+    if as_json:
+        click.echo(json.dumps(outcome.report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
     for line in publish(outcome.report, os.environ, Path.cwd()):
-        click.echo(line)
+        click.echo(line, err=as_json)  # the runner reads workflow commands on both streams
     return outcome.exit_code
 
 

@@ -18,7 +18,7 @@ from llm_eval.comparison import Comparison, RankChange, rank_changes
 from llm_eval.gate import GateResult, SliceResult, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import lower_is_better, pooling_weight
-from llm_eval.output import plural, render_table
+from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import PairedResult, format_p
@@ -433,45 +433,44 @@ def _provenance(
 
 # --- renderings ---------------------------------------------------------------------
 
-_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
-_STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗"}
+_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "CANNOT TELL"}
+_STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
+_STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
+
+_GATE_COLUMNS = ("gate", "metric", "scope", "baseline", "now", "Δ", "CI", "limits", "severity")
+_DROP_ORDER = ("CI", "severity", "scope", "metric", "limits", "baseline", "Δ")
+"""Columns left out, in this order, until the table fits the terminal."""
 
 
-def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
+def _gate_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
     return [
-        [
-            g["name"],
-            g["metric_label"],
-            g["scope"],
-            value(g["metric"], g["baseline"]),
-            value(g["metric"], g["value"]),
-            delta(g["metric"], g["delta"]),
-            _ci_cell(g),
-            limits_text(
+        {
+            "gate": g["name"],
+            "metric": g["metric_label"],
+            "scope": g["scope"],
+            "baseline": value(g["metric"], g["baseline"]),
+            "now": value(g["metric"], g["value"]),
+            "Δ": delta(g["metric"], g["delta"]),
+            "CI": _ci_cell(g),
+            "limits": limits_text(
                 g["metric"],
                 g["threshold"],
                 g["regression_max"],
                 g.get("regression_relative", False),
             ),
-            g["severity"],
-            _STATUS_WORD[g["status"]],
-        ]
+            "severity": g["severity"],
+            "status": _STATUS_WORD[g["status"]],
+        }
         for g in report["gates"]
     ]
 
 
-_GATE_HEADER = [
-    "gate",
-    "metric",
-    "scope",
-    "baseline",
-    "now",
-    "Δ",
-    "95% CI, p",
-    "limits",
-    "severity",
-    "status",
-]
+def _ci_header(report: Mapping[str, Any]) -> str:
+    """The interval's level comes from the report, never assumed."""
+    levels = {g["stats"].get("confidence") for g in report["gates"] if g.get("stats")}
+    if len(levels) == 1 and None not in levels:
+        return f"{round(100 * levels.pop())}% CI, p"
+    return "CI, p"
 
 
 def _ci_cell(gate: Mapping[str, Any]) -> str:
@@ -480,6 +479,33 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
         return ""
     metric = gate["metric"]
     return f"{ci_range(metric, stats['ci_low'], stats['ci_high'])}, {format_p(stats['p_value'])}"
+
+
+def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) -> str:
+    """The gates as a table no wider than `width`: less important columns are left out
+    until it fits (the gate's name and status always stay)."""
+    rows = _gate_rows(report)
+    titles = {column: column for column in _GATE_COLUMNS} | {"CI": _ci_header(report)}
+    columns = [*_GATE_COLUMNS, "status"]
+
+    def cells(cols: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+        return [titles.get(c, c) for c in cols], [[row[c] for c in cols] for row in rows]
+
+    for dropped in _DROP_ORDER:
+        if table_width(*cells(columns)) <= width:
+            break
+        columns.remove(dropped)
+    last = len(columns) - 1
+
+    def paint(index: int, text: str) -> str:
+        if index != last or text not in _WORD_STATUS:
+            return text
+        return colour(text, _STATUS_COLOUR[_WORD_STATUS[text]])
+
+    return render_table(*cells(columns), style=paint if coloured else None)
+
+
+_WORD_STATUS = {word: status for status, word in _STATUS_WORD.items()}
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -494,10 +520,14 @@ def headline(report: Mapping[str, Any]) -> str:
     return f"PASS: all {plural(len(gates), 'gate', 'gates')} pass"
 
 
-def render_text(report: Mapping[str, Any]) -> str:
-    """The terminal rendering: verdict, gates table, one sentence per gate not passing."""
-    lines = [f"llm-eval gate: {headline(report)}", ""]
-    lines.append(render_table(_GATE_HEADER, _gate_rows(report)))
+def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = False) -> str:
+    """The terminal rendering, no line wider than `width`: verdict, gates table, one
+    sentence per gate not passing. `coloured` adds ANSI colour to the statuses."""
+    title = f"llm-eval gate: {headline(report)}"
+    if coloured:
+        title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
+    lines = [title, ""]
+    lines.append(gate_table(report, width, coloured))
     sentences = []
     for gate in report["gates"]:
         mark = _STATUS_MARK[gate["status"]]
@@ -505,17 +535,17 @@ def render_text(report: Mapping[str, Any]) -> str:
             sentences.append(f"{mark} {gate['sentence']}")
         sentences += [
             f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
-            for piece in gate["slices"]
+            for piece in gate.get("slices", [])
             if piece["status"] != "pass"
         ]
-        small = [p for p in gate["slices"] if not p["judged"]]
+        small = [p for p in gate.get("slices", []) if not p["judged"]]
         if small:
             names = ", ".join(f"{p['slice'].removeprefix('tag:')} (n={p['n']})" for p in small)
             sentences.append(
                 f"  {gate['name']}: {plural(len(small), 'tag slice', 'tag slices')} too small "
                 f"to judge: {names}"
             )
-        if gate["power_warning"]:
+        if gate.get("power_warning"):
             sentences.append(f"! {gate['power_warning']}")
     if sentences:
         lines += ["", *sentences]
@@ -534,7 +564,15 @@ def render_text(report: Mapping[str, Any]) -> str:
         )
     lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
-    return "\n".join(lines)
+    rows = (row for line in lines for row in line.split("\n"))
+    return "\n".join(fitted for row in rows for fitted in _fit(row, width))
+
+
+def _fit(line: str, width: int) -> list[str]:
+    """Table lines are already narrow enough; prose is wrapped."""
+    if len(line) <= width or "\033[" in line:
+        return [line]
+    return wrap(line, width)
 
 
 _REJECTION_METRICS = frozenset({"rejection_accuracy", "false_confidence_rate"})

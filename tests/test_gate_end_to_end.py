@@ -222,8 +222,18 @@ def test_the_readme_shows_the_real_demo_output(
     start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
     shown = readme[start : readme.index("```", start)]
     args = command.removeprefix("llm-eval gate").split(";")[0].split()
+    monkeypatch.setenv("COLUMNS", "80")  # the README shows an 80-column terminal
     code = gate(project, monkeypatch, *args)
     expected = capsys.readouterr().out
     if "echo" in command:
         expected += f"exit {code}\n"
     assert shown == expected
+
+
+def test_format_json_writes_the_report_to_stdout(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gate(project, monkeypatch, "--format", "json") == 0
+    out = capsys.readouterr().out
+    written = (project / ".llm-eval" / "report.json").read_text(encoding="utf-8")
+    assert json.loads(out) == json.loads(written)
