@@ -37,8 +37,14 @@ CHANGES_SHOWN = 25
 FIELD_MAX_CHARS = 400
 """Any one value is clipped to this many characters before it is escaped."""
 
-STATUS_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail"}
+STATUS_ICON = {
+    "pass": "✅",
+    "warn": "⚠️",
+    "fail": "❌",
+    "inconclusive": "❔",
+    "gold_changed": "📝",
+}
+_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail", "inconclusive": "cannot tell"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 _TOLERANCE = 1e-9
 """Values within this of a limit are on it, as in the gate decision."""
@@ -47,9 +53,18 @@ _TOLERANCE = 1e-9
 # the text of the rendered HTML, after entities and backslash escapes are decoded, so
 # neither `\@` nor `&#64;` stops a ping. An invisible zero-width joiner right after
 # `@` or `#` (or inside `://`, `www.`, `GH-`) breaks every one of those patterns in the
-# raw text and in the rendered text alike, and keeps the text readable.
+# raw text and in the rendered text alike, and keeps the text readable. It goes only
+# where GitHub would link: an `@` after a word character (`recall@5`) is no mention
+# unless it reads as an e-mail address, and `#` links only before digits, at the start
+# of a word or after `owner/repo`. Ids and commands are code spans, where nothing links.
 _ZWJ = "\u200d"
-_LINKABLE = re.compile(r"[@#]|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)", re.IGNORECASE)
+_LINKABLE = re.compile(
+    r"(?<!\w)@|@(?=[\w-]+\.\w)|(?:\b[\w.-]+/[\w.-]+|(?<!\w))#(?=\d)"
+    r"|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)",
+    re.IGNORECASE,
+)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Bidirectional controls: they can make text read differently from what it is."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _HTML_SPECIAL = re.compile("[&<>]")
@@ -64,10 +79,31 @@ def escape_markdown(text: object) -> str:
     ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
     get a zero-width joiner (see `_LINKABLE`).
     """
-    line = clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS)
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
     line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
     line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
     return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
+
+
+class Code(str):
+    """A value the templates print as a code span (ids, commands): copyable as is."""
+
+
+def code_span(text: object) -> str:
+    """`text` as an inline code span: one line, no bidi controls, fenced with more
+    backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
+    GFM splits table cells on it even inside code, and shows `\\|` there as `|`
+    (backslashes right before it are doubled so the pipe stays escaped)."""
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", line)
+    longest = max((len(run) for run in re.findall("`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def _finalize(value: object) -> str:
+    return code_span(value) if isinstance(value, Code) else escape_markdown(value)
 
 
 def clip(text: str, max_chars: int) -> str:
@@ -147,7 +183,7 @@ def _environment() -> jinja2.Environment:
         # every `{{ … }}` a template prints, so no field can be left unescaped by mistake.
         # Markup lives only in the templates' literal text.
         autoescape=False,
-        finalize=escape_markdown,
+        finalize=_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -170,7 +206,9 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
     explained_below = any(t["legend"] and not t["checker"] for t in tag_tables)
     return {
         "icon": STATUS_ICON[report["verdict"]],
-        "headline": headline(report),
+        "headline": _title(report),
+        "lead": _lead(report),
+        "next_steps": _next_steps(report),
         "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
         "gates": [_gate_row(gate) for gate in gates],
         "has_stats": any(gate.get("stats") for gate in gates),
@@ -187,6 +225,95 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
         "footer": _footer(report),
         "full_changes": CHANGES_SHOWN,
     }
+
+
+def _title(report: Mapping[str, Any]) -> str:
+    """The verdict in a few words; the two verdicts `headline` does not word yet get theirs."""
+    if report["verdict"] == "gold_changed":
+        return "the gold set changed since the baseline"
+    if report["verdict"] == "inconclusive":
+        return "CANNOT TELL: the gold set is too small to be sure"
+    return headline(report)
+
+
+def _lead(report: Mapping[str, Any]) -> list[str]:
+    """The reason in plain words: a sentence per gate that is not passing, or the gated
+    numbers when all pass."""
+    changes = report.get("gold_changes")
+    if report["verdict"] == "gold_changed" and changes:
+        counts = [
+            plural(len(changes.get(kind) or []), f"question {kind}", f"questions {kind}")
+            for kind in ("added", "removed", "changed")
+            if changes.get(kind)
+        ]
+        return [
+            f"The gold set differs from the baseline's ({', '.join(counts)}), so nothing "
+            "was compared."
+        ]
+    gates = report["gates"]
+    if not gates:
+        return [f"{STATUS_ICON['pass']} All gates pass."]
+    failing = [g for g in gates if g["status"] != "pass"]
+    return [_plain(g) for g in (failing or gates)]
+
+
+def _plain(gate: Mapping[str, Any]) -> str:
+    """`recall@5 on tier A fell from 41.1% to 33.1%: 8.1 points, more than the 3.0 allowed.`"""
+    metric, where = gate["metric"], f"{gate['metric_label']} on {gate['scope']}"
+    now, before = value(metric, gate["value"]), value(metric, gate["baseline"])
+    status = gate["status"]
+    loss = _loss(metric, gate["delta"])
+    if gate["baseline"] is None:
+        text = f"{where} is {now}"
+    elif loss is not None and loss > _TOLERANCE:
+        moved = "rose" if lower_is_better(metric) else "fell"
+        text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
+    else:
+        text = f"{where} is {now} (baseline {before})"
+    allowed = gate.get("regression_max")
+    if allowed is not None and status in ("warn", "fail") and gate.get("regression_ok") is False:
+        text += (
+            f", more than the {_amount(metric, allowed, gate.get('regression_relative'))} allowed"
+        )
+    if status == "inconclusive" and allowed is not None:
+        text += (
+            f"; too few questions to tell whether that is more than the "
+            f"{_amount(metric, allowed, gate.get('regression_relative'))} allowed"
+        )
+    if gate.get("floor_ok") is False and gate.get("threshold") is not None:
+        text += f"; it is below the minimum of {value(metric, gate['threshold'])}"
+    warning = " (a warning: it does not block the merge)" if status == "warn" else ""
+    return f"{STATUS_ICON[status]} {text}{warning}."
+
+
+def _amount(metric: str, number: float, relative: bool | None = False) -> str:
+    """A size of change in words: `8.1 points`, `0.050`, `20%`."""
+    if relative:
+        return f"{abs(number) * 100:.0f}%"
+    return delta(metric, abs(number)).lstrip("+").replace(" pp", " points")
+
+
+def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the reader can do about it, with the commands."""
+    verdict = report["verdict"]
+    changes = report.get("gold_changes") or {}
+    if verdict == "gold_changed":
+        commands = changes.get("accept_commands") or ["llm-eval baseline refresh"]
+        return [
+            {
+                "text": "If the change is intended, accept it and commit the new baseline:",
+                "commands": [Code(c) for c in commands],
+            }
+        ]
+    if verdict in ("fail", "warn", "inconclusive"):
+        return [
+            {"text": "Look at the questions that lost their relevant result.", "commands": []},
+            {
+                "text": "If the drop is intended, refresh the baseline and commit it:",
+                "commands": [Code("llm-eval baseline refresh")],
+            },
+        ]
+    return []
 
 
 def _label(report: Mapping[str, Any], metric: str) -> str:
@@ -396,11 +523,11 @@ def rank_words(rank: int) -> str:
 
 def _change_row(change: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "id": change["query_id"],
+        "id": Code(change["query_id"]),
         "query": change["query"],
         "tags": ", ".join(map(str, change["tags"])) or "—",
         "ranks": f"{rank_words(change['rank_before'])} → {rank_words(change['rank_after'])}",
-        "relevant": ", ".join(map(str, change["relevant"])) or "—",
+        "relevant": [Code(doc) for doc in change["relevant"]],
     }
 
 

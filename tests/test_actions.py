@@ -107,7 +107,7 @@ def test_publish_appends_the_summary_and_annotates_only_in_github_actions(
     report = load("failure")
     assert publish(report, {"GITHUB_STEP_SUMMARY": str(summary)}, tmp_path) == []
     text = summary.read_text(encoding="utf-8")
-    assert text.startswith("# earlier step\n## Retrieval quality: ❌ FAIL")
+    assert text.startswith("# earlier step\n## ❌ Retrieval quality: FAIL")
     assert "<!-- llm-eval" not in text
     lines = publish(report, {"GITHUB_ACTIONS": "true"}, tmp_path)
     assert len(lines) == ANNOTATIONS_MAX
@@ -134,4 +134,4 @@ def test_gate_in_github_actions_writes_the_summary_and_annotations(
     commands = [line for line in out.splitlines() if line.startswith("::")]
     assert len(commands) == ANNOTATIONS_MAX
     assert all(line.startswith("::error file=gold/python-docs-") for line in commands)
-    assert summary.read_text(encoding="utf-8").startswith("## Retrieval quality: ❌ FAIL")
+    assert summary.read_text(encoding="utf-8").startswith("## ❌ Retrieval quality: FAIL")

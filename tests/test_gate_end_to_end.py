@@ -44,7 +44,7 @@ def test_the_demo_passes(
         "scoring": True,
         "versions": True,
     }
-    assert (project / ".llm-eval" / "report.md").read_text().startswith("## Retrieval quality")
+    assert (project / ".llm-eval" / "report.md").read_text().startswith("## ✅ Retrieval quality")
 
 
 def test_the_degraded_config_fails_with_a_plain_sentence(

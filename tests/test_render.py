@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from llm_eval.render import (
+    CHANGES_SHOWN,
     COMMENT_MARKER,
     COMMENT_MAX_CHARS,
     SUMMARY_MAX_BYTES,
@@ -98,7 +99,7 @@ def test_the_comment_is_the_report_under_the_marker() -> None:
     comment = render_comment(report)
     assert comment.splitlines()[0] == COMMENT_MARKER
     assert comment == f"{COMMENT_MARKER}\n{render_markdown(report)}"
-    assert render_markdown(report).startswith("## Retrieval quality: ❌ FAIL")
+    assert render_markdown(report).startswith("## ❌ Retrieval quality: FAIL")
 
 
 @pytest.mark.parametrize(
@@ -111,6 +112,10 @@ def test_the_comment_is_the_report_under_the_marker() -> None:
         ("*b* _i_ [l] ~s~ $x$", "\\*b\\* \\_i\\_ \\[l\\] \\~s\\~ \\$x\\$"),
         ("back\\slash", "back\\\\slash"),
         ("@octocat", f"@{ZWJ}octocat"),
+        ("recall@5 and x@y", "recall@5 and x@y"),  # no mention after a word character
+        ("mail a@b.example", f"mail a@{ZWJ}b.example"),  # but an e-mail address links
+        ("File#0 and a#b", "File#0 and a#b"),
+        ("\u202eevil\u2066 \u200f\u061c", "evil "),
         ("#1 and owner/repo#2", f"#{ZWJ}1 and owner/repo#{ZWJ}2"),
         ("GH-3 gh-4", f"GH-{ZWJ}3 gh-{ZWJ}4"),
         ("https://x.example www.x.example", f"https:{ZWJ}//x.example www{ZWJ}.x.example"),
@@ -128,10 +133,11 @@ def test_escape_markdown_clips_long_text_before_escaping() -> None:
 
 def test_hostile_text_cannot_ping_link_or_break_a_table() -> None:
     text = render_comment(load("hostile"))
-    assert re.search(f"@(?!{ZWJ})", text) is None
-    assert re.search(f"#(?![{ZWJ}# ])", text) is None  # `## ` is the report's own heading
+    prose = re.sub(r"(`+).*?\1", "", text)  # nothing in a code span is linked
+    assert re.search(f"(?<!\\w)@(?!{ZWJ})", prose) is None
+    assert re.search("(?<!\\w)#(?=\\d)", prose) is None
     assert "<script" not in text and "<img" not in text and "<b>" not in text
-    assert "https://evil" not in text
+    assert "https://evil" not in prose
     assert text.count("<!--") == 1  # only the marker
     for table in tables(text):
         widths = {len(unescaped_pipes(row)) for row in table}
@@ -161,11 +167,11 @@ def test_statistics_are_shown_in_plain_words() -> None:
     text = render_comment(load("failure_stats"))
     assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001, significant |" in text  # `<` as an entity
     assert "| 95% CI −0.165 to −0.090, p &lt; 0.001, significant |" in text
-    assert "p-values: the paired sign-flip randomisation test (recall@\u200d5, MRR)." in text
+    assert "p-values: the paired sign-flip randomisation test (recall@5, MRR)." in text
     assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
     assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
     assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
-    assert "> recall@\u200d5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
+    assert "> recall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
 
 
 def test_without_statistics_there_is_no_confidence_column() -> None:
@@ -185,7 +191,7 @@ def test_tags_are_listed_worst_first_by_the_gating_metric() -> None:
 def test_the_drilldown_is_capped_with_and_n_more() -> None:
     text = render_comment(load("failure"))
     lost = text.split("(hit → miss)</summary>")[1].split("</details>")[0]
-    assert lost.count("\n| **") == 25
+    assert lost.count("\n| `") == 25
     assert "…and 23 more." in lost  # 48 counted, 25 shown
 
 
@@ -207,7 +213,7 @@ def test_the_drilldown_is_shortened_before_the_tag_table() -> None:
 def test_a_huge_report_loses_its_drilldown_then_tags_and_says_so() -> None:
     comment = render_comment(huge())
     assert len(comment) <= COMMENT_MAX_CHARS
-    assert "\n| **" not in comment  # no query rows left
+    assert "\n| `" not in comment  # no query rows left
     assert comment.count("Not listed, to stay under GitHub's size limit.") == 2
     assert re.search(r"…and \d+ more, left out to stay under GitHub's size limit \(all in", comment)
 
@@ -267,3 +273,21 @@ def test_a_tag_the_metric_does_not_score_gets_no_row() -> None:
     )
     assert "only-rejections" not in render_markdown(report)
     assert metric in report["metrics"]
+
+
+INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]")
+
+
+@pytest.mark.parametrize("name", ["failure", "failure_stats", "hostile", "pass", "warning"])
+def test_no_invisible_character_in_any_id_or_metric_name(name: str) -> None:
+    report = load(name)
+    text = render_comment(report)
+    changes = report["changes"]["hit_to_miss"][:CHANGES_SHOWN]
+    ids = [c["query_id"] for c in changes] + [d for c in changes for d in c["relevant"]]
+    for identifier in ids:
+        if not INVISIBLE.search(identifier) and not set("`|") & set(identifier):
+            assert f"`{identifier}`" in text
+    for label in report["metric_labels"].values():
+        assert label in text
+    for span in re.findall(r"(`+)(.*?)\1", text):
+        assert INVISIBLE.search(span[1]) is None, span
