@@ -209,6 +209,7 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
         "headline": _title(report),
         "lead": _lead(report),
         "next_steps": _next_steps(report),
+        "gold_changes": _gold_change_lists(report.get("gold_changes")),
         "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
         "gates": [_gate_row(gate) for gate in gates],
         "has_stats": any(gate.get("stats") for gate in gates),
@@ -293,6 +294,24 @@ def _amount(metric: str, number: float, relative: bool | None = False) -> str:
     return delta(metric, abs(number)).lstrip("+").replace(" pp", " points")
 
 
+def _gold_change_lists(changes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Added, removed and changed questions: ids as code spans, with where they are."""
+    if not changes:
+        return []
+    locations = changes.get("locations") or {}
+    lists = []
+    for kind in ("added", "changed", "removed"):
+        ids = changes.get(kind) or []
+        if ids:
+            rows = []
+            for query_id in ids[:CHANGES_SHOWN]:
+                place = locations.get(query_id)
+                where = f"{place['file']}:{place['line']}" if place else ""
+                rows.append({"id": Code(query_id), "where": where})
+            lists.append({"title": f"{kind.capitalize()} ({len(ids)})", "ids": rows})
+    return lists
+
+
 def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What the reader can do about it, with the commands."""
     verdict = report["verdict"]
@@ -361,15 +380,21 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
-    """`95% CI −8.1 to −3.9 pp, p < 0.001, significant`; `—` without statistics."""
+    """`90% CI −8.1 to −3.9 pp, p < 0.001, significant`; `—` without statistics."""
     if not stats:
         return "—"
-    parts = [f"95% CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
+    parts = [f"{_ci_label(stats)} {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
     if stats.get("p_value") is not None:
         parts.append(format_p(stats["p_value"]))
     if stats.get("significant") is not None:
         parts.append("significant" if stats["significant"] else "not significant")
     return ", ".join(parts)
+
+
+def _ci_label(stats: Mapping[str, Any] | None) -> str:
+    """`90% CI`, at the level the report states; plain `CI` when it states none."""
+    level = (stats or {}).get("confidence")
+    return f"{round(100 * level)}% CI" if level else "CI"
 
 
 _METHOD_WORDS = {
@@ -428,6 +453,7 @@ def _tag_table(
     return {
         "label": _label(report, metric),
         "checker": checker["name"] if checker else None,
+        "ci_label": _ci_label((checker or {}).get("stats")),
         "ranked": any(row["loss"] is not None for row in rows),
         "rows": rows,
         "legend": legend,

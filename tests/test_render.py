@@ -80,7 +80,17 @@ def huge() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "name", ["pass", "warning", "failure", "failure_stats", "no_baseline", "hostile"]
+    "name",
+    [
+        "pass",
+        "warning",
+        "failure",
+        "failure_stats",
+        "no_baseline",
+        "hostile",
+        "inconclusive",
+        "gold_changed",
+    ],
 )
 def test_comment_matches_the_golden_file(name: str) -> None:
     assert_golden(f"comment_{name}.md", render_comment(load(name)))
@@ -165,13 +175,19 @@ def unescaped_pipes(row: str) -> list[int]:
 
 def test_statistics_are_shown_in_plain_words() -> None:
     text = render_comment(load("failure_stats"))
-    assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001, significant |" in text  # `<` as an entity
-    assert "| 95% CI −0.165 to −0.090, p &lt; 0.001, significant |" in text
+    assert "| CI −12.0 to −4.1 pp, p &lt; 0.001, significant |" in text  # `<` as an entity
+    assert "| CI −0.165 to −0.090, p &lt; 0.001, significant |" in text
     assert "p-values: the paired sign-flip randomisation test (recall@5, MRR)." in text
     assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
     assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
     assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
     assert "> recall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
+
+
+def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
+    text = render_comment(load("inconclusive"))
+    assert "| 90% CI −5.0 to +1.2 pp, p = 0.210, not significant |" in text
+    assert "95%" not in text
 
 
 def test_without_statistics_there_is_no_confidence_column() -> None:
