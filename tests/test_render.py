@@ -181,7 +181,11 @@ def test_statistics_are_shown_in_plain_words() -> None:
     assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
     assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
     assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
-    assert "> recall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
+    statistics = text.split("<summary>How sure is this?")[1].split("</details>")[0]
+    assert "\nrecall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in statistics
+    before = text.split("<summary>How sure is this?")[0]
+    for word in ("alpha", "Holm", "power", "regression_max", " pp"):
+        assert word not in before
 
 
 def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
