@@ -9,9 +9,13 @@ set can end a command early or start a new one.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from llm_eval.render import NO_LINKS, Links
 
 ANNOTATIONS_MAX = 10
 """At most this many annotations: the worst hit→miss queries."""
@@ -22,19 +26,53 @@ _PROPERTY_ESCAPES = {**_DATA_ESCAPES, ":": "%3A", ",": "%2C"}
 _LEVEL = {"fail": "error", "warn": "warning"}
 
 
+def links_from_env(environ: Mapping[str, str]) -> Links:
+    """The run, the report artifact, gold files at the PR's head commit, from the
+    Actions environment; every link is None outside GitHub Actions.
+
+    On `pull_request` runs `GITHUB_SHA` is a merge commit nobody pushed, so the head
+    commit comes from the event payload (`pull_request.head.sha`)."""
+    server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
+    repo, run_id = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_RUN_ID")
+    if not repo:
+        return NO_LINKS
+    run = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
+    head = _event_head_sha(environ.get("GITHUB_EVENT_PATH")) or environ.get("GITHUB_SHA")
+    return Links(
+        run=run,
+        artifact=environ.get("LLM_EVAL_ARTIFACT_URL") or run,
+        blob=f"{server}/{repo}/blob/{head}/" if head else None,
+        head_sha=head,
+    )
+
+
+def _event_head_sha(event_path: str | None) -> str | None:
+    """`pull_request.head.sha` of the event payload; None for other events or no payload."""
+    if not event_path:
+        return None
+    try:
+        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # links are a convenience: the comment is posted without them
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    head = pull.get("head") if isinstance(pull, dict) else None
+    sha = head.get("sha") if isinstance(head, dict) else None
+    return sha if isinstance(sha, str) and re.fullmatch("[0-9a-f]{40}", sha) else None
+
+
 def publish(report: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> list[str]:
     """Append the job summary when `GITHUB_STEP_SUMMARY` is set; return the workflow
     commands to print (annotations, only when `GITHUB_ACTIONS` is `true`)."""
     lines = []
     summary = environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        lines += append_job_summary(report, Path(summary))
+        lines += append_job_summary(report, Path(summary), links_from_env(environ))
     if environ.get("GITHUB_ACTIONS") == "true":
         lines += regression_annotations(report, cwd)
     return lines
 
 
-def append_job_summary(report: Mapping[str, Any], path: Path) -> list[str]:
+def append_job_summary(report: Mapping[str, Any], path: Path, links: Links = NO_LINKS) -> list[str]:
     """Append the Markdown report (under 1 MiB) to the job summary file.
 
     A summary that cannot be written must not change the gate's verdict, so the
@@ -44,7 +82,7 @@ def append_job_summary(report: Mapping[str, Any], path: Path) -> list[str]:
 
     try:
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(render_markdown(report))
+            handle.write(render_markdown(report, links))
     except OSError as exc:
         return [workflow_command("warning", f"llm-eval: could not append the job summary: {exc}")]
     return []

@@ -15,7 +15,9 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural
@@ -89,6 +91,31 @@ class Code(str):
     """A value the templates print as a code span (ids, commands): copyable as is."""
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A value the templates print as a Markdown link; plain text when the URL is unsafe."""
+
+    text: str | Code
+    url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the reader can go from the comment; all unknown outside GitHub Actions."""
+
+    run: str | None = None
+    artifact: str | None = None
+    blob: str | None = None
+    """`https://github.com/OWNER/REPO/blob/SHA/`: gold files at the PR's head commit."""
+    head_sha: str | None = None
+    """The pull request's head commit (a pull_request run checks out a merge commit)."""
+
+
+NO_LINKS = Links()
+"""Outside GitHub Actions there is nowhere to link to."""
+_SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
+
+
 def code_span(text: object) -> str:
     """`text` as an inline code span: one line, no bidi controls, fenced with more
     backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
@@ -103,6 +130,11 @@ def code_span(text: object) -> str:
 
 
 def _finalize(value: object) -> str:
+    if isinstance(value, Link):
+        text = _finalize(value.text)
+        if value.url is None or not _SAFE_URL.fullmatch(value.url):
+            return text
+        return f"[{text}]({value.url})"
     return code_span(value) if isinstance(value, Code) else escape_markdown(value)
 
 
@@ -111,22 +143,26 @@ def clip(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+def render_markdown(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
     """The Markdown report (`report.md`, the job summary), under 1 MiB."""
-    return _fitted("report.md.j2", report, lambda text: len(text.encode()) <= SUMMARY_MAX_BYTES)
+    return _fitted(
+        "report.md.j2", report, links, lambda text: len(text.encode()) <= SUMMARY_MAX_BYTES
+    )
 
 
-def render_comment(report: Mapping[str, Any]) -> str:
+def render_comment(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
     """The PR comment: the Markdown report under `COMMENT_MARKER`, under GitHub's limit."""
-    return _fitted("comment.md.j2", report, lambda text: len(text) <= COMMENT_MAX_CHARS)
+    return _fitted("comment.md.j2", report, links, lambda text: len(text) <= COMMENT_MAX_CHARS)
 
 
 # --- fitting the size limit ---------------------------------------------------------
 
 
-def _fitted(template: str, report: Mapping[str, Any], fits: Callable[[str], bool]) -> str:
+def _fitted(
+    template: str, report: Mapping[str, Any], links: Links, fits: Callable[[str], bool]
+) -> str:
     """Render, shortening the drill-down first and then the tag table until `fits`."""
-    view = _view(report)
+    view = _view(report, links)
     tags = max((len(table["rows"]) for table in view["tag_tables"]), default=0)
 
     def attempt(changes: int, tag_rows: int) -> str:
@@ -194,7 +230,7 @@ def _environment() -> jinja2.Environment:
 # --- the view: the report's numbers in words ----------------------------------------
 
 
-def _view(report: Mapping[str, Any]) -> dict[str, Any]:
+def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     """What the templates print, every value already a string or a number."""
     gates = report["gates"]
     gating = gates[0] if gates else None
@@ -220,12 +256,15 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
             "legend": _flag_legend(metric, gating) if flagged and not explained_below else "",
         },
         "tag_tables": tag_tables,
-        "drilldown": _drilldown(report["changes"], report["provenance"].get("baseline")),
+        "drilldown": _drilldown(
+            report["changes"], report["provenance"].get("baseline"), links.blob
+        ),
+        "everything": Link("report artifact", links.artifact) if links.artifact else None,
         "cutoff": report["changes"]["k"],
         "notes": _notes(report),
         # What the gold set can detect is statistics: it stays in the collapsed section.
         "power_notes": [str(g["power_warning"]) for g in gates if g.get("power_warning")],
-        "footer": _footer(report),
+        "footer": _footer(report, links),
         "full_changes": CHANGES_SHOWN,
     }
 
@@ -522,7 +561,7 @@ def _check_legend(gate: Mapping[str, Any]) -> str:
     )
 
 
-def _drilldown(changes: Mapping[str, Any], baseline: Any) -> list[dict[str, Any]]:
+def _drilldown(changes: Mapping[str, Any], baseline: Any, blob: str | None) -> list[dict[str, Any]]:
     """The hit→miss and miss→hit lists; empty without a baseline (nothing to compare)."""
     if baseline is None:
         return []
@@ -533,13 +572,13 @@ def _drilldown(changes: Mapping[str, Any], baseline: Any) -> list[dict[str, Any]
             "title": f"{STATUS_ICON['fail']} {plural(lost, 'query', 'queries')} lost "
             f"their relevant result from the top {k} (hit → miss)",
             "count": lost,
-            "rows": [_change_row(c) for c in changes["hit_to_miss"]],
+            "rows": [_change_row(c, blob) for c in changes["hit_to_miss"]],
         },
         {
             "title": f"{STATUS_ICON['pass']} {plural(gained, 'query', 'queries')} gained "
             f"a relevant result in the top {k} (miss → hit)",
             "count": gained,
-            "rows": [_change_row(c) for c in changes["miss_to_hit"]],
+            "rows": [_change_row(c, blob) for c in changes["miss_to_hit"]],
         },
     ]
 
@@ -549,9 +588,13 @@ def rank_words(rank: int) -> str:
     return "not retrieved" if rank == 0 else str(rank)
 
 
-def _change_row(change: Mapping[str, Any]) -> dict[str, Any]:
+def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
+    """A query that crossed the cutoff; its id links to its line in the gold file."""
+    where = None
+    if blob and change.get("file") and change.get("line"):
+        where = f"{blob}{quote(str(change['file']))}#L{int(change['line'])}"
     return {
-        "id": Code(change["query_id"]),
+        "id": Link(Code(change["query_id"]), where),
         "query": change["query"],
         "tags": ", ".join(map(str, change["tags"])) or "—",
         "ranks": f"{rank_words(change['rank_before'])} → {rank_words(change['rank_after'])}",
@@ -576,11 +619,11 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
     return notes + detail_lines(report) + list(report["notes"])
 
 
-def _footer(report: Mapping[str, Any]) -> list[str]:
+def _footer(report: Mapping[str, Any], links: Links) -> list[Any]:
     """Provenance, one short sentence each."""
     provenance = report["provenance"]
     baseline = provenance.get("baseline")
-    sentences = ["No baseline"]
+    sentences: list[Any] = ["No baseline"]
     if baseline is not None:
         sentences = [
             f"Baseline: commit {_short(baseline.get('git_commit'))}, "
@@ -589,9 +632,10 @@ def _footer(report: Mapping[str, Any]) -> list[str]:
     fingerprints = _fingerprint_words(provenance.get("fingerprints_match"))
     if fingerprints:
         sentences.append(f"Fingerprints: {fingerprints}")
-    sentences.append(f"This PR: commit {_short(provenance.get('head_commit'))}")
+    head = links.head_sha or provenance.get("head_commit")
+    sentences.append(f"This PR: commit {_short(head)}")
     sentences.append(f"llm-eval {report['tool_version']}")
-    return sentences
+    return sentences + ([Link("workflow run", links.run)] if links.run else [])
 
 
 def _short(commit: str | None) -> str:

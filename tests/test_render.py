@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from llm_eval.actions import links_from_env
 from llm_eval.render import (
     CHANGES_SHOWN,
     COMMENT_MARKER,
     COMMENT_MAX_CHARS,
     SUMMARY_MAX_BYTES,
+    Links,
     escape_markdown,
     render_comment,
     render_markdown,
@@ -311,3 +313,34 @@ def test_no_invisible_character_in_any_id_or_metric_name(name: str) -> None:
         assert label in text
     for span in re.findall(r"(`+)(.*?)\1", text):
         assert INVISIBLE.search(span[1]) is None, span
+
+
+def test_links_lead_to_the_run_the_artifact_and_the_gold_lines(tmp_path: Path) -> None:
+    head = "ab" * 20
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": head}}}))
+    links = links_from_env(
+        {
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GITHUB_REPOSITORY": "acme/rag",
+            "GITHUB_RUN_ID": "42",
+            "GITHUB_SHA": "cd" * 20,  # the merge commit of a pull_request run
+            "GITHUB_EVENT_PATH": str(event),
+        }
+    )
+    text = render_comment(load("failure"), links)
+    run = "https://github.example/acme/rag/actions/runs/42"
+    assert f"[workflow run]({run})" in text
+    assert f"…and 23 more: all are in the [report artifact]({run})." in text
+    assert f"This PR: commit {head[:7]}" in text
+    assert f"[`a-038`](https://github.example/acme/rag/blob/{head}/gold/python-docs-A.jsonl#L" in text
+
+
+def test_an_unsafe_url_is_printed_as_text_not_as_a_link() -> None:
+    links = Links(run="javascript:alert(1)", artifact="https://x.example/a) [b](c")
+    text = render_comment(load("failure"), links)
+    assert "](javascript" not in text and "](https://x.example" not in text
+
+
+def test_outside_github_actions_there_are_no_links() -> None:
+    assert links_from_env({}) == Links()

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_eval.actions import links_from_env
 from llm_eval.errors import InputError
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
-from llm_eval.render import COMMENT_MARKER, render_comment
+from llm_eval.render import COMMENT_MARKER, NO_LINKS, Links, render_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.textio import json_type, require_file
 
@@ -52,7 +53,7 @@ def comment(
     strict: bool = False,
 ) -> CommentOutcome:
     """Render the report as the PR comment and post it (or, with `dry_run`, print it)."""
-    body = render_report(load_report(report_path), report_path)
+    body = render_report(load_report(report_path), report_path, links_from_env(environ))
     if dry_run:
         return CommentOutcome(body.rstrip("\n"))
     try:
@@ -98,10 +99,10 @@ def load_report(path: Path) -> dict[str, Any]:
     return report
 
 
-def render_report(report: Mapping[str, Any], path: Path) -> str:
+def render_report(report: Mapping[str, Any], path: Path, links: Links = NO_LINKS) -> str:
     """The comment body; a report with missing or mistyped fields is an InputError."""
     try:
-        return render_comment(report)
+        return render_comment(report, links)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(
             f"cannot render the report: {type(exc).__name__}: {exc}", path=path
