@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,8 @@ def publish(report: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) ->
     if summary:
         lines += append_job_summary(report, Path(summary), links_from_env(environ))
     if environ.get("GITHUB_ACTIONS") == "true":
-        lines += regression_annotations(report, cwd)
+        workspace = environ.get("GITHUB_WORKSPACE")
+        lines += regression_annotations(report, cwd, Path(workspace) if workspace else None)
     return lines
 
 
@@ -88,20 +89,39 @@ def append_job_summary(report: Mapping[str, Any], path: Path, links: Links = NO_
     return []
 
 
-def regression_annotations(report: Mapping[str, Any], cwd: Path) -> list[str]:
-    """`::error` (or `::warning` when only warning gates failed) for the worst hit→miss
-    queries, at their line in the gold set; none when every gate passes."""
-    level = _LEVEL.get(report["verdict"])
-    if level is None:
+def regression_annotations(
+    report: Mapping[str, Any], cwd: Path, root: Path | None = None
+) -> list[str]:
+    """Annotations for the worst hit→miss queries, at their line in the gold set: `::error`
+    when a blocking gate covering the query failed, `::warning` when a covering gate
+    did not pass, `::notice` when no gate that missed its limit covers it. None when
+    every gate passes. Paths are relative to `root` (the repository), not to `cwd`."""
+    if _LEVEL.get(report["verdict"]) is None:
         return []
     changes = report["changes"]
     return [
-        _annotation(level, change, changes["k"], cwd)
+        _annotation(_level(report["gates"], change), change, changes["k"], cwd, root or cwd)
         for change in changes["hit_to_miss"][:ANNOTATIONS_MAX]
     ]
 
 
-def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path) -> str:
+def _covers(scope_key: str, change: Mapping[str, Any]) -> bool:
+    """Whether a gate's scope (`all`, `tier=A`, `tier=A;tags=x,y`) includes the query."""
+    parts = dict(p.partition("=")[::2] for p in scope_key.split(";") if p != "all")
+    if "tier" in parts and parts["tier"] != change.get("tier"):
+        return False
+    tags = [t for t in parts.get("tags", "").split(",") if t]
+    return not tags or bool(set(tags) & set(change.get("tags") or ()))
+
+
+def _level(gates: Sequence[Mapping[str, Any]], change: Mapping[str, Any]) -> str:
+    covering = [g for g in gates if _covers(str(g.get("scope_key", "all")), change)]
+    if any(g["status"] == "fail" and g.get("blocking", g["severity"] == "error") for g in covering):
+        return "error"
+    return "warning" if any(g["status"] != "pass" for g in covering) else "notice"
+
+
+def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path, root: Path) -> str:
     from llm_eval.render import clip, rank_words
 
     message = (
@@ -112,7 +132,7 @@ def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path) -> str
     return workflow_command(
         level,
         message,
-        file=relative_path(change.get("file"), cwd),
+        file=relative_path(change.get("file"), cwd, root),
         line=change.get("line"),
         title=f"{change['query_id']} dropped out of the top {k}",
     )
@@ -138,11 +158,14 @@ def escape_property(text: str) -> str:
     return "".join(_PROPERTY_ESCAPES.get(char, char) for char in text)
 
 
-def relative_path(path: str | None, cwd: Path) -> str | None:
-    """The path relative to the working directory (the repository root in CI), `/`-separated."""
+def relative_path(path: str | None, cwd: Path, root: Path | None = None) -> str | None:
+    """The path relative to the repository `root` (GitHub resolves annotation paths from
+    there, even when the gate ran in a subfolder), `/`-separated."""
     if not path:
         return None
     file = Path(path)
-    if file.is_absolute() and file.is_relative_to(cwd):
-        file = file.relative_to(cwd)
+    base = root or cwd
+    absolute = file if file.is_absolute() else cwd / file
+    if absolute.is_relative_to(base):
+        return absolute.relative_to(base).as_posix()
     return file.as_posix()

@@ -333,7 +333,9 @@ def test_links_lead_to_the_run_the_artifact_and_the_gold_lines(tmp_path: Path) -
     assert f"[workflow run]({run})" in text
     assert f"…and 23 more: all are in the [report artifact]({run})." in text
     assert f"This PR: commit {head[:7]}" in text
-    assert f"[`a-038`](https://github.example/acme/rag/blob/{head}/gold/python-docs-A.jsonl#L" in text
+    assert (
+        f"[`a-038`](https://github.example/acme/rag/blob/{head}/gold/python-docs-A.jsonl#L" in text
+    )
 
 
 def test_an_unsafe_url_is_printed_as_text_not_as_a_link() -> None:
