@@ -147,7 +147,7 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-@cli.command()
+@cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
 @_config_options
 @_RUN_OPTION
 @click.option(
@@ -181,7 +181,17 @@ def gate(
     repeat: int,
     output_format: str,
 ) -> int:
-    """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
+    """Evaluate, compare with the baseline and the ship criteria, print the verdict.
+
+    \b
+    Exit codes:
+      0  every blocking gate passes (warnings allowed)
+      1  a blocking gate failed
+      2  bad command line
+      3  bad config or data, the gold set changed, or no trustworthy comparison
+      4  the retriever or another external service failed
+      5  a bug in llm-eval
+    """
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
     from llm_eval.output import terminal_width, use_colour
@@ -212,7 +222,7 @@ def gate(
 
 @cli.group()
 def baseline() -> None:
-    """Create, refresh or show the committed baseline."""
+    """Refresh or show the committed baseline."""
 
 
 @baseline.command("refresh")
@@ -281,7 +291,7 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
     click.echo(stats(config_path, criteria_path, baseline_path))
 
 
-@cli.command("compare")
+@cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @_CONFIG_OPTION
@@ -322,7 +332,7 @@ def compare_command(
     )
 
 
-@cli.command("retrieve")
+@cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @_CONFIG_OPTION
 @click.option(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
@@ -383,7 +393,7 @@ def hook_uninstall() -> None:
     click.echo(uninstall().text)
 
 
-@cli.command("comment")
+@cli.command("comment", short_help="Post or update the pull request's llm-eval comment.")
 @click.option(
     "--report",
     "report_path",

@@ -387,7 +387,10 @@ def _notes(
     fingerprints: Mapping[str, str | None],
 ) -> list[str]:
     if baseline is None:
-        return [f"No baseline at {baseline_path}: only the absolute floors were checked."]
+        return [
+            f"No baseline at {baseline_path}: only the absolute floors were checked; "
+            "run `llm-eval baseline refresh` to create one."
+        ]
     notes = []
     if comparison.gold_diff is not None and not comparison.gold_diff.empty:
         notes.append(

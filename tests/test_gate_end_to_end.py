@@ -94,9 +94,11 @@ def test_without_a_baseline_only_floors_are_checked(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gate(project, monkeypatch, "--baseline", "none.json") == 0
-    assert "Note: No baseline at none.json: only the absolute floors were checked." in (
-        capsys.readouterr().out
-    )
+    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    assert report["notes"] == [
+        "No baseline at none.json: only the absolute floors were checked; "
+        "run `llm-eval baseline refresh` to create one."
+    ]
 
 
 def test_baseline_refresh_round_trip_and_refusal(
@@ -237,3 +239,10 @@ def test_format_json_writes_the_report_to_stdout(
     out = capsys.readouterr().out
     written = (project / ".llm-eval" / "report.json").read_text(encoding="utf-8")
     assert json.loads(out) == json.loads(written)
+
+
+def test_the_output_folder_ignores_itself(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gate(project, monkeypatch)
+    assert (project / ".llm-eval" / ".gitignore").read_text() == "*\n"

@@ -91,3 +91,17 @@ def test_colour_only_on_a_terminal_without_no_color(
     stream: io.StringIO, environ: dict[str, str], expected: bool
 ) -> None:
     assert use_colour(stream, environ) is expected
+
+
+def test_help_is_not_cut_and_gate_help_lists_the_exit_codes() -> None:
+    from click.testing import CliRunner
+
+    from llm_eval.cli import cli
+
+    top = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    commands = top.split("Commands:")[1]
+    assert "..." not in commands
+    assert "create" not in CliRunner().invoke(cli, ["baseline", "--help"]).output.lower()
+    gate = CliRunner().invoke(cli, ["gate", "--help"], terminal_width=80).output
+    for code in range(6):
+        assert f"\n    {code}  " in gate

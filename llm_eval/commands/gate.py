@@ -78,5 +78,8 @@ def run_gate(
     report_path = out / "report.json"
     write_atomic(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out / "report.md", render_markdown(report))
+    ignore = out / ".gitignore"
+    if not ignore.exists():  # the reports are outputs, never to be committed by accident
+        write_atomic(ignore, "*\n")
     notes = tuple(retrieval_notes(retrieval))
     return GateOutcome(report, notes, report_path, report["exit_code"])
