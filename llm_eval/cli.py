@@ -255,14 +255,15 @@ def baseline_refresh(
     "--baseline",
     "baseline_path",
     type=click.Path(path_type=Path),
-    default="gold/baseline.json",
-    show_default=True,
+    help="Baseline JSON (default: the `baseline` of the config).",
 )
-def baseline_show(baseline_path: Path) -> None:
+@_CONFIG_OPTION
+def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     """Print the baseline's provenance and aggregates."""
     from llm_eval.commands.baseline import show
+    from llm_eval.config import load_config
 
-    click.echo(show(baseline_path))
+    click.echo(show(baseline_path or load_config(config_path).baseline))
 
 
 @cli.group()

@@ -246,3 +246,15 @@ def test_the_output_folder_ignores_itself(
 ) -> None:
     gate(project, monkeypatch)
     assert (project / ".llm-eval" / ".gitignore").read_text() == "*\n"
+
+
+def test_baseline_show_reads_the_baseline_the_config_names(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    config = (project / "config" / "llm-eval.yaml").read_text()
+    other = config.replace("baseline: gold/baseline.json", "baseline: gold/other.json")
+    (project / "config" / "other.yaml").write_text(other)
+    shutil.copy(project / "gold" / "baseline.json", project / "gold" / "other.json")
+    assert main(["baseline", "show", "--config", "config/other.yaml"]) == 0
+    assert capsys.readouterr().out.startswith("Baseline gold/other.json\n")
