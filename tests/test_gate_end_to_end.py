@@ -258,3 +258,16 @@ def test_baseline_show_reads_the_baseline_the_config_names(
     shutil.copy(project / "gold" / "baseline.json", project / "gold" / "other.json")
     assert main(["baseline", "show", "--config", "config/other.yaml"]) == 0
     assert capsys.readouterr().out.startswith("Baseline gold/other.json\n")
+
+
+def test_gold_stats_counts_without_a_baseline(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["gold", "stats", "--baseline", "none.json"]) == 0
+    out = capsys.readouterr().out
+    assert "tag troubleshooting" in out
+    assert out.endswith(
+        "No baseline at none.json: the smallest detectable drops are estimated from its "
+        "per-query scores; run `llm-eval baseline refresh` to create one.\n"
+    )
