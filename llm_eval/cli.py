@@ -419,6 +419,12 @@ def hook_uninstall() -> None:
     is_flag=True,
     help="Exit 4 when the comment cannot be posted (default: a warning, exit 0).",
 )
+@click.option(
+    "--id",
+    "marker_id",
+    help="Keep a comment of its own for this gate (letters, digits, . _ -), e.g. the "
+    "config's name when several gates run on one pull request.",
+)
 def comment_command(
     report_path: Path,
     repo: str | None,
@@ -426,13 +432,18 @@ def comment_command(
     head_sha: str | None,
     dry_run: bool,
     strict: bool,
+    marker_id: str | None,
 ) -> None:
     """Post or update the pull request's one llm-eval comment (token: $GITHUB_TOKEN)."""
     from llm_eval.commands.comment import comment
+    from llm_eval.render import MARKER_ID
 
     if pr is not None and head_sha:
         raise click.UsageError("give --pr or --head-sha, not both")
+    if marker_id is not None and not MARKER_ID.fullmatch(marker_id):
+        raise click.UsageError(f"--id {marker_id!r}: use letters, digits, . _ - (at most 64)")
     outcome = comment(
+        marker_id=marker_id,
         report_path=report_path,
         environ=os.environ,
         repo=repo,

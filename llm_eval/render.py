@@ -30,6 +30,19 @@ if TYPE_CHECKING:
 
 COMMENT_MARKER = "<!-- llm-eval:retrieval-gate -->"
 """First line of the PR comment; `llm-eval comment` finds its own comment by it."""
+MARKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""An id that tells apart several gates posting on one pull request (a config matrix)."""
+
+
+def comment_marker(marker_id: str | None = None) -> str:
+    """`COMMENT_MARKER`, or one of its own for the gate named `marker_id`."""
+    if not marker_id:
+        return COMMENT_MARKER
+    if not MARKER_ID.fullmatch(marker_id):
+        raise ValueError(f"not a comment id: {marker_id!r} (letters, digits, . _ -)")
+    return f"<!-- llm-eval:retrieval-gate:{marker_id} -->"
+
+
 COMMENT_MAX_CHARS = 65_000
 """GitHub refuses comments over 65,536 characters."""
 SUMMARY_MAX_BYTES = 1_000_000
@@ -150,9 +163,13 @@ def render_markdown(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
     )
 
 
-def render_comment(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
-    """The PR comment: the Markdown report under `COMMENT_MARKER`, under GitHub's limit."""
-    return _fitted("comment.md.j2", report, links, lambda text: len(text) <= COMMENT_MAX_CHARS)
+def render_comment(
+    report: Mapping[str, Any], links: Links = NO_LINKS, marker_id: str | None = None
+) -> str:
+    """The PR comment: the Markdown report under its marker, under GitHub's limit."""
+    marker = comment_marker(marker_id) + "\n"
+    room = COMMENT_MAX_CHARS - len(marker)
+    return marker + _fitted("report.md.j2", report, links, lambda text: len(text) <= room)
 
 
 # --- fitting the size limit ---------------------------------------------------------

@@ -346,3 +346,13 @@ def test_an_unsafe_url_is_printed_as_text_not_as_a_link() -> None:
 
 def test_outside_github_actions_there_are_no_links() -> None:
     assert links_from_env({}) == Links()
+
+
+def test_each_id_gets_its_own_marker() -> None:
+    report = load("pass")
+    assert render_comment(report).startswith(COMMENT_MARKER + "\n")
+    with_id = render_comment(report, marker_id="config-b.yaml")
+    assert with_id.startswith("<!-- llm-eval:retrieval-gate:config-b.yaml -->\n")
+    assert not with_id.startswith(COMMENT_MARKER)  # the plain marker would find it too
+    with pytest.raises(ValueError, match="not a comment id"):
+        render_comment(report, marker_id="x -->")

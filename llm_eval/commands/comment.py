@@ -18,7 +18,7 @@ from typing import Any
 from llm_eval.actions import links_from_env
 from llm_eval.errors import InputError
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
-from llm_eval.render import COMMENT_MARKER, NO_LINKS, Links, render_comment
+from llm_eval.render import NO_LINKS, Links, comment_marker, render_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.textio import json_type, require_file
 
@@ -51,9 +51,10 @@ def comment(
     head_sha: str | None = None,
     dry_run: bool = False,
     strict: bool = False,
+    marker_id: str | None = None,
 ) -> CommentOutcome:
     """Render the report as the PR comment and post it (or, with `dry_run`, print it)."""
-    body = render_report(load_report(report_path), report_path, links_from_env(environ))
+    body = render_report(load_report(report_path), report_path, links_from_env(environ), marker_id)
     if dry_run:
         return CommentOutcome(body.rstrip("\n"))
     try:
@@ -66,7 +67,7 @@ def comment(
             api_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
             repo=target.repo,
             body=body,
-            marker=COMMENT_MARKER,
+            marker=comment_marker(marker_id),
             pr=target.pr,
             head_sha=target.head_sha,
         )
@@ -99,10 +100,15 @@ def load_report(path: Path) -> dict[str, Any]:
     return report
 
 
-def render_report(report: Mapping[str, Any], path: Path, links: Links = NO_LINKS) -> str:
+def render_report(
+    report: Mapping[str, Any],
+    path: Path,
+    links: Links = NO_LINKS,
+    marker_id: str | None = None,
+) -> str:
     """The comment body; a report with missing or mistyped fields is an InputError."""
     try:
-        return render_comment(report, links)
+        return render_comment(report, links, marker_id)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(
             f"cannot render the report: {type(exc).__name__}: {exc}", path=path
