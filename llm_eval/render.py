@@ -670,12 +670,10 @@ def _age_words(days: float | None) -> str:
 def _fingerprint_words(match: Mapping[str, bool] | None) -> str:
     if not match:
         return ""
-    names = {name: _FINGERPRINT_NAMES.get(name, name) for name in match}
-    differ = [names[name] for name, same in match.items() if not same]
-    if differ:
-        verb = "differs" if len(differ) == 1 else "differ"
-        return f"the {_joined(differ)} {verb} from the baseline's"
-    return f"the {_joined(list(names.values()))} match the baseline's"
+    if not all(match.values()):
+        return ""  # what differs is said once, in the notes above
+    names = [_FINGERPRINT_NAMES.get(name, name) for name in match]
+    return f"the {_joined(names)} match the baseline's"
 
 
 def _joined(words: list[str]) -> str:

@@ -356,3 +356,8 @@ def test_each_id_gets_its_own_marker() -> None:
     assert not with_id.startswith(COMMENT_MARKER)  # the plain marker would find it too
     with pytest.raises(ValueError, match="not a comment id"):
         render_comment(report, marker_id="x -->")
+
+
+def test_a_fingerprint_that_differs_is_said_once() -> None:
+    text = render_comment(load("failure"))
+    assert text.count("differs from the baseline") == 1
