@@ -536,8 +536,9 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
         mark = _STATUS_MARK[gate["status"]]
         if gate["sentence"]:
             sentences.append(f"{mark} {gate['sentence']}")
-        sentences += [
-            f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
+        sentences += [  # an inconclusive tag is information: no warning mark
+            f"{_STATUS_MARK[piece['status']] if piece['status'] != 'inconclusive' else ' '} "
+            f"{piece['sentence']}"
             for piece in gate.get("slices", [])
             if piece["status"] != "pass"
         ]

@@ -361,3 +361,11 @@ def test_each_id_gets_its_own_marker() -> None:
 def test_a_fingerprint_that_differs_is_said_once() -> None:
     text = render_comment(load("failure"))
     assert text.count("differs from the baseline") == 1
+
+
+def test_inconclusive_tags_are_not_reported_as_missed() -> None:
+    report = load("failure_stats")
+    for piece in report["gates"][1]["slices"]:
+        piece["status"] = "inconclusive"
+    assert "MRR: 11 tags missed the limit" in render_comment(load("failure_stats"))
+    assert "tags missed the limit" not in render_comment(report)

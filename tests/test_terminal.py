@@ -105,3 +105,13 @@ def test_help_is_not_cut_and_gate_help_lists_the_exit_codes() -> None:
     gate = CliRunner().invoke(cli, ["gate", "--help"], terminal_width=80).output
     for code in range(6):
         assert f"\n    {code}  " in gate
+
+
+def test_an_inconclusive_tag_is_information_not_a_warning() -> None:
+    report = load("failure_stats")
+    gate = report["gates"][1]
+    for piece in gate["slices"]:
+        piece["status"] = "inconclusive"
+    lines = render_text(report, 200).splitlines()
+    tag_lines = [line for line in lines if "(tag " in line]
+    assert tag_lines and all(line.startswith("  ") for line in tag_lines)
