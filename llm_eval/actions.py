@@ -9,13 +9,14 @@ set can end a command early or start a new one.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_eval.errors import InputError
 from llm_eval.render import NO_LINKS, Links
+from llm_eval.textio import read_json_file
 
 ANNOTATIONS_MAX = 10
 """At most this many annotations: the worst hit→miss queries."""
@@ -51,9 +52,9 @@ def _event_head_sha(event_path: str | None) -> str | None:
     if not event_path:
         return None
     try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # links are a convenience: the comment is posted without them
+        event = read_json_file(event_path)
+    except InputError:
+        return None  # links are a convenience; `llm-eval comment` reports a bad payload
     pull = event.get("pull_request") if isinstance(event, dict) else None
     head = pull.get("head") if isinstance(pull, dict) else None
     sha = head.get("sha") if isinstance(head, dict) else None

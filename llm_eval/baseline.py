@@ -7,15 +7,36 @@ queries that did not change. Written atomically (temp file + rename).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
+from llm_eval.schema import (
+    Check,
+    Fail,
+    boolean,
+    list_of,
+    map_of,
+    number,
+    optional,
+    record,
+    shown,
+    text,
+    whole,
+)
 from llm_eval.service import ServiceRecord
 from llm_eval.slices import ScoreTable
-from llm_eval.textio import write_atomic
+from llm_eval.textio import (
+    json_type,
+    read_json_file,
+    require_file,
+    sweep_stale_temporaries,
+    write_atomic,
+)
 
 SCHEMA_VERSION = 1
 
@@ -41,6 +62,8 @@ class Baseline:
     """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean}}`."""
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
     """Per query: latency and whether it failed (for service metrics)."""
+    source: str | None = field(default=None, compare=False)
+    """The file it was read from (None for one computed in memory)."""
 
     @property
     def table(self) -> ScoreTable:
@@ -74,34 +97,23 @@ def save_baseline(path: str | Path, baseline: Baseline) -> None:
 
 
 def load_baseline(path: str | Path) -> Baseline | None:
-    """Read a baseline; None when the file does not exist; InputError when it is corrupt."""
+    """Read a baseline; None when the file does not exist; InputError when it is corrupt.
+
+    The whole document is checked against its schema here, so that nothing downstream
+    (the statistics, the report) meets a NaN, a string rank or a missing `n`.
+    """
     file = Path(path)
-    if not file.exists():
+    if not file.exists() and not file.is_symlink():
         return None
+    sweep_stale_temporaries(file.parent)
+    require_file(file)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("corrupt baseline: not UTF-8 text", path=path) from None
-    except json.JSONDecodeError as exc:
+        data = read_json_file(file)
+    except InputError as exc:
         raise InputError(
-            f"corrupt baseline: invalid JSON: {exc.msg}", path=path, line=exc.lineno
+            f"corrupt baseline: {exc.reason}", path=exc.path, line=exc.line, key=exc.key
         ) from None
     return _parse(data, str(path))
-
-
-_REQUIRED = {
-    "schema_version": int,
-    "created_at": str,
-    "tool_version": str,
-    "fingerprints": dict,
-    "relevance_level": int,
-    "gating_k": int,
-    "metrics": list,
-    "aggregates": dict,
-    "query_fingerprints": dict,
-    "first_relevant_rank": dict,
-    "per_query": dict,
-}
 
 
 def _parse(data: Any, path: str) -> Baseline:
@@ -109,7 +121,9 @@ def _parse(data: Any, path: str) -> Baseline:
         return InputError(f"corrupt baseline: {reason}", path=path, key=key)
 
     if not isinstance(data, dict):
-        raise InputError("corrupt baseline: expected a JSON object", path=path)
+        raise InputError(
+            f"corrupt baseline: expected a JSON object, got {json_type(data)}", path=path
+        )
     version = data.get("schema_version")
     if isinstance(version, int) and version != SCHEMA_VERSION:
         raise fail(
@@ -117,12 +131,12 @@ def _parse(data: Any, path: str) -> Baseline:
             f"version {version} is not supported (expected {SCHEMA_VERSION}); "
             "run `llm-eval baseline refresh`",
         )
-    for key, kind in _REQUIRED.items():
-        if not isinstance(data.get(key), kind):
-            raise fail(key, f"missing or not a {kind.__name__}")
-    for qid, row in data["per_query"].items():
-        if not isinstance(row, dict) or not all(_is_number(v) for v in row.values()):
-            raise fail(f"per_query.{qid}", "expected {metric: number}")
+    for key, check in _SCHEMA.items():
+        if key not in data:
+            if key in _OPTIONAL:
+                continue
+            raise fail(key, "missing required key")
+        check(data[key], key, fail)
     return Baseline(
         created_at=data["created_at"],
         git_commit=data.get("git_commit"),
@@ -135,25 +149,50 @@ def _parse(data: Any, path: str) -> Baseline:
         per_query=data["per_query"],
         first_relevant_rank=data["first_relevant_rank"],
         aggregates=data["aggregates"],
-        service=_service(data.get("service", {}), fail),
+        service={
+            qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
+            for qid, row in data.get("service", {}).items()
+        },
+        source=path,
     )
 
 
-def _service(data: Any, fail: Any) -> dict[str, ServiceRecord]:
-    if not isinstance(data, dict):
-        raise fail("service", "expected {query_id: {latency_ms, error}}")
-    records = {}
-    for qid, row in data.items():
-        latency = row.get("latency_ms") if isinstance(row, dict) else None
-        if (
-            not isinstance(row, dict)
-            or not (latency is None or _is_number(latency))
-            or not isinstance(row.get("error", False), bool)
-        ):
-            raise fail(f"service.{qid}", "expected {latency_ms: number or null, error: bool}")
-        records[qid] = ServiceRecord(latency, row.get("error", False))
-    return records
+def _timestamp(value: Any, key: str, fail: Fail) -> None:
+    text(value, key, fail)
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise fail(key, f"expected an ISO 8601 time, got {shown(value)}") from None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _mean(value: Any, key: str, fail: Fail) -> None:
+    """A slice's mean: NaN is what `baseline refresh` writes for a metric that scores none
+    of the slice's queries (a slice of rejection queries has no recall), so it passes."""
+    if not (isinstance(value, float) and math.isnan(value)):
+        optional(number)(value, key, fail)
+
+
+def _aggregate_row(value: Any, key: str, fail: Fail) -> None:
+    """`{"n": n, metric: mean}`."""
+    record({"n": whole(0)}, frozenset({"n"}))(value, key, fail)
+    map_of(_mean)({m: v for m, v in value.items() if m != "n"}, key, fail)
+
+
+_SCHEMA: dict[str, Check] = {
+    "schema_version": whole(1),
+    "created_at": _timestamp,
+    "git_commit": optional(text),
+    "tool_version": text,
+    "fingerprints": map_of(optional(text)),
+    "relevance_level": whole(1),
+    "gating_k": whole(1),
+    "metrics": list_of(text),
+    "aggregates": map_of(_aggregate_row),
+    "query_fingerprints": map_of(text),
+    "first_relevant_rank": map_of(whole(0)),
+    "per_query": map_of(map_of(number)),
+    "service": map_of(record({"latency_ms": optional(number), "error": boolean})),
+}
+"""Every key of the document and how its value is checked."""
+
+_OPTIONAL = frozenset({"git_commit", "service"})

@@ -6,6 +6,7 @@ Heavy modules (numpy, PyGithub, jinja2) are imported inside the commands so that
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ import click
 
 from llm_eval import __version__
 from llm_eval.errors import ExitCode, LlmEvalError
+from llm_eval.output import degrade_unencodable_output
 
 METRIC_HELP = (
     "Metric name, repeatable: recall@k, precision@k (P@k), hit_rate@k (success@k), "
@@ -87,9 +89,9 @@ def evaluate(
         relevance_level=relevance_level,
     )
     if output_format == "json":
-        click.echo(json.dumps(command.to_json(scores, per_query), indent=2))
+        _echo(json.dumps(command.to_json(scores, per_query), indent=2))
     else:
-        click.echo(command.to_table(scores, per_query))
+        _echo(command.to_table(scores, per_query))
 
 
 _CONFIG_OPTION = click.option(
@@ -141,9 +143,11 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "rankings differ between the runs.",
     )(command)
     return click.option(
-        "--no-cache",
-        is_flag=True,
-        help="Ask the retriever for every query, ignoring results cached by earlier runs.",
+        "--cache/--no-cache",
+        "use_cache",
+        default=None,
+        help="Answer from results cached by earlier runs, or ask the retriever for every "
+        "query. Default: the config's `cache` (off).",
     )(command)
 
 
@@ -177,7 +181,7 @@ def gate(
     run_path: Path | None,
     out_dir: Path | None,
     allow_gold_change: bool,
-    no_cache: bool,
+    use_cache: bool | None,
     repeat: int,
     output_format: str,
 ) -> int:
@@ -208,15 +212,15 @@ def gate(
             run_path=run_path,
             out_dir=out_dir,
             allow_gold_change=allow_gold_change,
-            retrieve_options=RetrieveOptions(not no_cache, repeat, progress.update),
+            retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
         )
     as_json = output_format == "json"
     if as_json:
-        click.echo(json.dumps(outcome.report, indent=2, ensure_ascii=False))
+        _echo(json.dumps(outcome.report, indent=2, ensure_ascii=False))
     else:
-        click.echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
+        _echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
     for line in publish(outcome.report, os.environ, Path.cwd()):
-        click.echo(line, err=as_json)  # the runner reads workflow commands on both streams
+        _echo(line, err=as_json)  # the runner reads workflow commands on both streams
     return outcome.exit_code
 
 
@@ -246,7 +250,7 @@ def baseline_refresh(
         run_path=run_path,
         force=force,
     )
-    click.echo(outcome.text)
+    _echo(outcome.text)
     return ExitCode.PASS if outcome.written else ExitCode.GATE_FAILED
 
 
@@ -263,7 +267,7 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     from llm_eval.commands.baseline import show
     from llm_eval.config import load_config
 
-    click.echo(show(baseline_path or load_config(config_path).baseline))
+    _echo(show(baseline_path or load_config(config_path).baseline))
 
 
 @cli.group()
@@ -279,8 +283,8 @@ def gold_validate(config_path: Path, criteria_path: Path, baseline_path: Path | 
 
     warnings = validate(config_path, criteria_path, baseline_path)
     for warning in warnings:
-        click.echo(f"warning: {warning}")
-    click.echo("gold set OK" + (f" ({len(warnings)} warnings)" if warnings else ""))
+        _echo(f"warning: {warning}")
+    _echo("gold set OK" + (f" ({len(warnings)} warnings)" if warnings else ""))
 
 
 @gold.command("stats")
@@ -289,7 +293,7 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
     """Queries per tier and tag, and the smallest drop each gate could detect there."""
     from llm_eval.commands.gold import stats
 
-    click.echo(stats(config_path, criteria_path, baseline_path))
+    _echo(stats(config_path, criteria_path, baseline_path))
 
 
 @cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
@@ -321,7 +325,7 @@ def compare_command(
     """A/B comparison of two runs on the same gold set, with paired statistics."""
     from llm_eval.commands.compare import compare
 
-    click.echo(
+    _echo(
         compare(
             config_path=config_path,
             run_a=run_a,
@@ -339,16 +343,16 @@ def compare_command(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
 )
 @_retrieval_options
-def retrieve_command(config_path: Path, out: Path, no_cache: bool, repeat: int) -> None:
+def retrieve_command(config_path: Path, out: Path, use_cache: bool | None, repeat: int) -> None:
     """Run the configured retriever over the gold set and write a JSONL run file."""
     from llm_eval.commands.retrieve import retrieve
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
     with Progress() as progress:
-        options = RetrieveOptions(not no_cache, repeat, progress.update)
+        options = RetrieveOptions(use_cache, repeat, progress.update)
         summary = retrieve(config_path=config_path, out=out, options=options)
-    click.echo(summary)
+    _echo(summary)
 
 
 @cli.group()
@@ -383,7 +387,7 @@ def hook_install(
         watch=watch,
         force=force,
     )
-    click.echo(outcome.text)
+    _echo(outcome.text)
 
 
 @hook.command("uninstall")
@@ -391,7 +395,7 @@ def hook_uninstall() -> None:
     """Remove the pre-push hook, if llm-eval wrote it."""
     from llm_eval.commands.hook import uninstall
 
-    click.echo(uninstall().text)
+    _echo(uninstall().text)
 
 
 @cli.command("comment", short_help="Post or update the pull request's llm-eval comment.")
@@ -452,11 +456,12 @@ def comment_command(
         dry_run=dry_run,
         strict=strict,
     )
-    click.echo(outcome.text, err=outcome.to_stderr)
+    _echo(outcome.text, err=outcome.to_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command line and turn every outcome into an exit code."""
+    degrade_unencodable_output()
     try:
         result = cli.main(args=argv, prog_name="llm-eval", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -465,20 +470,61 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return ExitCode.USAGE
     except click.Abort:
-        click.echo("Aborted.", err=True)
+        _echo("Aborted.", err=True)
         return ExitCode.USAGE
     except LlmEvalError as exc:
-        click.echo(f"llm-eval: error: {exc}", err=True)
+        _echo(f"llm-eval: error: {exc}", err=True)
         return exc.exit_code
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error()
+        # A path the user gave that cannot be read or written (a folder where a file is
+        # expected, a file where a folder is, no permission): their input, not a bug.
+        _echo(f"llm-eval: error: {_os_error_line(exc)}", err=True)
+        return ExitCode.BAD_INPUT
     except Exception:
-        traceback.print_exc()
-        click.echo(
-            f"llm-eval {__version__}: internal error (a bug); please report it with the "
-            "traceback above.",
-            err=True,
-        )
-        return ExitCode.INTERNAL
+        return _internal_error()
     return int(result) if isinstance(result, int) else ExitCode.PASS
+
+
+def _echo(message: str, err: bool = False) -> None:
+    """click.echo to this process's own stdout or stderr.
+
+    click would rewrap a stream declared ASCII (`PYTHONIOENCODING=ascii`) as UTF-8;
+    the streams themselves spell what they cannot encode in ASCII instead (see
+    `degrade_unencodable_output`).
+    """
+    click.echo(message, file=sys.stderr if err else sys.stdout)
+
+
+def _internal_error() -> int:
+    """Print the traceback of the exception being handled: a bug, exit 5."""
+    traceback.print_exc()
+    _echo(
+        f"llm-eval {__version__}: internal error (a bug); please report it with the "
+        "traceback above.",
+        err=True,
+    )
+    return ExitCode.INTERNAL
+
+
+_OS_REASONS = {
+    errno.EEXIST: "is a file, expected a folder",
+    errno.ENOTDIR: "a part of the path is a file, expected a folder",
+    errno.EISDIR: "is a folder, expected a file",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ELOOP: "too many levels of symbolic links",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "no space left on the device",
+}
+
+
+def _os_error_line(exc: OSError) -> str:
+    """`path: cannot read or write it: reason`, for a path the file system refused."""
+    reason = _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+    # A failed rename names the temporary file first and the target, the user's path, second.
+    return f"{exc.filename2 or exc.filename}: cannot read or write it: {reason}"
 
 
 if __name__ == "__main__":

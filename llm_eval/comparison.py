@@ -7,9 +7,8 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,15 +23,27 @@ from llm_eval.fingerprint import (
     diff_gold,
     query_fingerprints,
 )
-from llm_eval.gate import GateResult, Power, SliceInput, SliceResult, decide, decide_slices
+from llm_eval.gate import (
+    GateResult,
+    Power,
+    SliceInput,
+    allowed_change,
+    decide,
+    decide_slices,
+)
 from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
-from llm_eval.metrics import pooling_weight
+from llm_eval.metrics import lower_is_better, pooling_weight
 from llm_eval.output import plural
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.service import is_service_metric
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
-from llm_eval.stats import PairedResult, minimum_detectable_drop, paired_tests, queries_needed
+from llm_eval.stats import (
+    MarginTest,
+    detectable_worsening,
+    margin_tests,
+    queries_to_decide,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,30 +98,147 @@ def compare(
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline, allow_gold_change)
-    results = tuple(
-        _decide_gate(inputs.gold.queries, gate, measurement.table, baseline, only)
-        for gate in inputs.criteria.gates
+    results = decide_gates(
+        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only
     )
     return Comparison(results, diff, only)
 
 
-def _decide_gate(
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """One scope a gate judges: its own (tag None) or one of its tag slices."""
+
+    tag: str | None
+    n: int
+    value: float
+    pairs: tuple[FloatArray, FloatArray] | None
+    """Per-query (before, after) scores of the queries scored now, without a baseline None."""
+
+
+def decide_gates(
+    queries: Sequence[GoldQuery],
+    gates: Sequence[Gate],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> tuple[GateResult, ...]:
+    """Every gate's verdict. The tests against the limits run batched across gates."""
+    plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
+    margins = _margin_tests(plans)
+    return tuple(
+        _decide_gate(gate, scopes, now, baseline, only, queries, margins) for gate, scopes in plans
+    )
+
+
+def _scopes(
     queries: Sequence[GoldQuery],
     gate: Gate,
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
-) -> GateResult:
-    ids = members(queries, gate.scope)
-    current = value_over(now, ids, gate.metric, only)
-    before = _baseline_value(baseline, ids, gate.metric, only)
+) -> list[_Scope]:
+    """The gate's own scope, then (with per_tag) each tag's; none for metrics that have
+    no paired test (latency percentiles, ratios pooled over positions)."""
     if is_service_metric(gate.metric) or pooling_weight(gate.metric) is not None:
-        # No paired test for latency percentiles or ratios pooled over positions.
-        return decide(gate, current.value, current.n, before)
-    pairs = _pairs(now.per_query, baseline, ids, gate.metric, only)
-    test = _paired_test(gate, pairs)
-    slices = _tag_slices(queries, gate, ids, now, baseline, only) if gate.per_tag else ()
-    return decide(gate, current.value, current.n, before, test, slices, _power(gate, pairs))
+        return []
+    ids = members(queries, gate.scope)
+    scopes = [_scope(None, ids, gate.metric, now, baseline, only)]
+    if gate.per_tag:
+        in_scope = set(ids)
+        scoped = [q for q in queries if q.query_id in in_scope]
+        tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
+        for tag in tags:
+            tag_ids = members(scoped, Scope(tags=(tag,)))
+            piece = _scope(tag, tag_ids, gate.metric, now, baseline, only)
+            if piece.n:
+                scopes.append(piece)  # else a tag of rejection queries only
+    return scopes
+
+
+def _scope(
+    tag: str | None,
+    ids: list[str],
+    metric: str,
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+) -> _Scope:
+    pairs = _pairs(now.per_query, baseline, ids, metric, only)
+    if pairs is None:
+        current = value_over(now, ids, metric, only)
+        return _Scope(tag, current.n, current.value, None)
+    # Value and baseline over the same paired queries: a query the retriever failed
+    # on now leaves both sides, never only one.
+    return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs)
+
+
+def _margin_tests(
+    plans: Sequence[tuple[Gate, list[_Scope]]],
+) -> dict[tuple[str, str | None], MarginTest]:
+    """The test against the limit of every scope with pairs, keyed (gate name, tag).
+
+    Scopes over the same number of queries with the same settings go into one call:
+    `margin_tests` draws one resampling per call from the seed and the number of
+    queries alone, so each column gets the numbers it would get tested alone, and the
+    resampling is paid once per group instead of once per gate.
+    """
+    groups: dict[tuple[int, float, int, int], list[tuple[str, str | None]]] = {}
+    columns: dict[tuple[str, str | None], tuple[FloatArray, FloatArray, float]] = {}
+    for gate, scopes in plans:
+        if gate.regression_max is None:
+            continue
+        settings = gate.statistics
+        for piece in scopes:
+            if piece.pairs is None:
+                continue
+            before, after = piece.pairs
+            worse = (after, before) if lower_is_better(gate.metric) else (before, after)
+            key = (gate.name, piece.tag)
+            columns[key] = (*worse, allowed_change(gate, float(before.mean())))
+            group = (len(before), settings.alpha, settings.resamples, settings.seed)
+            groups.setdefault(group, []).append(key)
+    results: dict[tuple[str, str | None], MarginTest] = {}
+    for (_, alpha, resamples, seed), keys in groups.items():
+        befores = np.column_stack([columns[k][0] for k in keys])
+        afters = np.column_stack([columns[k][1] for k in keys])
+        limits = [columns[k][2] for k in keys]
+        tested = margin_tests(befores, afters, limits, alpha=alpha, resamples=resamples, seed=seed)
+        results.update(zip(keys, tested, strict=True))
+    return results
+
+
+def _decide_gate(
+    gate: Gate,
+    scopes: Sequence[_Scope],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+    queries: Sequence[GoldQuery],
+    margins: Mapping[tuple[str, str | None], MarginTest],
+) -> GateResult:
+    if not scopes:  # no paired test: the point estimate against the baseline's value
+        ids = members(queries, gate.scope)
+        current = value_over(now, ids, gate.metric, only)
+        base = _baseline_value(baseline, ids, gate.metric, only)
+        return decide(gate, current.value, current.n, base)
+    own, *tags = scopes
+    if own.pairs is None:
+        return decide(gate, own.value, own.n, None)
+    base_value = float(own.pairs[0].mean())
+    margin = margins.get((gate.name, None))
+    slices = decide_slices(gate, [_slice_input(gate, piece, margins) for piece in tags])
+    result = decide(
+        gate, own.value, own.n, base_value, slices if gate.per_tag else (), margin=margin
+    )
+    return replace(result, power=_power(gate, margin, result.decision, base_value))
+
+
+def _slice_input(
+    gate: Gate, piece: _Scope, margins: Mapping[tuple[str, str | None], MarginTest]
+) -> SliceInput:
+    base = None if piece.pairs is None else float(piece.pairs[0].mean())
+    assert piece.tag is not None
+    return SliceInput(piece.tag, piece.n, piece.value, base, margins.get((gate.name, piece.tag)))
 
 
 def _baseline_value(
@@ -129,63 +257,51 @@ def _pairs(
     metric: str,
     only: frozenset[str] | None,
 ) -> tuple[FloatArray, FloatArray] | None:
-    """Per-query (before, after) scores of the queries scored in both, or None."""
-    if baseline is None or metric not in baseline.metrics:
+    """Per-query (before, after) scores of the queries scored now, or None without a
+    baseline. Every query scored now must have its baseline score: a baseline that lacks
+    the metric or a query's row cannot be compared with (ComparisonError)."""
+    if baseline is None:
         return None
-    paired = [
-        (baseline.per_query[q][metric], now[q][metric])
-        for q in ids
-        if metric in now.get(q, {})
-        and metric in baseline.per_query.get(q, {})
-        and (only is None or q in only)
-    ]
-    if len(paired) < 2:
+    if metric not in baseline.metrics:
+        raise ComparisonError(
+            f"{_baseline_name(baseline)}: metrics: the baseline has no {metric!r} "
+            "(it was made with other ship criteria); refresh the baseline"
+        )
+    scored = [q for q in ids if metric in now.get(q, {}) and (only is None or q in only)]
+    lacking = [q for q in scored if metric not in baseline.per_query.get(q, {})]
+    if lacking:
+        raise ComparisonError(
+            f"{_baseline_name(baseline)}: per_query: no {metric!r} score for "
+            f"{plural(len(lacking), 'query', 'queries')} in scope ({', '.join(lacking[:5])}"
+            f"{', …' if len(lacking) > 5 else ''}); refresh the baseline"
+        )
+    if not scored:
         return None
-    both = np.asarray(paired, dtype=np.float64)
+    both = np.asarray(
+        [(baseline.per_query[q][metric], now[q][metric]) for q in scored], dtype=np.float64
+    )
     return both[:, 0], both[:, 1]
 
 
-def _paired_test(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> PairedResult | None:
-    if pairs is None:
-        return None
-    settings = gate.statistics
-    before, after = pairs
-    return paired_tests(before, after, resamples=settings.resamples, seed=settings.seed)[0]
+def _baseline_name(baseline: Baseline) -> str:
+    return baseline.source or "the baseline"
 
 
-def _power(gate: Gate, pairs: tuple[FloatArray, FloatArray] | None) -> Power | None:
-    """Set when regression_max is below the drop the scope can detect."""
-    if pairs is None or gate.regression_max is None or gate.regression_max <= 0:
+def _power(
+    gate: Gate, margin: MarginTest | None, decision: str | None, base_value: float
+) -> Power | None:
+    """The drop this scope catches 4 times in 5, and, when the data cannot tell,
+    about how many queries would."""
+    if margin is None or gate.regression_max is None or margin.n < 2:
         return None
-    before = pairs[0]
     alpha = gate.statistics.alpha
-    detectable = minimum_detectable_drop(before, alpha=alpha)
-    if math.isnan(detectable) or gate.regression_max >= detectable:
-        return None
-    return Power(detectable, queries_needed(before, gate.regression_max, alpha=alpha))
-
-
-def _tag_slices(
-    queries: Sequence[GoldQuery],
-    gate: Gate,
-    ids: list[str],
-    now: ScoreTable,
-    baseline: Baseline | None,
-    only: frozenset[str] | None,
-) -> tuple[SliceResult, ...]:
-    in_scope = set(ids)
-    scoped = [q for q in queries if q.query_id in in_scope]
-    tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
-    inputs = []
-    for tag in tags:
-        tag_ids = members(scoped, Scope(tags=(tag,)))
-        current = value_over(now, tag_ids, gate.metric, only)
-        if current.n == 0:
-            continue  # a tag of rejection queries only
-        before = _baseline_value(baseline, tag_ids, gate.metric, only)
-        test = _paired_test(gate, _pairs(now.per_query, baseline, tag_ids, gate.metric, only))
-        inputs.append(SliceInput(tag, current.n, current.value, before, test))
-    return decide_slices(gate, inputs)
+    limit = allowed_change(gate, base_value)
+    needed = None
+    if decision == "inconclusive":
+        needed = queries_to_decide(margin, limit, alpha)
+        if needed is not None:
+            needed = max(needed, gate.statistics.min_n)
+    return Power(detectable_worsening(margin, limit, alpha), needed)
 
 
 @dataclass(frozen=True, slots=True)

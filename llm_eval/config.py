@@ -88,6 +88,8 @@ class EvalConfig:
     rejection_score_threshold: float | None = None
     """A rejection query whose top score is below this was rejected (None: only an
     abstention or an empty result list counts)."""
+    cache: bool = False
+    """Answer from the retrieval cache of earlier runs (`--cache` / `--no-cache` win)."""
     versions: Path | None = None
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
 
@@ -124,15 +126,21 @@ class Statistics:
     """How regressions are tested against the baseline (`statistics:` in the criteria)."""
 
     alpha: float = 0.05
-    """A regression beyond regression_max fails only when its p-value is below alpha."""
+    """Error rate of each one-sided test against the limit: a change within the limit
+    fails at most this often, and the printed interval has level 1 - 2 alpha."""
     significance: bool = True
-    """Off: any drop beyond regression_max fails, significant or not."""
+    """Off: the point estimate decides; any drop beyond regression_max fails."""
     resamples: int = 10_000
     """Bootstrap and sign-flip resamples."""
     seed: int = 0
     """Seed of the resampling, so a report is reproducible run to run."""
     min_n: int = 30
-    """Tag slices with fewer queries are reported as too small to judge."""
+    """Any scope (gate or tag slice) with fewer paired queries cannot be judged: its
+    regression check is inconclusive."""
+    on_inconclusive: Literal["fail", "warn"] | None = None
+    """What an inconclusive regression check does: `fail` blocks the merge (on `error`
+    gates), `warn` only reports. None: `fail` for an `error` gate whose point estimate
+    is beyond the limit, `warn` otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +261,7 @@ _CONFIG_KEYS = frozenset(
         "f1_threshold",
         "rejection_score_threshold",
         "versions",
+        "cache",
     }
 )
 
@@ -279,6 +288,7 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
         if "baseline" in keys
         else Path("gold/baseline.json"),
         output=Path(_string(keys["output"])) if "output" in keys else Path(".llm-eval"),
+        cache=_switch(keys["cache"]) if "cache" in keys else False,
         **_beyond_ids(keys),
     )
     if not config.gold:
@@ -399,7 +409,9 @@ _GATE_KEYS = frozenset(
         "per_tag",
     }
 )
-_STATISTICS_KEYS = frozenset({"alpha", "significance", "resamples", "seed", "min_n"})
+_STATISTICS_KEYS = frozenset(
+    {"alpha", "significance", "resamples", "seed", "min_n", "on_inconclusive"}
+)
 _DERIVED = re.compile(r"^(?:retrieval_)?(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
@@ -411,6 +423,8 @@ def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
         _statistics(keys["statistics"], Statistics()) if "statistics" in keys else Statistics()
     )
     gates = tuple(_gate(node, defaults) for node in keys["gates"].items())
+    if not gates:  # no gate would pass every change without a word
+        raise keys["gates"].error("list at least one gate")
     seen: dict[str, Gate] = {}
     for gate in gates:
         if gate.name in seen:
@@ -474,8 +488,8 @@ def _statistics(node: Node, base: Statistics) -> Statistics:
     changes: dict[str, Any] = {}
     if "alpha" in keys:
         alpha = _proportion(keys["alpha"])
-        if not 0 < alpha < 1:
-            raise keys["alpha"].error(f"must be between 0 and 1 (exclusive), got {alpha!r}")
+        if not 0 < alpha < 0.5:  # each one-sided test at alpha: a 1 - 2 alpha interval
+            raise keys["alpha"].error(f"must be between 0 and 0.5 (exclusive), got {alpha!r}")
         changes["alpha"] = alpha
     if "significance" in keys:
         changes["significance"] = _switch(keys["significance"])
@@ -485,6 +499,11 @@ def _statistics(node: Node, base: Statistics) -> Statistics:
         changes["seed"] = _integer(keys["seed"], 0)
     if "min_n" in keys:
         changes["min_n"] = _integer(keys["min_n"], 1)
+    if "on_inconclusive" in keys:
+        node = keys["on_inconclusive"]
+        if node.value not in ("fail", "warn"):
+            raise node.error(f"expected 'fail' or 'warn', got {node.value!r}")
+        changes["on_inconclusive"] = node.value
     return replace(base, **changes)
 
 

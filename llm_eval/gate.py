@@ -1,16 +1,22 @@
 """Gate decisions: pure functions over numbers, tested as tables.
 
 Per gate two checks: the floor (`value >= threshold`, absolute) and the regression
-check (`value - baseline >= -regression_max`). For lower-is-better metrics (latency,
-error rate) the threshold is a ceiling and regression_max the largest increase,
-absolute or relative to the baseline. With significance on (the default),
-a drop beyond regression_max fails only when the paired test against the baseline
-is also significant at alpha; a large but insignificant drop warns. A failed check
-makes an `error` gate `fail` and a `warning` gate `warn`. A value that cannot be
-computed (NaN, or no query in the scope) never passes.
+check against the baseline. For lower-is-better metrics (latency, error rate) the
+threshold is a ceiling and regression_max the largest increase, absolute or relative
+to the baseline. A value that cannot be computed (NaN, or no query in the scope)
+never passes.
 
-Per-tag slices (`per_tag`) apply the regression check to each tag's queries, with
-the slices' p-values Holm-corrected and slices under `min_n` queries left unjudged.
+The regression check has three outcomes, read off the paired test of the change
+against the limit itself (`stats.margin_tests`): **fail** when the whole one-sided
+confidence bound says the drop is beyond regression_max, **pass** when it says the
+drop is within it, and **inconclusive** when the data cannot tell (including every
+scope with fewer than `min_n` paired queries). A failed check makes an `error` gate
+`fail` and a `warning` gate `warn`; an inconclusive one makes the gate
+`inconclusive`, which blocks the merge when the gate's `on_inconclusive` is `fail`.
+With `significance: off` the plain point estimate decides (pass or fail).
+
+Per-tag slices (`per_tag`) apply the same test to each tag's queries, with the
+slices' p-values Holm-corrected; a slice that cannot be judged is information only.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from typing import Literal
 
 from llm_eval.config import Gate
 from llm_eval.metrics import lower_is_better
-from llm_eval.stats import PairedResult, holm
+from llm_eval.stats import MarginTest, holm
 
-Status = Literal["pass", "warn", "fail"]
-_RANK: dict[Status, int] = {"pass": 0, "warn": 1, "fail": 2}
+Status = Literal["pass", "warn", "inconclusive", "fail"]
+Decision = Literal["pass", "fail", "inconclusive"]
+_RANK: dict[Status, int] = {"pass": 0, "warn": 1, "inconclusive": 2, "fail": 3}
 
 # Means of many per-query values carry rounding error; a value this close to a limit
 # is taken to be on it (0.85 computed as 0.8499999999999999 meets a 0.85 floor).
@@ -40,9 +47,10 @@ class SliceResult:
     n: int
     value: float
     baseline: float | None
-    test: PairedResult | None
+    margin: MarginTest | None
+    """The test against the limit (None without a baseline)."""
     p_adjusted: float | None
-    """Holm-adjusted across the judged slices of the gate."""
+    """`margin.p_beyond`, Holm-adjusted across the judged slices of the gate."""
     judged: bool
     """False when the slice has fewer than min_n queries (or no baseline)."""
     exceeded: bool
@@ -57,12 +65,13 @@ class SliceResult:
 
 @dataclass(frozen=True, slots=True)
 class Power:
-    """What the gate's scope can detect, from the baseline's per-query scores."""
+    """What the gate's scope can tell, from the spread of the paired differences."""
 
     detectable_drop: float
-    """Smallest drop detected with 80% power at alpha."""
-    queries_needed: int
-    """Queries needed for regression_max to be detectable."""
+    """The true drop that the gate fails with 80% probability at this size."""
+    queries_needed: int | None
+    """About how many queries would turn this inconclusive result into a decision
+    (None when the result is not inconclusive, or sits exactly on the limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +90,24 @@ class GateResult:
     regression_ok: bool | None
     """False when the drop is beyond regression_max; None when not checked."""
     status: Status
-    test: PairedResult | None = None
-    """The paired test against the baseline, when there is one."""
     slices: tuple[SliceResult, ...] = ()
     power: Power | None = None
-    """Set when regression_max is below what the scope can detect."""
+    """What the scope can tell, when the change was tested against the limit."""
+    margin: MarginTest | None = None
+    """The test of the change against regression_max, when there is one."""
+    decision: Decision | None = None
+    """The regression check's outcome (None: no baseline or no regression_max)."""
+    on_inconclusive: Literal["fail", "warn"] = "warn"
+    """What an inconclusive regression check does to the gate."""
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this gate blocks the merge."""
+        if self.gate.severity != "error":
+            return False
+        return self.status == "fail" or (
+            self.status == "inconclusive" and self.on_inconclusive == "fail"
+        )
 
     @property
     def delta(self) -> float | None:
@@ -93,13 +115,6 @@ class GateResult:
         if self.baseline is None or math.isnan(self.value):
             return None
         return self.value - self.baseline
-
-    @property
-    def significant(self) -> bool | None:
-        """Whether the paired test is significant at the gate's alpha (None: not tested)."""
-        if self.test is None:
-            return None
-        return self.test.p_value < self.gate.statistics.alpha
 
 
 def _by_severity(gate: Gate) -> Status:
@@ -115,6 +130,13 @@ def allowed_change(gate: Gate, baseline: float) -> float:
     """The largest allowed move against the metric's direction, in metric units."""
     assert gate.regression_max is not None
     return gate.regression_max * baseline if gate.regression_relative else gate.regression_max
+
+
+def delta_interval(metric: str, margin: MarginTest) -> tuple[float, float]:
+    """The test's interval as bounds of `value - baseline` (it is kept as worsening)."""
+    if lower_is_better(metric):
+        return margin.low, margin.high
+    return -margin.high, -margin.low
 
 
 def _exceeded(gate: Gate, value: float, baseline: float | None) -> bool | None:
@@ -134,14 +156,27 @@ def _within_floor(gate: Gate, value: float) -> bool:
     return value >= gate.threshold - TOLERANCE
 
 
-def _regression_status(gate: Gate, exceeded: bool | None, p_value: float | None) -> Status:
-    """A drop beyond the limit counts when significant (or when significance is off)."""
-    if not exceeded:
-        return "pass"
+def _zone(gate: Gate, exceeded: bool | None, margin: MarginTest | None, limit: float) -> Decision:
+    """Where the change lies against the limit (see the module docstring)."""
     settings = gate.statistics
-    if settings.significance and p_value is not None and p_value >= settings.alpha:
-        return "warn"
-    return _by_severity(gate)
+    if not settings.significance or margin is None:
+        return "fail" if exceeded else "pass"  # the point estimate, as configured
+    if margin.n < settings.min_n:
+        return "inconclusive"
+    if margin.low > limit + TOLERANCE:
+        return "fail"
+    if margin.high <= limit + TOLERANCE:
+        return "pass"
+    return "inconclusive"
+
+
+def _on_inconclusive(gate: Gate, exceeded: bool | None) -> Literal["fail", "warn"]:
+    """The configured choice, else: block on an `error` gate whose estimate is beyond
+    the limit (the data lean towards a regression), only report otherwise."""
+    configured = gate.statistics.on_inconclusive
+    if configured is not None:
+        return configured
+    return "fail" if gate.severity == "error" and exceeded else "warn"
 
 
 def decide(
@@ -149,21 +184,29 @@ def decide(
     value: float,
     n: int,
     baseline: float | None,
-    test: PairedResult | None = None,
     slices: Sequence[SliceResult] = (),
     power: Power | None = None,
+    margin: MarginTest | None = None,
 ) -> GateResult:
-    """Check one gate's floor and regression limit (and fold in its slices)."""
+    """Check one gate's floor and regression limit (and fold in its slices).
+
+    `margin` is the paired test of the change against the limit; without one (no
+    paired test for the metric) the point estimate decides.
+    """
     computable = n > 0 and not math.isnan(value)
     floor_ok = None
     if gate.threshold is not None:
         floor_ok = computable and _within_floor(gate, value)
     exceeded = _exceeded(gate, value, baseline)
-    p_value = test.p_value if test is not None else None
-    statuses: list[Status] = [_regression_status(gate, exceeded, p_value)]
+    decision: Decision | None = None
+    statuses: list[Status] = []
+    if exceeded is not None and baseline is not None:
+        decision = _zone(gate, exceeded, margin, allowed_change(gate, baseline))
+        statuses.append(_ZONE_STATUS[decision] if decision != "fail" else _by_severity(gate))
     if floor_ok is False or not computable:
         statuses.append(_by_severity(gate))
-    statuses += [s.status for s in slices]
+    # A slice that cannot tell is information; only a slice beyond the limit counts.
+    statuses += [s.status for s in slices if s.status in ("warn", "fail")]
     regression_ok = None if exceeded is None else not exceeded
     return GateResult(
         gate,
@@ -173,10 +216,15 @@ def decide(
         floor_ok,
         regression_ok,
         worst(statuses),
-        test,
         tuple(slices),
         power,
+        margin,
+        decision,
+        _on_inconclusive(gate, exceeded),
     )
+
+
+_ZONE_STATUS: dict[Decision, Status] = {"pass": "pass", "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,29 +235,33 @@ class SliceInput:
     n: int
     value: float
     baseline: float | None
-    test: PairedResult | None
+    margin: MarginTest | None
 
 
 def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult, ...]:
-    """Regression checks on tag slices, Holm-correcting the p-values of the judged ones."""
+    """Regression checks on tag slices: a slice fails when its test against the limit,
+    Holm-corrected across the gate's judged slices, rejects "within the limit" at alpha.
+    A slice that is not judged, or whose result cannot tell, is information only."""
     settings = gate.statistics
     judged = [
-        s.n >= settings.min_n and s.baseline is not None and s.test is not None for s in inputs
+        s.n >= settings.min_n and s.baseline is not None and s.margin is not None for s in inputs
     ]
-    raw = [s.test.p_value for s, ok in zip(inputs, judged, strict=True) if ok and s.test]
+    raw = [s.margin.p_beyond for s, ok in zip(inputs, judged, strict=True) if ok and s.margin]
     adjusted = iter(holm(raw))
     results = []
-    for slice_input, ok in zip(inputs, judged, strict=True):
+    for piece, ok in zip(inputs, judged, strict=True):
         p_adjusted = next(adjusted) if ok else None
-        exceeded = bool(ok and _exceeded(gate, slice_input.value, slice_input.baseline))
-        status = _regression_status(gate, exceeded, p_adjusted) if ok else "pass"
+        exceeded = bool(ok and _exceeded(gate, piece.value, piece.baseline))
+        status: Status = "inconclusive"
+        if ok and piece.margin is not None and piece.baseline is not None:
+            status = _slice_status(gate, exceeded, piece.margin, p_adjusted, piece.baseline)
         results.append(
             SliceResult(
-                slice_input.tag,
-                slice_input.n,
-                slice_input.value,
-                slice_input.baseline,
-                slice_input.test,
+                piece.tag,
+                piece.n,
+                piece.value,
+                piece.baseline,
+                piece.margin,
                 p_adjusted,
                 ok,
                 exceeded,
@@ -219,6 +271,22 @@ def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult
     return tuple(results)
 
 
+def _slice_status(
+    gate: Gate, exceeded: bool, margin: MarginTest, p_adjusted: float | None, baseline: float
+) -> Status:
+    settings = gate.statistics
+    if not settings.significance:
+        return _by_severity(gate) if exceeded else "pass"
+    if p_adjusted is not None and p_adjusted < settings.alpha:
+        return _by_severity(gate)
+    return "pass" if margin.high <= allowed_change(gate, baseline) + TOLERANCE else "inconclusive"
+
+
 def verdict(results: Iterable[GateResult]) -> Status:
-    """`fail` if any gate failed, else `warn` if any warned, else `pass`."""
+    """The most severe gate status: `fail`, then `inconclusive`, `warn`, `pass`."""
     return worst(r.status for r in results)
+
+
+def blocks(results: Iterable[GateResult]) -> bool:
+    """Whether any gate blocks the merge (the exit code 1)."""
+    return any(r.blocking for r in results)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from llm_eval.errors import ExternalError
 
@@ -63,6 +64,8 @@ def upsert_comment(
     The pull request is `pr`, or the open one whose head commit is `head_sha`. An
     unchanged body is not written again.
     """
+    _check_token(token)
+    _check_api_url(api_url)
     client = _client(token, api_url)
     try:
         with _failures(token, f"reading the repository {repo}"):
@@ -75,8 +78,31 @@ def upsert_comment(
             existing = _own_comment(pull, login, marker)
         with _failures(token, f"writing the comment on pull request #{number}"):
             return _write(pull, existing, body, number)
+    except AssertionError:
+        # PyGithub refuses, with `assert`, a URL off its base URL: what a redirect to
+        # another host or port leads to, or an HTML page in place of JSON (its objects
+        # then have no URL at all).
+        raise CommentNotPosted(
+            f"{_scrub(api_url, token)} does not answer as the GitHub API (an HTML page, or a "
+            "redirect to another host or port); check GITHUB_API_URL"
+        ) from None
     finally:
         client.close()
+
+
+def _check_token(token: str) -> None:
+    """A token is one word of visible ASCII; anything else would end up in a header error."""
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        raise CommentNotPosted(
+            "GITHUB_TOKEN holds white space, control or non-ASCII characters (not shown)"
+        )
+
+
+def _check_api_url(api_url: str) -> None:
+    parts = urlsplit(api_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = api_url if len(api_url) <= 80 else api_url[:77] + "..."
+        raise CommentNotPosted(f"GITHUB_API_URL must be an http(s) URL, got {shown!r}")
 
 
 def _client(token: str, api_url: str) -> Github:
@@ -199,4 +225,7 @@ def _hint(status: int, message: str, headers: dict[str, str]) -> str:
 
 
 def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
+    """The text without the token, in any form a message may quote it (raw, as a repr)."""
+    for form in sorted({token, token.strip(), repr(token)[1:-1]} - {""}, key=len, reverse=True):
+        text = text.replace(form, "***")
+    return text

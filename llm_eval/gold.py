@@ -23,6 +23,9 @@ DEFAULT_TIER = "A"
 MATCHINGS = ("auto", "id", "page", "text")
 """How a gold file's labels meet the results; `auto` takes, per query, the first of
 `relevant` (id), `gold_references` (page) and `reference_passages` (text) it has."""
+MAX_GRADE = 100
+"""The largest relevance grade: grades are small scales (trec_eval's qrels use 0-4), and
+nDCG's exponential gain 2^grade − 1 and the metric arrays need them bounded."""
 LABEL_OF = {"id": "relevant", "page": "gold_references", "text": "reference_passages"}
 """The gold field each matcher reads."""
 
@@ -127,6 +130,7 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
                 f"matching: expected one of {', '.join(MATCHINGS)}, got {source.matching!r}",
                 path=source.path,
             )
+        count = len(queries)
         for query in iter_gold_file(source.path, source.tier, source.matching):
             first = seen.get(query.query_id)
             if first is not None:
@@ -138,6 +142,8 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
                 )
             seen[query.query_id] = (query.path, query.line)
             queries.append(query)
+        if len(queries) == count:
+            raise InputError("the gold file has no queries", path=source.path)
     return GoldSet(tuple(queries))
 
 
@@ -146,7 +152,7 @@ def iter_gold_file(
 ) -> Iterator[GoldQuery]:
     """Stream the queries of one gold file, failing on the first bad line."""
     for line, text in iter_lines(path):
-        record = parse_json_object(text, path, line)
+        record = parse_json_object(text, path, line, strict=True)
         yield _parse_query(record, str(path), line, tier, matching)
 
 
@@ -241,9 +247,12 @@ def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
     for doc, grade in value.items():
         if not doc:
             raise fail("relevant", "document ids must be non-empty")
-        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+        if not _whole(grade, 0, MAX_GRADE):
             shown = json.dumps(grade)
-            raise fail(f"relevant.{doc}", f"grade must be a whole number >= 0, got {shown}")
+            raise fail(
+                f"relevant.{doc}",
+                f"grade must be a whole number from 0 to {MAX_GRADE}, got {shown}",
+            )
         if grade > 0:
             pairs.append((doc, grade))
     return tuple(pairs)
@@ -275,13 +284,16 @@ def _reference(item: Any, key: str, fail: Any) -> GoldReference:
         raise fail(f"{key}.document", "must be a non-empty string")
     if not _whole(page, 0):
         raise fail(f"{key}.page", f"must be a whole number >= 0, got {json.dumps(page)}")
-    if not _whole(relevance, 1):
-        raise fail(f"{key}.relevance", f"must be a whole number >= 1, got {json.dumps(relevance)}")
+    if not _whole(relevance, 1, MAX_GRADE):
+        shown = json.dumps(relevance)
+        raise fail(f"{key}.relevance", f"must be a whole number from 1 to {MAX_GRADE}, got {shown}")
     return GoldReference(document, page, relevance)
 
 
-def _whole(value: Any, minimum: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and value >= minimum
+def _whole(value: Any, minimum: int, maximum: int | None = None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        return False
+    return maximum is None or value <= maximum
 
 
 def _passages(value: Any, fail: Any) -> tuple[str, ...]:

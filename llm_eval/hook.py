@@ -25,8 +25,9 @@ MARKER = "# llm-eval pre-push check, written by `llm-eval hook install`"
 """The line by which install and uninstall recognise a hook llm-eval wrote."""
 
 ZERO_SHA = frozenset({"0" * 40, "0" * 64})
-BLOCKING_EXIT_CODES = frozenset({1, 3})
-"""The gate's exit codes that refuse the push: a blocking gate failed, bad config or data."""
+BLOCKING_EXIT_CODES = frozenset({1, 3, 5})
+"""The gate's exit codes that refuse the push: a blocking gate failed, bad config or data,
+or a bug in the gate (a crash proves nothing about the change: it must not pass)."""
 
 PREFIX = "llm-eval pre-push:"
 
@@ -84,8 +85,8 @@ def render_script(
             MARKER,
             "# Runs `llm-eval gate` before a push that changes a watched path, and refuses",
             "# the push when a blocking gate fails (exit 1) or the config or data are bad",
-            "# (exit 3). `git push --no-verify` skips it once; `llm-eval hook uninstall`",
-            "# removes it.",
+            "# (exit 3) or the gate crashes (exit 5). `git push --no-verify` skips it once;",
+            "# `llm-eval hook uninstall` removes it.",
             f"if [ ! -x {python_quoted} ]; then",
             f"    echo {shlex.quote(gone)} >&2",
             "    exit 1",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
+import io
 import shutil
+import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
@@ -70,3 +73,51 @@ def use_colour(stream: TextIO, environ: Mapping[str, str]) -> bool:
 def plural(count: int, singular: str, many: str) -> str:
     """`1 query`, `2 queries`."""
     return f"{count} {singular if count == 1 else many}"
+
+
+ASCII_FALLBACK = "llm-eval-ascii"
+"""The encoding error handler of `degrade_unencodable_output`."""
+
+_ASCII_SPELLING = {
+    "✓": "ok",
+    "✗": "x",
+    "−": "-",
+    "–": "-",
+    "—": "--",
+    "Δ": "delta",
+    "…": "...",
+    "≥": ">=",
+    "≤": "<=",
+    "→": "->",
+    "·": "-",
+    "±": "+/-",
+    "×": "x",
+}
+
+
+def _spell_in_ascii(exc: UnicodeError) -> tuple[str, int]:
+    """The common symbols in ASCII, anything else as a backslash escape."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end]
+    spelled = (
+        _ASCII_SPELLING.get(char) or char.encode("ascii", "backslashreplace").decode("ascii")
+        for char in text
+    )
+    return "".join(spelled), exc.end
+
+
+codecs.register_error(ASCII_FALLBACK, _spell_in_ascii)
+
+
+def degrade_unencodable_output() -> None:
+    """Let stdout and stderr write what their encoding cannot (latin-1, ascii) in ASCII.
+
+    The report uses symbols such as ✓ and −; on a stream that cannot encode them
+    (`PYTHONIOENCODING=latin-1`, an old terminal) they are spelled out instead of
+    stopping the program half-way through its output.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        # stderr escapes by default (backslashreplace); the fallback also spells the symbols.
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "backslashreplace"):
+            stream.reconfigure(errors=ASCII_FALLBACK)

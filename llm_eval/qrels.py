@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_eval.errors import InputError
+from llm_eval.gold import MAX_GRADE
 from llm_eval.textio import iter_lines
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
@@ -20,7 +21,7 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     lines = iter_lines(path)
     first = next(lines, None)
     if first is None:
-        return qrels
+        raise InputError("the qrels file has no judgments", path=path)
     beir = tuple(first[1].strip().split("\t")) == BEIR_HEADER
     if not beir:
         _add_trec(qrels, path, *first)
@@ -29,6 +30,8 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
             _add_beir(qrels, path, line, text)
         else:
             _add_trec(qrels, path, line, text)
+    if not qrels:
+        raise InputError("the qrels file has no judgments, only BEIR's header line", path=path)
     return qrels
 
 
@@ -68,6 +71,12 @@ def _add(
         raise InputError(
             f"grade must be a whole number, got {grade_text!r}", path=path, line=line
         ) from None
+    if abs(grade) > MAX_GRADE:
+        raise InputError(
+            f"grade must be from -{MAX_GRADE} to {MAX_GRADE}, got {grade_text!r}",
+            path=path,
+            line=line,
+        )
     judged = qrels.setdefault(query_id, {})
     if doc_id in judged:
         raise InputError(

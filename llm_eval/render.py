@@ -287,11 +287,10 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
 
 
 def _title(report: Mapping[str, Any]) -> str:
-    """The verdict in a few words; the two verdicts `headline` does not word yet get theirs."""
+    """The verdict in a few words: `headline`, which counts gates, except when nothing
+    was compared because the gold set changed."""
     if report["verdict"] == "gold_changed":
         return "the gold set changed since the baseline"
-    if report["verdict"] == "inconclusive":
-        return "CANNOT TELL: the gold set is too small to be sure"
     return headline(report)
 
 
@@ -416,7 +415,7 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     return {"icon": icon, "sentence": gate["sentence"], "details": details}
 
 
-_SEVERITY = ["pass", "warn", "fail"]
+_SEVERITY = ["pass", "warn", "inconclusive", "fail"]
 
 
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
@@ -424,7 +423,9 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
     limits = limits_text(
         metric, gate["threshold"], gate["regression_max"], gate.get("regression_relative", False)
     )
-    blocking = " (blocking)" if gate["severity"] == "error" and gate["status"] == "fail" else ""
+    # Reports written before `blocking` was recorded: a failed error gate blocked.
+    blocks = gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail")
+    blocking = " (blocking)" if blocks else ""
     return {
         "name": gate["name"],
         "label": gate["metric_label"],
@@ -439,24 +440,21 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
-    """`90% CI −8.1 to −3.9 pp, p < 0.001, significant`; `—` without statistics."""
-    if not stats:
+    """`90% CI −8.1 to −3.9 pp, p < 0.001` (the test against the limit); `—` without it."""
+    # Reports written before `confidence` was recorded carried 95% intervals.
+    if not stats or stats.get("confidence", 0.95) is None:
         return "—"
-    parts = [f"{_ci_label(stats)} {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
+    level = f"{stats.get('confidence', 0.95) * 100:g}%"
+    parts = [f"{level} CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
     if stats.get("p_value") is not None:
         parts.append(format_p(stats["p_value"]))
-    if stats.get("significant") is not None:
-        parts.append("significant" if stats["significant"] else "not significant")
     return ", ".join(parts)
 
 
-def _ci_label(stats: Mapping[str, Any] | None) -> str:
-    """`90% CI`, at the level the report states; plain `CI` when it states none."""
-    level = (stats or {}).get("confidence")
-    return f"{round(100 * level)}% CI" if level else "CI"
-
-
 _METHOD_WORDS = {
+    "tango-score": "Tango's score test for paired proportions",
+    "bootstrap-t": "the paired bootstrap-t test",
+    # reports written before the gate tested against the limit
     "sign-flip": "the paired sign-flip randomisation test",
     "mcnemar-exact": "McNemar's exact test",
 }
@@ -512,7 +510,6 @@ def _tag_table(
     return {
         "label": _label(report, metric),
         "checker": checker["name"] if checker else None,
-        "ci_label": _ci_label((checker or {}).get("stats")),
         "ranked": any(row["loss"] is not None for row in rows),
         "rows": rows,
         "legend": legend,

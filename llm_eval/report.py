@@ -15,13 +15,13 @@ from typing import Any
 
 from llm_eval.baseline import Baseline
 from llm_eval.comparison import Comparison, RankChange, rank_changes
-from llm_eval.gate import GateResult, SliceResult, verdict
+from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import lower_is_better, pooling_weight
 from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
-from llm_eval.stats import PairedResult, format_p
+from llm_eval.stats import format_p
 from llm_eval.wording import (
     ci_range,
     delta,
@@ -55,6 +55,8 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
         "scope_key": gate.scope.key(),
         "severity": gate.severity,
         "status": result.status,
+        "blocking": result.blocking,
+        "decision": result.decision,
         "value": _number(result.value),
         "baseline": _number(result.baseline),
         "delta": _number(result.delta),
@@ -66,38 +68,51 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
         "floor_ok": result.floor_ok,
         "regression_ok": result.regression_ok,
         "sentence": sentence(result),
-        "stats": _stats_entry(result.test, result.gate.statistics.alpha),
+        "stats": _stats_entry(result),
         "statistics": {
             "alpha": gate.statistics.alpha,
             "significance": gate.statistics.significance,
             "resamples": gate.statistics.resamples,
             "seed": gate.statistics.seed,
             "min_n": gate.statistics.min_n,
+            "on_inconclusive": result.on_inconclusive,
         },
         "slices": [_slice_entry(result, s) for s in result.slices],
         "power_warning": power_sentence(result),
+        "power": None
+        if result.power is None
+        else {
+            "detectable_drop": result.power.detectable_drop,
+            "queries_needed": result.power.queries_needed,
+        },
     }
 
 
-def _stats_entry(test: PairedResult | None, alpha: float) -> dict[str, Any] | None:
-    if test is None:
+def _stats_entry(result: GateResult) -> dict[str, Any] | None:
+    """The paired test of the change against the limit, which decided the gate."""
+    margin = result.margin
+    if margin is None:
         return None
+    low, high = delta_interval(result.gate.metric, margin)
+    # Raw 0/1 values: for a lower-is-better metric the bad value is 1.
+    flipped = lower_is_better(result.gate.metric)
     return {
-        "n": test.n,
-        "ci_low": test.ci_low,
-        "ci_high": test.ci_high,
-        "p_value": test.p_value,
-        "method": test.method,
-        "confidence": 0.95,
-        "significant": test.p_value < alpha,
-        "alpha": alpha,
-        "hit_to_miss": test.hit_to_miss,
-        "miss_to_hit": test.miss_to_hit,
+        "n": margin.n,
+        "ci_low": low,
+        "ci_high": high,
+        "confidence": margin.confidence,
+        "p_value": margin.p_beyond,
+        "p_within": margin.p_within,
+        "method": margin.method,
+        "alpha": result.gate.statistics.alpha,
+        "hit_to_miss": margin.went_better if flipped else margin.went_worse,
+        "miss_to_hit": margin.went_worse if flipped else margin.went_better,
     }
 
 
 def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
-    test = piece.test
+    margin = piece.margin
+    low, high = (None, None) if margin is None else delta_interval(result.gate.metric, margin)
     return {
         "slice": f"tag:{piece.tag}",
         "n": piece.n,
@@ -106,11 +121,12 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
         "delta": _number(piece.delta),
         "status": piece.status,
         "judged": piece.judged,
-        "p_value": test.p_value if test is not None else None,
+        "p_value": margin.p_beyond if margin is not None else None,
         "p_adjusted": piece.p_adjusted,
         "p_adjustment": "holm",
-        "ci_low": test.ci_low if test is not None else None,
-        "ci_high": test.ci_high if test is not None else None,
+        "ci_low": low,
+        "ci_high": high,
+        "confidence": margin.confidence if margin is not None else None,
         "sentence": slice_sentence(result, piece),
     }
 
@@ -300,8 +316,10 @@ def build_report(
     timings: Mapping[str, float],
     tool_version: str,
     now: datetime,
+    from_cache: int = 0,
 ) -> dict[str, Any]:
-    """Everything any rendering needs, as a JSON-ready dict."""
+    """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
+    answers the retrieval cache gave instead of the retriever."""
     status = verdict(comparison.results)
     only = comparison.compared_on
     before = None
@@ -321,7 +339,7 @@ def build_report(
         "schema_version": SCHEMA_VERSION,
         "tool_version": tool_version,
         "verdict": status,
-        "exit_code": 1 if status == "fail" else 0,
+        "exit_code": 1 if blocks(comparison.results) else 0,
         "summary": _summary(gates),
         "gates": gates,
         "metrics": metrics,
@@ -352,7 +370,9 @@ def build_report(
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
+            *_cache_notes(from_cache, len(measurement.service)),
         ],
+        "retrieval": {"from_cache": from_cache},
         "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
@@ -364,7 +384,7 @@ def _summary(gates: Sequence[Mapping[str, Any]]) -> list[str]:
     for gate in gates:
         if gate["sentence"]:
             lines.append(gate["sentence"])
-        lines += [s["sentence"] for s in gate["slices"] if s["status"] != "pass"]
+        lines += [s["sentence"] for s in gate["slices"] if s["status"] in ("fail", "warn")]
     return lines
 
 
@@ -403,6 +423,15 @@ def _notes(
     return notes
 
 
+def _cache_notes(from_cache: int, answers: int) -> list[str]:
+    if not from_cache:
+        return []
+    return [
+        f"{from_cache} of {plural(answers, 'answer', 'answers')} came from the retrieval cache "
+        "of earlier runs, not from the retriever (--no-cache asks it again)."
+    ]
+
+
 def _provenance(
     baseline: Baseline | None,
     baseline_path: str,
@@ -436,7 +465,7 @@ def _provenance(
 
 # --- renderings ---------------------------------------------------------------------
 
-_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "CANNOT TELL"}
+_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "UNSURE"}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
 _STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
 
@@ -468,27 +497,22 @@ def _gate_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _ci_header(report: Mapping[str, Any]) -> str:
-    """The interval's level comes from the report, never assumed."""
-    levels = {g["stats"].get("confidence") for g in report["gates"] if g.get("stats")}
-    if len(levels) == 1 and None not in levels:
-        return f"{round(100 * levels.pop())}% CI, p"
-    return "CI, p"
-
-
 def _ci_cell(gate: Mapping[str, Any]) -> str:
     stats = gate.get("stats")
-    if not stats:
+    # Reports written before `confidence` was recorded carried 95% intervals.
+    if not stats or stats.get("confidence", 0.95) is None:
         return ""
     metric = gate["metric"]
-    return f"{ci_range(metric, stats['ci_low'], stats['ci_high'])}, {format_p(stats['p_value'])}"
+    level = f"{stats.get('confidence', 0.95) * 100:g}%"
+    interval = ci_range(metric, stats["ci_low"], stats["ci_high"])
+    return f"{level} {interval}, {format_p(stats['p_value'])}"
 
 
 def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) -> str:
     """The gates as a table no wider than `width`: less important columns are left out
     until it fits (the gate's name and status always stay)."""
     rows = _gate_rows(report)
-    titles = {column: column for column in _GATE_COLUMNS} | {"CI": _ci_header(report)}
+    titles = {column: column for column in _GATE_COLUMNS} | {"CI": "CI, p (vs limit)"}
     columns = [*_GATE_COLUMNS, "status"]
 
     def cells(cols: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -512,15 +536,39 @@ _WORD_STATUS = {word: status for status, word in _STATUS_WORD.items()}
 
 
 def headline(report: Mapping[str, Any]) -> str:
-    """One line: the verdict and why."""
+    """One line: the verdict and why, counting gates by severity and status."""
     gates = report["gates"]
-    failed = sum(1 for g in gates if g["status"] == "fail")
-    warned = sum(1 for g in gates if g["status"] == "warn")
-    if report["verdict"] == "fail":
-        return f"FAIL: {plural(failed, 'blocking gate', 'blocking gates')} failed"
-    if report["verdict"] == "warn":
-        return f"PASS with warnings: {plural(warned, 'warning gate', 'warning gates')} not met"
-    return f"PASS: all {plural(len(gates), 'gate', 'gates')} pass"
+
+    def count(severity: str, *statuses: str) -> int:
+        return sum(1 for g in gates if g["severity"] == severity and g["status"] in statuses)
+
+    blocked = [
+        plural(count("error", "fail"), "blocking gate", "blocking gates") + " failed",
+        plural(
+            sum(1 for g in gates if g.get("blocking") and g["status"] == "inconclusive"),
+            "blocking gate",
+            "blocking gates",
+        )
+        + " cannot tell",
+    ]
+    reported = [
+        plural(
+            sum(1 for g in gates if not g.get("blocking") and g["status"] == "inconclusive"),
+            "gate",
+            "gates",
+        )
+        + " cannot tell (not blocking)",
+        plural(count("warning", "warn"), "warning gate", "warning gates") + " not met",
+    ]
+    blocked = [part for part in blocked if not part.startswith("0 ")]
+    reported = [part for part in reported if not part.startswith("0 ")]
+    if report["exit_code"] == 1 or report["verdict"] == "fail":
+        return "FAIL: " + ", ".join(blocked + reported)
+    if reported:
+        return "PASS with warnings: " + ", ".join(reported)
+    if len(gates) == 1:
+        return "PASS: the gate passes"
+    return f"PASS: all {len(gates)} gates pass"
 
 
 def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = False) -> str:
@@ -536,11 +584,10 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
         mark = _STATUS_MARK[gate["status"]]
         if gate["sentence"]:
             sentences.append(f"{mark} {gate['sentence']}")
-        sentences += [  # an inconclusive tag is information: no warning mark
-            f"{_STATUS_MARK[piece['status']] if piece['status'] != 'inconclusive' else ' '} "
-            f"{piece['sentence']}"
+        sentences += [  # an inconclusive tag is information, not a warning
+            f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
             for piece in gate.get("slices", [])
-            if piece["status"] != "pass"
+            if piece["status"] in ("warn", "fail")
         ]
         small = [p for p in gate.get("slices", []) if not p["judged"]]
         if small:

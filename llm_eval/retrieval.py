@@ -36,8 +36,10 @@ from llm_eval.runs import Run, load_run
 class RetrieveOptions:
     """How the configured retriever is run."""
 
-    use_cache: bool = True
-    """Answer from the retrieval cache (http and python retrievers), and fill it."""
+    use_cache: bool | None = None
+    """Answer from the retrieval cache (http and python retrievers), and fill it; None:
+    as the config's `cache` says (off unless set: a gate never scores stale answers
+    unless asked to)."""
     repeat: int = 1
     """Run every query this many times, bypassing the cache, to find unstable rankings."""
     progress: Callable[[int, int], None] | None = None
@@ -68,7 +70,7 @@ def obtain_retrieval(
 ) -> Retrieval:
     """`obtain_run`, with what happened while retrieving."""
     if run_path is not None:
-        return Retrieval(load_run(run_path))
+        return Retrieval(checked_run(run_path, inputs))
     return retrieve_gold(inputs.config, inputs.gold.queries, options or RetrieveOptions())
 
 
@@ -78,7 +80,8 @@ def retrieve_gold(
     """Run the configured retriever over the queries; ExternalError when too many fail."""
     retriever = build_retriever(config)
     assert config.retriever is not None  # build_retriever says so otherwise
-    use_cache = options.use_cache and options.repeat == 1
+    wanted = config.cache if options.use_cache is None else options.use_cache
+    use_cache = wanted and options.repeat == 1
     cache = _retrieval_cache(config, retriever) if use_cache else None
     done, total = itertools.count(1), len(queries) * options.repeat
 
@@ -119,7 +122,25 @@ def _retrieval_cache(config: EvalConfig, retriever: Retriever) -> RetrievalCache
     return RetrievalCache(config.output / "cache" / "retrieval" / key)
 
 
-def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float) -> None:
+def checked_run(path: Path, inputs: Inputs) -> Run:
+    """A precomputed run, held to the rules of a live one: it must answer some gold
+    query (else InputError), and its recorded failures to the retriever's
+    `max_error_rate` (0 without a retriever in the config; else ExternalError)."""
+    run = load_run(path)
+    queries = inputs.gold.queries
+    if not any(q.query_id in run.queries for q in queries):
+        raise InputError(
+            f"shares no query id with the gold set ({plural(len(run.queries), 'query', 'queries')}"
+            f" in the run, {len(queries)} in the gold set): is it a run of another gold set?",
+            path=path,
+        )
+    retriever = inputs.config.retriever
+    limit = retriever.max_error_rate if retriever is not None else 0.0
+    check_error_rate(run, queries, limit, f"{path}: ")
+    return run
+
+
+def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float, where: str = "") -> None:
     """ExternalError summarising the errors when more queries failed than `limit` allows."""
     answers = [run.queries.get(q.query_id) for q in queries]
     errors = [a.error for a in answers if a is not None and a.error is not None]
@@ -127,7 +148,8 @@ def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float) -> No
     if share > limit:
         shown = f"{share * 100:.1f}".removesuffix(".0")
         raise ExternalError(
-            f"retriever failed on {len(errors)} of {plural(len(queries), 'query', 'queries')} "
+            f"{where}retriever failed on {len(errors)} of "
+            f"{plural(len(queries), 'query', 'queries')} "
             f"({shown}% > max_error_rate {limit * 100:g}%): {count_errors(errors)}"
         )
 

@@ -9,8 +9,9 @@ read and checked by the run loader.
 
 Only queries that succeeded are stored. Each entry is written atomically; an entry
 that cannot be read is a miss, and is replaced when the query is answered again.
-What the cache cannot see (a service redeployed behind the same URL, code outside a
-python retriever's target module) needs `--no-cache`.
+The cache is used only when asked for (`--cache`, `cache: true`). What its key cannot
+see (a service redeployed behind the same URL, code outside a python retriever's
+package) reaches it through the retriever's `cache_key` setting.
 """
 
 from __future__ import annotations

@@ -96,9 +96,13 @@ def load_run(path: str | Path, run_format: RunFormat = "auto") -> Run:
     """Read a run file (JSONL or TREC) into ranked results."""
     fmt = detect_format(path) if run_format == "auto" else run_format
     if fmt == "jsonl":
-        return Run(_load_jsonl(path))
-    scored = load_trec_scores(path)
-    return Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
+        run = Run(_load_jsonl(path))
+    else:
+        scored = load_trec_scores(path)
+        run = Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
+    if not run.queries:  # a retriever that answered nothing wrote its queries, unanswered
+        raise InputError("the run file has no queries", path=path)
+    return run
 
 
 def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
@@ -252,8 +256,9 @@ class _TrecReader:
             scores = list(map(float, score_texts))
         except ValueError:
             return False
-        # One NaN makes the sum NaN. So do inf and -inf together: the lines then pass.
-        if math.isnan(sum(scores)):
+        # One NaN, inf or -inf makes the sum not finite (as may large finite scores
+        # overflowing): the lines then pass, one at a time, with the error where due.
+        if not math.isfinite(sum(scores)):
             return False
         queries = _group(query_ids, docs, scores)
         if queries is None or not self.may_take(queries):
@@ -359,8 +364,8 @@ def _trec_fields(text: str, path: str | Path, line: int) -> tuple[str, str, floa
         raise InputError(
             f"score must be a number, got {fields[4]!r}", path=path, line=line
         ) from None
-    if math.isnan(score):
-        raise InputError("score must be a number, got NaN", path=path, line=line)
+    if not math.isfinite(score):
+        raise InputError(f"score must be a finite number, got {fields[4]!r}", path=path, line=line)
     return fields[0], fields[2], score
 
 

@@ -390,3 +390,233 @@ def _z_sum(alpha: float, power: float) -> float:
 def format_p(p: float) -> str:
     """`p < 0.001`, else `p = 0.034` (three decimals), for every report."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+# --- the gate's decision: two one-sided tests against the allowed change -------------
+
+
+@dataclass(frozen=True, slots=True)
+class MarginTest:
+    """A paired change tested against the allowed worsening (the margin), both ways.
+
+    Worsening is `before - after` for higher-is-better metrics (a drop is positive).
+    `low` and `high` are one-sided (1 - alpha) confidence bounds of the mean worsening,
+    so together they form a (1 - 2 alpha) interval; the gate reads its decision off them:
+    beyond the limit when `low > margin`, within it when `high < margin`, and cannot
+    tell otherwise. The p-values are those of the same two one-sided tests.
+    """
+
+    n: int
+    worsening: float
+    """Mean worsening over the paired queries."""
+    low: float
+    high: float
+    confidence: float
+    """Level of the interval [low, high]: 1 - 2 alpha."""
+    p_beyond: float
+    """One-sided p-value against "the worsening is at most the margin"."""
+    p_within: float
+    """One-sided p-value against "the worsening is at least the margin"."""
+    spread: float
+    """Per-query standard deviation of the test at the margin (sqrt(n) times its
+    standard error there); sizes the gold set in `queries_to_decide`."""
+    observed_spread: float
+    """Sample standard deviation of the per-query differences."""
+    method: str
+    """`tango-score` (0/1 scores) or `bootstrap-t` (graded scores)."""
+    went_worse: int | None = None
+    """0/1 scores: queries that went from the good value to the bad one."""
+    went_better: int | None = None
+    """0/1 scores: queries that went the other way."""
+
+
+def margin_tests(
+    worsening_before: npt.ArrayLike,
+    worsening_after: npt.ArrayLike,
+    margins: Sequence[float],
+    *,
+    alpha: float,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> list[MarginTest]:
+    """Test each column's mean worsening (`before - after`) against its margin.
+
+    Pass the scores oriented so that a larger `before - after` is worse (swap the
+    arguments for lower-is-better metrics). Columns of 0/1 scores use Tango's score
+    test for paired proportions (Tango 1998, Stat. Med. 17:891-908), whose size stays
+    near nominal at a non-zero margin where McNemar's test does not apply; graded
+    columns use the studentized (bootstrap-t) interval of the mean (Efron & Tibshirani
+    1993, ch. 12.5), which keeps its level better than the percentile interval on the
+    skewed, zero-heavy differences of unchanged rankings.
+    """
+    base, head = _as_columns(worsening_before), _as_columns(worsening_after)
+    _check_inputs(base, head, resamples, 1.0 - 2.0 * alpha)
+    if len(margins) != base.shape[1]:
+        raise ValueError(f"expected {base.shape[1]} margins, got {len(margins)}")
+    results: dict[int, MarginTest] = {}
+    graded = []
+    for j in range(base.shape[1]):
+        if is_binary(base[:, j], head[:, j]):
+            results[j] = _tango(base[:, j], head[:, j], margins[j], alpha)
+        else:
+            graded.append(j)
+    if graded:
+        diffs = base[:, graded] - head[:, graded]
+        rng = np.random.default_rng(seed)
+        picked = [margins[j] for j in graded]
+        for j, result in zip(
+            graded, _bootstrap_t(diffs, picked, alpha, resamples, rng), strict=True
+        ):
+            results[j] = result
+    return [results[j] for j in range(base.shape[1])]
+
+
+def _tango_z(went_bad: int, went_good: int, n: int, delta: FloatArray) -> FloatArray:
+    """Tango's score statistic for H0: P(bad) - P(good) = delta, at each delta."""
+    b, c = float(went_bad), float(went_good)
+    a_coef = 2.0 * n
+    b_coef = -b - c + (2.0 * n - b + c) * delta
+    c_coef = -c * delta * (1.0 - delta)
+    root = np.sqrt(np.maximum(b_coef * b_coef - 4.0 * a_coef * c_coef, 0.0))
+    p_good = (root - b_coef) / (2.0 * a_coef)
+    variance = n * (2.0 * p_good + delta * (1.0 - delta))
+    numerator = b - c - n * delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = numerator / np.sqrt(variance)
+    # No variance: certain when the numerator is not zero, no evidence when it is.
+    certain = np.where(numerator == 0.0, 0.0, np.copysign(np.inf, numerator))
+    return np.where(variance > 0.0, z, certain)
+
+
+def _tango(before: FloatArray, after: FloatArray, margin: float, alpha: float) -> MarginTest:
+    n = before.size
+    bad = int(np.sum((before == 1.0) & (after == 0.0)))
+    good = int(np.sum((before == 0.0) & (after == 1.0)))
+    z_crit = NormalDist().inv_cdf(1.0 - alpha)
+    low, high = _score_bounds(bad, good, n, z_crit)
+    z_margin = float(_tango_z(bad, good, n, np.array([margin]))[0])
+    normal = NormalDist()
+    p_beyond = 1.0 - normal.cdf(z_margin) if math.isfinite(z_margin) else float(z_margin < 0)
+    p_within = normal.cdf(z_margin) if math.isfinite(z_margin) else float(z_margin > 0)
+    p_good = (bad + good) / (2.0 * n)
+    spread = math.sqrt(max(2.0 * p_good + margin * (1.0 - margin), 0.0))
+    observed = float(np.std(before - after, ddof=1)) if n > 1 else 0.0
+    return MarginTest(
+        n,
+        (bad - good) / n,
+        low,
+        high,
+        1.0 - 2.0 * alpha,
+        p_beyond,
+        p_within,
+        spread,
+        observed,
+        "tango-score",
+        bad,
+        good,
+    )
+
+
+def _score_bounds(bad: int, good: int, n: int, z_crit: float) -> tuple[float, float]:
+    """The deltas where Tango's statistic crosses +z and -z, by bisection on [-1, 1]:
+    the statistic falls as delta rises."""
+    ends = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    targets = np.array([z_crit, -z_crit])
+    lower, upper = ends
+    for _ in range(60):
+        middle = (lower + upper) / 2.0
+        above = _tango_z(bad, good, n, middle) > targets
+        lower = np.where(above, middle, lower)
+        upper = np.where(above, upper, middle)
+    bounds = (lower + upper) / 2.0
+    return float(bounds[0]), float(bounds[1])
+
+
+def _bootstrap_t(
+    diffs: FloatArray,
+    margins: Sequence[float],
+    alpha: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> list[MarginTest]:
+    """Studentized bootstrap bounds and p-values of each column's mean."""
+    n = diffs.shape[0]
+    mean = diffs.mean(axis=0)
+    spread = diffs.std(axis=0, ddof=1) if n > 1 else np.zeros(diffs.shape[1])
+    error = spread / math.sqrt(n)
+    moments = _bootstrap_means(np.hstack([diffs, diffs * diffs]), resamples, rng)
+    boot_mean, boot_square = moments[:, : diffs.shape[1]], moments[:, diffs.shape[1] :]
+    boot_error = np.sqrt(np.maximum(boot_square - boot_mean**2, 0.0) * n / max(n - 1, 1) / n)
+    shift = boot_mean - mean
+    tolerance = TIE_TOLERANCE * (np.abs(diffs).sum(axis=0) / n + 1e-300)
+    shift = np.where(np.abs(shift) <= tolerance, 0.0, shift)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_star = np.where(boot_error > 0.0, shift / boot_error, np.sign(shift) * np.inf)
+    top, bottom = np.quantile(t_star, [1.0 - alpha, alpha], axis=0)
+    results = []
+    for j, margin in enumerate(margins):
+        low = float(mean[j] - top[j] * error[j]) if error[j] > 0 else float(mean[j])
+        high = float(mean[j] - bottom[j] * error[j]) if error[j] > 0 else float(mean[j])
+        p_beyond, p_within = _bootstrap_p(float(mean[j]), float(error[j]), t_star[:, j], margin)
+        results.append(
+            MarginTest(
+                n,
+                float(mean[j]),
+                low,
+                high,
+                1.0 - 2.0 * alpha,
+                p_beyond,
+                p_within,
+                float(spread[j]),
+                float(spread[j]),
+                "bootstrap-t",
+            )
+        )
+    return results
+
+
+def _bootstrap_p(
+    mean: float, error: float, t_star: FloatArray, margin: float
+) -> tuple[float, float]:
+    """One-sided p-values of the two hypotheses about the margin, from the t* sample."""
+    count = t_star.size
+    if error == 0.0:  # every difference equal: the mean is known exactly
+        beyond = mean > margin
+        return (0.0, 1.0) if beyond else ((1.0, 0.0) if mean < margin else (1.0, 1.0))
+    statistic = (mean - margin) / error
+    p_beyond = (1.0 + np.count_nonzero(t_star >= statistic)) / (count + 1.0)
+    p_within = (1.0 + np.count_nonzero(t_star <= statistic)) / (count + 1.0)
+    return float(p_beyond), float(p_within)
+
+
+def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | None:
+    """About how many queries, with the same per-query spread and the same mean change,
+    the test needs to tell which side of the margin the change is on (None: never,
+    the change sits on the margin)."""
+    distance = abs(test.worsening - margin)
+    if distance == 0.0:
+        return None
+    z = NormalDist().inv_cdf(1.0 - alpha)
+    return max(test.n + 1, math.ceil((z * test.spread / distance) ** 2))
+
+
+def detectable_worsening(
+    test: MarginTest, margin: float, alpha: float, power: float = 0.8
+) -> float:
+    """The true worsening D that the test finds beyond the margin with probability
+    `power`: D = margin + (z_{1-alpha} + z_power) * sigma(D) / sqrt(n), normal
+    approximation, solved by fixed-point iteration.
+
+    sigma(D)^2 = s^2 + D (1 - D): the observed spread of the differences plus that of a
+    share D of queries losing their whole score. With 0/1 scores that is exactly how a
+    drop adds to the churn already there; with graded scores it is on the safe side
+    (a real drop spread over partial losses is caught sooner).
+    """
+    normal = NormalDist()
+    z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
+    drop = margin
+    for _ in range(100):
+        share = min(max(drop, 0.0), 1.0)
+        sigma = math.sqrt(test.observed_spread**2 + share * (1.0 - share))
+        drop = margin + z_sum * sigma / math.sqrt(test.n)
+    return drop

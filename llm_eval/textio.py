@@ -8,11 +8,15 @@ are not UTF-8 are handled the same way everywhere.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import math
 import numbers
 import os
+import re
+import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -77,17 +81,150 @@ def _decode_block(raw: bytes, path: str | Path, number: int) -> Iterator[tuple[i
     yield number, text
 
 
-def parse_json_object(text: str, path: str | Path, line: int) -> dict[str, Any]:
-    """Parse one JSONL line that must hold a JSON object."""
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects in a hand-edited JSON file; the tool's files
+nest a few levels."""
+
+# A JSON string (unrolled: no backtracking), and what is left of nesting without them.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+_INNERMOST_PAIR = re.compile(r"\[\]|\{\}")
+# A \u escape of a UTF-16 surrogate: only these can make a parsed string that is not text.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def load_json(text: str, path: str | Path, line: int | None = None, *, strict: bool = False) -> Any:
+    """Parse JSON text from `path` (at `line`, for one line of a JSONL file).
+
+    Every JSON input goes through here, so each is refused the same way, as an
+    InputError naming the file and line: invalid JSON, nesting too deep for Python's
+    recursive parser (a thousand levels or so), numbers too long to convert, and
+    strings holding a lone UTF-16 surrogate (`"\\ud800"` parses, but is not text: it
+    cannot be written, hashed or printed).
+
+    `strict` is for the files people edit by hand (gold files, the versions sidecar,
+    baseline, report): it also refuses nesting deeper than `MAX_JSON_DEPTH` and an
+    object that repeats a key (JSON would keep the last one silently). Both checks
+    double the time a large run line takes to parse, so machine-written files skip
+    them; nothing the tool does with their values recurses.
+    """
+    if strict and _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path, line=line)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique if strict else None)
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path, line=line) from None
+    except _DuplicateKeyError as exc:
+        raise InputError("duplicate key", path=path, line=line, key=exc.key) from None
     except json.JSONDecodeError as exc:
+        where = line if line is not None else exc.lineno
         raise InputError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
+            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=where
         ) from None
+    except ValueError:  # the one other failure: an integer of too many digits to convert
+        raise InputError("invalid JSON: a number too long to read", path=path, line=line) from None
+    if _SURROGATE_ESCAPE.search(text):
+        key = _first_unencodable(value)
+        if key is not None:
+            raise InputError(
+                "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff escape), not text",
+                path=path,
+                line=line,
+                key=key or None,
+            )
+    return value
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        counts = Counter(key for key, _ in pairs)
+        raise _DuplicateKeyError(next(key for key, _ in pairs if counts[key] > 1))
+    return value
+
+
+def _nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in `text`, when that may exceed `MAX_JSON_DEPTH`
+    (0 when there are too few brackets to; at most `MAX_JSON_DEPTH` + 1 passes).
+
+    The brackets outside strings, with one level of innermost pairs removed at a time:
+    each pass runs in C, where a loop over the brackets in Python would not.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return 0
+    brackets = "".join(_JSON_BRACKET.findall(_JSON_STRING.sub("", text)))
+    levels = 0
+    while levels <= MAX_JSON_DEPTH:
+        brackets, removed = _INNERMOST_PAIR.subn("", brackets)
+        if not removed:
+            break
+        levels += 1
+    # What is left is unmatched; the openers among it are all open at the end at once.
+    return max(levels, brackets.count("[") + brackets.count("{"))
+
+
+def _first_unencodable(value: Any) -> str | None:
+    """The key path of the first string (or key) in `value` that is not encodable text."""
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:
+        item, key = pending.pop()
+        if isinstance(item, str) and not _encodable(item):
+            return key
+        if isinstance(item, dict):
+            for name, child in reversed(item.items()):
+                child_key = f"{key}.{name}" if key else name
+                if not _encodable(name):
+                    return child_key.encode("utf-8", "backslashreplace").decode("utf-8")
+                pending.append((child, child_key))
+        elif isinstance(item, list):
+            pending.extend((child, f"{key}[{i}]") for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json_object(
+    text: str, path: str | Path, line: int, *, strict: bool = False
+) -> dict[str, Any]:
+    """Parse one JSONL line that must hold a JSON object (see `load_json`)."""
+    value = load_json(text, path, line, strict=strict)
     if not isinstance(value, dict):
         raise InputError(f"expected a JSON object, got {json_type(value)}", path=path, line=line)
     return value
+
+
+def read_text(path: str | Path) -> str:
+    """A whole file's text (a UTF-8 BOM is dropped); bytes that are not UTF-8 are an
+    InputError naming their line."""
+    raw = require_file(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            path=path,
+            line=raw.count(b"\n", 0, exc.start) + 1,
+        ) from None
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Parse a whole JSON file (see `read_text`); an InputError when it is not JSON."""
+    text = read_text(path)
+    if not text.strip():
+        raise InputError("empty file, expected JSON", path=path)
+    return load_json(text, path, strict=True)
 
 
 def _mode_for(target: Path) -> int:
@@ -122,11 +259,15 @@ def write_atomic(path: str | Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the new one, never half.
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
-    renamed over the target (rename is atomic within one file system).
+    renamed over the target (rename is atomic within one file system). Temporary files
+    that killed processes left in that folder are removed first.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    sweep_stale_temporaries(target.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
+    )
     try:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         Path(tmp_name).chmod(_mode_for(target))
@@ -138,6 +279,60 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+TEMP_SUFFIX = ".tmp"
+_TEMPORARY = re.compile(r"\..+\.pid(\d+)\.[^.]+" + re.escape(TEMP_SUFFIX))
+
+
+def temporary_prefix(name: str) -> str:
+    """The name prefix of a temporary file or folder made for `name` by this process.
+
+    It carries the process id, so that `sweep_stale_temporaries` can tell the
+    leftovers of a killed process from the files of one still writing.
+    """
+    return f".{name}.pid{os.getpid()}."
+
+
+_SWEPT: set[Path] = set()
+"""Folders swept by this process: once is enough (the cache writes a file a query)."""
+
+
+def sweep_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files and folders in `folder` whose process is gone.
+
+    A process killed between creating a temporary and renaming it cannot clean up;
+    the next process to write in the same folder does.
+    """
+    if folder in _SWEPT:
+        return
+    _SWEPT.add(folder)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMPORARY.fullmatch(entry.name)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):  # another process may be sweeping it too
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                Path(entry.path).unlink()
+
+
+def _process_alive(pid: int) -> bool:
+    # On Windows os.kill would end the process rather than probe it: never sweep there.
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # e.g. another user's process: it exists
+        return True
+    return True
 
 
 def require_file(path: str | Path) -> Path:
@@ -155,6 +350,8 @@ def iter_unique_records(
     parse: Callable[[dict[str, Any], str | Path, int], T],
     key: Callable[[T], str],
     key_name: str,
+    *,
+    strict: bool = False,
 ) -> Iterator[T]:
     """Parse each JSONL line into a record whose `key` must be unique in the file.
 
@@ -163,7 +360,7 @@ def iter_unique_records(
     """
     first_line: dict[str, int] = {}
     for line, text in iter_lines(path):
-        record = parse(parse_json_object(text, path, line), path, line)
+        record = parse(parse_json_object(text, path, line, strict=strict), path, line)
         value = key(record)
         if value in first_line:
             raise InputError(

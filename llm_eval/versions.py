@@ -109,7 +109,8 @@ _KEYS = ("doc_id", "version_key", "effective_timestamp", "superseded_by")
 
 def load_versions(path: str | Path) -> Versions:
     """Read the sidecar; a bad line is an error naming the file, the line and the key."""
-    return build_versions(list(iter_unique_records(path, _parse, lambda r: r.doc_id, "doc_id")))
+    records = iter_unique_records(path, _parse, lambda r: r.doc_id, "doc_id", strict=True)
+    return build_versions(list(records))
 
 
 def _parse(item: Mapping[str, Any], path: str | Path, line: int) -> VersionRecord:

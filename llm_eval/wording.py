@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 from llm_eval.config import Gate
-from llm_eval.gate import GateResult, SliceResult, allowed_change
+from llm_eval.gate import GateResult, SliceResult, allowed_change, delta_interval
 from llm_eval.metrics import lower_is_better, parse_metric, query_metric
 from llm_eval.service import SERVICE_METRICS
-from llm_eval.stats import PairedResult, format_p
+from llm_eval.stats import MarginTest, format_p
 
 MINUS = "−"
 _PERCENT = {"recall", "precision", "hit_rate"}
@@ -102,59 +102,70 @@ def limits_text(
 
 
 def interval(
-    metric: str, test: PairedResult, p_label: str = "", p_value: float | None = None
+    metric: str, margin: MarginTest, p_label: str = "", p_value: float | None = None
 ) -> str:
-    """`95% CI −8.1 to −3.9 pp, p < 0.001` (the p-value may be replaced, e.g. Holm's)."""
-    p_text = format_p(test.p_value if p_value is None else p_value)
-    return f"95% CI {ci_range(metric, test.ci_low, test.ci_high)}, {p_label}{p_text}"
+    """`90% CI −8.1 to −3.9 pp` from the test against the limit (with a p-value when
+    given, e.g. Holm's)."""
+    low, high = delta_interval(metric, margin)
+    text = f"{margin.confidence * 100:g}% CI {ci_range(metric, low, high)}"
+    return text if p_value is None else f"{text}, {p_label}{format_p(p_value)}"
 
 
-def _judgement(significant: bool | None, significance_on: bool, alpha: float) -> str:
-    if significant is None or not significance_on:
-        return ""
-    if significant:
-        return ": significant"
-    return f": not significant at alpha {alpha:g}, so it only warns"
-
-
-def _drop_clause(
-    gate: Gate,
-    before: float | None,
-    after: float,
-    test: PairedResult | None,
-    judgement: str,
-    holm_p: float | None = None,
-) -> str:
-    """`dropped from A to B (Δ, CI, p): significant; at most −3.0 pp is allowed`."""
-    metric = gate.metric
-    change = delta(metric, None if before is None else after - before)
-    details = change
-    if test is not None:
-        label = "Holm-adjusted " if holm_p is not None else ""
-        details = f"{change}, {interval(metric, test, label, holm_p)}"
+def _allowed(gate: Gate, before: float | None) -> str:
+    """`3.0 pp` (with the absolute move when relative: `+20% (+4.1 ms)`)."""
     assert gate.regression_max is not None
-    allowed = limit(metric, gate.regression_max, gate.regression_relative)
+    allowed = limit(gate.metric, gate.regression_max, gate.regression_relative)
     if gate.regression_relative and before is not None:
-        allowed += f" ({delta(metric, allowed_change(gate, before))})"
-    verb = "rose" if lower_is_better(metric) else "dropped"
+        allowed += f" ({delta(gate.metric, allowed_change(gate, before))})"
+    return allowed.lstrip(f"{MINUS}+") if not gate.regression_relative else allowed
+
+
+def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
+    verb = "rose" if lower_is_better(gate.metric) else "dropped"
+    change = delta(gate.metric, None if before is None else after - before)
+    extra = f"; {details}" if details else ""
     return (
-        f"{verb} from {value(metric, before)} to {value(metric, after)} ({details}){judgement}; "
-        f"at most {allowed} is allowed"
+        f"{verb} from {value(gate.metric, before)} to {value(gate.metric, after)} ({change}{extra})"
+    )
+
+
+def _regression_clause(result: GateResult) -> str | None:
+    """Why the regression check did not pass, in words; None when it passed."""
+    gate = result.gate
+    decision, margin = result.decision, result.margin
+    if decision is None or decision == "pass":
+        return None
+    allowed = _allowed(gate, result.baseline)
+    details = "" if margin is None else interval(gate.metric, margin)
+    moved = _moved(gate, result.baseline, result.value, details)
+    if decision == "fail":
+        return f"{moved}: more than the {allowed} allowed"
+    n = 0 if margin is None else margin.n
+    needed = result.power.queries_needed if result.power is not None else None
+    if n < gate.statistics.min_n:
+        reason = f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
+    elif needed is None:
+        reason = f"the change sits on the limit with {n} queries"
+    else:
+        reason = f"{n} queries are too few; about {needed} are needed"
+    return (
+        f"cannot tell whether it {'rose' if lower_is_better(gate.metric) else 'dropped'} by "
+        f"more than {allowed}: {moved}; {reason}"
     )
 
 
 def main_check_failed(result: GateResult) -> bool:
-    """Whether the gate's own scope (not its tag slices) misses a limit."""
+    """Whether the gate's own scope (not its tag slices) misses a limit or cannot tell."""
     return (
         result.floor_ok is False
-        or result.regression_ok is False
+        or result.decision in ("fail", "inconclusive")
         or result.n == 0
         or math.isnan(result.value)
     )
 
 
 def sentence(result: GateResult) -> str | None:
-    """One plain sentence for a gate whose own scope misses a limit, else None."""
+    """One plain sentence for a gate whose own scope misses a limit or cannot tell."""
     if not main_check_failed(result):
         return None
     gate = result.gate
@@ -162,54 +173,50 @@ def sentence(result: GateResult) -> str | None:
     if result.n == 0 or math.isnan(result.value):
         clauses = ["could not be computed: no scored query in its scope"]
     else:
-        clauses = []
-        if result.regression_ok is False and gate.regression_max is not None:
-            judgement = _judgement(
-                result.significant, gate.statistics.significance, gate.statistics.alpha
-            )
-            clauses.append(
-                _drop_clause(gate, result.baseline, result.value, result.test, judgement)
-            )
+        regression = _regression_clause(result)
+        clauses = [] if regression is None else [regression]
         if result.floor_ok is False and gate.threshold is not None:
             verb = "and is" if clauses else "is"
             where = "above the ceiling" if lower_is_better(metric) else "below the floor"
             clauses.append(
                 f"{verb} {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
             )
-    suffix = " (warning)" if gate.severity == "warning" else ""
-    return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{suffix}"
+    return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def _suffix(result: GateResult) -> str:
+    if result.gate.severity == "warning":
+        return " (warning)"
+    if result.status == "inconclusive":
+        return " (blocks the merge)" if result.blocking else " (reported, not blocking)"
+    return ""
 
 
 def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
-    """A sentence for a tag slice that is too small to judge or whose drop is too large."""
+    """A sentence for a tag slice too small to judge, or whose drop is beyond the limit."""
     gate = result.gate
     metric = gate.metric
     name = subject(metric, f"tag {piece.tag}")
     if not piece.judged:
         return f"{name}: too few queries (n={piece.n}) to judge"
-    if not piece.exceeded or gate.regression_max is None:
+    if piece.status not in ("fail", "warn") or piece.margin is None:
         return None
-    alpha = gate.statistics.alpha
-    adjusted = piece.p_adjusted if piece.p_adjusted is not None else math.nan
-    significant = adjusted < alpha
-    judgement = _judgement(significant, gate.statistics.significance, alpha)
-    clause = _drop_clause(gate, piece.baseline, piece.value, piece.test, judgement, adjusted)
+    details = interval(metric, piece.margin, "Holm-adjusted ", piece.p_adjusted)
+    clause = _moved(gate, piece.baseline, piece.value, details)
     suffix = " (warning)" if gate.severity == "warning" else ""
-    return f"{name} {clause}{suffix}"
+    return f"{name} {clause}: more than the {_allowed(gate, piece.baseline)} allowed{suffix}"
 
 
 def power_sentence(result: GateResult) -> str | None:
-    """A warning when regression_max is smaller than the scope can detect."""
+    """What the scope can tell: the drop it catches 4 times in 5."""
     power = result.power
     gate = result.gate
-    if power is None or gate.regression_max is None:
+    if power is None or gate.regression_max is None or result.margin is None:
         return None
     metric = gate.metric
-    more = max(0, power.queries_needed - result.n)
+    caught = delta(metric, power.detectable_drop).lstrip("+")
     return (
-        f"{subject(metric, gate.scope.label())}: with {result.n} queries, drops smaller than "
-        f"{delta(metric, power.detectable_drop).lstrip('+')} are not reliably detected (80% "
-        f"power, alpha {gate.statistics.alpha:g}), but regression_max is "
-        f"{delta(metric, gate.regression_max).lstrip('+')}; about {more} more queries would "
-        "be needed"
+        f"{subject(metric, gate.scope.label())}: with {result.margin.n} queries, a drop of "
+        f"{caught} is caught 4 times in 5; a smaller one beyond the "
+        f'{_allowed(gate, result.baseline)} limit may end as "cannot tell"'
     )

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from llm_eval.errors import InputError
-from llm_eval.textio import require_file
+from llm_eval.textio import MAX_JSON_DEPTH, read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,32 +80,124 @@ def _kind(value: Any) -> str:
 def load_yaml(path: str | Path) -> Node:
     """Parse a YAML file into located nodes."""
     file = str(path)
+    text = read_text(path)
     try:
-        text = require_file(path).read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (at byte {exc.start})", path=file) from None
+        loader = _Loader(text, file)  # checks every character at once
+    except yaml.reader.ReaderError as exc:
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char)
+        raise InputError(
+            f"invalid YAML: character U+{code:04X} is not allowed",
+            path=file,
+            line=text.count("\n", 0, exc.position) + 1,
+        ) from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"invalid YAML: {exc.problem}", path=file, line=line) from None
+    finally:
+        loader.dispose()
     if root is None:
         return Node({}, file, 1, "")
     return _convert(root, file, "")
 
 
-def _scalar(node: yaml.Node) -> Any:
-    return yaml.constructor.SafeConstructor().construct_object(node)
+MAX_DEPTH = MAX_JSON_DEPTH
+"""Deepest nesting of mappings and lists; a config nests a few levels."""
+
+
+class _Loader(yaml.SafeLoader):
+    """Composes nodes, refusing anchors and aliases (`&name`, `*name`) and deep nesting.
+
+    An alias makes the same node appear in many places: a recursive one never ends,
+    and a few hundred bytes of nested aliases expand to gigabytes. A config has no
+    need for them, so they are refused where they appear, with their key path; so is
+    nesting deeper than `MAX_DEPTH`, which composing (recursive) could not survive.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.paths: list[str] = []
+        """The key paths of the nodes being composed, innermost last."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Compose one node, unless it is an alias, has an anchor or is too deep."""
+        path = self._path(parent, index)
+        event = self.peek_event()
+        if len(self.paths) >= MAX_DEPTH:
+            raise InputError(
+                f"YAML nested deeper than {MAX_DEPTH} levels",
+                path=self.file,
+                line=event.start_mark.line + 1,
+                key=path or None,
+            )
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise InputError(
+                "YAML anchors and aliases (&name, *name) are not supported: write the value out",
+                path=self.file,
+                line=event.start_mark.line + 1,
+                key=path or None,
+            )
+        self.paths.append(path)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.paths.pop()
+
+    def _path(self, parent: yaml.Node | None, index: Any) -> str:
+        """The key path of the child `index` of `parent` (None: a mapping's key)."""
+        outer = self.paths[-1] if self.paths else ""
+        if isinstance(index, int):
+            return f"{outer}[{index}]"
+        if isinstance(index, yaml.ScalarNode):
+            return f"{outer}.{index.value}" if outer else str(index.value)
+        return outer
+
+
+def _scalar(node: yaml.Node, file: str, path: str) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node)
+    except Exception as exc:  # PyYAML's constructors raise assorted errors on bad values
+        # A tag the safe loader does not know (`!!python/object`), or a value its tag
+        # cannot hold: `!!int abc` (ValueError), `!!bool maybe` (KeyError),
+        # `!!timestamp x` (AttributeError).
+        kind = str(node.tag).rsplit(":", 1)[-1]
+        problem = getattr(exc, "problem", None) or f"{node.value!r} is not a valid {kind}"
+        raise InputError(
+            f"invalid YAML value: {problem}",
+            path=file,
+            line=node.start_mark.line + 1,
+            key=path or None,
+        ) from None
+
+
+_COLLECTION_TAGS = frozenset(
+    {
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+        yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
+    }
+)
 
 
 def _convert(node: yaml.Node, file: str, path: str) -> Node:
     line = node.start_mark.line + 1
+    if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
+        # A tag on a mapping or list (`!!python/object/apply:…`) would otherwise be
+        # dropped without a word; scalars' tags are checked when they are constructed.
+        raise InputError(
+            f"invalid YAML value: unsupported tag {node.tag!r}",
+            path=file,
+            line=line,
+            key=path or None,
+        )
     if isinstance(node, yaml.MappingNode):
         parent = Node(None, file, line, path)
         children: dict[str, Node] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node)
+            key = _scalar(key_node, file, path)
             if not isinstance(key, str):
                 raise InputError(f"keys must be strings, got {key!r}", path=file, line=line)
             if key in children:
@@ -121,5 +213,4 @@ def _convert(node: yaml.Node, file: str, path: str) -> Node:
         parent = Node(None, file, line, path)
         items = [_convert(v, file, parent.child_path(i)) for i, v in enumerate(node.value)]
         return Node(items, file, line, path)
-    value = _scalar(node)
-    return Node(value, file, line, path)
+    return Node(_scalar(node, file, path), file, line, path)

@@ -1,60 +1,95 @@
-"""Is the statistical gate sound? Error rates and speed on simulated paired outcomes.
+"""Is the gate's decision sound? Its error rates, power and speed on simulated changes.
+
+Every figure here comes from the gate's own code: `llm_eval.stats.margin_tests` (the
+paired test against the limit) and `llm_eval.gate.decide` / `decide_slices` (the
+three-zone decision), and the timing from `llm_eval.comparison`, as `llm-eval gate`
+calls them. Nothing below re-implements the rule.
 
 Each query has a baseline ("before") and a head ("after") recall@5-like outcome, 1 (hit)
 or 0 (miss), drawn per query from a joint distribution:
 
     P(hit -> miss) = churn + drop      P(miss -> hit) = churn
 
-with a baseline hit rate of --hit-rate. With drop = 0 the two directions are equally
-likely, so both means are the same: no true change, only churn.
+with a baseline hit rate of --hit-rate (0.85). The gate is an `error` gate on recall@5
+with regression_max 0.03 (3 pp), alpha 0.05, min_n 30 and the default on_inconclusive.
 
-(a) false fails with no true change: the gate's rule "fail when the observed drop >
-    regression_max AND p < alpha", and plain significance (p < alpha, any direction);
-    for recall@5-like hits (exact McNemar) and MRR-like scores (sign-flip test);
-(b) detection of a true 3 pp drop at 1,400 queries;
-(c) family-wise false alarms over 20 tag slices, Holm-corrected and uncorrected;
-(d) the time of all statistics for 1,400 queries x 20 tag slices (+ overall) x 5 metrics
-    at 10,000 resamples.
+(a) for n = 1,000 and 1,400: for each true drop from 0 to 3 pp (allowed changes), how
+    often the gate decides "fail" (must stay <= alpha), how often it cannot tell, and
+    how often it blocks the merge (fail, or cannot tell with the estimate beyond the
+    limit, the default on_inconclusive); for true drops of 4, 5 and 8 pp, how often it
+    fails and blocks (its power);
+(b) the power statement: the drop the gate claims to catch 4 times in 5, from one run
+    with no true change, against the detection rate simulated at that drop;
+(c) 20 tag slices (Holm-corrected), a true drop in every slice: how often any slice
+    fails at allowed drops, and the share of slices failed at larger ones;
+(d) the time of all statistics for 1,400 queries x 20 tags x 5 metrics as the gate
+    computes them (10,000 resamples), against a 0.5 s target.
 
-Usage: python scripts/bench_gate_soundness.py [--trials 1000] [--seed 0]
+Usage: python scripts/bench_gate_soundness.py [--trials 1000] [--slice-trials 200] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
-import math
-import statistics
-import time
-from collections.abc import Callable
+import os
 
-import numpy as np
+# One BLAS thread: on a 2-core runner, BLAS threads and the test's own work fight.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
-from llm_eval.stats import holm, minimum_detectable_drop, paired_tests
+import argparse  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
-QUERIES = 1_400
+import numpy as np  # noqa: E402
+
+from llm_eval.baseline import Baseline  # noqa: E402
+from llm_eval.comparison import decide_gates  # noqa: E402
+from llm_eval.config import Gate, Location, Scope, Statistics  # noqa: E402
+from llm_eval.gate import GateResult, SliceInput, decide, decide_slices  # noqa: E402
+from llm_eval.gold import GoldQuery  # noqa: E402
+from llm_eval.slices import ScoreTable  # noqa: E402
+from llm_eval.stats import margin_tests  # noqa: E402
+
+LIMIT = 0.03
+ALLOWED_DROPS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03)
+LARGER_DROPS = (0.04, 0.05, 0.08)
+SIZES = (1_000, 1_400)
 TAGS = 20
+TIMING_QUERIES = 1_400
 METRICS = ("recall@5", "hit_rate@5", "mrr", "ndcg@10", "map")
-TIMING_RESAMPLES = 10_000
-TIMING_TARGET_SECONDS = 1.0
+TIMING_TARGET_SECONDS = 0.5
+HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=1_000, help="simulated trials per figure")
+    parser.add_argument("--trials", type=int, default=1_000, help="trials per gate figure")
+    parser.add_argument("--slice-trials", type=int, default=200, help="trials per slice figure")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulations")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--hit-rate", type=float, default=0.85, help="baseline hit rate")
     parser.add_argument(
         "--churn", type=float, default=0.02, help="per-query probability of each flip direction"
     )
-    parser.add_argument(
-        "--trial-resamples",
-        type=int,
-        default=1_000,
-        help="resamples inside the trials (only p-values are used there)",
-    )
     parser.add_argument("--timing-repeat", type=int, default=5)
     return parser.parse_args()
+
+
+def make_gate(alpha: float, per_tag: bool = False, metric: str = "recall@5") -> Gate:
+    return Gate(
+        "retrieval_recall_at_5",
+        metric,
+        None,
+        LIMIT,
+        "error",
+        Scope(),
+        HERE,
+        HERE,
+        statistics=Statistics(alpha=alpha),
+        per_tag=per_tag,
+    )
 
 
 def paired_hits(
@@ -70,21 +105,64 @@ def paired_hits(
     return before, after
 
 
-def paired_reciprocal_ranks(
-    rng: np.random.Generator, n: int, churn: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """MRR-like scores with no true change: a changed query redraws its rank from the
-    same distribution (first relevant rank geometric, 0 beyond rank 10)."""
-    ranks = rng.geometric(0.45, size=(2, n))
-    before = np.where(ranks[0] <= 10, 1.0 / ranks[0], 0.0)
-    redrawn = np.where(ranks[1] <= 10, 1.0 / ranks[1], 0.0)
-    after = np.where(rng.random(n) < 2 * churn, redrawn, before)
-    return before, after
+def gate_once(gate: Gate, before: np.ndarray, after: np.ndarray) -> GateResult:
+    """The gate's decision on one simulated change."""
+    margin = margin_tests(before, after, [LIMIT], alpha=gate.statistics.alpha)[0]
+    return decide(gate, float(after.mean()), before.size, float(before.mean()), margin=margin)
 
 
-def tag_slices(rng: np.random.Generator, n: int) -> list[np.ndarray]:
-    """Query indices of each of TAGS tags: 1-3 tags a query (mean 2.2), popular tags
-    more often, as in the bundled gold set."""
+def rate(count: int, trials: int) -> str:
+    value = count / trials
+    return f"{value:6.3f} ± {math.sqrt(value * (1 - value) / trials):.3f}"
+
+
+def gate_rates(args: argparse.Namespace, n: int) -> list[str]:
+    """(a) at n queries: fail, cannot-tell and blocking rates at each true drop."""
+    gate = make_gate(args.alpha)
+    rng = np.random.default_rng(args.seed)
+    lines = [f"    {'true drop':>9}  {'fail':>14}  {'cannot tell':>14}  {'blocks':>14}  check"]
+    for drop in ALLOWED_DROPS + LARGER_DROPS:
+        counts = {"fail": 0, "inconclusive": 0, "blocks": 0}
+        for _ in range(args.trials):
+            result = gate_once(gate, *paired_hits(rng, n, args.hit_rate, args.churn, drop))
+            counts["fail"] += result.decision == "fail"
+            counts["inconclusive"] += result.decision == "inconclusive"
+            counts["blocks"] += result.blocking
+        check = ""
+        if drop <= LIMIT:
+            ceiling = args.alpha + 2.326 * math.sqrt(args.alpha * (1 - args.alpha) / args.trials)
+            ok = counts["fail"] / args.trials <= ceiling
+            check = f"fail <= alpha: {'PASS' if ok else 'FAIL'}"
+        cells = "  ".join(rate(counts[k], args.trials) for k in ("fail", "inconclusive", "blocks"))
+        lines.append(f"    {drop * 100:6.1f} pp  {cells}  {check}")
+    lines.append(f"    ({args.trials} trials a row, seed {args.seed}; ± one standard error)")
+    return lines
+
+
+def power_check(args: argparse.Namespace, n: int) -> list[str]:
+    """(b) the drop the report claims is caught 4 times in 5, simulated at that drop."""
+    gate = make_gate(args.alpha)
+    rng = np.random.default_rng(args.seed + 1)
+    claimed = gate_once(gate, *paired_hits(rng, n, args.hit_rate, args.churn))
+    from llm_eval.comparison import _power  # the gate's own power statement
+
+    power = _power(gate, claimed.margin, claimed.decision, claimed.baseline or 0.0)
+    assert power is not None
+    drop = power.detectable_drop
+    detected = sum(
+        gate_once(gate, *paired_hits(rng, n, args.hit_rate, args.churn, drop)).decision == "fail"
+        for _ in range(args.trials)
+    )
+    observed = detected / args.trials
+    verdict = "PASS" if abs(observed - 0.8) <= 0.05 else "FAIL"
+    return [
+        f"    claimed: a drop of {drop * 100:.1f} pp is caught 4 times in 5; simulated at that "
+        f"drop: {rate(detected, args.trials)}  within 0.80 ± 0.05: {verdict}"
+    ]
+
+
+def tag_members(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """Query indices of each of TAGS tags: 1-3 tags a query, popular tags more often."""
     weights = 1.0 / np.arange(1, TAGS + 1)
     weights /= weights.sum()
     members: list[list[int]] = [[] for _ in range(TAGS)]
@@ -95,182 +173,131 @@ def tag_slices(rng: np.random.Generator, n: int) -> list[np.ndarray]:
     return [np.array(m, dtype=np.intp) for m in members]
 
 
-def rate_line(label: str, hits: int, args: argparse.Namespace, limit: bool = False) -> str:
-    """A rate with its Monte Carlo standard error, trials and seed; against alpha when
-    `limit`.
-
-    A test of size exactly alpha lands above alpha in about half of all runs, so a rate
-    over alpha passes while it stays within Monte Carlo error (one-sided, 1%).
-    """
-    trials, alpha = args.trials, args.alpha
-    rate = hits / trials
-    line = f"    {label:<47} {rate:6.3f} ± {math.sqrt(rate * (1 - rate) / trials):.3f} "
-    line += f"({hits}/{trials} trials, seed {args.seed})"
-    if not limit:
-        return line
-    ceiling = alpha + 2.326 * math.sqrt(alpha * (1 - alpha) / trials)
-    if rate <= alpha:
-        return f"{line}  PASS (<= alpha {alpha})"
-    verdict = "PASS" if rate <= ceiling else "FAIL"
-    return f"{line}  {verdict} (alpha {alpha}, Monte Carlo limit {ceiling:.3f})"
-
-
-def false_fails(args: argparse.Namespace, n: int, continuous: bool = False) -> list[str]:
-    """(a) at n queries: gate failures and significant results with no true change.
-
-    The regression limits are those of config/ship-criteria.yaml: 0.03 for recall@5,
-    0.05 for MRR.
-    """
-    rng = np.random.default_rng(args.seed)
-    limit = 0.05 if continuous else 0.03
-    gate_fails = significant = 0
-    for trial in range(args.trials):
-        if continuous:
-            before, after = paired_reciprocal_ranks(rng, n, args.churn)
-        else:
-            before, after = paired_hits(rng, n, args.hit_rate, args.churn)
-        result = paired_tests(before, after, resamples=args.trial_resamples, seed=trial)[0]
-        significant += result.p_value < args.alpha
-        gate_fails += result.p_value < args.alpha and -result.delta > limit
-    return [
-        rate_line(f"gate false-fail (drop > {limit} and p < alpha)", gate_fails, args, True),
-        rate_line("significance rejections (p < alpha)", significant, args, True),
+def slice_rates(args: argparse.Namespace, n: int) -> list[str]:
+    """(c) Holm-corrected tag slices with the same true drop in every slice."""
+    gate = make_gate(args.alpha, per_tag=True)
+    rng = np.random.default_rng(args.seed + 2)
+    members = tag_members(rng, n)
+    sizes = sorted(len(m) for m in members)
+    lines = [
+        f"    {TAGS} tags of {sizes[0]}-{sizes[-1]} queries (median {sizes[TAGS // 2]}); "
+        f"{args.slice_trials} trials a row",
+        f"    {'true drop':>9}  {'any slice fails':>15}  {'slices failed':>13}",
     ]
-
-
-def detection(args: argparse.Namespace, drop: float = 0.03) -> list[str]:
-    """(b) a true drop of `drop` at QUERIES queries."""
-    rng = np.random.default_rng(args.seed)
-    limits = (0.02, 0.03)
-    detected = 0
-    fails = dict.fromkeys(limits, 0)
-    for trial in range(args.trials):
-        before, after = paired_hits(rng, QUERIES, args.hit_rate, args.churn, drop)
-        result = paired_tests(before, after, resamples=args.trial_resamples, seed=trial)[0]
-        significant = result.p_value < args.alpha and result.delta < 0
-        detected += significant
-        for limit in limits:
-            fails[limit] += significant and -result.delta > limit
-    rates = {"the significance test (p < alpha, a drop)": detected}
-    rates |= {f"the gate with regression_max = {limit}": fails[limit] for limit in limits}
-    reaching = [label for label, count in rates.items() if count >= 0.8 * args.trials]
-    lines = [rate_line(label, count, args) for label, count in rates.items()]
-    return [*lines, f"    detection rate >= 0.8: {'; '.join(reaching) or 'none'}"]
-
-
-def family_wise(args: argparse.Namespace, slices: list[np.ndarray]) -> list[str]:
-    """(c) TAGS slices, no true change in any: does any slice come out significant?
-
-    The slices overlap (a query has 1-3 tags); Holm holds under any dependence.
-    """
-    rng = np.random.default_rng(args.seed)
-    corrected = uncorrected = gate_fails = 0
-    for trial in range(args.trials):
-        before, after = paired_hits(rng, QUERIES, args.hit_rate, args.churn)
-        results = [
-            paired_tests(before[s], after[s], resamples=args.trial_resamples, seed=trial)[0]
-            for s in slices
-        ]
-        raw = [r.p_value for r in results]
-        adjusted = holm(raw)
-        uncorrected += min(raw) < args.alpha
-        corrected += min(adjusted) < args.alpha
-        gate_fails += any(
-            p < args.alpha and -r.delta > 0.03 for p, r in zip(adjusted, results, strict=True)
+    for drop in ALLOWED_DROPS + LARGER_DROPS:
+        any_fail = failed = 0
+        for _ in range(args.slice_trials):
+            before, after = paired_hits(rng, n, args.hit_rate, args.churn, drop)
+            inputs = []
+            for tag, index in enumerate(members):
+                b, a = before[index], after[index]
+                margin = margin_tests(b, a, [LIMIT], alpha=args.alpha)[0]
+                inputs.append(SliceInput(str(tag), b.size, a.mean(), b.mean(), margin))
+            statuses = [s.status for s in decide_slices(gate, inputs)]
+            any_fail += "fail" in statuses
+            failed += statuses.count("fail")
+        share = failed / (args.slice_trials * TAGS)
+        check = ""
+        if drop <= LIMIT:
+            ok = any_fail / args.slice_trials <= args.alpha + 2.326 * math.sqrt(
+                args.alpha * (1 - args.alpha) / args.slice_trials
+            )
+            check = f"  any <= alpha: {'PASS' if ok else 'FAIL'}"
+        lines.append(
+            f"    {drop * 100:6.1f} pp  {rate(any_fail, args.slice_trials):>15}  "
+            f"{share:13.3f}{check}"
         )
-    return [
-        rate_line("any slice significant, Holm-corrected", corrected, args, True),
-        rate_line("any slice gate-fails, Holm (drop > 0.03)", gate_fails, args, True),
-        rate_line("any slice significant, uncorrected", uncorrected, args),
+    return lines
+
+
+def timing_workload(rng: np.random.Generator) -> Callable[[], None]:
+    """Five per-tag gates over 1,400 queries, decided as the gate decides them: two
+    0/1 metrics and three graded ones, every query changed in the graded ones."""
+    members = tag_members(rng, TIMING_QUERIES)
+    tags_of: list[list[str]] = [[] for _ in range(TIMING_QUERIES)]
+    for tag, index in enumerate(members):
+        for query in index:
+            tags_of[query].append(f"t{tag}")
+    queries = [
+        GoldQuery(f"q{i}", "?", "A", tuple(tags_of[i]), (("d", 1),), False, None, None, "g", i)
+        for i in range(TIMING_QUERIES)
     ]
-
-
-def timing_workload(rng: np.random.Generator, slices: list[np.ndarray]) -> Callable[[], None]:
-    """All statistics of one gate run: 2 binary and 3 continuous metrics, every query
-    changed in the continuous ones (the slowest case for the sign-flip test)."""
-    before = rng.random((QUERIES, len(METRICS)))
+    before = rng.random((TIMING_QUERIES, len(METRICS)))
     after = np.clip(before + rng.normal(0.0, 0.1, before.shape), 0.0, 1.0)
     before[:, :2], after[:, :2] = (before[:, :2] < 0.85), (after[:, :2] < 0.85)
-    everything = [np.arange(QUERIES), *slices]
+    rows = [
+        (
+            q.query_id,
+            dict(zip(METRICS, map(float, b), strict=True)),
+            dict(zip(METRICS, map(float, a), strict=True)),
+        )
+        for q, b, a in zip(queries, before, after, strict=True)
+    ]
+    baseline = Baseline(
+        "2026-01-01T00:00:00Z",
+        None,
+        "bench",
+        {},
+        {},
+        1,
+        5,
+        METRICS,
+        {qid: b for qid, b, _ in rows},
+        {},
+        {},
+    )
+    now = ScoreTable({qid: a for qid, _, a in rows})
+    gates = [make_gate(0.05, per_tag=True, metric=m) for m in METRICS]
 
     def run() -> None:
-        results = [
-            paired_tests(before[s], after[s], resamples=TIMING_RESAMPLES) for s in everything
-        ]
-        for column in range(len(METRICS)):
-            holm([r[column].p_value for r in results[1:]])
-            for s in everything:
-                minimum_detectable_drop(before[s, column], alpha=0.05)
+        decide_gates(queries, gates, now, baseline, None)
 
     return run
 
 
-def timing(
-    args: argparse.Namespace, slices: list[np.ndarray], repeat: int, target: bool = True
-) -> list[str]:
-    """(d) seconds for the workload, best and median of `repeat` runs."""
-    run = timing_workload(np.random.default_rng(args.seed), slices)
+def timing(args: argparse.Namespace) -> list[str]:
+    """(d) seconds for the workload, best and median of --timing-repeat runs."""
+    run = timing_workload(np.random.default_rng(args.seed))
     seconds = []
-    for _ in range(repeat):
+    for _ in range(args.timing_repeat):
         start = time.perf_counter()
         run()
         seconds.append(time.perf_counter() - start)
     best = min(seconds)
-    line = f"    best {best:.3f} s, median {statistics.median(seconds):.3f} s of {repeat} runs"
-    if not target:
-        return [line]
     verdict = "PASS" if best < TIMING_TARGET_SECONDS else "FAIL"
-    return [f"{line}  {verdict} (target < {TIMING_TARGET_SECONDS:.0f} s)"]
+    return [
+        f"    best {best:.3f} s, median {statistics.median(seconds):.3f} s of "
+        f"{args.timing_repeat} runs  {verdict} (target < {TIMING_TARGET_SECONDS} s)"
+    ]
 
 
 def main() -> None:
     args = parse_args()
-    slices = tag_slices(np.random.default_rng(args.seed), QUERIES)
-    sizes = sorted(len(s) for s in slices)
-    median_slice = sizes[len(sizes) // 2]
     print(
-        f"seed {args.seed}, {args.trials} trials per figure, alpha {args.alpha}, baseline hit "
-        f"rate {args.hit_rate}; per query P(miss->hit) = {args.churn} and P(hit->miss) = "
-        f"{args.churn} + the true drop"
+        f"error gate on recall@5, regression_max {LIMIT}, alpha {args.alpha}, min_n 30, "
+        f"on_inconclusive default; baseline hit rate {args.hit_rate}, churn {args.churn} "
+        "each way per query"
     )
-    print(
-        f"trials use {args.trial_resamples} resamples: only p-values matter there; "
-        "McNemar's is exact and does not resample at all"
+    sections: list[tuple[str, Callable[[], list[str]]]] = []
+    for n in SIZES:
+        sections.append((f"(a) one gate, n = {n}", lambda n=n: gate_rates(args, n)))
+    for n in SIZES:
+        sections.append((f"(b) power statement, n = {n}", lambda n=n: power_check(args, n)))
+    sections.append(
+        (f"(c) {TAGS} tag slices, n = {SIZES[-1]}", lambda: slice_rates(args, SIZES[-1]))
     )
-    print(
-        f"tag slices: {TAGS}, {sizes[0]}-{sizes[-1]} queries (median {median_slice}), "
-        f"{sum(sizes)} query-slice rows in all"
+    sections.append(
+        (
+            f"(d) timing: {TIMING_QUERIES} queries x {TAGS} tags (+ overall) x {len(METRICS)} "
+            "metrics, 10,000 resamples, as the gate calls them",
+            lambda: timing(args),
+        )
     )
-    sections: list[tuple[str, Callable[[], list[str]]]] = [
-        (
-            f"(a) no true change, recall@5-like hits, n = {QUERIES}",
-            lambda: false_fails(args, QUERIES),
-        ),
-        (
-            f"(a) no true change, recall@5-like hits, n = {median_slice} (median tag slice)",
-            lambda: false_fails(args, median_slice),
-        ),
-        (
-            f"(a) no true change, MRR-like scores (sign-flip test), n = {QUERIES}",
-            lambda: false_fails(args, QUERIES, continuous=True),
-        ),
-        (f"(b) true 3 pp recall@5 drop, n = {QUERIES}", lambda: detection(args)),
-        (f"(c) {TAGS} tag slices, no true change in any", lambda: family_wise(args, slices)),
-        (
-            f"(d) timing: {QUERIES} queries, {TAGS} tag slices + overall, {len(METRICS)} "
-            f"metrics, {TIMING_RESAMPLES} resamples (seed {args.seed})",
-            lambda: timing(args, slices, args.timing_repeat),
-        ),
-        (
-            f"(d) for scale, not a target: every tag slice holding all {QUERIES} queries",
-            lambda: timing(args, [np.arange(QUERIES)] * TAGS, 3, target=False),
-        ),
-    ]
     for title, compute in sections:
         start = time.perf_counter()
         lines = compute()
         print(f"{title}  [{time.perf_counter() - start:.1f} s]")
-        print("\n".join(lines))
+        print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,10 @@ class FakeGitHub:
     rate_limited: bool = False
     echo_authorization: bool = False
     """Error bodies quote the Authorization header, as a careless proxy might."""
+    html: bool = False
+    """Answer everything 200 with an HTML page, as a proxy's login page or a wrong URL does."""
+    redirect: str = ""
+    """Answer everything with a 302 to this base URL (another host or port)."""
     forced: dict[str, int] = field(default_factory=dict)
     """`"GET /repos/octo/demo/pulls/7"` → the status to answer with."""
     requests: list[Request] = field(default_factory=list)
@@ -103,6 +107,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         token = (self.headers.get("Authorization") or "").removeprefix("token ").strip()
         token = token.removeprefix("Bearer ").strip()
+        if state.html or state.redirect:
+            self._answer_oddly(state)
+            return
         status, payload, headers = _route(state, method, url.path, query, token, body)
         if status >= 400 and state.echo_authorization:
             payload["message"] += (
@@ -114,6 +121,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers.items():
             self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _answer_oddly(self, state: FakeGitHub) -> None:
+        """An HTML page, or a redirect elsewhere, whatever was asked."""
+        data = b"<!DOCTYPE html><html><body>Sign in to continue</body></html>"
+        self.send_response(302 if state.redirect else 200)
+        if state.redirect:
+            self.send_header("Location", state.redirect + self.path)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 

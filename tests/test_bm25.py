@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -488,3 +490,16 @@ def test_index_positions_follow_corpus_order(tmp_path: Path) -> None:
     retriever = build(write_corpus(tmp_path, HAND_CORPUS), **PLAIN)
     assert retriever.index.doc_ids == ("d1", "d2", "d3", "d4")
     assert np.array_equal(retriever.index.id_rank, [0, 1, 2, 3])
+
+
+def test_the_staging_folder_of_a_killed_build_is_swept(tmp_path: Path) -> None:
+    """A process killed mid-save leaves `.<key>.pid<N>.<random>.tmp`; the next open removes it."""
+    path = write_corpus(tmp_path, HAND_CORPUS)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    staging = tmp_path / "cache" / "bm25" / f".0123456789abcdef.pid{child.pid}.k7_q.tmp"
+    staging.mkdir(parents=True)
+    (staging / "params.index.json").write_text("{" * 1000)  # about a megabyte in real life
+    assert [doc for doc, _ in search(build(path), "apple")] == ["d1"]
+    assert not staging.exists()
+    assert len(cached_indexes(tmp_path / "cache")) == 1

@@ -283,7 +283,8 @@ def test_console_script_returns_the_exit_code(tmp_path: Path, run: Path) -> None
     assert bad.returncode == 3
     assert bad.stdout == ""
     assert bad.stderr == (
-        f"llm-eval: error: {gold}:1: relevant.d1: grade must be a whole number >= 0, got -1\n"
+        f"llm-eval: error: {gold}:1: relevant.d1: "
+        "grade must be a whole number from 0 to 100, got -1\n"
     )
     usage = subprocess.run(command, capture_output=True, text=True, check=False)
     assert usage.returncode == 2

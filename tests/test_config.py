@@ -238,7 +238,7 @@ def test_statistics_defaults_and_per_gate_overrides(tmp_path: Path) -> None:
         ),
         (
             STATS.replace("alpha: 0.01", "alpha: 0"),
-            "FILE:1: statistics.alpha: must be between 0 and 1 (exclusive), got 0.0",
+            "FILE:1: statistics.alpha: must be between 0 and 0.5 (exclusive), got 0.0",
         ),
         (
             STATS.replace("resamples: 2000", "resamples: 10"),
@@ -247,7 +247,7 @@ def test_statistics_defaults_and_per_gate_overrides(tmp_path: Path) -> None:
         (
             STATS.replace("{alpha: 0.05}", "{alpha: 0.05, seeds: 1}"),
             "FILE:6: gates[0].statistics.seeds: unknown key (valid keys: alpha, min_n, "
-            "resamples, seed, significance)",
+            "on_inconclusive, resamples, seed, significance)",
         ),
         (
             STATS.replace("per_tag: [howto, lookup]", "per_tag: yes please"),

@@ -9,7 +9,7 @@ import pytest
 
 from llm_eval.config import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
-from llm_eval.stats import PairedResult
+from llm_eval.stats import MarginTest
 from llm_eval.wording import power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
@@ -99,7 +99,7 @@ def test_verdict(statuses: tuple[str, ...], expected: str) -> None:
             make_gate(threshold=None, scope=Scope(tier="A")),
             0.81,
             0.87,
-            "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp); at most −3.0 pp is allowed",
+            "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp): more than the 3.0 pp allowed",
         ),
         (
             make_gate(threshold=0.62, regression_max=None, severity="warning", metric="mrr"),
@@ -111,8 +111,8 @@ def test_verdict(statuses: tuple[str, ...], expected: str) -> None:
             make_gate(threshold=0.85, scope=Scope(tags=("howto",))),
             0.80,
             0.90,
-            "recall@5 (tag howto) dropped from 90.0% to 80.0% (−10.0 pp); "
-            "at most −3.0 pp is allowed, and is 80.0%, below the floor 85.0%",
+            "recall@5 (tag howto) dropped from 90.0% to 80.0% (−10.0 pp): "
+            "more than the 3.0 pp allowed, and is 80.0%, below the floor 85.0%",
         ),
         (
             make_gate(metric="ndcg@10", threshold=0.5, regression_max=None),
@@ -127,84 +127,143 @@ def test_plain_words(gate: Gate, value: float, baseline: float | None, text: str
     assert sentence(decide(gate, value, n, baseline)) == text
 
 
-def paired(p_value: float, delta: float = -0.06) -> PairedResult:
-    return PairedResult(
-        100, 0.87, 0.87 + delta, delta, delta - 0.02, delta + 0.02, p_value, "sign-flip", None, None
+def against_limit(low: float, high: float, n: int = 100, p_beyond: float = 0.5) -> MarginTest:
+    """A test of the worsening (baseline - value) with one-sided bounds low and high."""
+    return MarginTest(
+        n, (low + high) / 2, low, high, 0.9, p_beyond, 1 - p_beyond, 0.3, 0.3, "bootstrap-t"
     )
 
 
 @pytest.mark.parametrize(
-    ("severity", "significance", "p_value", "status"),
+    ("severity", "low", "high", "n", "value", "on_inconclusive", "status", "blocking"),
     [
-        ("error", True, 0.0001, "fail"),  # a large, significant drop fails
-        ("error", True, 0.2, "warn"),  # large but insignificant: warns, does not block
-        ("error", True, 0.05, "warn"),  # p must be below alpha
-        ("error", False, 0.2, "fail"),  # significance off: the limit alone decides
-        ("warning", True, 0.0001, "warn"),
+        # the whole interval beyond the 3 pp limit: fail; within it: pass
+        ("error", 0.04, 0.08, 100, 0.81, None, "fail", True),
+        ("error", -0.01, 0.029, 100, 0.86, None, "pass", False),
+        ("error", -0.01, 0.03, 100, 0.86, None, "pass", False),  # an upper bound on the limit
+        # straddling the limit: cannot tell; by default it blocks only when the estimate
+        # is beyond the limit
+        ("error", 0.01, 0.08, 100, 0.82, None, "inconclusive", True),
+        ("error", 0.0, 0.05, 100, 0.85, None, "inconclusive", False),
+        ("error", 0.01, 0.08, 100, 0.82, "warn", "inconclusive", False),
+        ("error", 0.0, 0.05, 100, 0.85, "fail", "inconclusive", True),
+        # fewer than min_n paired queries never decide, however clear the interval
+        ("error", 0.5, 0.9, 5, 0.20, None, "inconclusive", True),
+        ("error", -0.01, 0.0, 5, 0.87, None, "inconclusive", False),
+        # warning gates never block
+        ("warning", 0.04, 0.08, 100, 0.81, None, "warn", False),
+        ("warning", 0.01, 0.08, 100, 0.82, "fail", "inconclusive", False),
     ],
 )
-def test_regressions_fail_only_when_significant(
-    severity: str, significance: bool, p_value: float, status: str
+def test_three_zones(
+    severity: str,
+    low: float,
+    high: float,
+    n: int,
+    value: float,
+    on_inconclusive: str | None,
+    status: str,
+    blocking: bool,
 ) -> None:
     gate = replace(
         make_gate(threshold=None, severity=severity),
-        statistics=Statistics(significance=significance),
+        statistics=Statistics(on_inconclusive=on_inconclusive),  # type: ignore[arg-type]
     )
-    result = decide(gate, 0.81, 100, 0.87, paired(p_value))
-    assert result.status == status
-    assert result.regression_ok is False
+    result = decide(gate, value, n, 0.87, margin=against_limit(low, high, n))
+    assert (result.status, result.blocking) == (status, blocking)
+    assert result.decision == {"fail": "fail", "warn": "fail"}.get(status, status)
 
 
-def test_a_small_drop_passes_whatever_its_p_value() -> None:
-    result = decide(make_gate(threshold=None), 0.86, 100, 0.87, paired(0.0001, -0.01))
-    assert (result.status, result.regression_ok) == ("pass", True)
+def test_significance_off_keeps_the_point_estimate_rule() -> None:
+    gate = replace(make_gate(threshold=None), statistics=Statistics(significance=False))
+    unsure = against_limit(0.0, 0.2, n=5)
+    assert decide(gate, 0.81, 5, 0.87, margin=unsure).status == "fail"
+    assert decide(gate, 0.86, 5, 0.87, margin=unsure).status == "pass"
 
 
 def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
     gate = replace(make_gate(threshold=None), per_tag=True, statistics=Statistics(min_n=30))
     inputs = [
-        SliceInput("a", 50, 0.80, 0.90, paired(0.01, -0.10)),  # Holm: 0.01 * 3 = 0.03
-        SliceInput("b", 50, 0.80, 0.90, paired(0.02, -0.10)),  # Holm: max(0.03, 0.04) = 0.04
-        SliceInput("c", 50, 0.89, 0.90, paired(0.03, -0.01)),  # within the limit
-        SliceInput("d", 12, 0.10, 0.90, paired(0.0001, -0.80)),  # too few queries
+        SliceInput("a", 50, 0.80, 0.90, against_limit(0.05, 0.15, 50, 0.01)),
+        SliceInput("b", 50, 0.80, 0.90, against_limit(0.04, 0.16, 50, 0.02)),
+        SliceInput("c", 50, 0.89, 0.90, against_limit(-0.02, 0.01, 50, 0.9)),
+        SliceInput("e", 50, 0.86, 0.90, against_limit(0.0, 0.08, 50, 0.3)),
+        SliceInput("d", 12, 0.10, 0.90, against_limit(0.7, 0.9, 12, 0.0001)),
     ]
-    a, b, c, d = decide_slices(gate, inputs)
-    assert [a.p_adjusted, b.p_adjusted, c.p_adjusted] == pytest.approx([0.03, 0.04, 0.04])
-    assert (a.status, b.status, c.status) == ("fail", "fail", "pass")
-    assert (d.judged, d.status, d.p_adjusted) == (False, "pass", None)
-    strict = replace(gate, statistics=Statistics(alpha=0.035, min_n=30))
-    assert [s.status for s in decide_slices(strict, inputs)] == ["fail", "warn", "pass", "pass"]
-    result = decide(gate, 0.90, 200, 0.90, paired(0.9, 0.0), decide_slices(gate, inputs))
+    a, b, c, e, d = decide_slices(gate, inputs)
+    # Holm over four judged slices: 0.01 * 4, max(0.04, 0.02 * 3), ...
+    assert [a.p_adjusted, b.p_adjusted] == pytest.approx([0.04, 0.06])
+    assert (a.status, b.status, c.status, e.status) == (
+        "fail",
+        "inconclusive",
+        "pass",
+        "inconclusive",
+    )
+    assert (d.judged, d.status, d.p_adjusted) == (False, "inconclusive", None)
+    # a slice that cannot tell is information: the gate itself passes
+    calm = decide(
+        gate,
+        0.90,
+        200,
+        0.90,
+        decide_slices(gate, inputs[1:]),
+        margin=against_limit(-0.02, 0.02, 200),
+    )
+    assert calm.status == "pass"
+    result = decide(
+        gate,
+        0.90,
+        200,
+        0.90,
+        decide_slices(gate, inputs),
+        margin=against_limit(-0.02, 0.02, 200),
+    )
     assert result.status == "fail"
     assert sentence(result) is None  # the scope itself is fine; the slices say why
-    assert slice_sentence(result, result.slices[3]) == (
+    assert slice_sentence(result, result.slices[4]) == (
         "recall@5 (tag d): too few queries (n=12) to judge"
     )
+    assert slice_sentence(result, result.slices[1]) is None
     assert slice_sentence(result, result.slices[0]) == (
-        "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp, 95% CI −12.0 to −8.0 pp, "
-        "Holm-adjusted p = 0.030): significant; at most −3.0 pp is allowed"
+        "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp; 90% CI −15.0 to −5.0 pp, "
+        "Holm-adjusted p = 0.040): more than the 3.0 pp allowed"
     )
 
 
-def test_the_sentence_carries_the_interval_and_p_value() -> None:
+def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     gate = make_gate(threshold=None, scope=Scope(tier="A"))
-    assert sentence(decide(gate, 0.81, 100, 0.87, paired(0.0002))) == (
-        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp, 95% CI −8.0 to −4.0 pp, "
-        "p < 0.001): significant; at most −3.0 pp is allowed"
+    failed = decide(gate, 0.81, 100, 0.87, margin=against_limit(0.04, 0.08))
+    assert sentence(failed) == (
+        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −8.0 to −4.0 pp): "
+        "more than the 3.0 pp allowed"
     )
-    assert sentence(decide(gate, 0.81, 100, 0.87, paired(0.21))) == (
-        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp, 95% CI −8.0 to −4.0 pp, "
-        "p = 0.210): not significant at alpha 0.05, so it only warns; at most −3.0 pp is allowed"
+    unsure = decide(
+        gate, 0.81, 24, 0.87, power=Power(0.2, 140), margin=against_limit(0.01, 0.11, 24)
     )
+    assert sentence(unsure) == (
+        "recall@5 (tier A) cannot tell whether it dropped by more than 3.0 pp: dropped from "
+        "87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); 24 queries are fewer than the 30 "
+        "needed to judge (blocks the merge)"
+    )
+    settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
+    assert sentence(settled).endswith(
+        "60 queries are too few; about 140 are needed (blocks the merge)"
+    )  # type: ignore[union-attr]
 
 
-def test_power_warning_names_the_queries_needed() -> None:
+def test_power_sentence_says_what_the_scope_catches() -> None:
     gate = make_gate(threshold=None, scope=Scope(tier="A"))
-    result = decide(gate, 0.87, 176, 0.87, paired(1.0, 0.0), power=Power(0.076, 1122))
+    result = decide(
+        gate,
+        0.87,
+        176,
+        0.87,
+        power=Power(0.076, None),
+        margin=against_limit(-0.02, 0.02, 176),
+    )
     assert power_sentence(result) == (
-        "recall@5 (tier A): with 176 queries, drops smaller than 7.6 pp are not reliably "
-        "detected (80% power, alpha 0.05), but regression_max is 3.0 pp; about 946 more "
-        "queries would be needed"
+        "recall@5 (tier A): with 176 queries, a drop of 7.6 pp is caught 4 times in 5; a "
+        'smaller one beyond the 3.0 pp limit may end as "cannot tell"'
     )
 
 
@@ -231,8 +290,8 @@ def test_power_warning_names_the_queries_needed() -> None:
             130.0,
             100.0,
             "fail",
-            "latency p95 rose from 100.0 ms to 130.0 ms (+30.0 ms); at most +20% (+20.0 ms) "
-            "is allowed",
+            "latency p95 rose from 100.0 ms to 130.0 ms (+30.0 ms): more than the +20% "
+            "(+20.0 ms) allowed",
         ),
         ("latency_p50", None, 25.0, False, 60.0, 40.0, "pass", None),
         ("error_rate", 0.0, None, False, 0.0, None, "pass", None),

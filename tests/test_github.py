@@ -206,6 +206,70 @@ def test_the_token_never_appears_in_the_output(
         assert secret not in output
 
 
+@pytest.mark.parametrize("answer", ["html", "redirect"])
+def test_an_api_that_is_not_github_warns_and_exits_0_or_4_with_strict(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str], answer: str
+) -> None:
+    elsewhere = FakeGitHub(users={TOKEN: "llm-eval-bot"})
+    elsewhere.add_pull(7, HEAD)
+    with serve(elsewhere):
+        if answer == "html":
+            github.html = True
+        else:
+            github.redirect = elsewhere.base_url
+        assert comment() == 0
+        assert comment("--strict") == 4
+    message = (
+        f"{github.base_url} does not answer as the GitHub API (an HTML page, or a redirect to "
+        "another host or port); check GITHUB_API_URL"
+    )
+    assert capsys.readouterr().err == (
+        f"llm-eval comment: warning: no comment posted: {message} (the gate's verdict stands; "
+        f"--strict makes this an error)\nllm-eval: error: {message}\n"
+    )
+    assert elsewhere.writes() == []
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/api", "api.github.com", "file:///etc/passwd"])
+def test_an_api_url_that_is_not_http_is_refused_before_any_request(
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+) -> None:
+    monkeypatch.setenv("GITHUB_API_URL", url)
+    assert comment("--strict") == 4
+    assert capsys.readouterr().err == (
+        f"llm-eval: error: GITHUB_API_URL must be an http(s) URL, got {url!r}\n"
+    )
+    assert github.requests == []
+
+
+def test_a_token_with_a_line_end_is_stripped(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", f"  {TOKEN}\r\n")
+    assert comment("--strict") == 0
+    assert [c.login for c in github.comments[7]] == ["llm-eval-bot"]
+
+
+@pytest.mark.parametrize("token", [f"{TOKEN}\nmore", f"{TOKEN}\x07", f"{TOKEN}é", f"a {TOKEN}"])
+def test_a_token_that_cannot_be_one_is_never_shown(
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    token: str,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    assert comment("--strict") == 4
+    err = capsys.readouterr().err
+    assert err == (
+        "llm-eval: error: GITHUB_TOKEN holds white space, control or non-ASCII characters "
+        "(not shown)\n"
+    )
+    assert github.requests == []
+
+
 def test_dry_run_prints_the_body_and_touches_nothing(
     github: FakeGitHub, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -237,7 +301,7 @@ def test_a_report_that_is_not_one_exits_3(
     bad = tmp_path / "report.json"
     bad.write_text(json.dumps({"schema_version": 1, "gates": "nope"}))
     assert main(["comment", "--report", str(bad)]) == 3
-    assert capsys.readouterr().err.startswith(f"llm-eval: error: {bad}: cannot render the report")
+    assert capsys.readouterr().err == f"llm-eval: error: {bad}: changes: missing required key\n"
     bad.write_text(json.dumps({"schema_version": 99}))
     assert main(["comment", "--report", str(bad)]) == 3
     assert "schema_version 99 is not supported (this llm-eval reads 1)" in capsys.readouterr().err
@@ -283,5 +347,5 @@ def test_resolve_target_failures(tmp_path: Path) -> None:
         resolve_target({}, "nope", 1, None)
     broken = tmp_path / "event.json"
     broken.write_text("{")
-    with pytest.raises(InputError, match="not a JSON event payload"):
+    with pytest.raises(InputError, match=r"event\.json:1: invalid JSON: Expecting property name"):
         resolve_target({"GITHUB_EVENT_PATH": str(broken)}, "o/r", None, None)

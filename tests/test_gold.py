@@ -173,27 +173,31 @@ def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": -1}}',
-            "relevant.d1: grade must be a whole number >= 0, got -1",
+            "relevant.d1: grade must be a whole number from 0 to 100, got -1",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": 1, "d2": 1.5}}',
-            "relevant.d2: grade must be a whole number >= 0, got 1.5",
+            "relevant.d2: grade must be a whole number from 0 to 100, got 1.5",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": 1.0}}',
-            "relevant.d1: grade must be a whole number >= 0, got 1.0",
+            "relevant.d1: grade must be a whole number from 0 to 100, got 1.0",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": "2"}}',
-            'relevant.d1: grade must be a whole number >= 0, got "2"',
+            'relevant.d1: grade must be a whole number from 0 to 100, got "2"',
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": true}}',
-            "relevant.d1: grade must be a whole number >= 0, got true",
+            "relevant.d1: grade must be a whole number from 0 to 100, got true",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevant": {"d1": null}}',
-            "relevant.d1: grade must be a whole number >= 0, got null",
+            "relevant.d1: grade must be a whole number from 0 to 100, got null",
+        ),
+        (
+            '{"query_id": "q1", "query": "x", "relevant": {"d1": 100000000000000000000}}',
+            "relevant.d1: grade must be a whole number from 0 to 100, got 100000000000000000000",
         ),
         (
             '{"query_id": "q1", "query": "x", "relevance": {"d1": 1}}',
@@ -255,7 +259,10 @@ def test_the_error_names_the_bad_line(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError) as info:
         load_gold([path])
-    assert str(info.value) == f"{path}:3: relevant.d1: grade must be a whole number >= 0, got -2"
+    assert (
+        str(info.value)
+        == f"{path}:3: relevant.d1: grade must be a whole number from 0 to 100, got -2"
+    )
     assert (info.value.path, info.value.line, info.value.key) == (str(path), 3, "relevant.d1")
 
 
@@ -314,8 +321,11 @@ def test_gold_set_views(tmp_path: Path) -> None:
     assert gold.by_id()["q2"].path == str(tier_a)
 
 
-def test_empty_gold_set(tmp_path: Path) -> None:
-    path = tmp_path / "gold.jsonl"
-    path.write_text("\n\n")
-    gold = load_gold([path])
-    assert (gold.queries, gold.qrels(), gold.tiers(), gold.tags()) == ((), {}, (), ())
+def test_a_gold_file_without_queries_is_named(tmp_path: Path) -> None:
+    full = tmp_path / "full.jsonl"
+    full.write_text('{"query_id": "q1", "query": "a", "relevant": ["d1"]}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(InputError) as info:
+        load_gold([full, empty])
+    assert str(info.value) == f"{empty}: the gold file has no queries"

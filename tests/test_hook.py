@@ -328,6 +328,36 @@ def test_a_watched_change_without_regression_goes_through(project: Project) -> N
     assert project.remote_sha("comment") == project.git("rev-parse", "comment")
 
 
+def test_a_gate_that_crashes_refuses_the_push(project: Project, tmp_path: Path) -> None:
+    """Exit 5 (a bug) proves nothing about the change: the push must not go through."""
+    crash = tmp_path / "crash"
+    crash.mkdir()
+    (crash / "sitecustomize.py").write_text(
+        "import llm_eval.commands.gate as gate\n"
+        "def run_gate(**options):\n"
+        "    raise RuntimeError('a bug in the gate')\n"
+        "gate.run_gate = run_gate\n",
+        encoding="utf-8",
+    )
+    project.git("switch", "-q", "-c", "crashing", "main")
+    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    project.commit("config/llm-eval.yaml", config + "# crash\n", "Trigger the gate")
+    before = project.remote_sha("crashing")
+    pushed = subprocess.run(
+        ["git", "push", "origin", "crashing"],
+        cwd=project.root,
+        env={**project.environ, "PYTHONPATH": str(crash)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    assert pushed.returncode != 0
+    assert "RuntimeError: a bug in the gate" in pushed.stdout
+    assert "llm-eval pre-push: push refused (the gate exited 5)." in pushed.stdout
+    assert project.remote_sha("crashing") == before
+
+
 def test_the_hook_says_when_the_working_tree_is_not_what_is_pushed(project: Project) -> None:
     project.git("switch", "-q", "-c", "pending", "main")
     config = project.root / "config" / "llm-eval.yaml"

@@ -54,8 +54,9 @@ def read_trec_line_by_line(path: Path) -> dict[str, dict[str, float]]:
             raise InputError(
                 f"score must be a number, got {fields[4]!r}", path=path, line=number
             ) from None
-        if math.isnan(score):
-            raise InputError("score must be a number, got NaN", path=path, line=number)
+        if not math.isfinite(score):
+            reason = f"score must be a finite number, got {fields[4]!r}"
+            raise InputError(reason, path=path, line=number)
         scored = run.setdefault(fields[0], {})
         if fields[2] in scored:
             reason = f"document {fields[2]!r} is listed twice for query {fields[0]!r}"
@@ -207,7 +208,14 @@ SHORT = "expected 6 columns `query_id Q0 doc_id rank score tag`, got 2"
         (b"q1 Q0 a 1 1 t\nq1 Q0 b 1 1 t\nq1 Q0 c 1 1 t\nq1 Q0 a 1 1 t\n", 4, TWICE),
         (b"q1 Q0 a 1 1 t\n\r\nq1 Q0 a 1 1 t\n", 3, TWICE),
         (b"q1 Q0 a 1 1 t\nq2 Q0 b 1 \xff t\n", 2, "not valid UTF-8 (byte 0xff at column 11)"),
-        (b"q1 Q0 a 1 1 t\nq2 Q0 b 1 NaN t\n", 2, "score must be a number, got NaN"),
+        (b"q1 Q0 a 1 1 t\nq2 Q0 b 1 NaN t\n", 2, "score must be a finite number, got 'NaN'"),
+        (b"q1 Q0 a 1 1 t\nq2 Q0 b 1 inf t\n", 2, "score must be a finite number, got 'inf'"),
+        (b"q1 Q0 a 1 -Infinity t\n", 1, "score must be a finite number, got '-Infinity'"),
+        (
+            b"q1 Q0 a 1 1e308 t\nq1 Q0 b 1 1e309 t\n",
+            2,
+            "score must be a finite number, got '1e309'",
+        ),
     ],
 )
 @pytest.mark.parametrize("block_bytes", BLOCK_SIZES)

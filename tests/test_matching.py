@@ -430,7 +430,7 @@ LINE = {"query_id": "q1", "query": "x"}
         ),
         (
             {"gold_references": [{"document": "m.pdf", "page": 1, "relevance": 0}]},
-            "gold_references[0].relevance: must be a whole number >= 1, got 0",
+            "gold_references[0].relevance: must be a whole number from 1 to 100, got 0",
         ),
         (
             {"gold_references": [{"document": "m.pdf", "pages": 1}]},

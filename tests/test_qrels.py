@@ -13,8 +13,6 @@ from llm_eval.qrels import load_qrels
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        (b"", {}),
-        (b"\n  \n", {}),
         (
             b"q1 0 d1 1\nq1 0 d2 2\nq2 0 d1 0\n",
             {"q1": {"d1": 1, "d2": 2}, "q2": {"d1": 0}},
@@ -29,7 +27,6 @@ from llm_eval.qrels import load_qrels
             b"\xef\xbb\xbfquery-id\tcorpus-id\tscore\r\nq1\td1\t1\r\n\r\nq2\td 2\t1\r\n",
             {"q1": {"d1": 1}, "q2": {"d 2": 1}},
         ),
-        (b"query-id\tcorpus-id\tscore\n", {}),
     ],
 )
 def test_load_qrels(tmp_path: Path, content: bytes, expected: dict[str, dict[str, int]]) -> None:
@@ -83,6 +80,12 @@ def test_load_qrels_keeps_order_of_first_appearance(tmp_path: Path) -> None:
             3,
             "document 'd1' is judged twice for query 'q1'",
         ),
+        ("q1 0 d1 101\n", 1, "grade must be from -100 to 100, got '101'"),
+        (
+            "q1 0 d1 -99999999999999999999\n",
+            1,
+            "grade must be from -100 to 100, got '-99999999999999999999'",
+        ),
         (
             "query-id corpus-id score\nq1 0 d1 1\n",
             1,
@@ -97,6 +100,28 @@ def test_load_qrels_errors(tmp_path: Path, content: str, line: int, reason: str)
         load_qrels(path)
     assert str(info.value) == f"{path}:{line}: {reason}"
     assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "the qrels file has no judgments"),
+        (b"\n  \n", "the qrels file has no judgments"),
+        (
+            b"query-id\tcorpus-id\tscore\n",
+            "the qrels file has no judgments, only BEIR's header line",
+        ),
+    ],
+)
+def test_a_qrels_file_without_judgments_is_an_error(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    """Nothing to evaluate is never `0 queries evaluated` with exit 0."""
+    path = tmp_path / "qrels.txt"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        load_qrels(path)
+    assert str(info.value) == f"{path}: {reason}"
 
 
 def test_load_qrels_missing_file(tmp_path: Path) -> None:

@@ -177,8 +177,8 @@ def unescaped_pipes(row: str) -> list[int]:
 
 def test_statistics_are_shown_in_plain_words() -> None:
     text = render_comment(load("failure_stats"))
-    assert "| CI −12.0 to −4.1 pp, p &lt; 0.001, significant |" in text  # `<` as an entity
-    assert "| CI −0.165 to −0.090, p &lt; 0.001, significant |" in text
+    assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001 |" in text  # `<` as an entity
+    assert "| 95% CI −0.165 to −0.090, p &lt; 0.001 |" in text
     assert "p-values: the paired sign-flip randomisation test (recall@5, MRR)." in text
     assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
     assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
@@ -192,7 +192,7 @@ def test_statistics_are_shown_in_plain_words() -> None:
 
 def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
     text = render_comment(load("inconclusive"))
-    assert "| 90% CI −5.0 to +1.2 pp, p = 0.210, not significant |" in text
+    assert "| 90% CI −5.0 to +1.2 pp, p = 0.210 |" in text
     assert "95%" not in text
 
 

@@ -22,7 +22,8 @@ def service() -> SearchService:
 def retrieve(root: Path, settings: dict[str, Any], *args: str) -> str:
     project = write_project(root, settings, queries=8)
     out = root / "run.jsonl"
-    assert main(["retrieve", "--config", str(project.config), "--out", str(out), *args]) == 0
+    command = ["retrieve", "--config", str(project.config), "--out", str(out), "--cache", *args]
+    assert main(command) == 0
     return out.read_text(encoding="utf-8")
 
 

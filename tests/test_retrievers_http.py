@@ -137,7 +137,7 @@ def test_retries_timeouts_and_failures_counted_server_side(
         None,
         "http 503",
         "timeout",
-        "malformed JSON: Expecting value",
+        "malformed JSON: Expecting value (column 14)",
         "http 404",
         None,
         "connection dropped",
@@ -260,7 +260,7 @@ def test_header_secrets_come_from_the_environment_and_are_never_shown(
     with serve(Scripted(service, {gold_texts(10)[0]: always(Reply(401))})) as server:
         settings = {"kind": "http", "url": server.url, "headers": headers, "max_error_rate": 0.5}
         project = write_project(tmp_path, settings, queries=10)
-        shown = [gate(capsys, project), retrieve(capsys, project, "--no-cache")]
+        shown = [gate(capsys, project, "--cache"), retrieve(capsys, project, "--no-cache")]
     assert [code for code, _, _ in shown] == [0, 0]
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
     assert {r.headers["x-team"] for r in server.requests} == {f"rag-{SECRET}"}
@@ -374,9 +374,9 @@ def test_repeat_needs_the_retriever(tmp_path: Path, capsys: pytest.CaptureFixtur
         ),
         (
             {"url": "http://h", "retry": 3},
-            "FILE:6: retriever.retry: unknown key (valid keys: backoff_s, body, concurrency, "
-            "fields, headers, kind, max_backoff_s, max_error_rate, results_path, retries, "
-            "timeout_s, url)",
+            "FILE:6: retriever.retry: unknown key (valid keys: backoff_s, body, cache_key, "
+            "concurrency, fields, headers, kind, max_backoff_s, max_error_rate, results_path, "
+            "retries, timeout_s, url)",
         ),
     ],
 )
@@ -467,8 +467,19 @@ FIELDS = {"doc_id": "id", "score": "_score", "text": "_source.body"}
 @pytest.mark.parametrize(
     ("content", "path", "error"),
     [
-        (b"{", None, "malformed JSON: Expecting property name enclosed in double quotes"),
+        (
+            b"{",
+            None,
+            "malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+        ),
         (b"\xff", None, "malformed JSON: not UTF-8"),
+        (b"[" * 200_000, None, "malformed JSON: JSON nested too deeply to read"),
+        (
+            b'[{"id": "\\ud800"}]',
+            None,
+            "malformed JSON: a string holds a lone UTF-16 surrogate "
+            "(\\ud800-\\udfff escape), not text",
+        ),
         (b'{"hits": []}', None, "malformed response: expected a list or an object with `results`"),
         (
             b'{"data": {"hits": {}}}',

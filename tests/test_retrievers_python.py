@@ -319,12 +319,72 @@ def test_the_cache_sees_edits_to_the_target_module(
     body = "def search(query, top_k):\n    CALLS.append(query)\n    return [{'doc_id': 'd'}]\n"
     write_module(src, name, body)
     project = project_for(tmp_path, src, f"{name}:search")
-    assert retrieve(project, capsys)[0] == 0
-    assert "6 of 6 queries answered from the retrieval cache" in retrieve(project, capsys)[1]
+    assert retrieve(project, capsys, "--cache")[0] == 0
+    assert (
+        "6 of 6 queries answered from the retrieval cache"
+        in retrieve(project, capsys, "--cache")[1]
+    )
     module = importlib.import_module(name)
     assert len(module.CALLS) == 6
 
     write_module(src, name, body + "# edited\n")
     assert len(project.cache_entries()) == 6
-    assert "retrieval cache" not in retrieve(project, capsys)[1]
+    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
     assert len(project.cache_entries()) == 12
+
+
+def test_the_gate_asks_the_retriever_every_time_unless_told_to_cache(
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken ranking must never be hidden behind answers cached while it worked."""
+    name = module_name(request)
+    body = "def search(query, top_k):\n    CALLS.append(query)\n    return [{'doc_id': 'd'}]\n"
+    write_module(src, name, body)
+    project = project_for(tmp_path, src, f"{name}:search")
+    for _ in range(2):
+        code, out = retrieve(project, capsys)
+        assert code == 0
+        assert "retrieval cache" not in out
+    assert len(importlib.import_module(name).CALLS) == 12
+    assert project.cache_entries() == []
+
+
+def test_with_the_cache_on_an_edit_anywhere_in_the_package_is_seen(
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = src / module_name(request)
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ranking.py").write_text("def order(docs):\n    return docs\n")
+    (package / "api.py").write_text(
+        "from .ranking import order\nCALLS = []\n"
+        "def search(query, top_k):\n    CALLS.append(query)\n"
+        "    return order([{'doc_id': 'a'}, {'doc_id': 'b'}])\n"
+    )
+    project = project_for(tmp_path, src, f"{package.name}.api:search")
+    assert retrieve(project, capsys, "--cache")[0] == 0
+    assert "6 of 6 queries answered" in retrieve(project, capsys, "--cache")[1]
+    # The ranking is reversed in a module the target only imports.
+    (package / "ranking.py").write_text("def order(docs):\n    return docs[::-1]\n")
+    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
+
+
+def test_the_cache_key_setting_is_part_of_the_key(
+    tmp_path: Path,
+    src: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = module_name(request)
+    write_module(src, name, "def search(query, top_k):\n    return [{'doc_id': 'd'}]\n")
+    project = project_for(tmp_path, src, f"{name}:search", cache_key="index-${INDEX_VERSION}")
+    monkeypatch.setenv("INDEX_VERSION", "1")
+    assert retrieve(project, capsys, "--cache")[0] == 0
+    assert "6 of 6 queries answered" in retrieve(project, capsys, "--cache")[1]
+    monkeypatch.setenv("INDEX_VERSION", "2")
+    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
+    monkeypatch.delenv("INDEX_VERSION")
+    code, out = retrieve(project, capsys, "--cache")
+    assert code == 3
+    assert "environment variable INDEX_VERSION is not set (used by the cache_key setting)" in out

@@ -210,8 +210,9 @@ def test_trec_scores(tmp_path: Path) -> None:
         ),
         ("q1 Q0 a 1 high t\n", 1, "score must be a number, got 'high'"),
         ("q1 Q0 a 1 1,5 t\n", 1, "score must be a number, got '1,5'"),
-        ("q1 Q0 a 1 nan t\n", 1, "score must be a number, got NaN"),
-        ("q1 Q0 a 1 NaN t\n", 1, "score must be a number, got NaN"),
+        ("q1 Q0 a 1 nan t\n", 1, "score must be a finite number, got 'nan'"),
+        ("q1 Q0 a 1 inf t\n", 1, "score must be a finite number, got 'inf'"),
+        ("q1 Q0 a 1 NaN t\n", 1, "score must be a finite number, got 'NaN'"),
         (
             "q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\n\nq1 Q0 a 2 0.5 t\n",
             4,
@@ -255,9 +256,14 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
     )
 
 
-def test_empty_run(tmp_path: Path) -> None:
-    path = write(tmp_path / "run.jsonl", "")
-    assert load_run(path) == Run({})
+@pytest.mark.parametrize("content", ["", "\n \n", "\ufeff"])
+@pytest.mark.parametrize("run_format", ["auto", "jsonl", "trec"])
+def test_a_run_without_queries_is_an_error(tmp_path: Path, content: str, run_format: str) -> None:
+    """Every gold query would score 0 as missing: that is a broken run, not a result."""
+    path = write(tmp_path / "run.jsonl", content)
+    with pytest.raises(InputError) as info:
+        load_run(path, run_format)  # type: ignore[arg-type]
+    assert str(info.value) == f"{path}: the run file has no queries"
 
 
 def test_missing_run_file(tmp_path: Path) -> None:

@@ -1,12 +1,25 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.textio import iter_lines, parse_json_object, write_atomic
+from llm_eval.textio import (
+    MAX_JSON_DEPTH,
+    iter_lines,
+    load_json,
+    parse_json_object,
+    read_json_file,
+    sweep_stale_temporaries,
+    write_atomic,
+)
 
 
 def names_in(folder: Path) -> list[str]:
@@ -189,3 +202,141 @@ def test_write_atomic_gives_a_new_file_the_umask_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, None),  # as deep as allowed
+        ('{"a": "' + "[" * 1000 + '"}', {"a": "[" * 1000}),  # brackets in a string do not nest
+        ('{"a": "\\"[[["}', {"a": '"[[['}),  # nor after an escaped quote
+        ('{"smile": "\\ud83d\\ude00"}', {"smile": "\U0001f600"}),  # a surrogate pair is text
+        ("[" + "[], " * 500 + "[]]", [[]] * 501),  # many brackets, not deep
+    ],
+)
+def test_load_json_accepts(text: str, expected: Any) -> None:
+    value = load_json(text, "f.json", strict=True)
+    assert value == expected or (expected is None and isinstance(value, list))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1),
+            "JSON nested deeper than 100 levels",
+        ),
+        ("[" * 200_000, "JSON nested deeper than 100 levels"),
+        ('{"a": ' * 101 + "1" + "}" * 101, "JSON nested deeper than 100 levels"),
+        (
+            '{"q": "\\ud800"}',
+            "q: a string holds a lone UTF-16 surrogate (\\ud800-\\udfff escape), not text",
+        ),
+        ('{"q": ["ok", {"r": "x\\udfff"}]}', "q[1].r: a string holds a lone UTF-16 surrogate"),
+        ('{"\\udc80": 1}', "\\udc80: a string holds a lone UTF-16 surrogate"),
+        ('["\\ude00\\ud83d"]', "[0]: a string holds a lone UTF-16 surrogate"),  # wrong order
+        ('{"café": {"\\udc80": 1}}', "café.\\udc80: a string holds a lone UTF-16 surrogate"),
+        ('{"n": ' + "9" * 5000 + "}", "invalid JSON: a number too long to read"),
+    ],
+)
+def test_load_json_refuses(text: str, reason: str) -> None:
+    with pytest.raises(InputError) as info:
+        load_json(text, "f.jsonl", 4, strict=True)
+    assert str(info.value).startswith(f"f.jsonl:4: {reason}")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "FILE: empty file, expected JSON"),
+        (b" \n\t", "FILE: empty file, expected JSON"),
+        (b'{\n"a": "caf\xe9"}', "FILE:2: not valid UTF-8 (byte 0xe9)"),
+        (
+            b'{\n"a": 1,\n}',
+            "FILE:3: invalid JSON: Expecting property name enclosed in double quotes (column 1)",
+        ),
+    ],
+)
+def test_read_json_file_errors_name_the_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "doc.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        read_json_file(path)
+    assert str(info.value) == message.replace("FILE", str(path))
+
+
+def test_read_json_file_drops_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "doc.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}')
+    assert read_json_file(path) == {"a": 1}
+
+
+def _dead_pid() -> int:
+    """The id of a process that has ended (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_leftovers_of_dead_writers_are_swept_by_the_next_write(tmp_path: Path) -> None:
+    dead, alive = _dead_pid(), os.getppid()
+    leftovers = [
+        f".report.json.pid{dead}.abc123.tmp",
+        f".baseline.json.pid{dead}.x_9.tmp",
+    ]
+    kept = [
+        f".report.json.pid{alive}.def456.tmp",  # a writer still at work
+        "notes.tmp",  # not a temporary of ours
+        f".report.json.{dead}.tmp",  # nor this
+    ]
+    for name in leftovers + kept:
+        (tmp_path / name).write_text("half")
+    staging = tmp_path / f".0123abcd.pid{dead}.q1w2e3.tmp"  # a BM25 staging folder
+    staging.mkdir()
+    (staging / "doc_ids.json").write_text("[]")
+    write_atomic(tmp_path / "report.json", "{}")
+    assert names_in(tmp_path) == sorted([*kept, "report.json"])
+
+
+def test_a_folder_is_swept_once_per_process(tmp_path: Path) -> None:
+    sweep_stale_temporaries(tmp_path)
+    late = tmp_path / f".a.pid{_dead_pid()}.zz.tmp"
+    late.write_text("")
+    write_atomic(tmp_path / "a", "x")
+    assert late.exists()
+
+
+def test_a_write_killed_mid_way_is_cleaned_up_by_the_next_process(tmp_path: Path) -> None:
+    """A real SIGKILL while the temporary file is open, then a new process writes there."""
+    target = tmp_path / "report.json"
+    slow = (
+        "import os, time\n"
+        "from llm_eval import textio\n"
+        "os.fsync = lambda fd: time.sleep(60)\n"  # hold the temporary file open
+        f"textio.write_atomic({str(target)!r}, 'new')\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", slow])
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".report.json.pid*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    (leftover,) = tmp_path.glob(".report.json.pid*.tmp")
+    assert not target.exists()
+    after = f"from llm_eval import textio\ntextio.write_atomic({str(target)!r}, 'later')\n"
+    subprocess.run([sys.executable, "-c", after], check=True)
+    assert names_in(tmp_path) == ["report.json"]
+    assert target.read_text() == "later"
+    assert not leftover.exists()
+
+
+def test_duplicate_keys_are_refused_where_asked(tmp_path: Path) -> None:
+    text = '{"a": {"b": 1, "c": 2, "b": 3}}'
+    assert load_json(text, "f.jsonl", 2) == {"a": {"b": 3, "c": 2}}  # JSON's own rule
+    with pytest.raises(InputError) as info:
+        load_json(text, "f.jsonl", 2, strict=True)
+    assert str(info.value) == "f.jsonl:2: b: duplicate key"
+    path = tmp_path / "doc.json"
+    path.write_text('{"x": 1,\n "x": 1}')
+    with pytest.raises(InputError, match="x: duplicate key"):
+        read_json_file(path)

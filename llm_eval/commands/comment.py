@@ -8,7 +8,6 @@ the verdict is the gate's job. `--strict` makes it exit 4.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from llm_eval.errors import InputError
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
 from llm_eval.render import NO_LINKS, Links, comment_marker, render_comment
 from llm_eval.report import SCHEMA_VERSION
-from llm_eval.textio import json_type, require_file
+from llm_eval.report_schema import validate_report
+from llm_eval.textio import read_json_file
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
@@ -59,7 +59,9 @@ def comment(
         return CommentOutcome(body.rstrip("\n"))
     try:
         target = resolve_target(environ, repo, pr, head_sha)
-        token = environ.get("GITHUB_TOKEN") or ""
+        # A secret pasted with its line end is still the secret: the newline is not
+        # part of it, and would otherwise be quoted in an invalid-header message.
+        token = (environ.get("GITHUB_TOKEN") or "").strip()
         if not token:
             raise CommentNotPosted("GITHUB_TOKEN is not set")
         posted = upsert_comment(
@@ -83,21 +85,16 @@ def comment(
     return CommentOutcome(f"llm-eval comment: {done[posted.action]}: {posted.url}")
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> Mapping[str, Any]:
     """The report as written by `llm-eval gate`; an InputError when it is not one."""
-    try:
-        report = json.loads(require_file(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not a JSON report: {exc}", path=path) from None
-    if not isinstance(report, dict):
-        raise InputError(f"expected a JSON object, got {json_type(report)}", path=path)
-    version = report.get("schema_version")
-    if version != SCHEMA_VERSION:
+    report = read_json_file(path)
+    version = report.get("schema_version") if isinstance(report, dict) else None
+    if isinstance(report, dict) and version != SCHEMA_VERSION:
         raise InputError(
             f"schema_version {version!r} is not supported (this llm-eval reads {SCHEMA_VERSION})",
             path=path,
         )
-    return report
+    return validate_report(report, path)
 
 
 def render_report(
@@ -143,10 +140,7 @@ def _event_pull_number(event_path: str | None) -> int | None:
     """`pull_request.number` of the event payload, if this is a pull request event."""
     if not event_path:
         return None
-    try:
-        event = json.loads(require_file(event_path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not a JSON event payload: {exc}", path=event_path) from None
+    event = read_json_file(event_path)
     pull = event.get("pull_request") if isinstance(event, dict) else None
     number = pull.get("number") if isinstance(pull, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) else None

@@ -73,6 +73,7 @@ def run_gate(
         },
         tool_version=__version__,
         now=datetime.now(UTC),
+        from_cache=retrieval.from_cache,
     )
     out = out_dir or inputs.config.output
     report_path = out / "report.json"

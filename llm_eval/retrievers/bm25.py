@@ -61,7 +61,13 @@ from llm_eval.fingerprint import digest, file_digest
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
 from llm_eval.runs import QueryResults, RankedResult, Run
-from llm_eval.textio import write_atomic
+from llm_eval.textio import (
+    TEMP_SUFFIX,
+    read_json_file,
+    sweep_stale_temporaries,
+    temporary_prefix,
+    write_atomic,
+)
 
 IntArray = npt.NDArray[np.int64]
 ScoreArray = npt.NDArray[np.float32]
@@ -470,7 +476,7 @@ def load_index(folder: Path) -> Index | None:
         return None
     try:
         model = bm25s.BM25.load(str(folder), show_progress=False)
-        doc_ids = json.loads((folder / _DOC_IDS_FILE).read_text(encoding="utf-8"))
+        doc_ids = read_json_file(folder / _DOC_IDS_FILE)
     except Exception:  # damaged files make bm25s, numpy and json raise assorted errors
         return None
     consistent = (
@@ -485,10 +491,15 @@ def load_index(folder: Path) -> Index | None:
 def save_index(index: Index, folder: Path) -> None:
     """Write the index to a temporary folder beside `folder`, then rename it into place.
 
-    A crash leaves either no `folder` or a complete one, never half an index.
+    A crash leaves either no `folder` or a complete one, never half an index; the
+    staging folder a killed process leaves is removed by the next `open_index`.
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=temporary_prefix(folder.name), suffix=TEMP_SUFFIX, dir=folder.parent
+        )
+    )
     try:
         index.model.save(str(staging), show_progress=False)
         write_atomic(staging / _DOC_IDS_FILE, json.dumps(index.doc_ids, ensure_ascii=False))
@@ -504,6 +515,7 @@ def save_index(index: Index, folder: Path) -> None:
 def open_index(corpus: Path, config: BM25Config, analyzer: Analyzer, cache: Path) -> Index:
     """The cached index of this corpus and these settings, building it on a miss."""
     folder = cache / index_key(corpus, config)
+    sweep_stale_temporaries(cache)
     index = load_index(folder)
     if index is None:
         index = index_corpus(corpus, config, analyzer)

@@ -24,7 +24,6 @@ retried. A query that still fails is recorded with its error (`timeout`, `http 5
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -43,15 +42,19 @@ import httpx
 from llm_eval.errors import InputError
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
 from llm_eval.retrievers.pool import (
+    CACHE_KEY,
     RESULT_FIELDS,
     Hits,
     PooledRetriever,
     QueryFailed,
     Search,
     check_concurrency,
+    expand_environment,
     ranked_result,
+    resolved_cache_key,
 )
 from llm_eval.runs import RankedResult
+from llm_eval.textio import load_json
 
 PLACEHOLDERS = ("query", "top_k")
 DEFAULT_BODY: Mapping[str, Any] = {"query": "${query}", "top_k": "${top_k}"}
@@ -165,6 +168,7 @@ SETTINGS: Mapping[str, Setting] = {
     "retries": Setting(3, check_retries, "Retries after a connection error, timeout, 429 or 5xx."),
     "backoff_s": Setting(0.5, check_wait, "The first retry waits up to this long; doubles."),
     "max_backoff_s": Setting(30.0, check_wait, "The longest wait, also for Retry-After."),
+    "cache_key": CACHE_KEY,
 }
 
 
@@ -202,16 +206,10 @@ def resolve_headers(templates: Mapping[str, str], environ: Mapping[str, str]) ->
     A variable that is not set raises InputError naming the header and the variable
     (never the value).
     """
-    resolved = {}
-    for name, template in templates.items():
-        for ref in _PLACEHOLDER.findall(template):
-            if ref not in environ:
-                raise InputError(
-                    f"environment variable {ref} is not set (used by the {name} header)",
-                    key="headers",
-                )
-        resolved[name] = _PLACEHOLDER.sub(lambda m: environ[m.group(1)], template)
-    return resolved
+    return {
+        name: expand_environment(template, environ, f"the {name} header", "headers")
+        for name, template in templates.items()
+    }
 
 
 def dig(value: Any, path: str) -> Any:
@@ -241,10 +239,11 @@ def parse_hits(
 ) -> tuple[RankedResult, ...]:
     """The ranked results in a response body; QueryFailed when it is not as configured."""
     try:
-        payload = json.loads(content)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise QueryFailed(f"malformed JSON: {reason}") from None
+        payload = load_json(content.decode("utf-8"), "the response")
+    except UnicodeDecodeError:
+        raise QueryFailed("malformed JSON: not UTF-8") from None
+    except InputError as exc:  # invalid, nested too deeply, a lone surrogate
+        raise QueryFailed(f"malformed JSON: {exc.reason.removeprefix('invalid JSON: ')}") from None
     results = []
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
@@ -427,6 +426,9 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetri
         "headers": sorted(headers),  # names only: the values may be secrets
         "results_path": values["results_path"],
         "fields": values["fields"],
+        # What the service's URL and settings cannot show (a new index behind the same
+        # URL) reaches the cache through the user's cache_key.
+        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
     }
     return PooledRetriever(searcher, values["concurrency"], identity)
 

@@ -10,13 +10,16 @@ is recorded with its error and no results, never as an empty result.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
+from llm_eval.retrievers import Setting
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.textio import is_finite_number
 
@@ -184,3 +187,36 @@ def check_concurrency(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
         return f"must be a whole number from 1 to {MAX_CONCURRENCY}, got {value!r}"
     return None
+
+
+def check_cache_key(value: Any) -> str | None:
+    """A string (it may hold ${ENV_VAR}), or null."""
+    if value is not None and not isinstance(value, str):
+        return f"expected a string, got {value!r}"
+    return None
+
+
+CACHE_KEY = Setting(
+    None,
+    check_cache_key,
+    "Part of the retrieval cache's key: change it (e.g. ${INDEX_VERSION}) when the answers "
+    "change in ways the cache cannot see.",
+)
+
+ENV_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+
+
+def expand_environment(template: str, environ: Mapping[str, str], used_by: str, key: str) -> str:
+    """`${NAME}` replaced from the environment; a variable that is not set raises
+    InputError naming it and what uses it (never a value)."""
+    for ref in ENV_PLACEHOLDER.findall(template):
+        if ref not in environ:
+            raise InputError(f"environment variable {ref} is not set (used by {used_by})", key=key)
+    return ENV_PLACEHOLDER.sub(lambda m: environ[m.group(1)], template)
+
+
+def resolved_cache_key(value: str | None, environ: Mapping[str, str]) -> str | None:
+    """The `cache_key` setting with its environment variables read."""
+    if value is None:
+        return None
+    return expand_environment(value, environ, "the cache_key setting", "cache_key")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,15 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.fingerprint import file_digest
+from llm_eval.fingerprint import digest, file_digest
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
 from llm_eval.retrievers.pool import (
+    CACHE_KEY,
     Hits,
     PooledRetriever,
     QueryFailed,
     Search,
     check_concurrency,
     ranked_result,
+    resolved_cache_key,
 )
 
 # --- settings -------------------------------------------------------------------------
@@ -76,6 +79,7 @@ SETTINGS: Mapping[str, Setting] = {
         [], check_python_path, "Folders added to sys.path, so the target can be imported."
     ),
     "concurrency": Setting(1, check_concurrency, "Threads calling the target at once."),
+    "cache_key": CACHE_KEY,
 }
 
 
@@ -186,6 +190,27 @@ class PythonSearcher:
         return to_hits(returned, (time.perf_counter() - started) * 1000)
 
 
+def source_folder(module: Any) -> Path | None:
+    """The folder of the top-level package the module belongs to, or None for a module
+    that is not in a package (or has no file)."""
+    top = sys.modules.get((getattr(module, "__name__", "") or "").partition(".")[0])
+    paths = list(getattr(top, "__path__", []) or [])
+    return Path(paths[0]) if paths else None
+
+
+def source_digest(module: Any) -> str | None:
+    """A digest of the code the answers depend on: every .py file of the target's
+    top-level package (names and contents), or the module's own file outside a package.
+    Code outside it (installed libraries, data files) is not seen: that is what the
+    retriever's `cache_key` setting is for."""
+    folder = source_folder(module)
+    if folder is None:
+        file = getattr(module, "__file__", None)
+        return file_digest(file) if file else None
+    files = sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    return digest({str(p.relative_to(folder)): file_digest(p) for p in files})
+
+
 # --- the kind -------------------------------------------------------------------------
 
 
@@ -195,13 +220,12 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetri
     add_to_path(values["python_path"])
     module, found = import_target(values["target"])
     function = callable_target(values["target"], found, values["init"])
-    source = getattr(module, "__file__", None)
     identity = {
         "kind": "python",
         "target": values["target"],
         "init": values["init"],
-        # The cache sees edits to the target's own module; other changes need --no-cache.
-        "source": file_digest(source) if source else None,
+        "source": source_digest(module),
+        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
     }
     return PooledRetriever(PythonSearcher(function), values["concurrency"], identity)
 

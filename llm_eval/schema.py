@@ -1,0 +1,118 @@
+"""Checks of parsed JSON documents against their schema, with the key path of a bad value.
+
+A check is a function `(value, key, fail)` that returns nothing or raises the
+`fail(key, reason)` error; the combinators below build a document's checks from
+small ones. The baseline and the report are checked whole this way when they are
+read, so nothing downstream meets a value of the wrong type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.textio import is_finite_number, json_type
+
+Fail = Callable[[str, str], InputError]
+Check = Callable[[Any, str, Fail], None]
+
+
+def shown(value: Any) -> str:
+    """A short JSON rendering of a value for a message (its type when long)."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else json_type(value)
+
+
+def whole(minimum: int) -> Check:
+    """A whole number (not a boolean) of at least `minimum`."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise fail(key, f"expected a whole number >= {minimum}, got {shown(value)}")
+
+    return check
+
+
+def text(value: Any, key: str, fail: Fail) -> None:
+    """A string."""
+    if not isinstance(value, str):
+        raise fail(key, f"expected a string, got {json_type(value)}")
+
+
+def number(value: Any, key: str, fail: Fail) -> None:
+    """A finite number (not a boolean)."""
+    if not is_finite_number(value):
+        raise fail(key, f"expected a finite number, got {shown(value)}")
+
+
+def boolean(value: Any, key: str, fail: Fail) -> None:
+    """true or false."""
+    if not isinstance(value, bool):
+        raise fail(key, f"expected true or false, got {shown(value)}")
+
+
+def optional(check: Check) -> Check:
+    """`check`, or null."""
+
+    def checked(value: Any, key: str, fail: Fail) -> None:
+        if value is not None:
+            check(value, key, fail)
+
+    return checked
+
+
+def one_of(*allowed: str | int) -> Check:
+    """One of the given strings or numbers (a boolean is never a number here)."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if isinstance(value, bool) or value not in allowed:
+            choices = ", ".join(json.dumps(a) for a in allowed)
+            raise fail(key, f"expected one of {choices}, got {shown(value)}")
+
+    return check
+
+
+def list_of(item: Check, *, non_empty: bool = False) -> Check:
+    """A list whose every element passes `item`."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, list):
+            raise fail(key, f"expected a list, got {json_type(value)}")
+        if non_empty and not value:
+            raise fail(key, "expected a non-empty list")
+        for index, element in enumerate(value):
+            item(element, f"{key}[{index}]", fail)
+
+    return check
+
+
+def map_of(item: Check) -> Check:
+    """An object whose every value passes `item`."""
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, dict):
+            raise fail(key, f"expected an object, got {json_type(value)}")
+        for name, element in value.items():
+            item(element, f"{key}.{name}" if key else name, fail)
+
+    return check
+
+
+def record(fields: Mapping[str, Check], required: frozenset[str] = frozenset()) -> Check:
+    """An object with the `required` keys, whose given keys pass their checks.
+
+    Other keys pass: a newer writer may add fields, as the report's contract allows.
+    """
+
+    def check(value: Any, key: str, fail: Fail) -> None:
+        if not isinstance(value, dict):
+            raise fail(key or "(top level)", f"expected an object, got {json_type(value)}")
+        for name in sorted(required - value.keys()):
+            raise fail(f"{key}.{name}" if key else name, "missing required key")
+        for name, element in value.items():
+            if name in fields:
+                fields[name](element, f"{key}.{name}" if key else name, fail)
+
+    return check

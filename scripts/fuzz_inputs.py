@@ -1,0 +1,375 @@
+"""Fuzz every loader with mutated copies of the demo files; count the exit codes.
+
+A small project is cut from the demo (the first queries of each gold file, the
+corpus passages they need plus some others, the demo's criteria, the examples'
+versions sidecar), and its run, TREC run, qrels, baseline and report are made with
+llm-eval itself. Then, in a loop bounded by `--count` and `--seconds`, one of those
+files is mutated (bytes flipped, cut, repeated; hostile tokens put in: NaN,
+Infinity, lone surrogates, deep brackets, NUL, BOM, YAML aliases and tags; a JSON
+value swapped for a hostile one) and the command that reads it is run in-process
+through `llm_eval.cli.main`, the command line's own error handler. Exit 5 means a
+bug: its input is kept under `--keep` and the traceback's last line is printed.
+
+Usage: python scripts/fuzz_inputs.py [--count 10000] [--seconds 900] [--seed 0]
+       [--keep fuzz-crashes]
+Prints the number of inputs per exit code (and per file kind); exits 1 when any
+input ended in exit 5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES_PER_FILE = 25
+EXTRA_DOCUMENTS = 150
+GATE = ["gate", "--run", "run.jsonl", "--out", "out"]
+EVALUATE = ["evaluate", "--qrels", "qrels.trec", "--run", "run.trec"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A file of the project and the command that reads it."""
+
+    kind: str
+    path: str
+    argv: tuple[str, ...]
+    json_lines: bool = False
+    """JSONL: a line can be parsed, mutated as a value and written back."""
+    json_document: bool = False
+
+
+TARGETS = (
+    Target("gold", "gold-A.jsonl", tuple(GATE), json_lines=True),
+    Target("run", "run.jsonl", tuple(GATE), json_lines=True),
+    Target("trec run", "run.trec", tuple(EVALUATE)),
+    Target("qrels", "qrels.trec", tuple(EVALUATE)),
+    Target("corpus", "corpus.jsonl", ("gate", "--out", "out"), json_lines=True),
+    Target("versions", "versions.jsonl", tuple(GATE), json_lines=True),
+    Target("config", "config/llm-eval.yaml", tuple(GATE)),
+    Target("criteria", "config/ship-criteria.yaml", tuple(GATE)),
+    Target("baseline", "baseline.json", tuple(GATE), json_document=True),
+    Target(
+        "report",
+        "report.json",
+        ("comment", "--dry-run", "--report", "report.json"),
+        json_document=True,
+    ),
+)
+
+TOKENS = [
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e999",
+    b'"\\ud800"',
+    b"\\udfff",
+    b"[" * 5000,
+    b"{" * 200,
+    b"\x00",
+    b"\xff\xfe",
+    b"\xef\xbb\xbf",
+    b"\r\n",
+    b"\n",
+    b'"',
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b"-1",
+    b"0",
+    b"9" * 5000,
+    b"&a ",
+    b"*a",
+    b"!!python/object:os.system ",
+    b"!!timestamp ",
+    b"<<: ",
+    b"\t",
+    b": ",
+    b"- ",
+    "\u202e".encode(),
+    "é".encode(),
+]
+HOSTILE_VALUES: list[Any] = [
+    None,
+    "",
+    "\ud800",
+    -1,
+    0,
+    1.5,
+    float("nan"),
+    float("inf"),
+    True,
+    [],
+    {},
+    [[[[["deep"]]]]],
+    "x" * 10_000,
+    10**30,
+    {"\udc80": 1},
+]
+
+
+def build_project(folder: Path) -> None:
+    """The small project cut from the demo, with its run, qrels, baseline and report."""
+    (folder / "config").mkdir(parents=True)
+    gold = _cut_gold(folder)
+    _cut_corpus(folder, gold)
+    shutil.copy(ROOT / "gold/examples/versions.jsonl", folder / "versions.jsonl")
+    shutil.copy(ROOT / "config/ship-criteria.yaml", folder / "config/ship-criteria.yaml")
+    (folder / "config/llm-eval.yaml").write_text(
+        "gold:\n  - {path: gold-A.jsonl, tier: A}\n  - {path: gold-B.jsonl, tier: B}\n"
+        "corpus: corpus.jsonl\nretriever: {kind: bm25, k1: 0.9, b: 0.4}\n"
+        "metrics: [recall@5, mrr, ndcg@10]\ntop_k: 10\nversions: versions.jsonl\n"
+        "baseline: baseline.json\noutput: out\n",
+        encoding="utf-8",
+    )
+    with contextlib.chdir(folder), _quiet():
+        for argv in (
+            ["retrieve", "--out", "run.jsonl"],
+            ["baseline", "refresh", "--run", "run.jsonl", "--force"],
+        ):
+            if main(argv) != 0:
+                raise SystemExit(f"could not build the fuzz project: llm-eval {' '.join(argv)}")
+        main(GATE)
+    shutil.copy(folder / "out/report.json", folder / "report.json")
+    _write_trec(folder, gold)
+
+
+def _cut_gold(folder: Path) -> list[dict[str, Any]]:
+    queries = []
+    for tier in ("A", "B"):
+        lines = (ROOT / f"gold/python-docs-{tier}.jsonl").read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line.strip()][:QUERIES_PER_FILE]
+        (folder / f"gold-{tier}.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+        queries += [json.loads(line) for line in kept]
+    return queries
+
+
+def _cut_corpus(folder: Path, gold: list[dict[str, Any]]) -> None:
+    wanted = {doc for query in gold for doc in query.get("relevant", {})}
+    kept = []
+    with (ROOT / "gold/corpus.jsonl").open(encoding="utf-8") as corpus:
+        for line in corpus:
+            doc_id = json.loads(line)["_id"]
+            if doc_id in wanted or len(kept) < EXTRA_DOCUMENTS:
+                kept.append(line)
+    (folder / "corpus.jsonl").write_text("".join(kept), encoding="utf-8")
+
+
+def _write_trec(folder: Path, gold: list[dict[str, Any]]) -> None:
+    lines = []
+    for text in (folder / "run.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(text)
+        for rank, result in enumerate(record["results"], 1):
+            lines.append(
+                f"{record['query_id']} Q0 {result['doc_id']} {rank} {result['score']} fuzz"
+            )
+    (folder / "run.trec").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    qrels = [
+        f"{query['query_id']} 0 {doc} {grade}"
+        for query in gold
+        for doc, grade in (query.get("relevant") or {}).items()
+    ]
+    (folder / "qrels.trec").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+
+
+# --- mutations ---------------------------------------------------------------------
+
+
+def _flip(data: bytes, rng: random.Random) -> bytes:
+    if not data:
+        return bytes([rng.randrange(256)])
+    at = rng.randrange(len(data))
+    return data[:at] + bytes([rng.randrange(256)]) + data[at + 1 :]
+
+
+def _insert_token(data: bytes, rng: random.Random) -> bytes:
+    at = rng.randrange(len(data) + 1)
+    return data[:at] + rng.choice(TOKENS) + data[at:]
+
+
+def _cut(data: bytes, rng: random.Random) -> bytes:
+    start = rng.randrange(len(data) + 1)
+    return data[:start] + data[start + rng.randrange(1, 200) :]
+
+
+def _repeat(data: bytes, rng: random.Random) -> bytes:
+    start = rng.randrange(len(data) + 1)
+    piece = data[start : start + rng.randrange(1, 300)]
+    return data[:start] + piece * rng.randrange(2, 5) + data[start:]
+
+
+def _truncate(data: bytes, rng: random.Random) -> bytes:
+    return data[: rng.randrange(len(data) + 1)]
+
+
+def _swap_lines(data: bytes, rng: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    lines[i], lines[j] = lines[j], lines[i]
+    return b"\n".join(lines)
+
+
+BYTE_MUTATIONS: tuple[Callable[[bytes, random.Random], bytes], ...] = (
+    _flip,
+    _insert_token,
+    _insert_token,
+    _cut,
+    _repeat,
+    _truncate,
+    _swap_lines,
+)
+
+
+def _mutate_value(value: Any, rng: random.Random) -> Any:
+    """The value with one node (or key) replaced by a hostile value, or removed."""
+    if isinstance(value, dict) and value and rng.random() < 0.8:
+        key = rng.choice(list(value))
+        if rng.random() < 0.2:
+            return {k: v for k, v in value.items() if k != key}
+        return {**value, key: _mutate_value(value[key], rng)}
+    if isinstance(value, list) and value and rng.random() < 0.8:
+        index = rng.randrange(len(value))
+        return [*value[:index], _mutate_value(value[index], rng), *value[index + 1 :]]
+    return rng.choice(HOSTILE_VALUES)
+
+
+def _mutate_json(data: bytes, target: Target, rng: random.Random) -> bytes:
+    if target.json_document:
+        value = _mutate_value(json.loads(data), rng)
+        return json.dumps(value, indent=1).encode()
+    lines = data.split(b"\n")
+    index = rng.randrange(len(lines))
+    try:
+        value = json.loads(lines[index])
+    except ValueError:
+        return data
+    lines[index] = json.dumps(_mutate_value(value, rng)).encode()
+    return b"\n".join(lines)
+
+
+def mutate(data: bytes, target: Target, rng: random.Random) -> bytes:
+    """One to three mutations; a value mutation first, half the time, for JSON files."""
+    if (target.json_lines or target.json_document) and rng.random() < 0.5:
+        data = _mutate_json(data, target, rng)
+    for _ in range(rng.randrange(1, 4) if rng.random() < 0.7 else 0):
+        data = rng.choice(BYTE_MUTATIONS)(data, rng)
+    return data
+
+
+# --- the loop ------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """Inputs per exit code, overall and per file kind, and where the exit-5s are kept."""
+
+    codes: Counter[int]
+    by_kind: dict[str, Counter[int]]
+    crashes: list[str]
+
+    @property
+    def total(self) -> int:
+        """Inputs run."""
+        return sum(self.codes.values())
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[io.StringIO]:
+    """Capture what a command prints (stdout and stderr together)."""
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+        yield captured
+
+
+def fuzz(count: int, seconds: float, seed: int, keep: Path | None) -> Tally:
+    """Run up to `count` mutated inputs (for at most `seconds`); the tally of exit codes."""
+    for name in [name for name in os.environ if name.startswith("GITHUB_")]:
+        del os.environ[name]  # no job summary or PR comment from the fuzzed gates
+    rng = random.Random(seed)
+    tally = Tally(Counter(), {t.kind: Counter() for t in TARGETS}, [])
+    with tempfile.TemporaryDirectory(prefix="llm-eval-fuzz-") as tmp:
+        project = Path(tmp)
+        build_project(project)
+        originals = {t.path: (project / t.path).read_bytes() for t in TARGETS}
+        deadline = time.monotonic() + seconds
+        with contextlib.chdir(project):
+            for number in range(count):
+                if time.monotonic() > deadline:
+                    break
+                target = TARGETS[number % len(TARGETS)]
+                data = mutate(originals[target.path], target, rng)
+                code = _run(target, data, originals)
+                tally.codes[code] += 1
+                tally.by_kind[target.kind][code] += 1
+                if code == 5:
+                    tally.crashes.append(_keep(keep, number, target, data))
+    return tally
+
+
+def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> int:
+    path = Path(target.path)
+    path.write_bytes(data)
+    try:
+        with _quiet() as captured:
+            code = main(list(target.argv))
+    finally:
+        path.write_bytes(originals[target.path])
+    if code == 5:
+        lines = captured.getvalue().strip().splitlines()
+        print(f"exit 5 on {target.kind}: {' | '.join(lines[-3:])}", file=sys.stderr)
+    return code
+
+
+def _keep(folder: Path | None, number: int, target: Target, data: bytes) -> str:
+    if folder is None:
+        return f"#{number} {target.kind}"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / f"{number:05d}-{target.path.replace('/', '_')}"
+    kept.write_bytes(data)
+    return str(kept)
+
+
+def report(tally: Tally, elapsed: float) -> str:
+    """The counts per exit code, overall and per file kind."""
+
+    def codes(counter: Counter[int]) -> str:
+        return ", ".join(f"exit {code}: {n}" for code, n in sorted(counter.items()))
+
+    lines = [f"{tally.total} mutated inputs in {elapsed:.0f} s: {codes(tally.codes)}"]
+    lines += [f"  {kind:<9} {codes(counter)}" for kind, counter in tally.by_kind.items()]
+    lines += [f"exit 5 kept: {crash}" for crash in tally.crashes]
+    return "\n".join(lines)
+
+
+def _main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=900.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="Folder for the inputs that ended in exit 5.")
+    args = parser.parse_args()
+    started = time.monotonic()
+    tally = fuzz(args.count, args.seconds, args.seed, args.keep and args.keep.resolve())
+    print(report(tally, time.monotonic() - started))
+    return 1 if tally.codes[5] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -1,0 +1,122 @@
+"""Inputs of the hostile corpus that are made at test time rather than committed.
+
+Some are too large to commit (200,000 nested brackets, a 5 MB line); the rest are
+the small project's own baseline.json and report.json with one value broken, made
+from the files in `base/` so that they stay in step with them. `manifest.toml`
+names them as `generate:<name>`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BASE = Path(__file__).parent / "base"
+DEPTH = 200_000
+DIGITS = 5_000
+"""More digits than Python converts from text (4,300 by default)."""
+
+
+def deep_json() -> bytes:
+    """200,000 opening brackets: Python's recursive parser would overflow its stack."""
+    return b"[" * DEPTH
+
+
+def deep_json_second_line() -> bytes:
+    """A valid first line, then the deep nesting."""
+    return b'{"_id": "sort", "text": "sort a list"}\n' + deep_json() + b"\n"
+
+
+def deep_yaml() -> bytes:
+    """A YAML flow list nested 200,000 deep: PyYAML composes it recursively."""
+    return b"gold: " + b"[" * DEPTH + b"\n"
+
+
+def huge_line() -> bytes:
+    """A 5 MB line whose string never ends."""
+    return b'{"query_id": "q1", "query": "' + b"x" * 5_000_000 + b"\n"
+
+
+def huge_integer() -> bytes:
+    """A grade of 5,000 digits."""
+    grade = b"9" * DIGITS
+    return b'{"query_id": "q1", "query": "sort", "relevant": {"sort": ' + grade + b"}}\n"
+
+
+def huge_integer_array() -> bytes:
+    """A search response whose score has 5,000 digits."""
+    return b'[{"id": "sort", "score": ' + b"9" * DIGITS + b"}]"
+
+
+def _edited(name: str, edit: Callable[[dict[str, Any]], None]) -> bytes:
+    data = json.loads((BASE / name).read_text(encoding="utf-8"))
+    edit(data)
+    return json.dumps(data, indent=1).encode()
+
+
+def baseline_nan_score() -> bytes:
+    """A per-query score of NaN (json writes it as `NaN`)."""
+    return _edited("baseline.json", lambda b: b["per_query"]["q1"].update({"recall@5": math.nan}))
+
+
+def baseline_without_n() -> bytes:
+    """The overall aggregate without its query count."""
+    return _edited("baseline.json", lambda b: b["aggregates"]["overall"].pop("n"))
+
+
+def baseline_overall_number() -> bytes:
+    """The overall aggregate as a number instead of an object."""
+    return _edited("baseline.json", lambda b: b["aggregates"].update({"overall": 0.5}))
+
+
+def baseline_string_rank() -> bytes:
+    """A first relevant rank written as text."""
+    return _edited("baseline.json", lambda b: b["first_relevant_rank"].update({"q1": "1"}))
+
+
+def baseline_service_text() -> bytes:
+    """A service row whose `error` is text."""
+    return _edited("baseline.json", lambda b: b["service"]["q1"].update({"error": "no"}))
+
+
+def baseline_surrogate_key() -> bytes:
+    """A query id that is a lone surrogate (json escapes it as `\\ud800`)."""
+    return _edited("baseline.json", lambda b: b["per_query"].update({"q\ud800": {}}))
+
+
+def report_empty_gates() -> bytes:
+    """A report without gates."""
+    return _edited("report.json", lambda r: r.update({"gates": []}))
+
+
+def report_empty_metrics() -> bytes:
+    """A report without metrics."""
+    return _edited("report.json", lambda r: r.update({"metrics": []}))
+
+
+def report_infinite_age() -> bytes:
+    """A baseline age of Infinity (json writes it as `Infinity`)."""
+    return _edited(
+        "report.json", lambda r: r["provenance"]["baseline"].update({"age_days": math.inf})
+    )
+
+
+def report_value_text() -> bytes:
+    """A gate value written as text."""
+    return _edited("report.json", lambda r: r["gates"][0].update({"value": "high"}))
+
+
+def report_nan_timing() -> bytes:
+    """A NaN where the schema leaves numbers unchecked but finite."""
+    return _edited("report.json", lambda r: r["timings"].update({"total_s": math.nan}))
+
+
+GENERATORS: dict[str, Callable[[], bytes]] = {
+    name: function
+    for name, function in dict(globals()).items()
+    if callable(function) and not name.startswith("_") and function.__module__ == __name__
+}
+"""`generate:<name>` of the manifest → the function that makes the content."""

@@ -1,0 +1,103 @@
+"""report.json is checked against its documented schema before anything renders it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.errors import InputError
+from llm_eval.report_schema import validate_report
+
+REPORTS = sorted((Path(__file__).parent / "gold" / "reports").glob("*.json"))
+PASS = json.loads((Path(__file__).parent / "gold" / "reports" / "pass.json").read_text())
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.name)
+def test_the_golden_reports_fit_the_schema(path: Path) -> None:
+    report = json.loads(path.read_text())
+    assert validate_report(report, path) is report
+
+
+def test_the_reports_the_gate_writes_fit_the_schema(tmp_path: Path) -> None:
+    """The demo and the examples (rejection, context and page metrics)."""
+    examples = [
+        "--config",
+        "gold/examples/llm-eval.yaml",
+        "--criteria",
+        "gold/examples/ship-criteria.yaml",
+        "--run",
+        "gold/examples/run.jsonl",
+    ]
+    for name, options in {"demo": [], "examples": examples}.items():
+        out = tmp_path / name
+        assert main(["gate", *options, "--out", str(out)]) in (0, 1)
+        path = out / "report.json"
+        validate_report(json.loads(path.read_text()), path)
+
+
+def _with(key: str, value: Any) -> dict[str, Any]:
+    """The pass report with the value at a dotted key path (`gates.0.value`) replaced."""
+    report = copy.deepcopy(PASS)
+    *parents, last = key.split(".")
+    node: Any = report
+    for name in parents:
+        node = node[int(name)] if isinstance(node, list) else node[name]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return report
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "where", "reason"),
+    [
+        ("gates", [], "gates", "expected a non-empty list"),
+        ("metrics", [], "metrics", "expected a non-empty list"),
+        ("gates", {}, "gates", "expected a list, got an object"),
+        ("gates.0", "g", "gates[0]", "expected an object, got a string"),
+        ("gates.0.value", "high", "gates[0].value", 'expected a finite number, got "high"'),
+        ("gates.0.status", "ok", "gates[0].status", "expected one of "),
+        ("gates.0.severity", None, "gates[0].severity", "expected one of "),
+        ("gates.0.blocking", 1, "gates[0].blocking", "expected true or false, got 1"),
+        ("gates.0.decision", "maybe", "gates[0].decision", "expected one of "),
+        ("gates.0.stats", [], "gates[0].stats", "expected an object, got an array"),
+        ("gates.0.power", {"queries_needed": -1}, "gates[0].power.queries_needed", "expected"),
+        ("verdict", "great", "verdict", "expected one of "),
+        ("exit_code", True, "exit_code", "expected one of 0, 1, 3, got true"),
+        ("exit_code", 5, "exit_code", "expected one of 0, 1, 3, got 5"),
+        ("summary", "all good", "summary", "expected a list, got a string"),
+        ("provenance.fingerprints", None, "provenance.fingerprints", "expected an object"),
+        ("queries.gold", -3, "queries.gold", "expected a whole number >= 0, got -3"),
+        ("changes.hit_to_miss", None, "changes.hit_to_miss", "expected a list, got null"),
+        ("timings.total_s", float("inf"), "timings.total_s", "expected a finite number"),
+        ("gold_changes", {"added": 3}, "gold_changes.added", "expected a list, got a number"),
+        ("matching", {"x": float("nan")}, "matching.x", "expected a finite number or null"),
+    ],
+)
+def test_a_report_off_the_schema_names_the_key(
+    tmp_path: Path, key: str, value: Any, where: str, reason: str
+) -> None:
+    path = tmp_path / "report.json"
+    with pytest.raises(InputError) as caught:
+        validate_report(_with(key, value), path)
+    assert str(caught.value).startswith(f"{path}: {where}: {reason}")
+
+
+def test_an_infinite_baseline_age_is_refused_by_comment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = copy.deepcopy(PASS)
+    report["provenance"]["baseline"]["age_days"] = float("inf")
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    assert main(["comment", "--dry-run", "--report", str(path)]) == 3
+    assert capsys.readouterr().err == (
+        f"llm-eval: error: {path}: provenance.baseline.age_days: "
+        "expected a finite number, got Infinity\n"
+    )
