@@ -151,7 +151,7 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-@cli.command()
+@cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
 @_config_options
 @_RUN_OPTION
 @click.option(
@@ -166,6 +166,14 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     help="When the gold set changed since the baseline, compare on the unchanged queries.",
 )
 @_retrieval_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the verdict for a person; json: report.json on stdout (other output on stderr).",
+)
 def gate(
     config_path: Path,
     criteria_path: Path,
@@ -175,10 +183,22 @@ def gate(
     allow_gold_change: bool,
     use_cache: bool | None,
     repeat: int,
+    output_format: str,
 ) -> int:
-    """Evaluate, compare with the baseline and the ship criteria, print the verdict."""
+    """Evaluate, compare with the baseline and the ship criteria, print the verdict.
+
+    \b
+    Exit codes:
+      0  every blocking gate passes (warnings allowed)
+      1  a blocking gate failed
+      2  bad command line
+      3  bad config or data, the gold set changed, or no trustworthy comparison
+      4  the retriever or another external service failed
+      5  a bug in llm-eval
+    """
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
+    from llm_eval.output import terminal_width, use_colour
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
@@ -194,15 +214,19 @@ def gate(
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
         )
-    _echo(outcome.text)
+    as_json = output_format == "json"
+    if as_json:
+        _echo(json.dumps(outcome.report, indent=2, ensure_ascii=False))
+    else:
+        _echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
     for line in publish(outcome.report, os.environ, Path.cwd()):
-        _echo(line)
+        _echo(line, err=as_json)  # the runner reads workflow commands on both streams
     return outcome.exit_code
 
 
 @cli.group()
 def baseline() -> None:
-    """Create, refresh or show the committed baseline."""
+    """Refresh or show the committed baseline."""
 
 
 @baseline.command("refresh")
@@ -235,14 +259,15 @@ def baseline_refresh(
     "--baseline",
     "baseline_path",
     type=click.Path(path_type=Path),
-    default="gold/baseline.json",
-    show_default=True,
+    help="Baseline JSON (default: the `baseline` of the config).",
 )
-def baseline_show(baseline_path: Path) -> None:
+@_CONFIG_OPTION
+def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     """Print the baseline's provenance and aggregates."""
     from llm_eval.commands.baseline import show
+    from llm_eval.config import load_config
 
-    _echo(show(baseline_path))
+    _echo(show(baseline_path or load_config(config_path).baseline))
 
 
 @cli.group()
@@ -271,7 +296,7 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
     _echo(stats(config_path, criteria_path, baseline_path))
 
 
-@cli.command("compare")
+@cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @_CONFIG_OPTION
@@ -312,7 +337,7 @@ def compare_command(
     )
 
 
-@cli.command("retrieve")
+@cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @_CONFIG_OPTION
 @click.option(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
@@ -373,7 +398,7 @@ def hook_uninstall() -> None:
     _echo(uninstall().text)
 
 
-@cli.command("comment")
+@cli.command("comment", short_help="Post or update the pull request's llm-eval comment.")
 @click.option(
     "--report",
     "report_path",
@@ -398,6 +423,12 @@ def hook_uninstall() -> None:
     is_flag=True,
     help="Exit 4 when the comment cannot be posted (default: a warning, exit 0).",
 )
+@click.option(
+    "--id",
+    "marker_id",
+    help="Keep a comment of its own for this gate (letters, digits, . _ -), e.g. the "
+    "config's name when several gates run on one pull request.",
+)
 def comment_command(
     report_path: Path,
     repo: str | None,
@@ -405,13 +436,18 @@ def comment_command(
     head_sha: str | None,
     dry_run: bool,
     strict: bool,
+    marker_id: str | None,
 ) -> None:
     """Post or update the pull request's one llm-eval comment (token: $GITHUB_TOKEN)."""
     from llm_eval.commands.comment import comment
+    from llm_eval.render import MARKER_ID
 
     if pr is not None and head_sha:
         raise click.UsageError("give --pr or --head-sha, not both")
+    if marker_id is not None and not MARKER_ID.fullmatch(marker_id):
+        raise click.UsageError(f"--id {marker_id!r}: use letters, digits, . _ - (at most 64)")
     outcome = comment(
+        marker_id=marker_id,
         report_path=report_path,
         environ=os.environ,
         repo=repo,

@@ -412,7 +412,7 @@ _GATE_KEYS = frozenset(
 _STATISTICS_KEYS = frozenset(
     {"alpha", "significance", "resamples", "seed", "min_n", "on_inconclusive"}
 )
-_DERIVED = re.compile(r"^retrieval_(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
+_DERIVED = re.compile(r"^(?:retrieval_)?(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
 def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
@@ -517,7 +517,7 @@ def _derived_metric(node: Node) -> str:
             pass
     raise node.error(
         "cannot tell the metric from this name; add `metric:` "
-        "(names like retrieval_recall_at_5 or retrieval_mrr say it)"
+        "(names like recall_at_10, retrieval_recall_at_5 or retrieval_mrr say it)"
     )
 
 

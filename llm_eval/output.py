@@ -4,21 +4,70 @@ from __future__ import annotations
 
 import codecs
 import io
+import shutil
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import TextIO
+
+Style = Callable[[int, str], str]
+"""Colours a table cell: (column index, cell text without padding) -> text to print."""
+
+_ANSI = {"green": "32", "yellow": "33", "red": "31", "magenta": "35", "bold": "1"}
 
 
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain aligned table: first column left-aligned, the others right-aligned."""
+def render_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], style: Style | None = None
+) -> str:
+    """A plain aligned table: first column left-aligned, the others right-aligned.
+
+    `style` decorates body cells after padding, so colour codes do not shift columns."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
-    def line(cells: Sequence[str]) -> str:
-        first = str(cells[0]).ljust(widths[0])
-        rest = (str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
-        return "  ".join([first, *rest]).rstrip()
+    def line(cells: Sequence[str], paint: Style | None) -> str:
+        padded = [str(cells[0]).ljust(widths[0])]
+        padded += [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        if paint is not None:
+            padded = [
+                p.replace(str(c), paint(i, str(c)), 1) if str(c) else p
+                for i, (p, c) in enumerate(zip(padded, cells, strict=True))
+            ]
+        return "  ".join(padded).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+    return "\n".join([line(header, None), rule, *(line(r, style) for r in rows)])
+
+
+def table_width(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """How many columns `render_table` needs for these cells."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    """`text` wrapped to `width` columns, continuation lines indented; a word longer
+    than the width is broken rather than left overlong."""
+    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False) or [
+        ""
+    ]
+
+
+def colour(text: str, name: str) -> str:
+    """`text` in an ANSI colour."""
+    return f"\033[{_ANSI[name]}m{text}\033[0m"
+
+
+def terminal_width(fallback: int = 80) -> int:
+    """The terminal's width (`COLUMNS` wins); `fallback` when there is no terminal."""
+    return shutil.get_terminal_size((fallback, 24)).columns
+
+
+def use_colour(stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """Colour only on a terminal, and never when `NO_COLOR` is set (https://no-color.org)."""
+    if environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def plural(count: int, singular: str, many: str) -> str:

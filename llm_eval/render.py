@@ -15,11 +15,13 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from llm_eval.metrics import lower_is_better
 from llm_eval.output import plural
-from llm_eval.report import detail_lines, gold_change_lines, headline
+from llm_eval.report import detail_lines, headline
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
 
@@ -28,6 +30,19 @@ if TYPE_CHECKING:
 
 COMMENT_MARKER = "<!-- llm-eval:retrieval-gate -->"
 """First line of the PR comment; `llm-eval comment` finds its own comment by it."""
+MARKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""An id that tells apart several gates posting on one pull request (a config matrix)."""
+
+
+def comment_marker(marker_id: str | None = None) -> str:
+    """`COMMENT_MARKER`, or one of its own for the gate named `marker_id`."""
+    if not marker_id:
+        return COMMENT_MARKER
+    if not MARKER_ID.fullmatch(marker_id):
+        raise ValueError(f"not a comment id: {marker_id!r} (letters, digits, . _ -)")
+    return f"<!-- llm-eval:retrieval-gate:{marker_id} -->"
+
+
 COMMENT_MAX_CHARS = 65_000
 """GitHub refuses comments over 65,536 characters."""
 SUMMARY_MAX_BYTES = 1_000_000
@@ -40,11 +55,11 @@ FIELD_MAX_CHARS = 400
 STATUS_ICON = {
     "pass": "✅",
     "warn": "⚠️",
-    "inconclusive": "❔",
     "fail": "❌",
+    "inconclusive": "❔",
     "gold_changed": "📝",
 }
-_STATUS_WORDS = {"pass": "pass", "warn": "warning", "inconclusive": "cannot tell", "fail": "fail"}
+_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail", "inconclusive": "cannot tell"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 _TOLERANCE = 1e-9
 """Values within this of a limit are on it, as in the gate decision."""
@@ -53,9 +68,18 @@ _TOLERANCE = 1e-9
 # the text of the rendered HTML, after entities and backslash escapes are decoded, so
 # neither `\@` nor `&#64;` stops a ping. An invisible zero-width joiner right after
 # `@` or `#` (or inside `://`, `www.`, `GH-`) breaks every one of those patterns in the
-# raw text and in the rendered text alike, and keeps the text readable.
+# raw text and in the rendered text alike, and keeps the text readable. It goes only
+# where GitHub would link: an `@` after a word character (`recall@5`) is no mention
+# unless it reads as an e-mail address, and `#` links only before digits, at the start
+# of a word or after `owner/repo`. Ids and commands are code spans, where nothing links.
 _ZWJ = "\u200d"
-_LINKABLE = re.compile(r"[@#]|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)", re.IGNORECASE)
+_LINKABLE = re.compile(
+    r"(?<!\w)@|@(?=[\w-]+\.\w)|(?:\b[\w.-]+/[\w.-]+|(?<!\w))#(?=\d)"
+    r"|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)",
+    re.IGNORECASE,
+)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Bidirectional controls: they can make text read differently from what it is."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _HTML_SPECIAL = re.compile("[&<>]")
@@ -70,10 +94,61 @@ def escape_markdown(text: object) -> str:
     ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
     get a zero-width joiner (see `_LINKABLE`).
     """
-    line = clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS)
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
     line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
     line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
     return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
+
+
+class Code(str):
+    """A value the templates print as a code span (ids, commands): copyable as is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A value the templates print as a Markdown link; plain text when the URL is unsafe."""
+
+    text: str | Code
+    url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the reader can go from the comment; all unknown outside GitHub Actions."""
+
+    run: str | None = None
+    artifact: str | None = None
+    blob: str | None = None
+    """`https://github.com/OWNER/REPO/blob/SHA/`: gold files at the PR's head commit."""
+    head_sha: str | None = None
+    """The pull request's head commit (a pull_request run checks out a merge commit)."""
+
+
+NO_LINKS = Links()
+"""Outside GitHub Actions there is nowhere to link to."""
+_SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
+
+
+def code_span(text: object) -> str:
+    """`text` as an inline code span: one line, no bidi controls, fenced with more
+    backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
+    GFM splits table cells on it even inside code, and shows `\\|` there as `|`
+    (backslashes right before it are doubled so the pipe stays escaped)."""
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", line)
+    longest = max((len(run) for run in re.findall("`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def _finalize(value: object) -> str:
+    if isinstance(value, Link):
+        text = _finalize(value.text)
+        if value.url is None or not _SAFE_URL.fullmatch(value.url):
+            return text
+        return f"[{text}]({value.url})"
+    return code_span(value) if isinstance(value, Code) else escape_markdown(value)
 
 
 def clip(text: str, max_chars: int) -> str:
@@ -81,22 +156,30 @@ def clip(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+def render_markdown(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
     """The Markdown report (`report.md`, the job summary), under 1 MiB."""
-    return _fitted("report.md.j2", report, lambda text: len(text.encode()) <= SUMMARY_MAX_BYTES)
+    return _fitted(
+        "report.md.j2", report, links, lambda text: len(text.encode()) <= SUMMARY_MAX_BYTES
+    )
 
 
-def render_comment(report: Mapping[str, Any]) -> str:
-    """The PR comment: the Markdown report under `COMMENT_MARKER`, under GitHub's limit."""
-    return _fitted("comment.md.j2", report, lambda text: len(text) <= COMMENT_MAX_CHARS)
+def render_comment(
+    report: Mapping[str, Any], links: Links = NO_LINKS, marker_id: str | None = None
+) -> str:
+    """The PR comment: the Markdown report under its marker, under GitHub's limit."""
+    marker = comment_marker(marker_id) + "\n"
+    room = COMMENT_MAX_CHARS - len(marker)
+    return marker + _fitted("report.md.j2", report, links, lambda text: len(text) <= room)
 
 
 # --- fitting the size limit ---------------------------------------------------------
 
 
-def _fitted(template: str, report: Mapping[str, Any], fits: Callable[[str], bool]) -> str:
+def _fitted(
+    template: str, report: Mapping[str, Any], links: Links, fits: Callable[[str], bool]
+) -> str:
     """Render, shortening the drill-down first and then the tag table until `fits`."""
-    view = _view(report)
+    view = _view(report, links)
     tags = max((len(table["rows"]) for table in view["tag_tables"]), default=0)
 
     def attempt(changes: int, tag_rows: int) -> str:
@@ -153,7 +236,7 @@ def _environment() -> jinja2.Environment:
         # every `{{ … }}` a template prints, so no field can be left unescaped by mistake.
         # Markup lives only in the templates' literal text.
         autoescape=False,
-        finalize=escape_markdown,
+        finalize=_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -164,7 +247,7 @@ def _environment() -> jinja2.Environment:
 # --- the view: the report's numbers in words ----------------------------------------
 
 
-def _view(report: Mapping[str, Any]) -> dict[str, Any]:
+def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     """What the templates print, every value already a string or a number."""
     gates = report["gates"]
     gating = gates[0] if gates else None
@@ -176,8 +259,10 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
     explained_below = any(t["legend"] and not t["checker"] for t in tag_tables)
     return {
         "icon": STATUS_ICON[report["verdict"]],
-        "headline": headline(report),
-        "gold_change": _gold_change(report),
+        "headline": _title(report),
+        "lead": _lead(report),
+        "next_steps": _next_steps(report),
+        "gold_changes": _gold_change_lists(report.get("gold_changes")),
         "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
         "gates": [_gate_row(gate) for gate in gates],
         "has_stats": any(gate.get("stats") for gate in gates),
@@ -188,24 +273,124 @@ def _view(report: Mapping[str, Any]) -> dict[str, Any]:
             "legend": _flag_legend(metric, gating) if flagged and not explained_below else "",
         },
         "tag_tables": tag_tables,
-        "drilldown": _drilldown(report["changes"], report["provenance"].get("baseline")),
+        "drilldown": _drilldown(
+            report["changes"], report["provenance"].get("baseline"), links.blob
+        ),
+        "everything": Link("report artifact", links.artifact) if links.artifact else None,
         "cutoff": report["changes"]["k"],
         "notes": _notes(report),
-        "footer": _footer(report),
+        # What the gold set can detect is statistics: it stays in the collapsed section.
+        "power_notes": [str(g["power_warning"]) for g in gates if g.get("power_warning")],
+        "footer": _footer(report, links),
         "full_changes": CHANGES_SHOWN,
     }
 
 
-def _gold_change(report: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Why a changed gold set was not compared, the changed queries, and the commands
-    that accept the change."""
-    if report["verdict"] != "gold_changed":
-        return None
-    return {
-        "sentence": report["summary"][0],
-        "lines": gold_change_lines(report["gold_changes"]),
-        "commands": report["gold_changes"]["accept_commands"],
-    }
+def _title(report: Mapping[str, Any]) -> str:
+    """The verdict in a few words: `headline`, which counts gates, except when nothing
+    was compared because the gold set changed."""
+    if report["verdict"] == "gold_changed":
+        return "the gold set changed since the baseline"
+    return headline(report)
+
+
+def _lead(report: Mapping[str, Any]) -> list[str]:
+    """The reason in plain words: a sentence per gate that is not passing, or the gated
+    numbers when all pass."""
+    changes = report.get("gold_changes")
+    if report["verdict"] == "gold_changed" and changes:
+        counts = [
+            plural(len(changes.get(kind) or []), f"question {kind}", f"questions {kind}")
+            for kind in ("added", "removed", "changed")
+            if changes.get(kind)
+        ]
+        return [
+            f"The gold set differs from the baseline's ({', '.join(counts)}), so nothing "
+            "was compared."
+        ]
+    gates = report["gates"]
+    if not gates:
+        return [f"{STATUS_ICON['pass']} All gates pass."]
+    failing = [g for g in gates if g["status"] != "pass"]
+    return [_plain(g) for g in (failing or gates)]
+
+
+def _plain(gate: Mapping[str, Any]) -> str:
+    """`recall@5 on tier A fell from 41.1% to 33.1%: 8.1 points, more than the 3.0 allowed.`"""
+    metric, where = gate["metric"], f"{gate['metric_label']} on {gate['scope']}"
+    now, before = value(metric, gate["value"]), value(metric, gate["baseline"])
+    status = gate["status"]
+    loss = _loss(metric, gate["delta"])
+    if gate["baseline"] is None:
+        text = f"{where} is {now}"
+    elif loss is not None and loss > _TOLERANCE:
+        moved = "rose" if lower_is_better(metric) else "fell"
+        text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
+    else:
+        text = f"{where} is {now} (baseline {before})"
+    allowed = gate.get("regression_max")
+    if allowed is not None and status in ("warn", "fail") and gate.get("regression_ok") is False:
+        text += (
+            f", more than the {_amount(metric, allowed, gate.get('regression_relative'))} allowed"
+        )
+    if status == "inconclusive" and allowed is not None:
+        text += (
+            f"; too few questions to tell whether that is more than the "
+            f"{_amount(metric, allowed, gate.get('regression_relative'))} allowed"
+        )
+    if gate.get("floor_ok") is False and gate.get("threshold") is not None:
+        text += f"; it is below the minimum of {value(metric, gate['threshold'])}"
+    warning = " (a warning: it does not block the merge)" if status == "warn" else ""
+    return f"{STATUS_ICON[status]} {text}{warning}."
+
+
+def _amount(metric: str, number: float, relative: bool | None = False) -> str:
+    """A size of change in words: `8.1 points`, `0.050`, `20%`."""
+    if relative:
+        return f"{abs(number) * 100:.0f}%"
+    return delta(metric, abs(number)).lstrip("+").replace(" pp", " points")
+
+
+def _gold_change_lists(changes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Added, removed and changed questions: ids as code spans, with where they are."""
+    if not changes:
+        return []
+    locations = changes.get("locations") or {}
+    lists = []
+    for kind in ("added", "changed", "removed"):
+        ids = changes.get(kind) or []
+        if ids:
+            rows = []
+            for query_id in ids[:CHANGES_SHOWN]:
+                place = locations.get(query_id)
+                where = f"{place['file']}:{place['line']}" if place else ""
+                rows.append({"id": Code(query_id), "where": where})
+            lists.append({"title": f"{kind.capitalize()} ({len(ids)})", "ids": rows})
+    return lists
+
+
+def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the reader can do about it, with the commands."""
+    verdict = report["verdict"]
+    changes = report.get("gold_changes") or {}
+    if verdict == "gold_changed":
+        commands = changes.get("accept_commands") or ["llm-eval baseline refresh"]
+        return [
+            {
+                "text": "If the change is intended, accept it: make and commit a new baseline "
+                "(the first command), or gate the unchanged questions only (the second):",
+                "commands": [Code(c) for c in commands],
+            }
+        ]
+    if verdict in ("fail", "warn", "inconclusive"):
+        return [
+            {"text": "Look at the questions that lost their relevant result.", "commands": []},
+            {
+                "text": "If the drop is intended, refresh the baseline and commit it:",
+                "commands": [Code("llm-eval baseline refresh")],
+            },
+        ]
+    return []
 
 
 def _label(report: Mapping[str, Any], metric: str) -> str:
@@ -214,6 +399,7 @@ def _label(report: Mapping[str, Any], metric: str) -> str:
 
 def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     """A gate that is not passing: its sentence, and the tags that missed its limit."""
+    # an inconclusive tag is information, never a warning
     missed = [s for s in gate.get("slices") or [] if s["status"] in ("warn", "fail")]
     summary = ""
     if missed:
@@ -391,7 +577,7 @@ def _check_legend(gate: Mapping[str, Any]) -> str:
     )
 
 
-def _drilldown(changes: Mapping[str, Any], baseline: Any) -> list[dict[str, Any]]:
+def _drilldown(changes: Mapping[str, Any], baseline: Any, blob: str | None) -> list[dict[str, Any]]:
     """The hit→miss and miss→hit lists; empty without a baseline (nothing to compare)."""
     if baseline is None:
         return []
@@ -402,13 +588,13 @@ def _drilldown(changes: Mapping[str, Any], baseline: Any) -> list[dict[str, Any]
             "title": f"{STATUS_ICON['fail']} {plural(lost, 'query', 'queries')} lost "
             f"their relevant result from the top {k} (hit → miss)",
             "count": lost,
-            "rows": [_change_row(c) for c in changes["hit_to_miss"]],
+            "rows": [_change_row(c, blob) for c in changes["hit_to_miss"]],
         },
         {
             "title": f"{STATUS_ICON['pass']} {plural(gained, 'query', 'queries')} gained "
             f"a relevant result in the top {k} (miss → hit)",
             "count": gained,
-            "rows": [_change_row(c) for c in changes["miss_to_hit"]],
+            "rows": [_change_row(c, blob) for c in changes["miss_to_hit"]],
         },
     ]
 
@@ -418,18 +604,22 @@ def rank_words(rank: int) -> str:
     return "not retrieved" if rank == 0 else str(rank)
 
 
-def _change_row(change: Mapping[str, Any]) -> dict[str, Any]:
+def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
+    """A query that crossed the cutoff; its id links to its line in the gold file."""
+    where = None
+    if blob and change.get("file") and change.get("line"):
+        where = f"{blob}{quote(str(change['file']))}#L{int(change['line'])}"
     return {
-        "id": change["query_id"],
+        "id": Link(Code(change["query_id"]), where),
         "query": change["query"],
         "tags": ", ".join(map(str, change["tags"])) or "—",
         "ranks": f"{rank_words(change['rank_before'])} → {rank_words(change['rank_after'])}",
-        "relevant": ", ".join(map(str, change["relevant"])) or "—",
+        "relevant": [Code(doc) for doc in change["relevant"]],
     }
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:
-    notes = [str(g["power_warning"]) for g in report["gates"] if g.get("power_warning")]
+    notes = []
     missing = report["queries"]["missing_from_run"]
     if missing:
         notes.append(
@@ -445,11 +635,11 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
     return notes + detail_lines(report) + list(report["notes"])
 
 
-def _footer(report: Mapping[str, Any]) -> list[str]:
+def _footer(report: Mapping[str, Any], links: Links) -> list[Any]:
     """Provenance, one short sentence each."""
     provenance = report["provenance"]
     baseline = provenance.get("baseline")
-    sentences = ["No baseline"]
+    sentences: list[Any] = ["No baseline"]
     if baseline is not None:
         sentences = [
             f"Baseline: commit {_short(baseline.get('git_commit'))}, "
@@ -458,9 +648,10 @@ def _footer(report: Mapping[str, Any]) -> list[str]:
     fingerprints = _fingerprint_words(provenance.get("fingerprints_match"))
     if fingerprints:
         sentences.append(f"Fingerprints: {fingerprints}")
-    sentences.append(f"This PR: commit {_short(provenance.get('head_commit'))}")
+    head = links.head_sha or provenance.get("head_commit")
+    sentences.append(f"This PR: commit {_short(head)}")
     sentences.append(f"llm-eval {report['tool_version']}")
-    return sentences
+    return sentences + ([Link("workflow run", links.run)] if links.run else [])
 
 
 def _short(commit: str | None) -> str:
@@ -478,12 +669,10 @@ def _age_words(days: float | None) -> str:
 def _fingerprint_words(match: Mapping[str, bool] | None) -> str:
     if not match:
         return ""
-    names = {name: _FINGERPRINT_NAMES.get(name, name) for name in match}
-    differ = [names[name] for name, same in match.items() if not same]
-    if differ:
-        verb = "differs" if len(differ) == 1 else "differ"
-        return f"the {_joined(differ)} {verb} from the baseline's"
-    return f"the {_joined(list(names.values()))} match the baseline's"
+    if not all(match.values()):
+        return ""  # what differs is said once, in the notes above
+    names = [_FINGERPRINT_NAMES.get(name, name) for name in match]
+    return f"the {_joined(names)} match the baseline's"
 
 
 def _joined(words: list[str]) -> str:

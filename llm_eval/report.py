@@ -19,7 +19,7 @@ from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import lower_is_better, pooling_weight
-from llm_eval.output import plural, render_table
+from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import format_p
@@ -431,7 +431,10 @@ def _notes(
     fingerprints: Mapping[str, str | None],
 ) -> list[str]:
     if baseline is None:
-        return [f"No baseline at {baseline_path}: only the absolute floors were checked."]
+        return [
+            f"No baseline at {baseline_path}: only the absolute floors were checked; "
+            "run `llm-eval baseline refresh` to create one."
+        ]
     notes = []
     if comparison.gold_diff is not None and not comparison.gold_diff.empty:
         notes.append(
@@ -486,45 +489,36 @@ def _provenance(
 
 # --- renderings ---------------------------------------------------------------------
 
-_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "inconclusive": "UNSURE", "fail": "FAIL"}
-_STATUS_MARK = {"pass": "✓", "warn": "!", "inconclusive": "?", "fail": "✗"}
+_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "UNSURE"}
+_STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
+_STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
+
+_GATE_COLUMNS = ("gate", "metric", "scope", "baseline", "now", "Δ", "CI", "limits", "severity")
+_DROP_ORDER = ("CI", "severity", "scope", "metric", "limits", "baseline", "Δ")
+"""Columns left out, in this order, until the table fits the terminal."""
 
 
-def _gate_rows(report: Mapping[str, Any]) -> list[list[str]]:
+def _gate_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
     return [
-        [
-            g["name"],
-            g["metric_label"],
-            g["scope"],
-            value(g["metric"], g["baseline"]),
-            value(g["metric"], g["value"]),
-            delta(g["metric"], g["delta"]),
-            _ci_cell(g),
-            limits_text(
+        {
+            "gate": g["name"],
+            "metric": g["metric_label"],
+            "scope": g["scope"],
+            "baseline": value(g["metric"], g["baseline"]),
+            "now": value(g["metric"], g["value"]),
+            "Δ": delta(g["metric"], g["delta"]),
+            "CI": _ci_cell(g),
+            "limits": limits_text(
                 g["metric"],
                 g["threshold"],
                 g["regression_max"],
                 g.get("regression_relative", False),
             ),
-            g["severity"],
-            _STATUS_WORD[g["status"]],
-        ]
+            "severity": g["severity"],
+            "status": _STATUS_WORD[g["status"]],
+        }
         for g in report["gates"]
     ]
-
-
-_GATE_HEADER = [
-    "gate",
-    "metric",
-    "scope",
-    "baseline",
-    "now",
-    "Δ",
-    "CI, p (vs limit)",
-    "limits",
-    "severity",
-    "status",
-]
 
 
 def _ci_cell(gate: Mapping[str, Any]) -> str:
@@ -536,6 +530,33 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
     level = f"{stats.get('confidence', 0.95) * 100:g}%"
     interval = ci_range(metric, stats["ci_low"], stats["ci_high"])
     return f"{level} {interval}, {format_p(stats['p_value'])}"
+
+
+def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) -> str:
+    """The gates as a table no wider than `width`: less important columns are left out
+    until it fits (the gate's name and status always stay)."""
+    rows = _gate_rows(report)
+    titles = {column: column for column in _GATE_COLUMNS} | {"CI": "CI, p (vs limit)"}
+    columns = [*_GATE_COLUMNS, "status"]
+
+    def cells(cols: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+        return [titles.get(c, c) for c in cols], [[row[c] for c in cols] for row in rows]
+
+    for dropped in _DROP_ORDER:
+        if table_width(*cells(columns)) <= width:
+            break
+        columns.remove(dropped)
+    last = len(columns) - 1
+
+    def paint(index: int, text: str) -> str:
+        if index != last or text not in _WORD_STATUS:
+            return text
+        return colour(text, _STATUS_COLOUR[_WORD_STATUS[text]])
+
+    return render_table(*cells(columns), style=paint if coloured else None)
+
+
+_WORD_STATUS = {word: status for status, word in _STATUS_WORD.items()}
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -595,31 +616,36 @@ def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_text(report: Mapping[str, Any]) -> str:
-    """The terminal rendering: verdict, gates table, one sentence per gate not passing."""
-    lines = [f"llm-eval gate: {headline(report)}", ""]
+def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = False) -> str:
+    """The terminal rendering, no line wider than `width`: verdict, gates table, one
+    sentence per gate not passing. `coloured` adds ANSI colour to the statuses."""
+    title = f"llm-eval gate: {headline(report)}"
+    if coloured:
+        title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
+    lines = [title, ""]
     if report["verdict"] == "gold_changed":
-        lines += [report["summary"][0], *gold_change_lines(report["gold_changes"]), ""]
+        why = report["summary"][:1] or ["The gold set differs from the baseline's."]
+        lines += [*why, *gold_change_lines(report["gold_changes"]), ""]
         lines.append("On the unchanged queries, for information:")
-    lines.append(render_table(_GATE_HEADER, _gate_rows(report)))
+    lines.append(gate_table(report, width, coloured))
     sentences = []
     for gate in report["gates"]:
         mark = _STATUS_MARK[gate["status"]]
         if gate["sentence"]:
             sentences.append(f"{mark} {gate['sentence']}")
-        sentences += [
+        sentences += [  # an inconclusive tag is information, not a warning
             f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
-            for piece in gate["slices"]
+            for piece in gate.get("slices", [])
             if piece["status"] in ("warn", "fail")
         ]
-        small = [p for p in gate["slices"] if not p["judged"]]
+        small = [p for p in gate.get("slices", []) if not p["judged"]]
         if small:
             names = ", ".join(f"{p['slice'].removeprefix('tag:')} (n={p['n']})" for p in small)
             sentences.append(
                 f"  {gate['name']}: {plural(len(small), 'tag slice', 'tag slices')} too small "
                 f"to judge: {names}"
             )
-        if gate["power_warning"]:
+        if gate.get("power_warning"):
             sentences.append(f"! {gate['power_warning']}")
     if sentences:
         lines += ["", *sentences]
@@ -638,7 +664,15 @@ def render_text(report: Mapping[str, Any]) -> str:
         )
     lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
-    return "\n".join(lines)
+    rows = (row for line in lines for row in line.split("\n"))
+    return "\n".join(fitted for row in rows for fitted in _fit(row, width))
+
+
+def _fit(line: str, width: int) -> list[str]:
+    """Table lines are already narrow enough; prose is wrapped."""
+    if len(line) <= width or "\033[" in line:
+        return [line]
+    return wrap(line, width)
 
 
 _REJECTION_METRICS = frozenset({"rejection_accuracy", "false_confidence_rate"})

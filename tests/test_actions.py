@@ -107,7 +107,7 @@ def test_publish_appends_the_summary_and_annotates_only_in_github_actions(
     report = load("failure")
     assert publish(report, {"GITHUB_STEP_SUMMARY": str(summary)}, tmp_path) == []
     text = summary.read_text(encoding="utf-8")
-    assert text.startswith("# earlier step\n## Retrieval quality: ❌ FAIL")
+    assert text.startswith("# earlier step\n## ❌ Retrieval quality: FAIL")
     assert "<!-- llm-eval" not in text
     lines = publish(report, {"GITHUB_ACTIONS": "true"}, tmp_path)
     assert len(lines) == ANNOTATIONS_MAX
@@ -133,5 +133,43 @@ def test_gate_in_github_actions_writes_the_summary_and_annotations(
     out = capsys.readouterr().out
     commands = [line for line in out.splitlines() if line.startswith("::")]
     assert len(commands) == ANNOTATIONS_MAX
-    assert all(line.startswith("::error file=gold/python-docs-") for line in commands)
-    assert summary.read_text(encoding="utf-8").startswith("## Retrieval quality: ❌ FAIL")
+    # tier A is gated by the failing recall@5 gate; tier B only by the MRR warning gate
+    levels = {line.split(" ")[0] + " " + line.split(",")[0].split("file=")[1] for line in commands}
+    assert levels <= {"::error gold/python-docs-A.jsonl", "::warning gold/python-docs-B.jsonl"}
+    assert summary.read_text(encoding="utf-8").startswith("## ❌ Retrieval quality: FAIL")
+
+
+def test_annotations_name_paths_from_the_repository_root_and_levels_by_coverage(
+    tmp_path: Path,
+) -> None:
+    report = {
+        "verdict": "fail",
+        "gates": [
+            {"scope_key": "tier=A", "status": "fail", "severity": "error", "blocking": True},
+            {"scope_key": "tags=howto", "status": "warn", "severity": "warning"},
+        ],
+        "changes": {
+            "k": 5,
+            "hit_to_miss": [
+                {
+                    "query_id": q,
+                    "query": "q",
+                    "tier": tier,
+                    "tags": tags,
+                    "rank_before": 1,
+                    "rank_after": None,
+                    "relevant": [],
+                    "file": "gold/a.jsonl",
+                    "line": 3,
+                }
+                for q, tier, tags in [("a", "A", []), ("b", "B", ["howto"]), ("c", "B", [])]
+            ],
+        },
+    }
+    sub = tmp_path / "service"
+    lines = regression_annotations(report, sub, tmp_path)
+    assert [line.split("::")[1].split(",")[0] for line in lines] == [
+        "error file=service/gold/a.jsonl",
+        "warning file=service/gold/a.jsonl",
+        "notice file=service/gold/a.jsonl",
+    ]

@@ -76,7 +76,7 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
         (
             GOOD_GATES.replace("name: retrieval_mrr", "name: mrr_gate"),
             "FILE:7: gates[1].name: cannot tell the metric from this name; add `metric:` "
-            "(names like retrieval_recall_at_5 or retrieval_mrr say it)",
+            "(names like recall_at_10, retrieval_recall_at_5 or retrieval_mrr say it)",
         ),
         (
             GOOD_GATES.replace("name: retrieval_mrr", "name: x\n    metric: mrr@@5"),
@@ -315,3 +315,14 @@ def test_service_metric_gates(tmp_path: Path) -> None:
 )
 def test_service_metric_errors(tmp_path: Path, text: str, message: str) -> None:
     assert error_of(load_criteria, write(tmp_path, "c.yaml", text)) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "metric"),
+    [("recall_at_10", "recall@10"), ("retrieval_ndcg_at_3", "ndcg@3"), ("mrr", "mrr")],
+)
+def test_the_metric_is_read_from_names_with_or_without_the_prefix(
+    tmp_path: Path, name: str, metric: str
+) -> None:
+    text = GOOD_GATES.replace("name: retrieval_mrr", f"name: {name}")
+    assert load_criteria(write(tmp_path, "c.yaml", text)).gates[1].metric == metric

@@ -44,7 +44,7 @@ def test_the_demo_passes(
         "scoring": True,
         "versions": True,
     }
-    assert (project / ".llm-eval" / "report.md").read_text().startswith("## Retrieval quality")
+    assert (project / ".llm-eval" / "report.md").read_text().startswith("## ✅ Retrieval quality")
 
 
 def test_the_degraded_config_fails_with_a_plain_sentence(
@@ -74,13 +74,15 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
         assert captured.err == ""
         assert captured.out.startswith(
             "llm-eval gate: GOLD SET CHANGED: not compared with the baseline (see below)\n\n"
+        )
+        assert (
             "The gold set differs from the baseline's (1 query added: a-new; 1 query changed: "
             "a-001), so the gate cannot compare honestly: accept the change with llm-eval "
             "baseline refresh (a new baseline), or compare on the unchanged queries with "
-            "llm-eval gate --allow-gold-change.\n"
-            f"  added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1})\n"
-            "  changed: a-001 (gold/python-docs-A.jsonl:1)\n"
-        )
+            "llm-eval gate --allow-gold-change. "
+            f"added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1}) "
+            "changed: a-001 (gold/python-docs-A.jsonl:1)"
+        ) in " ".join(captured.out.split())  # wrapped at the terminal's width
         report = json.loads((project / ".llm-eval" / "report.json").read_text())
         assert (report["verdict"], report["exit_code"]) == ("gold_changed", 3)
         assert report["gold_changes"] == {
@@ -96,8 +98,8 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
             "accept_commands": ["llm-eval baseline refresh", "llm-eval gate --allow-gold-change"],
         }
         markdown = (project / ".llm-eval" / "report.md").read_text()
-        assert "- added: a-new (gold/python-docs-A.jsonl:" in markdown
-        assert "- llm-eval baseline refresh\n" in markdown
+        assert "- Added (1): `a-new` (gold/python-docs-A.jsonl:" in markdown
+        assert "  - `llm-eval baseline refresh`\n" in markdown
         assert gate(project, monkeypatch, "--allow-gold-change") == 0
         report = json.loads((project / ".llm-eval" / "report.json").read_text())
         assert report["gold_changes"]["accepted"] is True
@@ -122,9 +124,11 @@ def test_without_a_baseline_only_floors_are_checked(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gate(project, monkeypatch, "--baseline", "none.json") == 0
-    assert "Note: No baseline at none.json: only the absolute floors were checked." in (
-        capsys.readouterr().out
-    )
+    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    assert report["notes"] == [
+        "No baseline at none.json: only the absolute floors were checked; "
+        "run `llm-eval baseline refresh` to create one."
+    ]
 
 
 def test_baseline_refresh_round_trip_and_refusal(
@@ -250,11 +254,53 @@ def test_the_readme_shows_the_real_demo_output(
     start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
     shown = readme[start : readme.index("```", start)]
     args = command.removeprefix("llm-eval gate").split(";")[0].split()
+    monkeypatch.setenv("COLUMNS", "80")  # the README shows an 80-column terminal
     code = gate(project, monkeypatch, *args)
     expected = capsys.readouterr().out
     if "echo" in command:
         expected += f"exit {code}\n"
     assert shown == expected
+
+
+def test_format_json_writes_the_report_to_stdout(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gate(project, monkeypatch, "--format", "json") == 0
+    out = capsys.readouterr().out
+    written = (project / ".llm-eval" / "report.json").read_text(encoding="utf-8")
+    assert json.loads(out) == json.loads(written)
+
+
+def test_the_output_folder_ignores_itself(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gate(project, monkeypatch)
+    assert (project / ".llm-eval" / ".gitignore").read_text() == "*\n"
+
+
+def test_baseline_show_reads_the_baseline_the_config_names(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    config = (project / "config" / "llm-eval.yaml").read_text()
+    other = config.replace("baseline: gold/baseline.json", "baseline: gold/other.json")
+    (project / "config" / "other.yaml").write_text(other)
+    shutil.copy(project / "gold" / "baseline.json", project / "gold" / "other.json")
+    assert main(["baseline", "show", "--config", "config/other.yaml"]) == 0
+    assert capsys.readouterr().out.startswith("Baseline gold/other.json\n")
+
+
+def test_gold_stats_counts_without_a_baseline(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["gold", "stats", "--baseline", "none.json"]) == 0
+    out = capsys.readouterr().out
+    assert "tag troubleshooting" in out
+    assert out.endswith(
+        "No baseline at none.json: the smallest detectable drops are estimated from its "
+        "per-query scores; run `llm-eval baseline refresh` to create one.\n"
+    )
 
 
 SMALL_GATE = """\

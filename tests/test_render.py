@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from llm_eval.actions import links_from_env
 from llm_eval.render import (
+    CHANGES_SHOWN,
     COMMENT_MARKER,
     COMMENT_MAX_CHARS,
     SUMMARY_MAX_BYTES,
+    Links,
     escape_markdown,
     render_comment,
     render_markdown,
@@ -79,7 +82,17 @@ def huge() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "name", ["pass", "warning", "failure", "failure_stats", "no_baseline", "hostile"]
+    "name",
+    [
+        "pass",
+        "warning",
+        "failure",
+        "failure_stats",
+        "no_baseline",
+        "hostile",
+        "inconclusive",
+        "gold_changed",
+    ],
 )
 def test_comment_matches_the_golden_file(name: str) -> None:
     assert_golden(f"comment_{name}.md", render_comment(load(name)))
@@ -98,7 +111,7 @@ def test_the_comment_is_the_report_under_the_marker() -> None:
     comment = render_comment(report)
     assert comment.splitlines()[0] == COMMENT_MARKER
     assert comment == f"{COMMENT_MARKER}\n{render_markdown(report)}"
-    assert render_markdown(report).startswith("## Retrieval quality: ❌ FAIL")
+    assert render_markdown(report).startswith("## ❌ Retrieval quality: FAIL")
 
 
 @pytest.mark.parametrize(
@@ -111,6 +124,10 @@ def test_the_comment_is_the_report_under_the_marker() -> None:
         ("*b* _i_ [l] ~s~ $x$", "\\*b\\* \\_i\\_ \\[l\\] \\~s\\~ \\$x\\$"),
         ("back\\slash", "back\\\\slash"),
         ("@octocat", f"@{ZWJ}octocat"),
+        ("recall@5 and x@y", "recall@5 and x@y"),  # no mention after a word character
+        ("mail a@b.example", f"mail a@{ZWJ}b.example"),  # but an e-mail address links
+        ("File#0 and a#b", "File#0 and a#b"),
+        ("\u202eevil\u2066 \u200f\u061c", "evil "),
         ("#1 and owner/repo#2", f"#{ZWJ}1 and owner/repo#{ZWJ}2"),
         ("GH-3 gh-4", f"GH-{ZWJ}3 gh-{ZWJ}4"),
         ("https://x.example www.x.example", f"https:{ZWJ}//x.example www{ZWJ}.x.example"),
@@ -128,10 +145,11 @@ def test_escape_markdown_clips_long_text_before_escaping() -> None:
 
 def test_hostile_text_cannot_ping_link_or_break_a_table() -> None:
     text = render_comment(load("hostile"))
-    assert re.search(f"@(?!{ZWJ})", text) is None
-    assert re.search(f"#(?![{ZWJ}# ])", text) is None  # `## ` is the report's own heading
+    prose = re.sub(r"(`+).*?\1", "", text)  # nothing in a code span is linked
+    assert re.search(f"(?<!\\w)@(?!{ZWJ})", prose) is None
+    assert re.search("(?<!\\w)#(?=\\d)", prose) is None
     assert "<script" not in text and "<img" not in text and "<b>" not in text
-    assert "https://evil" not in text
+    assert "https://evil" not in prose
     assert text.count("<!--") == 1  # only the marker
     for table in tables(text):
         widths = {len(unescaped_pipes(row)) for row in table}
@@ -161,11 +179,21 @@ def test_statistics_are_shown_in_plain_words() -> None:
     text = render_comment(load("failure_stats"))
     assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001 |" in text  # `<` as an entity
     assert "| 95% CI −0.165 to −0.090, p &lt; 0.001 |" in text
-    assert "p-values: the paired sign-flip randomisation test (recall@\u200d5, MRR)." in text
+    assert "p-values: the paired sign-flip randomisation test (recall@5, MRR)." in text
     assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
     assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
     assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
-    assert "> recall@\u200d5 (tier A): with 176 queries, drops smaller than 7.6 pp" in text
+    statistics = text.split("<summary>How sure is this?")[1].split("</details>")[0]
+    assert "\nrecall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in statistics
+    before = text.split("<summary>How sure is this?")[0]
+    for word in ("alpha", "Holm", "power", "regression_max", " pp"):
+        assert word not in before
+
+
+def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
+    text = render_comment(load("inconclusive"))
+    assert "| 90% CI −5.0 to +1.2 pp, p = 0.210 |" in text
+    assert "95%" not in text
 
 
 def test_without_statistics_there_is_no_confidence_column() -> None:
@@ -185,7 +213,7 @@ def test_tags_are_listed_worst_first_by_the_gating_metric() -> None:
 def test_the_drilldown_is_capped_with_and_n_more() -> None:
     text = render_comment(load("failure"))
     lost = text.split("(hit → miss)</summary>")[1].split("</details>")[0]
-    assert lost.count("\n| **") == 25
+    assert lost.count("\n| `") == 25
     assert "…and 23 more." in lost  # 48 counted, 25 shown
 
 
@@ -207,7 +235,7 @@ def test_the_drilldown_is_shortened_before_the_tag_table() -> None:
 def test_a_huge_report_loses_its_drilldown_then_tags_and_says_so() -> None:
     comment = render_comment(huge())
     assert len(comment) <= COMMENT_MAX_CHARS
-    assert "\n| **" not in comment  # no query rows left
+    assert "\n| `" not in comment  # no query rows left
     assert comment.count("Not listed, to stay under GitHub's size limit.") == 2
     assert re.search(r"…and \d+ more, left out to stay under GitHub's size limit \(all in", comment)
 
@@ -267,3 +295,77 @@ def test_a_tag_the_metric_does_not_score_gets_no_row() -> None:
     )
     assert "only-rejections" not in render_markdown(report)
     assert metric in report["metrics"]
+
+
+INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]")
+
+
+@pytest.mark.parametrize("name", ["failure", "failure_stats", "hostile", "pass", "warning"])
+def test_no_invisible_character_in_any_id_or_metric_name(name: str) -> None:
+    report = load(name)
+    text = render_comment(report)
+    changes = report["changes"]["hit_to_miss"][:CHANGES_SHOWN]
+    ids = [c["query_id"] for c in changes] + [d for c in changes for d in c["relevant"]]
+    for identifier in ids:
+        if not INVISIBLE.search(identifier) and not set("`|") & set(identifier):
+            assert f"`{identifier}`" in text
+    for label in report["metric_labels"].values():
+        assert label in text
+    for span in re.findall(r"(`+)(.*?)\1", text):
+        assert INVISIBLE.search(span[1]) is None, span
+
+
+def test_links_lead_to_the_run_the_artifact_and_the_gold_lines(tmp_path: Path) -> None:
+    head = "ab" * 20
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": head}}}))
+    links = links_from_env(
+        {
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GITHUB_REPOSITORY": "acme/rag",
+            "GITHUB_RUN_ID": "42",
+            "GITHUB_SHA": "cd" * 20,  # the merge commit of a pull_request run
+            "GITHUB_EVENT_PATH": str(event),
+        }
+    )
+    text = render_comment(load("failure"), links)
+    run = "https://github.example/acme/rag/actions/runs/42"
+    assert f"[workflow run]({run})" in text
+    assert f"…and 23 more: all are in the [report artifact]({run})." in text
+    assert f"This PR: commit {head[:7]}" in text
+    assert (
+        f"[`a-038`](https://github.example/acme/rag/blob/{head}/gold/python-docs-A.jsonl#L" in text
+    )
+
+
+def test_an_unsafe_url_is_printed_as_text_not_as_a_link() -> None:
+    links = Links(run="javascript:alert(1)", artifact="https://x.example/a) [b](c")
+    text = render_comment(load("failure"), links)
+    assert "](javascript" not in text and "](https://x.example" not in text
+
+
+def test_outside_github_actions_there_are_no_links() -> None:
+    assert links_from_env({}) == Links()
+
+
+def test_each_id_gets_its_own_marker() -> None:
+    report = load("pass")
+    assert render_comment(report).startswith(COMMENT_MARKER + "\n")
+    with_id = render_comment(report, marker_id="config-b.yaml")
+    assert with_id.startswith("<!-- llm-eval:retrieval-gate:config-b.yaml -->\n")
+    assert not with_id.startswith(COMMENT_MARKER)  # the plain marker would find it too
+    with pytest.raises(ValueError, match="not a comment id"):
+        render_comment(report, marker_id="x -->")
+
+
+def test_a_fingerprint_that_differs_is_said_once() -> None:
+    text = render_comment(load("failure"))
+    assert text.count("differs from the baseline") == 1
+
+
+def test_inconclusive_tags_are_not_reported_as_missed() -> None:
+    report = load("failure_stats")
+    for piece in report["gates"][1]["slices"]:
+        piece["status"] = "inconclusive"
+    assert "MRR: 11 tags missed the limit" in render_comment(load("failure_stats"))
+    assert "tags missed the limit" not in render_comment(report)

@@ -94,6 +94,7 @@ def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
         "comment",
         "python-version",
         "working-directory",
+        "id",
     }
     assert all("description" in spec for spec in action["inputs"].values())
     assert set(action["outputs"]) == {"verdict", "report"}

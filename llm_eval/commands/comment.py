@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_eval.actions import links_from_env
 from llm_eval.errors import InputError
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
-from llm_eval.render import COMMENT_MARKER, render_comment
+from llm_eval.render import NO_LINKS, Links, comment_marker, render_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import read_json_file
@@ -50,9 +51,10 @@ def comment(
     head_sha: str | None = None,
     dry_run: bool = False,
     strict: bool = False,
+    marker_id: str | None = None,
 ) -> CommentOutcome:
     """Render the report as the PR comment and post it (or, with `dry_run`, print it)."""
-    body = render_report(load_report(report_path), report_path)
+    body = render_report(load_report(report_path), report_path, links_from_env(environ), marker_id)
     if dry_run:
         return CommentOutcome(body.rstrip("\n"))
     try:
@@ -67,7 +69,7 @@ def comment(
             api_url=environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
             repo=target.repo,
             body=body,
-            marker=COMMENT_MARKER,
+            marker=comment_marker(marker_id),
             pr=target.pr,
             head_sha=target.head_sha,
         )
@@ -95,10 +97,15 @@ def load_report(path: Path) -> Mapping[str, Any]:
     return validate_report(report, path)
 
 
-def render_report(report: Mapping[str, Any], path: Path) -> str:
+def render_report(
+    report: Mapping[str, Any],
+    path: Path,
+    links: Links = NO_LINKS,
+    marker_id: str | None = None,
+) -> str:
     """The comment body; a report with missing or mistyped fields is an InputError."""
     try:
-        return render_comment(report)
+        return render_comment(report, links, marker_id)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(
             f"cannot render the report: {type(exc).__name__}: {exc}", path=path

@@ -25,9 +25,14 @@ class GateOutcome:
     """What the command prints and returns."""
 
     report: dict[str, Any]
-    text: str
+    notes: tuple[str, ...]
     report_path: Path
     exit_code: int
+
+    def text(self, width: int = 80, coloured: bool = False) -> str:
+        """The terminal rendering at this width, with the retrieval notes and the path."""
+        lines = [render_text(self.report, width, coloured), *self.notes]
+        return "\n".join([*lines, f"Report: {self.report_path}"])
 
 
 def run_gate(
@@ -74,6 +79,8 @@ def run_gate(
     report_path = out / "report.json"
     write_atomic(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out / "report.md", render_markdown(report))
-    notes = "".join(f"\n{note}" for note in retrieval_notes(retrieval))
-    text = render_text(report) + notes + f"\nReport: {report_path}"
-    return GateOutcome(report, text, report_path, report["exit_code"])
+    ignore = out / ".gitignore"
+    if not ignore.exists():  # the reports are outputs, never to be committed by accident
+        write_atomic(ignore, "*\n")
+    notes = tuple(retrieval_notes(retrieval))
+    return GateOutcome(report, notes, report_path, report["exit_code"])

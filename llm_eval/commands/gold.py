@@ -64,23 +64,18 @@ def _detectability(name: str, gate: Gate, scores: list[float]) -> Detectability:
     return Detectability(name, gate, len(scores), drop, needed)
 
 
-def _require_baseline(inputs: Inputs, baseline_path: Path | None) -> Baseline:
-    path = baseline_path or inputs.config.baseline
-    baseline = load_baseline(path)
-    if baseline is None:
-        raise InputError(
-            "no baseline; power is estimated from the baseline's per-query scores: run "
-            "`llm-eval baseline refresh` first",
-            path=path,
-        )
-    return baseline
-
-
 def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> str:
     """Counts per tier and tag, and the smallest drop each gate can detect there."""
     inputs = load_inputs(config_path, criteria_path)
-    baseline = _require_baseline(inputs, baseline_path)
+    path = baseline_path or inputs.config.baseline
+    baseline = load_baseline(path)
     text = [_counts(inputs), ""]
+    if baseline is None:  # the counts need no baseline; the detectable drops do
+        text.append(
+            f"No baseline at {path}: the smallest detectable drops are estimated from its "
+            "per-query scores; run `llm-eval baseline refresh` to create one."
+        )
+        return "\n".join(text)
     rows = []
     for row in detectability(inputs, baseline):
         metric = row.gate.metric
