@@ -377,8 +377,8 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         commands = changes.get("accept_commands") or ["llm-eval baseline refresh"]
         return [
             {
-                "text": "If the change is intended, accept it: make and commit a new baseline "
-                "(the first command), or gate the unchanged questions only (the second):",
+                "text": "If the change is intended, accept it with one of these: a new "
+                "baseline to commit, or a gate on the unchanged questions only:",
                 "commands": [Code(c) for c in commands],
             }
         ]
