@@ -175,10 +175,11 @@ def test_retrieve_then_compare_two_runs(
     capsys.readouterr()
     assert main(["compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp"]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("compare: A is better on recall@5 (−9.0 pp)\nA = a.jsonl\n")
     overall = next(line for line in out.splitlines() if line.startswith("overall"))
     assert overall.split()[-1] == "A"  # the mistuned retriever loses, significantly
     rows = (project / "cmp" / "compare.csv").read_text().splitlines()
-    assert rows[0] == "slice,metric,n,mean_a,mean_b,delta,ci_low,ci_high,t_test_p,winner"
+    assert rows[0] == "slice,metric,n,mean_a,mean_b,delta,ci_low,ci_high,p_value,winner"
     slice_name, metric, _, mean_a, mean_b, change, low, high, p, winner = rows[1].split(",")
     assert (slice_name, metric, winner) == ("overall", "recall@5", "A")
     assert float(low) <= float(change) <= float(high) < 0
@@ -407,3 +408,18 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
         "llm-eval: error: other.jsonl: shares no query id with the gold set (342 queries in "
         "the run, 342 in the gold set): is it a run of another gold set?\n"
     )
+
+
+def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
+    from llm_eval.commands.compare import Row, _holm_on_tags
+
+    rows = [
+        Row("overall", "mrr", 100, 0.5, 0.4, 0.01, -0.15, -0.05, "A"),
+        Row("tag x", "mrr", 40, 0.5, 0.4, 0.01, -0.15, -0.05, "A"),
+        Row("tag y", "mrr", 40, 0.5, 0.45, 0.03, -0.09, -0.01, "A"),
+        Row("tag z", "mrr", 40, 0.5, 0.5, 0.9, -0.05, 0.05, "no significant difference"),
+    ]
+    adjusted = _holm_on_tags(rows, 0.05)
+    assert [r.p_value for r in adjusted] == pytest.approx([0.01, 0.03, 0.06, 0.9])
+    unsure = "no significant difference"
+    assert [r.winner for r in adjusted] == ["A", "A", unsure, unsure]

@@ -5,21 +5,22 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
+from llm_eval.gate import delta_interval
 from llm_eval.gold import GoldSet, load_gold
-from llm_eval.metrics import canonical_metric, pooling_weight
+from llm_eval.metrics import canonical_metric, lower_is_better, pooling_weight
 from llm_eval.output import render_table
 from llm_eval.pipeline import Measurement, score_run, scoring_for
 from llm_eval.runs import load_run
 from llm_eval.service import is_service_metric
 from llm_eval.slices import members, standard_scopes
-from llm_eval.stats import PairedResult, format_p, paired_t_test, paired_tests
+from llm_eval.stats import format_p, holm, margin_tests
 from llm_eval.textio import write_atomic
 from llm_eval.wording import delta, display_name, value
 
@@ -33,9 +34,11 @@ class Row:
     n: int
     mean_a: float
     mean_b: float
-    t_p_value: float
+    p_value: float
+    """Two-sided p-value of the gate's paired test (Holm-adjusted across tags)."""
     ci_low: float
     ci_high: float
+    """The (1 - alpha) interval of B − A from the same test."""
     winner: str
     """`A`, `B`, or `no significant difference`."""
 
@@ -55,7 +58,10 @@ def compare_runs(
     resamples: int = 10_000,
     seed: int = 0,
 ) -> list[Row]:
-    """Per metric, overall and per tier and tag: means, paired t-test, bootstrap CI, winner."""
+    """Per metric, overall and per tier and tag: means, and the gate's own paired test
+    (`stats.margin_tests` with no allowed change, two one-sided tests at alpha / 2) so
+    that `compare` and `gate` never disagree on the same pair; tag rows Holm-corrected
+    per metric."""
     rows = []
     for kind, label, scope in standard_scopes(gold.queries):
         name = kind if kind == "overall" else f"{kind} {label}"
@@ -72,10 +78,77 @@ def compare_runs(
                 continue
             before = np.array([a.per_query[q][metric] for q in ids])
             after = np.array([b.per_query[q][metric] for q in ids])
-            test = paired_tests(before, after, resamples=resamples, seed=seed)[0]
-            _, p = paired_t_test(before, after)
-            rows.append(_row(name, metric, test, p, alpha))
-    return rows
+            rows.append(_row(name, metric, before, after, alpha, resamples, seed))
+    return _holm_on_tags(rows, alpha)
+
+
+def _row(
+    name: str,
+    metric: str,
+    before: np.ndarray,
+    after: np.ndarray,
+    alpha: float,
+    resamples: int,
+    seed: int,
+) -> Row:
+    worse = (after, before) if lower_is_better(metric) else (before, after)
+    test = margin_tests(*worse, [0.0], alpha=alpha / 2, resamples=resamples, seed=seed)[0]
+    low, high = delta_interval(metric, test)
+    p_value = min(1.0, 2.0 * min(test.p_beyond, test.p_within))
+    return Row(
+        name,
+        metric,
+        len(before),
+        float(before.mean()),
+        float(after.mean()),
+        p_value,
+        low,
+        high,
+        _winner(metric, p_value, low, high, alpha),
+    )
+
+
+def _winner(metric: str, p_value: float, low: float, high: float, alpha: float) -> str:
+    """The better run when the interval of B − A excludes zero (and p < alpha)."""
+    if p_value >= alpha or low <= 0.0 <= high:
+        return "no significant difference"
+    b_higher = low > 0.0
+    return "B" if b_higher != lower_is_better(metric) else "A"
+
+
+def _holm_on_tags(rows: list[Row], alpha: float) -> list[Row]:
+    """Tag rows of one metric are many chances of a fluke: Holm-adjust their p-values
+    and decide their winners on the adjusted ones."""
+    adjusted: dict[int, float] = {}
+    for metric in dict.fromkeys(r.metric for r in rows):
+        tags = [i for i, r in enumerate(rows) if r.metric == metric and r.slice.startswith("tag ")]
+        adjusted |= dict(zip(tags, holm([rows[i].p_value for i in tags]), strict=True))
+    return [
+        replace(
+            r,
+            p_value=adjusted[i],
+            winner=_winner(r.metric, adjusted[i], r.ci_low, r.ci_high, alpha),
+        )
+        if i in adjusted
+        else r
+        for i, r in enumerate(rows)
+    ]
+
+
+def verdict_line(rows: Sequence[Row]) -> str:
+    """One line on the overall rows: which run is better on which metric."""
+    overall = [r for r in rows if r.slice == "overall"]
+    parts: dict[str, list[str]] = {"A": [], "B": [], "no significant difference": []}
+    for r in overall:
+        parts[r.winner].append(f"{display_name(r.metric)} ({delta(r.metric, r.delta)})")
+    said = [
+        f"B is better on {', '.join(parts['B'])}" if parts["B"] else "",
+        f"A is better on {', '.join(parts['A'])}" if parts["A"] else "",
+        f"no significant difference on {', '.join(parts['no significant difference'])}"
+        if parts["no significant difference"]
+        else "",
+    ]
+    return "; ".join(p for p in said if p) or "nothing to compare"
 
 
 def per_query_metrics(names: Sequence[str], explicit: bool) -> tuple[list[str], list[str]]:
@@ -98,24 +171,7 @@ def per_query_metrics(names: Sequence[str], explicit: bool) -> tuple[list[str], 
     return kept, skipped
 
 
-def _row(name: str, metric: str, test: PairedResult, p: float, alpha: float) -> Row:
-    winner = "no significant difference"
-    if p < alpha:
-        winner = "B" if test.mean_after > test.mean_before else "A"
-    return Row(
-        name,
-        metric,
-        test.n,
-        test.mean_before,
-        test.mean_after,
-        p,
-        test.ci_low,
-        test.ci_high,
-        winner,
-    )
-
-
-_HEADER = ["slice", "metric", "n", "A", "B", "Δ (B − A)", "95% CI", "paired t", "winner"]
+_HEADER = ["slice", "metric", "n", "A", "B", "Δ (B − A)", "CI", "p (Holm: tags)", "winner"]
 
 
 def _cells(row: Row) -> list[str]:
@@ -129,7 +185,7 @@ def _cells(row: Row) -> list[str]:
         value(metric, row.mean_b),
         delta(metric, row.delta),
         f"{low} to {delta(metric, row.ci_high)}",
-        format_p(row.t_p_value),
+        format_p(row.p_value),
         row.winner,
     ]
 
@@ -139,7 +195,11 @@ def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> st
     lines = [
         f"## A/B comparison: A = `{run_a}`, B = `{run_b}`",
         "",
-        f"Winner: the run with the higher mean where the paired t-test gives p < {alpha:g}.",
+        f"**{verdict_line(rows)}**",
+        "",
+        f"Winner: the better run where the {(1 - alpha) * 100:g}% interval of B − A excludes "
+        f"zero (p < {alpha:g}), by the paired tests the gate uses (Tango's score test for 0/1 "
+        "scores, bootstrap-t for graded ones); tag rows Holm-corrected per metric.",
         "",
         "| " + " | ".join(_HEADER) + " |",
         "|" + "---|" * len(_HEADER),
@@ -162,7 +222,7 @@ def to_csv(rows: Sequence[Row]) -> str:
             "delta",
             "ci_low",
             "ci_high",
-            "t_test_p",
+            "p_value",
             "winner",
         ]
     )
@@ -177,7 +237,7 @@ def to_csv(rows: Sequence[Row]) -> str:
                 r.delta,
                 r.ci_low,
                 r.ci_high,
-                r.t_p_value,
+                r.p_value,
                 r.winner,
             ]
         )
@@ -208,4 +268,4 @@ def compare(
     written = f"Wrote {folder / 'compare.md'} and {folder / 'compare.csv'}"
     if skipped:
         written += f"\nNot compared (aggregates, not per-query values): {', '.join(skipped)}"
-    return f"A = {run_a}\nB = {run_b}\n\n{table}\n\n{written}"
+    return f"compare: {verdict_line(rows)}\nA = {run_a}\nB = {run_b}\n\n{table}\n\n{written}"
