@@ -1,0 +1,114 @@
+"""decide_gates on hand-made scores: pairing, batching and the baseline's file name."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from llm_eval.baseline import Baseline
+from llm_eval.comparison import decide_gates
+from llm_eval.config import Gate, Location, Scope, Statistics
+from llm_eval.errors import ComparisonError
+from llm_eval.gold import GoldQuery
+from llm_eval.slices import ScoreTable
+from llm_eval.stats import MarginTest, margin_tests
+
+HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
+
+
+def queries(n: int) -> list[GoldQuery]:
+    return [
+        GoldQuery(f"q{i}", "?", "A", (f"t{i % 2}",), (("d", 1),), False, None, None, "g", i + 1)
+        for i in range(n)
+    ]
+
+
+def baseline(per_query: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> Baseline:
+    return Baseline(
+        "2026-01-01T00:00:00Z", None, "test", {}, {}, 1, 5, metrics, per_query, {}, {},
+        source="gold/baseline.json",
+    )  # fmt: skip
+
+
+def gate(metric: str = "recall@5", per_tag: bool = False, min_n: int = 2) -> Gate:
+    return Gate(
+        f"g_{metric}", metric, None, 0.03, "error", Scope(), HERE, HERE,
+        statistics=Statistics(min_n=min_n, resamples=500), per_tag=per_tag,
+    )  # fmt: skip
+
+
+def test_a_failed_query_leaves_both_sides_of_the_comparison() -> None:
+    """Seventeen queries failed now (no score): they must not stay in the baseline's
+    mean while leaving the current one, or identical rankings would look like a drop."""
+    gold = queries(60)
+    before = {q.query_id: {"recall@5": 1.0 if i < 40 else 0.0} for i, q in enumerate(gold)}
+    now = {qid: scores for qid, scores in before.items() if qid not in {f"q{i}" for i in range(17)}}
+    (result,) = decide_gates(gold, [gate()], ScoreTable(now), baseline(before, ("recall@5",)), None)
+    assert result.n == 43
+    assert result.value == result.baseline == pytest.approx(23 / 43)
+    assert result.delta == 0.0
+
+
+@pytest.mark.parametrize(
+    ("per_query", "metrics", "message"),
+    [
+        (
+            {"q0": {"mrr": 1.0}, "q1": {"mrr": 0.5}},
+            ("mrr",),
+            "gold/baseline.json: metrics: the baseline has no 'recall@5' (it was made with "
+            "other ship criteria); refresh the baseline",
+        ),
+        (
+            {"q0": {"recall@5": 1.0}},
+            ("recall@5",),
+            "gold/baseline.json: per_query: no 'recall@5' score for 1 query in scope (q1); "
+            "refresh the baseline",
+        ),
+    ],
+)
+def test_a_baseline_that_cannot_be_paired_is_refused(
+    per_query: dict[str, dict[str, float]], metrics: tuple[str, ...], message: str
+) -> None:
+    gold = queries(2)
+    now = ScoreTable({"q0": {"recall@5": 1.0}, "q1": {"recall@5": 0.0}})
+    with pytest.raises(ComparisonError) as raised:
+        decide_gates(gold, [gate()], now, baseline(per_query, metrics), None)
+    assert str(raised.value) == message
+
+
+def test_batched_tests_equal_the_tests_of_each_scope_alone() -> None:
+    """Gates share one resampling per size of scope; each must get the numbers it gets alone."""
+    gold = queries(80)
+    grades = [(i * 7 % 11) / 10 for i in range(80)]
+    before = {q.query_id: {"mrr": g, "ndcg@10": g / 2} for q, g in zip(gold, grades, strict=True)}
+    after = {
+        q.query_id: {"mrr": max(0.0, g - 0.05 * (i % 3)), "ndcg@10": g / 2}
+        for i, (q, g) in enumerate(zip(gold, grades, strict=True))
+    }
+    gates = [gate("mrr", per_tag=True), gate("ndcg@10", per_tag=True)]
+    results = decide_gates(
+        gold, gates, ScoreTable(after), baseline(before, ("mrr", "ndcg@10")), None
+    )
+    ids = [q.query_id for q in gold]
+    alone = margin_tests(
+        [before[q]["mrr"] for q in ids], [after[q]["mrr"] for q in ids], [0.03],
+        alpha=0.05, resamples=500, seed=0,
+    )[0]  # fmt: skip
+    assert same(results[0].margin, alone)
+    tag = [q.query_id for q in gold if "t1" in q.tags]
+    alone_tag = margin_tests(
+        [before[q]["mrr"] for q in tag], [after[q]["mrr"] for q in tag], [0.03],
+        alpha=0.05, resamples=500, seed=0,
+    )[0]  # fmt: skip
+    assert same(results[0].slices[1].margin, alone_tag)
+
+
+def same(batched: MarginTest | None, alone: MarginTest) -> bool:
+    """Equal but for the last bits that summing columns in another order moves."""
+    assert batched is not None
+    for field in fields(MarginTest):
+        a, b = getattr(batched, field.name), getattr(alone, field.name)
+        if a != (pytest.approx(b, rel=1e-12) if isinstance(b, float) else b):
+            return False
+    return True
