@@ -1,17 +1,28 @@
-"""The little the gate asks of git: the commit being evaluated."""
+"""The little the gate asks of git: the commit being evaluated, and where it runs."""
 
 from __future__ import annotations
 
 import subprocess
 
 
-def head_commit() -> str | None:
-    """The full sha of HEAD, or None outside a git checkout."""
+def _git_output(*args: str) -> str | None:
+    """git's stdout, stripped; None outside a git checkout or when git fails."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+            ["git", *args], capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    sha = done.stdout.strip()
-    return sha if done.returncode == 0 and sha else None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def head_commit() -> str | None:
+    """The full sha of HEAD, or None outside a git checkout."""
+    return _git_output("rev-parse", "HEAD") or None
+
+
+def folder_in_repository() -> str | None:
+    """The working directory relative to the repository root, `/`-terminated (`""` at
+    the root), so that paths in a report can be linked from the repository's root;
+    None outside a git checkout."""
+    return _git_output("rev-parse", "--show-prefix")

@@ -274,7 +274,7 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         },
         "tag_tables": tag_tables,
         "drilldown": _drilldown(
-            report["changes"], report["provenance"].get("baseline"), links.blob
+            report["changes"], report["provenance"].get("baseline"), _gold_blob(report, links)
         ),
         "everything": Link("report artifact", links.artifact) if links.artifact else None,
         "cutoff": report["changes"]["k"],
@@ -602,6 +602,14 @@ def _drilldown(changes: Mapping[str, Any], baseline: Any, blob: str | None) -> l
 def rank_words(rank: int) -> str:
     """A rank of the first relevant document; 0 means it was not retrieved at all."""
     return "not retrieved" if rank == 0 else str(rank)
+
+
+def _gold_blob(report: Mapping[str, Any], links: Links) -> str | None:
+    """The link prefix of gold files: the repository's blob URL at the head commit, and
+    the folder the gate ran in (gold paths in the report are relative to it)."""
+    if links.blob is None:
+        return None
+    return links.blob + quote(str(report["provenance"].get("repo_folder") or ""))
 
 
 def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:

@@ -318,9 +318,11 @@ def build_report(
     tool_version: str,
     now: datetime,
     from_cache: int = 0,
+    repo_folder: str | None = None,
 ) -> dict[str, Any]:
     """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
-    answers the retrieval cache gave instead of the retriever."""
+    answers the retrieval cache gave instead of the retriever; `repo_folder` is where the
+    gate ran, relative to the repository root (paths in the report are relative to it)."""
     status: str = verdict(comparison.results)
     only = comparison.compared_on
     before = None
@@ -380,7 +382,10 @@ def build_report(
             *_cache_notes(from_cache, len(measurement.service)),
         ],
         "retrieval": {"from_cache": from_cache},
-        "provenance": _provenance(baseline, baseline_path, fingerprints, head_commit, now),
+        "provenance": {
+            **_provenance(baseline, baseline_path, fingerprints, head_commit, now),
+            "repo_folder": repo_folder,
+        },
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
 

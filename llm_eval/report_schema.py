@@ -143,6 +143,7 @@ _FINGERPRINTS = map_of(_maybe_text)
 _PROVENANCE = record(
     {
         "head_commit": _maybe_text,
+        "repo_folder": _maybe_text,
         "generated_at": _maybe_text,
         "fingerprints": _FINGERPRINTS,
         "fingerprints_match": optional(map_of(optional(boolean))),

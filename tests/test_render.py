@@ -336,6 +336,15 @@ def test_links_lead_to_the_run_the_artifact_and_the_gold_lines(tmp_path: Path) -
     assert (
         f"[`a-038`](https://github.example/acme/rag/blob/{head}/gold/python-docs-A.jsonl#L" in text
     )
+    # A gate run in a subfolder (the action's working-directory): its gold paths are
+    # relative to that folder, the link is from the repository root.
+    report = load("failure")
+    report["provenance"]["repo_folder"] = "services/search/"
+    text = render_comment(report, links)
+    assert (
+        f"[`a-038`](https://github.example/acme/rag/blob/{head}/services/search/gold/"
+        "python-docs-A.jsonl#L"
+    ) in text
 
 
 def test_an_unsafe_url_is_printed_as_text_not_as_a_link() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from llm_eval import __version__
 from llm_eval.baseline import load_baseline
 from llm_eval.comparison import compare
-from llm_eval.gitinfo import head_commit
+from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.pipeline import fingerprints, load_inputs, measure
 from llm_eval.render import render_markdown
 from llm_eval.report import build_report, render_text
@@ -74,6 +74,7 @@ def run_gate(
         tool_version=__version__,
         now=datetime.now(UTC),
         from_cache=retrieval.from_cache,
+        repo_folder=folder_in_repository(),
     )
     out = out_dir or inputs.config.output
     report_path = out / "report.json"
