@@ -6,7 +6,7 @@ stylesheet at 1000 px, and screenshots it with headless Chromium at its full hei
 
 Needs `cmark-gfm` and `chromium` (Debian packages) and github-markdown.css from npm:
 
-    apt-get install -y chromium cmark-gfm
+    apt-get install -y chromium cmark-gfm fonts-noto-color-emoji  # emoji: else blank boxes
     npm pack github-markdown-css && tar xzf github-markdown-css-*.tgz
     python scripts/render_screenshots.py --css package/github-markdown-light.css
 
