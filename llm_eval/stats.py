@@ -9,7 +9,7 @@ every test here is paired: it works on the per-query differences `after - before
   difference.
 - Every metric gets a percentile bootstrap confidence interval of the mean difference.
 - Across the slices of one gate, p-values are Holm-corrected.
-- `minimum_detectable_drop` and `queries_needed` size a slice before any change is made.
+- `detectable_drop` and `queries_to_catch` say what a gold set of a given size can catch.
 
 Only numpy and the standard library: the Student t and binomial tails come from the
 regularized incomplete beta function below, the normal quantiles from
@@ -90,38 +90,6 @@ def mcnemar_exact(hit_to_miss: int, miss_to_hit: int) -> float:
         return 1.0
     # P(X <= k) for X ~ Binomial(n, p) is I_{1-p}(n - k, k + 1).
     return min(1.0, 2.0 * regularized_beta(discordant - smaller, smaller + 1.0, 0.5))
-
-
-def paired_t_test(before: npt.ArrayLike, after: npt.ArrayLike) -> tuple[float, float]:
-    """Student's paired t-test of `after - before`: (t, two-sided p).
-
-    With fewer than two pairs, or all differences equal to zero, there is no evidence:
-    (nan, 1.0) and (0.0, 1.0). Differences all equal to the same non-zero value give
-    (±inf, 0.0).
-    """
-    base, head = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
-    if base.ndim != 1 or base.shape != head.shape:
-        raise ValueError(
-            f"expected two 1-D arrays of the same length, got {base.shape} and {head.shape}"
-        )
-    diffs = head - base
-    n = diffs.size
-    if n < 2:
-        return math.nan, 1.0
-    mean = float(diffs.mean())
-    spread = float(diffs.std(ddof=1))
-    if spread == 0.0:
-        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
-    t = mean / (spread / math.sqrt(n))
-    return t, student_t_two_sided(t, n - 1)
-
-
-def student_t_two_sided(t: float, dof: float) -> float:
-    """P(|T| >= |t|) for Student's t with `dof` degrees of freedom."""
-    square = t * t
-    if square < 1.0:  # dof / (dof + t^2) rounds near 1 and p > 0.3: use the complement
-        return 1.0 - regularized_beta(0.5, dof / 2.0, square / (dof + square))
-    return regularized_beta(dof / 2.0, 0.5, dof / (dof + square))
 
 
 def regularized_beta(a: float, b: float, x: float) -> float:
@@ -344,49 +312,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(x) for x in adjusted]
 
 
-def minimum_detectable_drop(before: npt.ArrayLike, *, alpha: float, power: float = 0.8) -> float:
-    """The smallest drop of the mean that a two-sided paired test at `alpha` detects
-    with probability `power`: (z_{1-alpha/2} + z_power) * sigma_d / sqrt(n).
-
-    Normal approximation, sized from the baseline's per-query scores alone: it assumes
-    that per-query changes spread like the scores themselves, i.e. sigma_d is taken to
-    be the baseline's sample standard deviation. When few queries change (binary
-    scores with little churn) the changes spread less, and the true minimum is smaller.
-    NaN when the spread cannot be estimated: fewer than two queries, or all scores equal.
-    """
-    n, spread = _size_and_spread(before)
-    if n < 2 or spread == 0.0:
-        return math.nan
-    return _z_sum(alpha, power) * spread / math.sqrt(n)
-
-
-def queries_needed(before: npt.ArrayLike, drop: float, *, alpha: float, power: float = 0.8) -> int:
-    """The number of queries (at least 2) at which `minimum_detectable_drop` falls to
-    `drop`, with the spread of `before` (see there for the assumption)."""
-    if not drop > 0.0:
-        raise ValueError(f"drop must be positive, got {drop}")
-    n, spread = _size_and_spread(before)
-    if n < 2 or spread == 0.0:
-        raise ValueError(
-            "the spread of the scores cannot be estimated from fewer than "
-            "two queries or from equal scores"
-        )
-    needed = (_z_sum(alpha, power) * spread / drop) ** 2
-    # Without the slack, a drop computed by minimum_detectable_drop from n queries
-    # could round up to n + 1.
-    return max(2, math.ceil(needed * (1.0 - 1e-12)))
-
-
-def _size_and_spread(scores: npt.ArrayLike) -> tuple[int, float]:
-    values = np.asarray(scores, dtype=np.float64).ravel()
-    return values.size, float(values.std(ddof=1)) if values.size >= 2 else math.nan
-
-
-def _z_sum(alpha: float, power: float) -> float:
-    normal = NormalDist()
-    return normal.inv_cdf(1.0 - alpha / 2.0) + normal.inv_cdf(power)
-
-
 def format_p(p: float) -> str:
     """`p < 0.001`, else `p = 0.034` (three decimals), for every report."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
@@ -603,20 +528,41 @@ def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | No
 def detectable_worsening(
     test: MarginTest, margin: float, alpha: float, power: float = 0.8
 ) -> float:
-    """The true worsening D that the test finds beyond the margin with probability
-    `power`: D = margin + (z_{1-alpha} + z_power) * sigma(D) / sqrt(n), normal
-    approximation, solved by fixed-point iteration.
+    """The true worsening the test finds beyond the margin with probability `power`,
+    at the test's size and observed spread (see `detectable_drop`)."""
+    return detectable_drop(test.n, test.observed_spread, margin, alpha, power)
 
-    sigma(D)^2 = s^2 + D (1 - D): the observed spread of the differences plus that of a
-    share D of queries losing their whole score. With 0/1 scores that is exactly how a
-    drop adds to the churn already there; with graded scores it is on the safe side
-    (a real drop spread over partial losses is caught sooner).
+
+def detectable_drop(
+    n: int, spread: float, margin: float, alpha: float, power: float = 0.8
+) -> float:
+    """The true worsening D that n paired queries find beyond the margin with
+    probability `power`: D = margin + (z_{1-alpha} + z_power) * sigma(D) / sqrt(n),
+    normal approximation, solved by fixed-point iteration.
+
+    sigma(D)^2 = s^2 + D (1 - D): the spread s of the per-query differences already
+    there (churn) plus that of a share D of queries losing their whole score. With 0/1
+    scores that is exactly how a drop adds to the churn; with graded scores it is on the
+    safe side (a real drop spread over partial losses is caught sooner).
     """
     normal = NormalDist()
     z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
     drop = margin
     for _ in range(100):
         share = min(max(drop, 0.0), 1.0)
-        sigma = math.sqrt(test.observed_spread**2 + share * (1.0 - share))
-        drop = margin + z_sum * sigma / math.sqrt(test.n)
+        sigma = math.sqrt(spread**2 + share * (1.0 - share))
+        drop = margin + z_sum * sigma / math.sqrt(n)
     return drop
+
+
+def queries_to_catch(
+    drop: float, spread: float, margin: float, alpha: float, power: float = 0.8
+) -> int:
+    """About how many paired queries catch a true worsening `drop` (beyond `margin`)
+    with probability `power`: the n at which `detectable_drop` falls to `drop`."""
+    if not drop > margin:
+        raise ValueError(f"the drop ({drop}) must exceed the margin ({margin})")
+    normal = NormalDist()
+    z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
+    sigma = math.sqrt(spread**2 + drop * (1.0 - drop))
+    return max(2, math.ceil((z_sum * sigma / (drop - margin)) ** 2))

@@ -198,11 +198,15 @@ def test_gold_validate_and_stats(
     monkeypatch.chdir(project)
     assert main(["gold", "validate"]) == 0
     out = capsys.readouterr().out
-    assert "warning: retrieval_recall_at_5 on tier A: recall@5 drops smaller than" in out
+    assert (
+        "warning: retrieval_recall_at_5 on tier A: with 176 queries, a recall@5 drop is caught "
+        "4 times in 5 only from 8.1 pp, beyond the limit of 3.0 pp; about 212 more queries "
+        "would catch a drop of 6.0 pp"
+    ) in out
     assert out.rstrip().endswith("warnings)")
     assert main(["gold", "stats"]) == 0
     stats = capsys.readouterr().out
-    assert "Smallest drop detectable with 80% power" in stats
+    assert "The drop each gate catches 4 times in 5 on each slice" in stats
     tier_a = next(line for line in stats.splitlines() if "retrieval_recall_at_5" in line)
     assert "tier A  176" in tier_a
 

@@ -13,16 +13,15 @@ from hypothesis import strategies as st
 
 from llm_eval.stats import (
     PairedResult,
+    detectable_drop,
     format_p,
     holm,
     is_binary,
+    margin_tests,
     mcnemar_exact,
-    minimum_detectable_drop,
-    paired_t_test,
     paired_tests,
-    queries_needed,
+    queries_to_catch,
     regularized_beta,
-    student_t_two_sided,
 )
 
 # z_{0.975} and z_{0.8}, from tables, not from the code under test.
@@ -72,42 +71,6 @@ def test_mcnemar_rejects_negative_counts() -> None:
 # --- t-test and the incomplete beta ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("n", "seed"), [(2, 0), (3, 1), (10, 2), (30, 3), (200, 4), (5000, 5)])
-def test_paired_t_test_matches_scipy(n: int, seed: int) -> None:
-    scipy_stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(seed)
-    before = rng.random(n)
-    after = before + rng.normal(0.03, 0.2, n)
-    expected = scipy_stats.ttest_rel(after, before)
-    t, p = paired_t_test(before, after)
-    assert t == pytest.approx(expected.statistic, rel=1e-9, abs=1e-12)
-    assert p == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-12)
-
-
-@pytest.mark.parametrize(
-    ("before", "after", "expected"),
-    [
-        ([], [], (math.nan, 1.0)),
-        ([0.5], [0.9], (math.nan, 1.0)),
-        ([0.2, 0.4, 0.6], [0.2, 0.4, 0.6], (0.0, 1.0)),
-        ([0.0, 0.5, 1.0], [0.5, 1.0, 1.5], (math.inf, 0.0)),
-        ([0.5, 1.0, 1.0], [0.0, 0.5, 0.5], (-math.inf, 0.0)),
-    ],
-)
-def test_paired_t_test_degenerate(
-    before: list[float], after: list[float], expected: tuple[float, float]
-) -> None:
-    t, p = paired_t_test(before, after)
-    assert (t, p) == pytest.approx(expected, nan_ok=True)
-
-
-def test_paired_t_test_needs_paired_vectors() -> None:
-    with pytest.raises(
-        ValueError, match=r"^expected two 1-D arrays of the same length, got \(3,\) and \(2,\)$"
-    ):
-        paired_t_test([1.0, 2.0, 3.0], [1.0, 2.0])
-
-
 @pytest.mark.parametrize(
     ("a", "b", "x"),
     list(
@@ -123,22 +86,6 @@ def test_regularized_beta_matches_scipy(a: float, b: float, x: float) -> None:
     assert regularized_beta(a, b, x) == pytest.approx(
         special.betainc(a, b, x), rel=1e-9, abs=1e-300
     )
-
-
-@pytest.mark.parametrize(
-    ("t", "dof"),
-    list(
-        itertools.product(
-            [0.0, 1e-3, 0.1, 0.999, 1.0, 1.5, 1.96, 2.5, 5.0, 30.0],
-            [1, 2, 3, 5, 30, 1399, 1e6],
-        )
-    ),
-)
-def test_student_t_matches_scipy(t: float, dof: float) -> None:
-    scipy_stats = pytest.importorskip("scipy.stats")
-    expected = 2.0 * scipy_stats.t.sf(t, dof)
-    assert student_t_two_sided(t, dof) == pytest.approx(expected, rel=1e-9)
-    assert student_t_two_sided(-t, dof) == student_t_two_sided(t, dof)
 
 
 def test_regularized_beta_edges() -> None:
@@ -399,48 +346,6 @@ def test_paired_tests_rejects_bad_input(
 # --- sizing --------------------------------------------------------------------------
 
 
-def test_minimum_detectable_drop_closed_form() -> None:
-    before = np.array([0.0, 1.0, 0.0, 1.0])  # sample sd (ddof=1) = sqrt(1/3)
-    expected = (Z_975 + Z_80) * math.sqrt(1 / 3) / math.sqrt(4)
-    assert minimum_detectable_drop(before, alpha=0.05) == pytest.approx(expected, rel=1e-12)
-    z_90 = 1.2815515655446004
-    expected_90 = (Z_975 + z_90) * math.sqrt(1 / 3) / 2
-    assert minimum_detectable_drop(before, alpha=0.05, power=0.9) == pytest.approx(expected_90)
-
-
-def test_minimum_detectable_drop_shrinks_as_one_over_root_n() -> None:
-    rng = np.random.default_rng(5)
-    small = rng.random(100)
-    large = rng.choice(small, size=40_000)  # the same spread, 400 times the queries
-    ratio = minimum_detectable_drop(large, alpha=0.05) / minimum_detectable_drop(small, alpha=0.05)
-    spread_ratio = large.std(ddof=1) / small.std(ddof=1)
-    assert ratio == pytest.approx(spread_ratio / 20, rel=1e-12)
-
-
-@pytest.mark.parametrize("before", [[0.7], [], [1.0, 1.0, 1.0]])
-def test_minimum_detectable_drop_is_nan_without_a_spread(before: list[float]) -> None:
-    assert math.isnan(minimum_detectable_drop(before, alpha=0.05))
-
-
-@pytest.mark.parametrize("n", [2, 10, 87, 1400])
-def test_queries_needed_inverts_minimum_detectable_drop(n: int) -> None:
-    before = np.random.default_rng(n).random(n)
-    drop = minimum_detectable_drop(before, alpha=0.05)
-    assert queries_needed(before, drop, alpha=0.05) == n
-    spread = before.std(ddof=1)
-    smaller = drop * 0.37
-    needed = queries_needed(before, smaller, alpha=0.05)
-    k = Z_975 + Z_80
-    assert k * spread / math.sqrt(needed) <= smaller < k * spread / math.sqrt(needed - 1)
-
-
-def test_queries_needed_rejects_what_it_cannot_size() -> None:
-    with pytest.raises(ValueError, match=r"^drop must be positive, got 0\.0$"):
-        queries_needed([0.1, 0.5], 0.0, alpha=0.05)
-    with pytest.raises(ValueError, match=r"^the spread of the scores cannot be estimated"):
-        queries_needed([1.0, 1.0], 0.03, alpha=0.05)
-
-
 # --- format_p ------------------------------------------------------------------------
 
 
@@ -457,3 +362,41 @@ def test_queries_needed_rejects_what_it_cannot_size() -> None:
 )
 def test_format_p(p: float, text: str) -> None:
     assert format_p(p) == text
+
+
+@pytest.mark.parametrize("n", [30, 176, 1_000, 1_400])
+def test_queries_to_catch_inverts_detectable_drop(n: int) -> None:
+    drop = detectable_drop(n, 0.1, 0.03, 0.05)
+    assert drop > 0.03
+    assert queries_to_catch(drop, 0.1, 0.03, 0.05) in (n, n + 1)  # n rounded up
+    assert detectable_drop(4 * n, 0.1, 0.03, 0.05) < drop  # more queries, smaller drops
+
+
+def test_queries_to_catch_needs_a_drop_beyond_the_margin() -> None:
+    with pytest.raises(ValueError, match="must exceed the margin"):
+        queries_to_catch(0.03, 0.0, 0.03, 0.05)
+
+
+def test_tango_bounds_are_where_the_score_test_decides() -> None:
+    """The interval and the p-values come from one procedure: a bound lies beyond the
+    margin exactly when that side's p-value is below alpha."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(30, 400))
+        before = (rng.random(n) < 0.8).astype(float)
+        after = np.where(rng.random(n) < 0.1, 1.0 - before, before)
+        margin = float(rng.choice([0.0, 0.01, 0.03, 0.05]))
+        test = margin_tests(before, after, [margin], alpha=0.05)[0]
+        assert test.method == "tango-score"
+        assert (test.low > margin) == (test.p_beyond < 0.05)
+        assert (test.high < margin) == (test.p_within < 0.05)
+        assert test.low <= test.worsening <= test.high
+
+
+def test_with_no_change_a_small_sample_cannot_tell_and_a_large_one_passes() -> None:
+    hits = np.ones(24)
+    small = margin_tests(hits, hits, [0.03], alpha=0.05)[0]
+    assert small.low < 0.03 < small.high  # 24 unchanged queries: cannot tell
+    hits = np.ones(200)
+    large = margin_tests(hits, hits, [0.03], alpha=0.05)[0]
+    assert large.high < 0.03  # 200 unchanged queries: within the limit

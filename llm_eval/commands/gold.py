@@ -14,7 +14,7 @@ from llm_eval.errors import InputError
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Inputs, load_inputs
 from llm_eval.slices import members, standard_scopes
-from llm_eval.stats import minimum_detectable_drop, queries_needed
+from llm_eval.stats import detectable_drop, queries_to_catch
 from llm_eval.wording import delta, display_name
 
 
@@ -26,9 +26,9 @@ class Detectability:
     gate: Gate
     n: int
     drop: float
-    """Smallest drop detectable at 80% power and the gate's alpha (NaN: unknown)."""
+    """The drop the gate catches 4 times in 5 on this slice (NaN: no regression_max)."""
     needed: int | None
-    """Queries needed for the gate's regression_max to be detectable."""
+    """Queries that would catch a drop of twice regression_max 4 times in 5."""
 
 
 def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
@@ -55,12 +55,15 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
 
 
 def _detectability(name: str, gate: Gate, scores: list[float]) -> Detectability:
-    alpha = gate.statistics.alpha
-    drop = minimum_detectable_drop(scores, alpha=alpha) if len(scores) >= 2 else math.nan
+    """The gate's own power statement (`stats.detectable_drop`) before any change: no
+    churn yet, so the spread is that of the drop alone."""
+    alpha, limit = gate.statistics.alpha, gate.regression_max
+    if not limit or gate.regression_relative:
+        return Detectability(name, gate, len(scores), math.nan, None)
+    drop = detectable_drop(len(scores), 0.0, limit, alpha)
     needed = None
-    limit = gate.regression_max
-    if limit and not math.isnan(drop) and drop > limit:
-        needed = queries_needed(scores, limit, alpha=alpha)
+    if drop > 2 * limit and 2 * limit < 1:
+        needed = queries_to_catch(2 * limit, 0.0, limit, alpha)
     return Detectability(name, gate, len(scores), drop, needed)
 
 
@@ -80,7 +83,7 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
     for row in detectability(inputs, baseline):
         metric = row.gate.metric
         limit = row.gate.regression_max
-        verdict = "" if row.needed is None else f"needs {row.needed - row.n} more queries"
+        verdict = "" if row.needed is None else f"{row.needed - row.n} more queries"
         rows.append(
             [
                 row.gate.name,
@@ -91,10 +94,10 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
                 verdict,
             ]
         )
-    header = ["gate", "slice", "n", "detectable drop", "regression_max", "to detect the limit"]
+    header = ["gate", "slice", "n", "drop caught 4 in 5", "limit", "to catch 2x the limit"]
     text.append(
-        "Smallest drop detectable with 80% power (paired test, normal approximation "
-        "from the baseline's per-query scores):"
+        "The drop each gate catches 4 times in 5 on each slice, by the gate's own test "
+        "(normal approximation, before any churn between runs widens it):"
     )
     text.append(render_table(header, rows))
     return "\n".join(text)
@@ -155,8 +158,9 @@ def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
             warnings.append(
                 f"{gate.name} per tag: "
                 f"{plural(len(weak), 'judged tag slice', 'judged tag slices')} "
-                f"cannot reliably detect a drop of {_drop(gate.metric, gate.regression_max or 0)} "
-                f"(each needs {min(more)} to {max(more)} more queries; see `llm-eval gold stats`)"
+                "cannot reliably catch a drop of twice the limit "
+                f"({_drop(gate.metric, 2 * (gate.regression_max or 0))}; each needs {min(more)} "
+                f"to {max(more)} more queries; see `llm-eval gold stats`)"
             )
     return warnings
 
@@ -179,8 +183,8 @@ def _power_warning(row: Detectability) -> str:
     metric = gate.metric
     limit = gate.regression_max or 0.0
     return (
-        f"{gate.name} on {row.slice}: {display_name(metric)} drops smaller than "
-        f"{_drop(metric, row.drop)} are not reliably detected with {row.n} queries "
-        f"(regression_max {_drop(metric, limit)}); about {(row.needed or 0) - row.n} more "
-        "queries would be needed"
+        f"{gate.name} on {row.slice}: with {row.n} queries, a {display_name(metric)} drop is "
+        f"caught 4 times in 5 only from {_drop(metric, row.drop)}, beyond the limit of "
+        f"{_drop(metric, limit)}; about {(row.needed or 0) - row.n} more queries would catch "
+        f"a drop of {_drop(metric, 2 * limit)}"
     )
