@@ -17,14 +17,11 @@ from typing import Any
 
 import click
 
-from llm_eval import __version__
+from llm_eval import __version__, defaults
 from llm_eval.errors import ExitCode, LlmEvalError
 from llm_eval.output import degrade_unencodable_output
 
-METRIC_HELP = (
-    "Metric name, repeatable: recall@k, precision@k (P@k), hit_rate@k (success@k), "
-    "mrr, mrr@k, map, map@k, ndcg@k, ndcg_exp@k."
-)
+METRIC_HELP = "Metric name, repeatable (`llm-eval metrics` lists them)."
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,13 +73,12 @@ def evaluate(
 ) -> None:
     """Compute metrics of a run against a gold set or qrels (no gate)."""
     from llm_eval.commands import evaluate as command
-    from llm_eval.evaluation import DEFAULT_METRICS
 
     if bool(gold_paths) == (qrels_path is not None):
         raise click.UsageError("give either --gold or --qrels")
     scores = command.evaluate_files(
         run_path=run_path,
-        metrics=metrics or DEFAULT_METRICS,
+        metrics=metrics or defaults.METRICS,
         gold_paths=gold_paths,
         qrels_path=qrels_path,
         run_format=run_format,  # type: ignore[arg-type]
@@ -98,7 +94,7 @@ _CONFIG_OPTION = click.option(
     "--config",
     "config_path",
     type=click.Path(path_type=Path),
-    default="config/llm-eval.yaml",
+    default=defaults.CONFIG,
     show_default=True,
     help="What to evaluate: gold set, retriever, metrics (llm-eval.yaml).",
 )
@@ -116,7 +112,7 @@ def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--criteria",
         "criteria_path",
         type=click.Path(path_type=Path),
-        default="config/ship-criteria.yaml",
+        default=defaults.CRITERIA,
         show_default=True,
         help="Ship criteria (the gates).",
     )(command)
@@ -335,6 +331,16 @@ def compare_command(
             alpha=alpha,
         )
     )
+
+
+@cli.command("metrics", short_help="List the metrics, their units and directions.")
+def metrics_command() -> None:
+    """List every metric llm-eval computes: how to write it, where its values come from,
+    its unit, which way is better, and what it measures."""
+    from llm_eval.commands.metrics import metric_table
+    from llm_eval.output import terminal_width
+
+    _echo(metric_table(terminal_width()))
 
 
 @cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")

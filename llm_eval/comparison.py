@@ -33,10 +33,9 @@ from llm_eval.gate import (
 )
 from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
-from llm_eval.metrics import lower_is_better, pooling_weight
+from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.pipeline import Inputs, Measurement
-from llm_eval.service import is_service_metric
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
     MarginTest,
@@ -138,7 +137,7 @@ def _scopes(
 ) -> list[_Scope]:
     """The gate's own scope, then (with per_tag) each tag's; none for metrics that have
     no paired test (latency percentiles, ratios pooled over positions)."""
-    if is_service_metric(gate.metric) or pooling_weight(gate.metric) is not None:
+    if not parse_metric(gate.metric).pairable:
         return []
     ids = members(queries, gate.scope)
     scopes = [_scope(None, ids, gate.metric, now, baseline, only)]
@@ -191,7 +190,9 @@ def _margin_tests(
             if piece.pairs is None:
                 continue
             before, after = piece.pairs
-            worse = (after, before) if lower_is_better(gate.metric) else (before, after)
+            worse = (
+                (after, before) if parse_metric(gate.metric).lower_is_better else (before, after)
+            )
             key = (gate.name, piece.tag)
             columns[key] = (*worse, allowed_change(gate, float(before.mean())))
             group = (len(before), settings.alpha, settings.resamples, settings.seed)

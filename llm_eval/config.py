@@ -18,18 +18,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from llm_eval import defaults
 from llm_eval.errors import InputError
 from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
 from llm_eval.matching import MatchSettings
-from llm_eval.metrics import canonical_metric, lower_is_better, metric_cutoff
+from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import retriever_kind
-from llm_eval.service import SERVICE_METRICS
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
-
-DEFAULT_CONFIG = Path("config/llm-eval.yaml")
-DEFAULT_CRITERIA = Path("config/ship-criteria.yaml")
-DEFAULT_METRICS = ("recall@5", "mrr")
 
 Severity = Literal["error", "warning"]
 
@@ -213,15 +209,14 @@ def _proportion(node: Node) -> float:
 
 def _metric(node: Node) -> str:
     try:
-        return canonical_metric(_string(node))
+        return parse_metric(_string(node)).name
     except InputError as exc:
         raise node.error(exc.reason) from None
 
 
 def _limit(node: Node, metric: str) -> float:
     """A threshold: a proportion, or for latency a number of milliseconds."""
-    service = SERVICE_METRICS.get(metric)
-    if service is not None and service.unit == "ms":
+    if parse_metric(metric).family.unit == "ms":
         value = node.value
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise node.error(f"must be a number of milliseconds >= 0, got {value!r}")
@@ -236,9 +231,9 @@ def _regression(node: Node, metric: str) -> tuple[float, bool]:
     """regression_max: in metric units, or relative (`+20%`) for service metrics."""
     if isinstance(node.value, str):
         match = _RELATIVE.match(node.value.strip())
-        if match is None or not lower_is_better(metric):
+        if match is None or not parse_metric(metric).lower_is_better:
             reason = "a relative limit like '+20%' is for latency and error_rate gates"
-            if lower_is_better(metric):
+            if parse_metric(metric).lower_is_better:
                 reason = f"expected a number or a relative limit like '+20%', got {node.value!r}"
             raise node.error(reason)
         return float(match.group(1)) / 100, True
@@ -266,14 +261,16 @@ _CONFIG_KEYS = frozenset(
 )
 
 
-def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
+def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
     """Read and validate `llm-eval.yaml`."""
     root = load_yaml(path)
     keys = root.mapping(_CONFIG_KEYS, required=frozenset({"gold"}))
     metrics = (
-        tuple(_metric(m) for m in keys["metrics"].items()) if "metrics" in keys else DEFAULT_METRICS
+        tuple(_metric(m) for m in keys["metrics"].items())
+        if "metrics" in keys
+        else defaults.METRICS
     )
-    top_k = _integer(keys["top_k"], 1) if "top_k" in keys else 10
+    top_k = _integer(keys["top_k"], 1) if "top_k" in keys else defaults.TOP_K
     corpus = Path(_string(keys["corpus"])) if "corpus" in keys else None
     retriever = _retriever(keys["retriever"], corpus) if "retriever" in keys else None
     config = EvalConfig(
@@ -284,10 +281,8 @@ def load_config(path: str | Path = DEFAULT_CONFIG) -> EvalConfig:
         metrics=metrics,
         relevance_level=_integer(keys["relevance_level"], 1) if "relevance_level" in keys else 1,
         top_k=top_k,
-        baseline=Path(_string(keys["baseline"]))
-        if "baseline" in keys
-        else Path("gold/baseline.json"),
-        output=Path(_string(keys["output"])) if "output" in keys else Path(".llm-eval"),
+        baseline=Path(_string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
+        output=Path(_string(keys["output"])) if "output" in keys else defaults.OUTPUT,
         cache=_switch(keys["cache"]) if "cache" in keys else False,
         **_beyond_ids(keys),
     )
@@ -345,7 +340,7 @@ def _check_versions(
 def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
     """A cutoff above top_k would score results that were never retrieved."""
     for name in metrics:
-        k = metric_cutoff(name)
+        k = parse_metric(name).k
         if k is not None and k > top_k:
             raise node.error(f"{name} needs the top {k} results but top_k is {top_k}")
 
@@ -415,7 +410,7 @@ _STATISTICS_KEYS = frozenset(
 _DERIVED = re.compile(r"^(?:retrieval_)?(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
-def load_criteria(path: str | Path = DEFAULT_CRITERIA) -> Criteria:
+def load_criteria(path: str | Path = defaults.CRITERIA) -> Criteria:
     """Read and validate `ship-criteria.yaml`."""
     root = load_yaml(path)
     keys = root.mapping(frozenset({"gates", "statistics"}), required=frozenset({"gates"}))
@@ -512,7 +507,7 @@ def _derived_metric(node: Node) -> str:
     if match is not None:
         spelled = match["metric"] + (f"@{match['k']}" if match["k"] else "")
         try:
-            return canonical_metric(spelled)
+            return parse_metric(spelled).name
         except InputError:
             pass
     raise node.error(
@@ -558,7 +553,7 @@ def check_against_config(criteria: Criteria, config: EvalConfig) -> None:
     """Gate metrics must fit within the retrieved top_k (and find the data they need)."""
     for gate in criteria.gates:
         _check_versions(config, (gate.metric,), gate.where.error)
-        k = metric_cutoff(gate.metric)
+        k = parse_metric(gate.metric).k
         if k is not None and k > config.top_k:
             raise gate.where.error(
                 f"{gate.metric} needs the top {k} results but {config.path} sets top_k "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llm_eval import defaults
 from llm_eval.judgments import (
     FloatArray,
     Judgments,
@@ -16,9 +17,7 @@ from llm_eval.judgments import (
     judge_ranked,
     judge_scored,
 )
-from llm_eval.metrics import Metric, parse_metric
-
-DEFAULT_METRICS = ("recall@5", "mrr")
+from llm_eval.metrics import Metric, relevance_metric
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -42,7 +41,7 @@ class Scores:
         return tuple(m.name for m in self.metrics)
 
     def _row(self, metric: str) -> FloatArray:
-        name = parse_metric(metric).name
+        name = relevance_metric(metric).name
         try:
             return self.values[self.metric_names.index(name)]
         except ValueError:
@@ -75,7 +74,7 @@ def parse_metrics(names: Iterable[str]) -> tuple[Metric, ...]:
     """Parse and de-duplicate metric names, keeping their order."""
     unique: dict[str, Metric] = {}
     for name in names:
-        metric = parse_metric(name)
+        metric = relevance_metric(name)
         unique.setdefault(metric.name, metric)
     return tuple(unique.values())
 
@@ -101,7 +100,7 @@ def _is_ranked(run: Mapping[str, object]) -> bool:
 def evaluate(
     qrels: Qrels,
     run: ScoredRun | RankedRun,
-    metrics: Iterable[str] = DEFAULT_METRICS,
+    metrics: Iterable[str] = defaults.METRICS,
     *,
     relevance_level: int = 1,
 ) -> Scores:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llm_eval.config import Gate
-from llm_eval.metrics import lower_is_better
+from llm_eval.metrics import parse_metric
 from llm_eval.stats import MarginTest, holm
 
 Status = Literal["pass", "warn", "inconclusive", "fail"]
@@ -134,7 +134,7 @@ def allowed_change(gate: Gate, baseline: float) -> float:
 
 def delta_interval(metric: str, margin: MarginTest) -> tuple[float, float]:
     """The test's interval as bounds of `value - baseline` (it is kept as worsening)."""
-    if lower_is_better(metric):
+    if parse_metric(metric).lower_is_better:
         return margin.low, margin.high
     return -margin.high, -margin.low
 
@@ -144,14 +144,14 @@ def _exceeded(gate: Gate, value: float, baseline: float | None) -> bool | None:
         return None
     if math.isnan(value):
         return True
-    worsening = value - baseline if lower_is_better(gate.metric) else baseline - value
+    worsening = value - baseline if parse_metric(gate.metric).lower_is_better else baseline - value
     return worsening > allowed_change(gate, baseline) + TOLERANCE
 
 
 def _within_floor(gate: Gate, value: float) -> bool:
     """The floor, or for lower-is-better metrics the ceiling."""
     assert gate.threshold is not None
-    if lower_is_better(gate.metric):
+    if parse_metric(gate.metric).lower_is_better:
         return value <= gate.threshold + TOLERANCE
     return value >= gate.threshold - TOLERANCE
 

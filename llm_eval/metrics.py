@@ -1,5 +1,12 @@
 """The metric registry and the vectorised relevance kernels.
 
+Every fact about a metric lives in its `Family` entry: what kind it is (computed from
+relevance labels, from rejection queries, from stale or conflicting context, or from
+what the retriever cost), whether it takes a cutoff, which way is better, its unit
+and label, how a slice pools it, and the code that computes it. Other modules ask
+the parsed `Metric` (`parse_metric("recall@5").lower_is_better`) and never test names.
+Adding a metric is one `register(Family(...))` call here.
+
 Names are parsed from strings (`recall@5`, `P@10`, `ndcg@10`, `mrr`), the way
 ir_measures parses measures: a family, an optional cutoff `@k`. Every kernel
 takes `Judgments` (flat arrays over all queries) and returns one value per query;
@@ -9,6 +16,7 @@ Conventions are trec_eval's (the reference behind pytrec_eval):
 - binary metrics count a document relevant when grade >= relevance_level;
 - P@k divides by k even when fewer than k documents were retrieved;
 - AP and AP@k divide by the number of relevant documents of the query;
+- R-precision is the precision at R, the number of relevant documents;
 - nDCG uses the raw grades as gains (trec_eval's `ndcg_cut`) with discount
   1/log2(rank + 1); `ndcg_exp` uses gain 2^grade - 1 (Burges et al.).
 """
@@ -16,31 +24,51 @@ Conventions are trec_eval's (the reference behind pytrec_eval):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 
 from llm_eval.errors import InputError
 from llm_eval.judgments import FloatArray, IntArray, Judgments, _group_starts
-from llm_eval.service import SERVICE_METRICS, is_service_metric
+from llm_eval.service import ServiceRecord, error_rate, latency_percentile
 
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
+Aggregate = Callable[[list[ServiceRecord]], float]
+
+Kind = Literal["relevance", "rejection", "context", "service"]
+"""Where a metric's values come from: relevance labels (`Judgments`), rejection
+queries (`llm_eval.rejection`), stale or conflicting context (`llm_eval.versions`),
+or what each query cost (`llm_eval.service`)."""
+Unit = Literal["share", "score", "ms"]
+"""`share`: a proportion, shown as a percentage with deltas in points; `score`: a
+rank-based score in [0, 1], shown as a decimal; `ms`: milliseconds."""
+Pooling = Literal["mean", "positions", "aggregate"]
+"""How a slice of queries gets its value: the mean of per-query values (which can
+be paired query by query), the mean weighted by each query's `positions@k`, or an
+aggregate over the queries' records (a latency percentile)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """One metric family of the registry, e.g. recall (which takes a cutoff)."""
+    """One metric family, e.g. recall (which takes a cutoff)."""
 
     name: str
-    kernel: Kernel
-    cutoff: str
-    """'required', 'optional' or 'none'."""
+    kind: Kind
+    cutoff: Literal["required", "optional", "none"]
     description: str
-    aliases: tuple[str, ...] = ()
-    proportion: bool = True
-    """Values lie in [0, 1] (shown as percentages)."""
+    label: str
+    """How a person reads it: `MRR`, `hit rate`, `latency p95`."""
+    unit: Unit
     higher_is_better: bool = True
+    pooling: Pooling = "mean"
+    aliases: tuple[str, ...] = ()
+    kernel: Kernel | None = None
+    """Relevance metrics: the per-query values from judgments."""
+    aggregate: Aggregate | None = None
+    """Service metrics: the value over a slice's records."""
 
     def usage(self) -> str:
         """How the name is written, e.g. `recall@k` or `mrr, mrr@k`."""
@@ -60,7 +88,7 @@ class Family:
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """A parsed metric name: a family and its cutoff."""
+    """A parsed metric name: a family and its cutoff. Every fact comes from the family."""
 
     family: Family
     k: int | None
@@ -70,9 +98,46 @@ class Metric:
         """The canonical spelling, used as the key in every output."""
         return self.family.name if self.k is None else f"{self.family.name}@{self.k}"
 
+    @property
+    def kind(self) -> Kind:
+        """Where its values come from."""
+        return self.family.kind
+
+    @property
+    def label(self) -> str:
+        """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`, `latency p95`, `stale rate@5`."""
+        base = self.family.label
+        return base if self.k is None else f"{base}@{self.k}"
+
+    @property
+    def lower_is_better(self) -> bool:
+        """Latency, error rate and the rates of failures improve when they fall."""
+        return not self.family.higher_is_better
+
+    @property
+    def percent(self) -> bool:
+        """Whether it reads as a share (shown as a percentage, deltas in points)."""
+        return self.family.unit == "share"
+
+    @property
+    def pairable(self) -> bool:
+        """Whether each query has its own value, so two runs can be compared query by query."""
+        return self.family.pooling == "mean"
+
+    @property
+    def weight_key(self) -> str | None:
+        """For a metric pooled over positions, the per-query key of its weight."""
+        return f"positions@{self.k}" if self.family.pooling == "positions" else None
+
     def compute(self, judgments: Judgments) -> FloatArray:
-        """One value per evaluated query."""
+        """One value per evaluated query (relevance metrics only)."""
+        assert self.family.kernel is not None, f"{self.name} is not computed from judgments"
         return self.family.kernel(judgments, self.k)
+
+    def aggregate(self, records: list[ServiceRecord]) -> float:
+        """The value over a slice's records (service metrics only)."""
+        assert self.family.aggregate is not None, f"{self.name} is not a service metric"
+        return self.family.aggregate(records)
 
 
 def _relevant_within(j: Judgments, k: int | None) -> np.ndarray:
@@ -147,185 +212,65 @@ def _exponential_gain(grades: IntArray) -> FloatArray:
     return np.exp2(grades.astype(np.float64)) - 1.0
 
 
-FAMILIES: dict[str, Family] = {
-    f.name: f
-    for f in (
-        Family("recall", _recall, "required", "share of the relevant documents in the top k"),
-        Family(
-            "precision",
-            _precision,
-            "required",
-            "share of the top k that is relevant",
-            aliases=("P",),
-        ),
-        Family(
-            "hit_rate",
-            _hit_rate,
-            "required",
-            "1 when a relevant document is in the top k",
-            aliases=("success",),
-        ),
-        Family(
-            "mrr",
-            _reciprocal_rank,
-            "optional",
-            "1 / rank of the first relevant document",
-            aliases=("recip_rank",),
-        ),
-        Family("map", _average_precision, "optional", "average precision"),
-        Family("ndcg", _ndcg_with(_linear_gain), "optional", "nDCG, linear gain (trec_eval)"),
-        Family("ndcg_exp", _ndcg_with(_exponential_gain), "optional", "nDCG, gain 2^grade - 1"),
-    )
-}
+def _r_precision(j: Judgments, k: int | None) -> FloatArray:
+    """Share of the top R that is relevant, R being the query's number of relevant documents."""
+    cutoff = j.num_relevant[j.hit_query]
+    within = j.hit_relevant & (j.hit_rank <= cutoff)
+    counts = np.bincount(j.hit_query[within], minlength=len(j.query_ids))
+    return counts.astype(np.float64) / j.num_relevant
 
 
-@dataclass(frozen=True, slots=True)
-class QueryFamily:
-    """A metric of what the retriever returned beyond relevance labels, scored per query.
-
-    Rejection (`llm_eval.rejection`) and stale or conflicting context
-    (`llm_eval.versions`): the pipeline writes each query's value into its row of
-    scores, so slices average them like relevance scores (a pooled one is weighted).
-    """
-
-    name: str
-    cutoff: str
-    """'required' or 'none'."""
-    description: str
-    higher_is_better: bool
-    pooled: bool = False
-    """The slice value pools positions over queries (weighted by `positions@k`)
-    instead of averaging queries equally."""
-
-    def usage(self) -> str:
-        """How the name is written, e.g. `stale_rate@k`."""
-        return f"{self.name}@k" if self.cutoff == "required" else self.name
+_REGISTRY: dict[str, Family] = {}
+_SPELLINGS: dict[str, Family] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class QueryMetric:
-    """A parsed query metric: a family and its cutoff."""
+def register(family: Family) -> Family:
+    """Add a family to the registry; its name and aliases must be new."""
+    assert (family.kernel is not None) == (family.kind == "relevance"), family.name
+    assert (family.aggregate is not None) == (family.kind == "service"), family.name
+    for spelling in (family.name, *family.aliases):
+        assert spelling.lower() not in _SPELLINGS, f"{spelling} is registered twice"
+        _SPELLINGS[spelling.lower()] = family
+    _REGISTRY[family.name] = family
+    parse_metric.cache_clear()
+    return family
 
-    family: QueryFamily
-    k: int | None
 
-    @property
-    def name(self) -> str:
-        """The canonical spelling."""
-        return self.family.name if self.k is None else f"{self.family.name}@{self.k}"
-
-
-QUERY_FAMILIES: dict[str, QueryFamily] = {
-    f.name: f
-    for f in (
-        QueryFamily(
-            "rejection_accuracy",
-            "none",
-            "share of rejection queries the retriever rejected (abstained, empty, low score)",
-            higher_is_better=True,
-        ),
-        QueryFamily(
-            "false_confidence_rate",
-            "none",
-            "share of rejection queries answered with confident results",
-            higher_is_better=False,
-        ),
-        QueryFamily(
-            "stale_rate",
-            "required",
-            "share of the top-k positions holding a superseded document, pooled over queries",
-            higher_is_better=False,
-            pooled=True,
-        ),
-        QueryFamily(
-            "stale_query_rate",
-            "required",
-            "share of queries with a superseded document in the top k",
-            higher_is_better=False,
-        ),
-        QueryFamily(
-            "conflict_rate",
-            "required",
-            "share of queries with two versions of one document (same version_key) in the top k",
-            higher_is_better=False,
-        ),
-    )
-}
-
-_ALIASES: dict[str, Family] = {
-    alias.lower(): family
-    for family in FAMILIES.values()
-    for alias in (family.name, *family.aliases)
-}
-
-_NAME = re.compile(r"^\s*([a-z_]+?)(?:\s*@\s*(\S+))?\s*$")
+def families() -> Iterator[Family]:
+    """Every registered family, in registration order."""
+    return iter(_REGISTRY.values())
 
 
 def valid_metric_names() -> str:
     """The accepted spellings, for error messages and help text."""
-    return "; ".join(
-        [
-            *(f.usage() for f in FAMILIES.values()),
-            *(f.usage() for f in QUERY_FAMILIES.values()),
-            ", ".join(SERVICE_METRICS),
-        ]
-    )
+    return "; ".join(f.usage() for f in families())
 
 
-def canonical_metric(name: str) -> str:
-    """The canonical name of any metric (relevance, query or service); unknown ones are errors."""
-    if is_service_metric(name):
-        return name.strip().lower()
-    query = query_metric(name)
-    return query.name if query is not None else parse_metric(name).name
+_NAME = re.compile(r"^\s*([a-z_0-9]+?)(?:\s*@\s*(\S+))?\s*$")
 
 
-def metric_cutoff(name: str) -> int | None:
-    """The `@k` of a metric; None for metrics without one (and service metrics)."""
-    if is_service_metric(name):
-        return None
-    query = query_metric(name)
-    return query.k if query is not None else parse_metric(name).k
-
-
-def lower_is_better(name: str) -> bool:
-    """Service metrics (latency, error rate) and the rates of failures are better when lower."""
-    query = query_metric(name)
-    return is_service_metric(name) or (query is not None and not query.family.higher_is_better)
-
-
-def is_relevance_metric(name: str) -> bool:
-    """Whether the metric is computed from relevance judgments (not a query or service one)."""
-    return not is_service_metric(name) and query_metric(name) is None
-
-
-def pooling_weight(name: str) -> str | None:
-    """For a metric pooled over positions, the per-query key of its weight (`positions@k`)."""
-    query = query_metric(name)
-    if query is None or not query.family.pooled:
-        return None
-    return f"positions@{query.k}"
-
-
-def query_metric(name: str) -> QueryMetric | None:
-    """The rejection or context metric `name` spells; None when it names no such metric."""
-    match = _NAME.match(name.lower())
-    family = QUERY_FAMILIES.get(match.group(1)) if match else None
-    if match is None or family is None:
-        return None
-    return QueryMetric(family, _cutoff(name, family, match.group(2)))
-
-
+@lru_cache(maxsize=1024)
 def parse_metric(name: str) -> Metric:
-    """Parse `recall@5`, `P@10`, `MRR`, ... (case-insensitive) into a `Metric`."""
+    """Parse `recall@5`, `P@10`, `MRR`, `latency_p95` ... (case-insensitive)."""
     match = _NAME.match(name.lower())
-    family = _ALIASES.get(match.group(1)) if match else None
+    family = _SPELLINGS.get(match.group(1)) if match else None
     if match is None or family is None:
         raise InputError(f"unknown metric {name!r}; valid metrics: {valid_metric_names()}")
     return Metric(family, _cutoff(name, family, match.group(2)))
 
 
-def _cutoff(name: str, family: Family | QueryFamily, cutoff: str | None) -> int | None:
+def relevance_metric(name: str) -> Metric:
+    """A metric computed from relevance labels; any other kind is an error saying so."""
+    parsed = parse_metric(name)
+    if parsed.kind != "relevance":
+        raise InputError(
+            f"evaluate computes relevance metrics; {parsed.name} is computed by "
+            "`llm-eval gate`, which reads the config"
+        )
+    return parsed
+
+
+def _cutoff(name: str, family: Family, cutoff: str | None) -> int | None:
     """The cutoff written after `@`, checked against what the family takes."""
     if cutoff is None:
         if family.cutoff == "required":
@@ -336,3 +281,153 @@ def _cutoff(name: str, family: Family | QueryFamily, cutoff: str | None) -> int 
     if not cutoff.isdigit() or int(cutoff) < 1:
         raise InputError(f"metric {name!r}: the cutoff must be a whole number >= 1")
     return int(cutoff)
+
+
+def _relevance(
+    name: str,
+    kernel: Kernel,
+    cutoff: Literal["required", "optional", "none"],
+    description: str,
+    label: str,
+    unit: Unit,
+    aliases: tuple[str, ...] = (),
+) -> None:
+    register(
+        Family(name, "relevance", cutoff, description, label, unit, aliases=aliases, kernel=kernel)
+    )
+
+
+_relevance(
+    "recall", _recall, "required", "share of the relevant documents in the top k", "recall", "share"
+)
+_relevance(
+    "precision",
+    _precision,
+    "required",
+    "share of the top k that is relevant",
+    "precision",
+    "share",
+    aliases=("P",),
+)
+_relevance(
+    "hit_rate",
+    _hit_rate,
+    "required",
+    "1 when a relevant document is in the top k",
+    "hit rate",
+    "share",
+    aliases=("success",),
+)
+_relevance(
+    "mrr",
+    _reciprocal_rank,
+    "optional",
+    "1 / rank of the first relevant document",
+    "MRR",
+    "score",
+    aliases=("recip_rank",),
+)
+_relevance("map", _average_precision, "optional", "average precision", "MAP", "score")
+_relevance(
+    "ndcg", _ndcg_with(_linear_gain), "optional", "nDCG, linear gain (trec_eval)", "nDCG", "score"
+)
+_relevance(
+    "ndcg_exp",
+    _ndcg_with(_exponential_gain),
+    "optional",
+    "nDCG, gain 2^grade - 1",
+    "nDCG(exp)",
+    "score",
+)
+_relevance(
+    "rprec",
+    _r_precision,
+    "none",
+    "share of the top R that is relevant, R = the number of relevant documents",
+    "R-precision",
+    "share",
+    aliases=("r_precision",),
+)
+
+register(
+    Family(
+        "rejection_accuracy",
+        "rejection",
+        "none",
+        "share of rejection queries the retriever rejected (abstained, empty, low score)",
+        "rejection accuracy",
+        "share",
+    )
+)
+register(
+    Family(
+        "false_confidence_rate",
+        "rejection",
+        "none",
+        "share of rejection queries answered with confident results",
+        "false confidence rate",
+        "share",
+        higher_is_better=False,
+    )
+)
+register(
+    Family(
+        "stale_rate",
+        "context",
+        "required",
+        "share of the top-k positions holding a superseded document, pooled over queries",
+        "stale rate",
+        "share",
+        higher_is_better=False,
+        pooling="positions",
+    )
+)
+register(
+    Family(
+        "stale_query_rate",
+        "context",
+        "required",
+        "share of queries with a superseded document in the top k",
+        "stale query rate",
+        "share",
+        higher_is_better=False,
+    )
+)
+register(
+    Family(
+        "conflict_rate",
+        "context",
+        "required",
+        "share of queries with two versions of one document (same version_key) in the top k",
+        "conflict rate",
+        "share",
+        higher_is_better=False,
+    )
+)
+for _q in (50, 95, 99):
+    register(
+        Family(
+            f"latency_p{_q}",
+            "service",
+            "none",
+            f"{'median' if _q == 50 else f'{_q}th-percentile'} retrieval latency",
+            f"latency p{_q}",
+            "ms",
+            higher_is_better=False,
+            pooling="aggregate",
+            aggregate=latency_percentile(_q),
+        )
+    )
+register(
+    Family(
+        "error_rate",
+        "service",
+        "none",
+        "share of queries that failed",
+        "error rate",
+        "share",
+        higher_is_better=False,
+        pooling="aggregate",
+        aggregate=error_rate,
+    )
+)

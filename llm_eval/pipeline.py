@@ -33,7 +33,7 @@ from llm_eval.fingerprint import (
 from llm_eval.gold import GoldSet, load_gold
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
-from llm_eval.metrics import is_relevance_metric, metric_cutoff
+from llm_eval.metrics import parse_metric
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
 from llm_eval.service import ServiceRecord
@@ -73,7 +73,8 @@ class Inputs:
         """The cutoff at which a query counts as a hit: the first error gate's, or 5."""
         ordered = sorted(self.criteria.gates, key=lambda g: g.severity != "error")
         for gate in ordered:
-            k = metric_cutoff(gate.metric) if is_relevance_metric(gate.metric) else None
+            parsed = parse_metric(gate.metric)
+            k = parsed.k if parsed.kind == "relevance" else None
             if k is not None:
                 return k
         return DEFAULT_GATING_K
@@ -156,7 +157,7 @@ def score_run(
     matched = match_run(gold, run, scoring.matching)
     qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
     judgments = judge_ranked(qrels, matched.ranked, relevance_level)
-    relevance = [m for m in metrics if is_relevance_metric(m)]
+    relevance = [m for m in metrics if parse_metric(m).kind == "relevance"]
     per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
     rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
     _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})

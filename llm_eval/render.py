@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from llm_eval.metrics import lower_is_better
+from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.report import detail_lines, headline
 from llm_eval.stats import format_p
@@ -324,7 +324,7 @@ def _plain(gate: Mapping[str, Any]) -> str:
     if gate["baseline"] is None:
         text = f"{where} is {now}"
     elif loss is not None and loss > _TOLERANCE:
-        moved = "rose" if lower_is_better(metric) else "fell"
+        moved = "rose" if parse_metric(metric).lower_is_better else "fell"
         text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
     else:
         text = f"{where} is {now} (baseline {before})"
@@ -476,7 +476,7 @@ def _loss(metric: str, change: float | None) -> float | None:
     """How much worse the metric got (negative: better), whichever way it points."""
     if change is None or math.isnan(change):
         return None
-    return change if lower_is_better(metric) else -change
+    return change if parse_metric(metric).lower_is_better else -change
 
 
 def _tag_tables(

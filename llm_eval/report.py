@@ -18,7 +18,7 @@ from llm_eval.comparison import Comparison, RankChange, describe_diff, rank_chan
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
-from llm_eval.metrics import lower_is_better, pooling_weight
+from llm_eval.metrics import parse_metric
 from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.pipeline import Inputs, Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
@@ -26,7 +26,6 @@ from llm_eval.stats import format_p
 from llm_eval.wording import (
     ci_range,
     delta,
-    display_name,
     limits_text,
     power_sentence,
     sentence,
@@ -51,7 +50,7 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
     return {
         "name": gate.name,
         "metric": gate.metric,
-        "metric_label": display_name(gate.metric),
+        "metric_label": parse_metric(gate.metric).label,
         "scope": gate.scope.label(),
         "scope_key": gate.scope.key(),
         "severity": gate.severity,
@@ -64,7 +63,7 @@ def gate_entry(result: GateResult) -> dict[str, Any]:
         "threshold": gate.threshold,
         "regression_max": gate.regression_max,
         "regression_relative": gate.regression_relative,
-        "lower_is_better": lower_is_better(gate.metric),
+        "lower_is_better": parse_metric(gate.metric).lower_is_better,
         "n": result.n,
         "floor_ok": result.floor_ok,
         "regression_ok": result.regression_ok,
@@ -96,7 +95,7 @@ def _stats_entry(result: GateResult) -> dict[str, Any] | None:
         return None
     low, high = delta_interval(result.gate.metric, margin)
     # Raw 0/1 values: for a lower-is-better metric the bad value is 1.
-    flipped = lower_is_better(result.gate.metric)
+    flipped = parse_metric(result.gate.metric).lower_is_better
     return {
         "n": margin.n,
         "ci_low": low,
@@ -286,10 +285,12 @@ def _unpaired_notes(comparison: Comparison, baseline: Baseline | None) -> list[s
     if baseline is None:
         return []
     pooled = dict.fromkeys(
-        r.gate.metric for r in comparison.results if pooling_weight(r.gate.metric) is not None
+        r.gate.metric
+        for r in comparison.results
+        if parse_metric(r.gate.metric).family.pooling == "positions"
     )
     return [
-        f"{display_name(m)} pools positions over queries: its gates are checked against the "
+        f"{parse_metric(m).label} pools positions over queries: its gates are checked against the "
         "baseline without a paired test or per-tag checks."
         for m in pooled
     ]
@@ -352,7 +353,7 @@ def build_report(
         "summary": summary,
         "gates": gates,
         "metrics": metrics,
-        "metric_labels": {m: display_name(m) for m in metrics},
+        "metric_labels": {m: parse_metric(m).label for m in metrics},
         "slices": _slices(inputs.gold.queries, now_scores, before, metrics),
         "changes": {
             "k": k,
@@ -680,9 +681,6 @@ def _fit(line: str, width: int) -> list[str]:
     return wrap(line, width)
 
 
-_REJECTION_METRICS = frozenset({"rejection_accuracy", "false_confidence_rate"})
-
-
 def detail_lines(report: Mapping[str, Any]) -> list[str]:
     """A line each for ambiguous page matches, confident answers to rejection queries and
     stale or conflicting context, when there are any."""
@@ -697,7 +695,7 @@ def detail_lines(report: Mapping[str, Any]) -> list[str]:
     if (
         rejections
         and rejections["not_rejected_count"]
-        and _REJECTION_METRICS & set(report["metrics"])
+        and any(parse_metric(m).kind == "rejection" for m in report["metrics"])
     ):
         lines.append(
             f"{rejections['not_rejected_count']} of "

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from llm_eval.config import Scope
 from llm_eval.gold import GoldQuery
-from llm_eval.metrics import pooling_weight
-from llm_eval.service import ServiceRecord, is_service_metric, service_value
+from llm_eval.metrics import parse_metric
+from llm_eval.service import ServiceRecord
 
 PerQuery = Mapping[str, Mapping[str, float]]
 """`{query_id: {metric: value}}`."""
@@ -87,11 +87,13 @@ def value_over(
     table: ScoreTable, query_ids: Iterable[str], metric: str, only: Collection[str] | None = None
 ) -> SliceMean:
     """The metric over the listed queries (and in `only`): a mean, or a service aggregate."""
-    if not is_service_metric(metric):
-        return mean_over(table.per_query, query_ids, metric, only, pooling_weight(metric))
-    chosen = [q for q in query_ids if only is None or q in only]
-    value, n = service_value(metric, table.service, chosen)
-    return SliceMean(value, n)
+    parsed = parse_metric(metric)
+    if parsed.family.pooling != "aggregate":
+        return mean_over(table.per_query, query_ids, metric, only, parsed.weight_key)
+    records = [
+        table.service[q] for q in query_ids if q in table.service and (only is None or q in only)
+    ]
+    return SliceMean(parsed.aggregate(records), len(records))
 
 
 @dataclass(frozen=True, slots=True)

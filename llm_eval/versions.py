@@ -35,7 +35,7 @@ from typing import Any
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet
-from llm_eval.metrics import QueryMetric, pooling_weight, query_metric
+from llm_eval.metrics import Metric, parse_metric
 from llm_eval.runs import RankedResult, Run
 from llm_eval.textio import iter_unique_records, json_type
 
@@ -210,22 +210,20 @@ _VALUES: dict[str, Callable[[TopK], float]] = {
 }
 
 
-def context_metrics(metrics: Iterable[str]) -> list[QueryMetric]:
+def context_metrics(metrics: Iterable[str]) -> list[Metric]:
     """The stale and conflict metrics among `metrics`."""
-    parsed = (query_metric(m) for m in metrics)
-    return [m for m in parsed if m is not None and m.family.name in _VALUES]
+    parsed = (parse_metric(m) for m in metrics)
+    return [m for m in parsed if m.kind == "context"]
 
 
-def context_values(
-    tops: Mapping[int | None, TopK], metrics: Sequence[QueryMetric]
-) -> dict[str, float]:
+def context_values(tops: Mapping[int | None, TopK], metrics: Sequence[Metric]) -> dict[str, float]:
     """A query's value of each metric (and the weight of a pooled one), from its top k's."""
     values: dict[str, float] = {}
     for metric in metrics:
         assert metric.k is not None
         top = tops[metric.k]
         values[metric.name] = _VALUES[metric.family.name](top)
-        weight = pooling_weight(metric.name)
+        weight = metric.weight_key
         if weight is not None:
             values[weight] = float(top.positions)
     return values

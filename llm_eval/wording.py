@@ -1,9 +1,8 @@
 """Numbers and sentences a reviewer who is not an ML engineer can read.
 
-Proportion metrics that people think of as shares (recall, precision, hit rate,
-error rate, rejection accuracy, stale and conflict rates) are shown as percentages
-with deltas in percentage points; rank-based
-scores (MRR, MAP, nDCG) as decimals; latencies in milliseconds.
+A metric's unit and label come from its registry entry (`llm_eval.metrics`):
+shares are shown as percentages with deltas in percentage points, rank-based
+scores (MRR, MAP, nDCG) as decimals, latencies in milliseconds.
 """
 
 from __future__ import annotations
@@ -12,45 +11,20 @@ import math
 
 from llm_eval.config import Gate
 from llm_eval.gate import GateResult, SliceResult, allowed_change, delta_interval
-from llm_eval.metrics import lower_is_better, parse_metric, query_metric
-from llm_eval.service import SERVICE_METRICS
+from llm_eval.metrics import parse_metric
 from llm_eval.stats import MarginTest, format_p
 
 MINUS = "−"
-_PERCENT = {"recall", "precision", "hit_rate"}
-_NAMES = {"mrr": "MRR", "map": "MAP", "ndcg": "nDCG", "ndcg_exp": "nDCG(exp)"}
-
-
-def _is_ms(metric: str) -> bool:
-    service = SERVICE_METRICS.get(metric)
-    return service is not None and service.unit == "ms"
-
-
-def is_percent(metric: str) -> bool:
-    """Whether the metric reads as a share of queries or documents."""
-    if metric in SERVICE_METRICS:
-        return SERVICE_METRICS[metric].unit == "share"
-    if query_metric(metric) is not None:
-        return True
-    return parse_metric(metric).family.name in _PERCENT
-
-
-def display_name(metric: str) -> str:
-    """`recall@5`, `MRR`, `nDCG@10`, `hit rate@5`, `latency p95`, `stale rate@5`."""
-    if metric in SERVICE_METRICS:
-        return metric.replace("_", " ")
-    parsed = query_metric(metric) or parse_metric(metric)
-    base = _NAMES.get(parsed.family.name, parsed.family.name.replace("_", " "))
-    return base if parsed.k is None else f"{base}@{parsed.k}"
 
 
 def value(metric: str, number: float | None) -> str:
     """`87.0%`, `0.583` or `41.2 ms`; `n/a` when unknown."""
     if number is None or math.isnan(number):
         return "n/a"
-    if _is_ms(metric):
+    parsed = parse_metric(metric)
+    if parsed.family.unit == "ms":
         return f"{number:.1f} ms"
-    return f"{number * 100:.1f}%" if is_percent(metric) else f"{number:.3f}"
+    return f"{number * 100:.1f}%" if parsed.percent else f"{number:.3f}"
 
 
 def delta(metric: str, number: float | None) -> str:
@@ -58,9 +32,10 @@ def delta(metric: str, number: float | None) -> str:
     if number is None or math.isnan(number):
         return "n/a"
     sign = "+" if number >= 0 else MINUS
-    if _is_ms(metric):
+    parsed = parse_metric(metric)
+    if parsed.family.unit == "ms":
         return f"{sign}{abs(number):.1f} ms"
-    if is_percent(metric):
+    if parsed.percent:
         return f"{sign}{abs(number) * 100:.1f} pp"
     return f"{sign}{abs(number):.3f}"
 
@@ -69,14 +44,14 @@ def limit(metric: str, number: float, relative: bool = False) -> str:
     """A regression limit as the move it allows: `−3.0 pp`, `−0.050`, `+20.0 ms`, `+20%`."""
     if relative:
         return f"+{number * 100:g}%"
-    if lower_is_better(metric):
+    if parse_metric(metric).lower_is_better:
         return delta(metric, number)
     return delta(metric, -number).replace("+", MINUS) if number == 0 else delta(metric, -number)
 
 
 def subject(metric: str, scope_label: str) -> str:
     """`recall@5 (tier A)`; no parentheses for all queries."""
-    name = display_name(metric)
+    name = parse_metric(metric).label
     return name if scope_label == "all queries" else f"{name} ({scope_label})"
 
 
@@ -84,7 +59,7 @@ def ci_range(metric: str, low: float | None, high: float | None) -> str:
     """`−8.1 to −3.9 pp` or `−0.150 to −0.100`; `n/a` when unknown."""
     if low is None or high is None:
         return "n/a"
-    unit = " pp" if is_percent(metric) else ""
+    unit = " pp" if parse_metric(metric).percent else ""
     return f"{delta(metric, low).removesuffix(unit)} to {delta(metric, high)}"
 
 
@@ -92,7 +67,7 @@ def limits_text(
     metric: str, threshold: float | None, regression_max: float | None, relative: bool = False
 ) -> str:
     """`≥ 38.0%, Δ ≥ −3.0 pp` (or `≤ 200.0 ms, Δ ≤ +20%`); empty when neither is set."""
-    compare = "≤" if lower_is_better(metric) else "≥"
+    compare = "≤" if parse_metric(metric).lower_is_better else "≥"
     parts = []
     if threshold is not None:
         parts.append(f"{compare} {value(metric, threshold)}")
@@ -120,8 +95,13 @@ def _allowed(gate: Gate, before: float | None) -> str:
     return allowed.lstrip(f"{MINUS}+") if not gate.regression_relative else allowed
 
 
+def _worsened(metric: str) -> str:
+    """The verb for a move the wrong way: `rose` for latency, `dropped` for recall."""
+    return "rose" if parse_metric(metric).lower_is_better else "dropped"
+
+
 def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
-    verb = "rose" if lower_is_better(gate.metric) else "dropped"
+    verb = _worsened(gate.metric)
     change = delta(gate.metric, None if before is None else after - before)
     extra = f"; {details}" if details else ""
     return (
@@ -149,8 +129,7 @@ def _regression_clause(result: GateResult) -> str | None:
     else:
         reason = f"{n} queries are too few; about {needed} are needed"
     return (
-        f"cannot tell whether it {'rose' if lower_is_better(gate.metric) else 'dropped'} by "
-        f"more than {allowed}: {moved}; {reason}"
+        f"cannot tell whether it {_worsened(gate.metric)} by more than {allowed}: {moved}; {reason}"
     )
 
 
@@ -177,7 +156,9 @@ def sentence(result: GateResult) -> str | None:
         clauses = [] if regression is None else [regression]
         if result.floor_ok is False and gate.threshold is not None:
             verb = "and is" if clauses else "is"
-            where = "above the ceiling" if lower_is_better(metric) else "below the floor"
+            where = (
+                "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
+            )
             clauses.append(
                 f"{verb} {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
             )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 import llm_eval
 from llm_eval.errors import InputError
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import Family, families, parse_metric, register
 
 LOG2 = math.log2
 QRELS = {"q": {"d1": 3, "d2": 1, "d3": 2, "d4": 0}}
@@ -51,6 +52,9 @@ EXP_IDCG5 = 7 / LOG2(2) + 3 / LOG2(3) + 1 / LOG2(4)
         ("ndcg@2", 1, (3 / LOG2(3)) / (3 + 2 / LOG2(3))),
         ("ndcg", 1, DCG5 / IDCG5),
         ("ndcg_exp@5", 1, EXP_DCG5 / EXP_IDCG5),
+        ("rprec", 1, 1 / 3),  # R = 3: of x, d1, y only d1 is relevant
+        ("rprec", 2, 1 / 2),  # R = 2: of x, d1 only d1
+        ("Rprec", 3, 0.0),  # R = 1: x is not relevant
     ],
 )
 def test_hand_worked_values(metric: str, level: int, expected: float) -> None:
@@ -136,6 +140,10 @@ def test_scores_api_shapes() -> None:
         ("MAP@100", "map@100"),
         ("nDCG@10", "ndcg@10"),
         ("ndcg_exp@10", "ndcg_exp@10"),
+        ("Rprec", "rprec"),
+        ("r_precision", "rprec"),
+        ("Latency_P95", "latency_p95"),
+        ("stale_rate@3", "stale_rate@3"),
     ],
 )
 def test_parse_metric_names(name: str, canonical: str) -> None:
@@ -149,9 +157,9 @@ def test_parse_metric_names(name: str, canonical: str) -> None:
             "recal@5",
             "unknown metric 'recal@5'; valid metrics: recall@k; precision@k (alias P@k); "
             "hit_rate@k (alias success@k); mrr, mrr@k (alias recip_rank); map, map@k; "
-            "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rejection_accuracy; false_confidence_rate; "
-            "stale_rate@k; stale_query_rate@k; conflict_rate@k; latency_p50, latency_p95, "
-            "latency_p99, error_rate",
+            "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rprec (alias r_precision); "
+            "rejection_accuracy; false_confidence_rate; stale_rate@k; stale_query_rate@k; "
+            "conflict_rate@k; latency_p50; latency_p95; latency_p99; error_rate",
         ),
         ("recall", "metric 'recall' needs a cutoff, e.g. recall@5"),
         ("recall@0", "metric 'recall@0': the cutoff must be a whole number >= 1"),
@@ -167,3 +175,85 @@ def test_parse_metric_errors(name: str, message: str) -> None:
 def test_duplicate_metric_names_are_computed_once() -> None:
     scores = llm_eval.evaluate(QRELS, RUN, ["P@5", "precision@5", "mrr"])
     assert scores.metric_names == ("precision@5", "mrr")
+
+
+@pytest.mark.parametrize(
+    ("name", "label", "percent", "lower_is_better", "pairable", "weight_key"),
+    [
+        ("recall@5", "recall@5", True, False, True, None),
+        ("mrr", "MRR", False, False, True, None),
+        ("ndcg_exp@10", "nDCG(exp)@10", False, False, True, None),
+        ("rprec", "R-precision", True, False, True, None),
+        ("hit_rate@3", "hit rate@3", True, False, True, None),
+        ("false_confidence_rate", "false confidence rate", True, True, True, None),
+        ("stale_rate@5", "stale rate@5", True, True, False, "positions@5"),
+        ("latency_p95", "latency p95", False, True, False, None),
+        ("error_rate", "error rate", True, True, False, None),
+    ],
+)
+def test_each_metric_knows_its_facts(
+    name: str,
+    label: str,
+    percent: bool,
+    lower_is_better: bool,
+    pairable: bool,
+    weight_key: str | None,
+) -> None:
+    metric = parse_metric(name)
+    assert (metric.label, metric.percent, metric.lower_is_better) == (
+        label,
+        percent,
+        lower_is_better,
+    )
+    assert (metric.pairable, metric.weight_key) == (pairable, weight_key)
+
+
+def test_a_family_computes_the_way_its_kind_says() -> None:
+    for family in families():
+        assert (family.kernel is not None) == (family.kind == "relevance"), family.name
+        assert (family.aggregate is not None) == (family.kind == "service"), family.name
+
+
+def test_a_spelling_cannot_be_registered_twice() -> None:
+    with pytest.raises(AssertionError, match="p is registered twice"):
+        register(Family("p", "rejection", "none", "x", "x", "share"))
+
+
+def test_a_registered_metric_is_known_to_config_wording_and_help(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Adding a metric is one register() call: config, wording and `llm-eval metrics`
+    pick it up without another change."""
+    from llm_eval import metrics
+    from llm_eval.commands.metrics import metric_table
+    from llm_eval.config import load_criteria
+    from llm_eval.wording import delta, value
+
+    monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))
+    monkeypatch.setattr(metrics, "_SPELLINGS", dict(metrics._SPELLINGS))
+    register(
+        Family(
+            "first_hit_rate",
+            "relevance",
+            "required",
+            "1 when rank 1 is relevant",
+            "first hit",
+            "share",
+            kernel=lambda j, k: (j.first_relevant_rank() == 1).astype(float),
+        )
+    )
+    try:
+        scores = llm_eval.evaluate(QRELS, {"q": ["d1", "x"]}, ["first_hit_rate@1"])
+        assert scores.mean("first_hit_rate@1") == 1.0
+        criteria = tmp_path / "criteria.yaml"
+        criteria.write_text(
+            "gates:\n  - name: g\n    metric: FIRST_HIT_RATE@1\n    threshold: 0.5\n"
+        )
+        assert load_criteria(criteria).gates[0].metric == "first_hit_rate@1"
+        assert (value("first_hit_rate@1", 0.5), delta("first_hit_rate@1", -0.02)) == (
+            "50.0%",
+            "−2.0 pp",
+        )
+        assert "  first_hit_rate@k\n    1 when rank 1 is relevant; a percentage" in metric_table()
+    finally:
+        parse_metric.cache_clear()

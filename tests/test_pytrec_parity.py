@@ -28,7 +28,7 @@ PARITY = {
     "map@{k}": "map_cut_{k}",
     "ndcg@{k}": "ndcg_cut_{k}",
 }
-NO_CUTOFF = {"mrr": "recip_rank", "map": "map", "ndcg": "ndcg"}
+NO_CUTOFF = {"mrr": "recip_rank", "map": "map", "ndcg": "ndcg", "rprec": "Rprec"}
 
 
 @st.composite
@@ -146,3 +146,30 @@ def test_a_repeated_id_counts_at_its_first_rank_only(
     assert a == b
     for row in a.values():
         assert all(0.0 <= v <= 1.0 for v in row.values())
+
+
+def exponential_gains(qrels: dict) -> dict:
+    """The qrels with each grade g replaced by 2^g - 1: trec_eval's linear-gain nDCG over
+    these grades is nDCG with exponential gain over the originals."""
+    return {qid: {d: 2**g - 1 for d, g in judged.items()} for qid, judged in qrels.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=qrels_and_runs(), level=st.sampled_from([1, 2]))
+def test_ndcg_exp_matches_pytrec_eval_over_exponential_gains(
+    data: tuple[dict, dict], level: int
+) -> None:
+    qrels, run = data
+    names = ["ndcg_exp", *(f"ndcg_exp@{k}" for k in CUTOFFS)]
+    ours = llm_eval.evaluate(qrels, run, names, relevance_level=level).to_dict()
+    measures = {"ndcg", *(f"ndcg_cut_{k}" for k in CUTOFFS)}
+    # The level only decides which queries are evaluated (those with a relevant document);
+    # nDCG itself uses every grade, so the reference runs at level 1 on the mapped grades.
+    expected = reference(exponential_gains(qrels), run, 1, measures)
+    for qid, row in ours.items():
+        if qid not in run:
+            continue
+        assert row["ndcg_exp"] == pytest.approx(expected[qid]["ndcg"], abs=1e-12)
+        for k in CUTOFFS:
+            got = row[f"ndcg_exp@{k}"]
+            assert got == pytest.approx(expected[qid][f"ndcg_cut_{k}"], abs=1e-12), (qid, k)

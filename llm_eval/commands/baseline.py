@@ -12,11 +12,12 @@ from llm_eval.errors import InputError
 from llm_eval.fingerprint import query_fingerprints
 from llm_eval.gate import decide
 from llm_eval.gitinfo import head_commit
+from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
 from llm_eval.pipeline import Inputs, Measurement, fingerprints, load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.slices import breakdown, members, value_over
-from llm_eval.wording import delta, display_name, sentence, value
+from llm_eval.wording import delta, sentence, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,7 @@ def _floors_failed(inputs: Inputs, measurement: Measurement) -> list[str]:
 
 def moved(old: Baseline | None, new: Baseline) -> str:
     """What changed between two baselines: overall and per tier, one row each."""
-    header = ["slice", "n", *map(display_name, new.metrics)]
+    header = ["slice", "n", *(parse_metric(m).label for m in new.metrics)]
     rows = []
     for slice_name, row in new.aggregates.items():
         if slice_name.startswith("tag:"):
@@ -124,5 +125,5 @@ def show(baseline_path: Path) -> str:
         [name, str(row["n"]), *(value(m, float(row[m])) for m in baseline.metrics)]
         for name, row in baseline.aggregates.items()
     ]
-    table = render_table(["slice", "n", *map(display_name, baseline.metrics)], rows)
+    table = render_table(["slice", "n", *(parse_metric(m).label for m in baseline.metrics)], rows)
     return "\n".join(head) + table

@@ -14,15 +14,14 @@ from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.gate import delta_interval
 from llm_eval.gold import GoldSet, load_gold
-from llm_eval.metrics import canonical_metric, lower_is_better, pooling_weight
+from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
 from llm_eval.pipeline import Measurement, score_run, scoring_for
 from llm_eval.runs import load_run
-from llm_eval.service import is_service_metric
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import format_p, holm, margin_tests
 from llm_eval.textio import write_atomic
-from llm_eval.wording import delta, display_name, value
+from llm_eval.wording import delta, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +90,7 @@ def _row(
     resamples: int,
     seed: int,
 ) -> Row:
-    worse = (after, before) if lower_is_better(metric) else (before, after)
+    worse = (after, before) if parse_metric(metric).lower_is_better else (before, after)
     test = margin_tests(*worse, [0.0], alpha=alpha / 2, resamples=resamples, seed=seed)[0]
     low, high = delta_interval(metric, test)
     p_value = min(1.0, 2.0 * min(test.p_beyond, test.p_within))
@@ -113,7 +112,7 @@ def _winner(metric: str, p_value: float, low: float, high: float, alpha: float) 
     if p_value >= alpha or low <= 0.0 <= high:
         return "no significant difference"
     b_higher = low > 0.0
-    return "B" if b_higher != lower_is_better(metric) else "A"
+    return "B" if b_higher != parse_metric(metric).lower_is_better else "A"
 
 
 def _holm_on_tags(rows: list[Row], alpha: float) -> list[Row]:
@@ -140,7 +139,7 @@ def verdict_line(rows: Sequence[Row]) -> str:
     overall = [r for r in rows if r.slice == "overall"]
     parts: dict[str, list[str]] = {"A": [], "B": [], "no significant difference": []}
     for r in overall:
-        parts[r.winner].append(f"{display_name(r.metric)} ({delta(r.metric, r.delta)})")
+        parts[r.winner].append(f"{parse_metric(r.metric).label} ({delta(r.metric, r.delta)})")
     said = [
         f"B is better on {', '.join(parts['B'])}" if parts["B"] else "",
         f"A is better on {', '.join(parts['A'])}" if parts["A"] else "",
@@ -158,8 +157,8 @@ def per_query_metrics(names: Sequence[str], explicit: bool) -> tuple[list[str], 
     over queries, not per-query values: asking for one explicitly is an error.
     """
     kept, skipped = [], []
-    for name in map(canonical_metric, names):
-        if is_service_metric(name) or pooling_weight(name) is not None:
+    for name in (parse_metric(n).name for n in names):
+        if not parse_metric(name).pairable:
             if explicit:
                 raise InputError(
                     f"compare pairs per-query values, and {name} is an aggregate over "
@@ -179,7 +178,7 @@ def _cells(row: Row) -> list[str]:
     low = delta(metric, row.ci_low).removesuffix(" pp")
     return [
         row.slice,
-        display_name(metric),
+        parse_metric(metric).label,
         str(row.n),
         value(metric, row.mean_a),
         value(metric, row.mean_b),

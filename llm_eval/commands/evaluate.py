@@ -7,12 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llm_eval.errors import InputError
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import GoldSet, load_gold
 from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
 from llm_eval.matching import match_run, needs_matching
-from llm_eval.metrics import canonical_metric, is_relevance_metric
 from llm_eval.output import plural, render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.runs import RunFormat, detect_format, iter_trec_scores, load_run
@@ -32,12 +30,6 @@ def evaluate_files(
     A gold set labelled by pages or passages is matched as `matching: auto` matches it,
     with the default page tolerance and F1 threshold.
     """
-    for name in metrics:
-        if not is_relevance_metric(name):
-            raise InputError(
-                f"evaluate computes relevance metrics; {canonical_metric(name)} is computed "
-                "by `llm-eval gate`, which reads the config"
-            )
     parsed = parse_metrics(metrics)
     gold = load_gold(gold_paths) if gold_paths else None
     if gold is not None and needs_matching(gold):

@@ -1,0 +1,21 @@
+"""Default paths and settings, one home for each, importable without cost.
+
+The command line shows them in `--help`, so this module imports nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG = Path("config/llm-eval.yaml")
+"""What to evaluate: gold set, retriever, metrics."""
+CRITERIA = Path("config/ship-criteria.yaml")
+"""The gates."""
+BASELINE = Path("gold/baseline.json")
+"""The committed baseline, unless the config names another."""
+OUTPUT = Path(".llm-eval")
+"""Where a gate run writes its report and run files."""
+METRICS = ("recall@5", "mrr")
+"""What is reported when the config (or `evaluate -m`) names no metrics."""
+TOP_K = 10
+"""Results asked of the retriever per query."""
