@@ -13,10 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_eval.baseline import Baseline
-from llm_eval.config import (
-    Gate,
-    Scope,
-)
+from llm_eval.criteria import Gate, Scope
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import (
     GoldDiff,

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from llm_eval.config import Gate
+from llm_eval.criteria import Gate
 from llm_eval.metrics import parse_metric
 from llm_eval.stats import MarginTest, holm
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llm_eval.config import (
-    Criteria,
     EvalConfig,
     check_against_config,
     check_against_gold,
     load_config,
     load_criteria,
 )
+from llm_eval.criteria import Criteria
 from llm_eval.evaluation import parse_metrics, score_judgments
 from llm_eval.fingerprint import (
     digest,
@@ -30,7 +30,8 @@ from llm_eval.fingerprint import (
     gold_fingerprint,
     query_fingerprints,
 )
-from llm_eval.gold import GoldSet, load_gold
+from llm_eval.gold import GoldSet
+from llm_eval.gold_io import load_gold
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric

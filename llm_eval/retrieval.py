@@ -29,7 +29,8 @@ from llm_eval.pipeline import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.retrievers.pool import PooledRetriever
-from llm_eval.runs import Run, load_run
+from llm_eval.run_io import load_run
+from llm_eval.runs import Run
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_eval.config import Scope
+from llm_eval.criteria import Scope
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
 from llm_eval.service import ServiceRecord

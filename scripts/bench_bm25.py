@@ -33,7 +33,8 @@ import numpy as np
 
 import llm_eval
 from llm_eval.corpus import iter_corpus
-from llm_eval.gold import GoldSet, load_gold
+from llm_eval.gold import GoldSet
+from llm_eval.gold_io import load_gold
 from llm_eval.retrievers import RetrieverContext, bm25
 
 DEMO_GOLD = ["gold/python-docs-A.jsonl", "gold/python-docs-B.jsonl"]

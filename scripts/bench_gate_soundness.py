@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 
 from llm_eval.baseline import Baseline  # noqa: E402
 from llm_eval.comparison import decide_gates  # noqa: E402
-from llm_eval.config import Gate, Location, Scope, Statistics  # noqa: E402
+from llm_eval.criteria import Gate, Location, Scope, Statistics  # noqa: E402
 from llm_eval.gate import GateResult, SliceInput, decide, decide_slices  # noqa: E402
 from llm_eval.gold import GoldQuery  # noqa: E402
 from llm_eval.slices import ScoreTable  # noqa: E402

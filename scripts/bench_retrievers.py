@@ -23,7 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from llm_eval.gold import GoldQuery, load_gold
+from llm_eval.gold import GoldQuery
+from llm_eval.gold_io import load_gold
 from llm_eval.retrievers import RetrieverContext, http
 
 ANSWER = json.dumps(

@@ -8,7 +8,7 @@ import pytest
 
 from llm_eval.baseline import Baseline
 from llm_eval.comparison import decide_gates
-from llm_eval.config import Gate, Location, Scope, Statistics
+from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.errors import ComparisonError
 from llm_eval.gold import GoldQuery
 from llm_eval.slices import ScoreTable

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from llm_eval.config import Gate, Location, Scope, Statistics
+from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
 from llm_eval.stats import MarginTest
 from llm_eval.wording import power_sentence, sentence, slice_sentence

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.gold import GoldQuery, GoldSet, GoldSource, iter_gold_file, load_gold
+from llm_eval.gold import GoldQuery, GoldSet, GoldSource
+from llm_eval.gold_io import iter_gold_file, load_gold
 
 VALID_KEYS = (
     "expected_answer, gold_references, is_rejection, notes, query, query_id, "

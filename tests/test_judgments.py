@@ -22,10 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_eval import judgments, runs, textio
+from llm_eval import judgments, run_io, textio
 from llm_eval.errors import InputError
 from llm_eval.judgments import Judgments, judge_scored, judge_scored_chunks
-from llm_eval.runs import iter_trec_scores, load_trec_scores
+from llm_eval.run_io import iter_trec_scores, load_trec_scores
 from llm_eval.textio import iter_lines, iter_text_blocks
 
 BLOCK_SIZES = [1, 2, 7, 64, 1 << 16]
@@ -70,7 +70,7 @@ def small_pieces(block_bytes: int, chunk_docs: int = 3) -> Iterator[None]:
     """Read files `block_bytes` at a time and hand out chunks of about `chunk_docs`."""
     with (
         mock.patch.object(textio, "BLOCK_BYTES", block_bytes),
-        mock.patch.object(runs, "_CHUNK_DOCS", chunk_docs),
+        mock.patch.object(run_io, "_CHUNK_DOCS", chunk_docs),
     ):
         yield
 

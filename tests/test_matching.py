@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import llm_eval
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery, GoldReference, GoldSet, GoldSource, load_gold
+from llm_eval.gold import GoldQuery, GoldReference, GoldSet, GoldSource
+from llm_eval.gold_io import load_gold
 from llm_eval.matching import (
     Ambiguity,
     MatchedQuery,

@@ -11,7 +11,8 @@ from servers import CORPUS, Reply, Scripted, SearchService, always, gold_texts, 
 from llm_eval.cli import main
 from llm_eval.retrieval_cache import RetrievalCache, entry_key, retriever_key
 from llm_eval.retrievers.pool import Hits
-from llm_eval.runs import RankedResult, load_run
+from llm_eval.run_io import load_run
+from llm_eval.runs import RankedResult
 
 
 @pytest.fixture(scope="module")

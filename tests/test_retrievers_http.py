@@ -34,7 +34,8 @@ from llm_eval.retrievers.http import (
     retry_after_seconds,
 )
 from llm_eval.retrievers.pool import QueryFailed
-from llm_eval.runs import RankedResult, load_run
+from llm_eval.run_io import load_run
+from llm_eval.runs import RankedResult
 
 FAST = {"retries": 2, "backoff_s": 0.001, "timeout_s": 2}
 """Retry settings that keep the tests quick."""

@@ -14,7 +14,8 @@ import pytest
 from servers import Project, write_project
 
 from llm_eval.cli import main
-from llm_eval.runs import RankedResult, load_run
+from llm_eval.run_io import load_run
+from llm_eval.runs import RankedResult
 
 # Every test writes its own module under a name of its own: modules are imported once
 # per process, and a second test must not get the first one's module from sys.modules.

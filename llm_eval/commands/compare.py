@@ -13,11 +13,12 @@ import numpy as np
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.gate import delta_interval
-from llm_eval.gold import GoldSet, load_gold
+from llm_eval.gold import GoldSet
+from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
 from llm_eval.pipeline import Measurement, score_run, scoring_for
-from llm_eval.runs import load_run
+from llm_eval.run_io import load_run
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import format_p, holm, margin_tests
 from llm_eval.textio import write_atomic

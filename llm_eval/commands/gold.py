@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.baseline import Baseline, load_baseline
-from llm_eval.config import Gate
 from llm_eval.corpus import iter_corpus
+from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural, render_table

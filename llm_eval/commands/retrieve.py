@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_eval.config import load_config
-from llm_eval.gold import load_gold
+from llm_eval.gold_io import load_gold
 from llm_eval.retrieval import RetrieveOptions, retrieval_notes, retrieve_gold
-from llm_eval.runs import dump_jsonl
+from llm_eval.run_io import dump_jsonl
 from llm_eval.textio import write_atomic
 
 

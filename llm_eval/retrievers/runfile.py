@@ -15,7 +15,8 @@ from typing import Any, get_args
 
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
-from llm_eval.runs import Run, RunFormat, load_run
+from llm_eval.run_io import load_run
+from llm_eval.runs import Run, RunFormat
 
 FORMATS: tuple[str, ...] = get_args(RunFormat)
 

@@ -1,0 +1,226 @@
+"""Reading gold JSONL files into a `GoldSet`, every field checked (file, line, key)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.gold import (
+    DEFAULT_TIER,
+    LABEL_OF,
+    MATCHINGS,
+    MAX_GRADE,
+    GoldQuery,
+    GoldReference,
+    GoldSet,
+    GoldSource,
+)
+from llm_eval.output import plural
+from llm_eval.textio import iter_lines, json_type, parse_json_object
+
+_FIELDS = {
+    "query_id",
+    "query",
+    "tier",
+    "tags",
+    "relevant",
+    "gold_references",
+    "reference_passages",
+    "is_rejection",
+    "expected_answer",
+    "notes",
+}
+
+
+def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
+    """Read gold JSONL files; query ids must be unique across all of them."""
+    seen: dict[str, tuple[str, int]] = {}
+    queries: list[GoldQuery] = []
+    for source in sources:
+        if not isinstance(source, GoldSource):
+            source = GoldSource(str(source))
+        if source.matching not in MATCHINGS:
+            raise InputError(
+                f"matching: expected one of {', '.join(MATCHINGS)}, got {source.matching!r}",
+                path=source.path,
+            )
+        count = len(queries)
+        for query in iter_gold_file(source.path, source.tier, source.matching):
+            first = seen.get(query.query_id)
+            if first is not None:
+                raise InputError(
+                    f"duplicate query_id {query.query_id!r} (first at {first[0]}:{first[1]})",
+                    path=query.path,
+                    line=query.line,
+                    key="query_id",
+                )
+            seen[query.query_id] = (query.path, query.line)
+            queries.append(query)
+        if len(queries) == count:
+            raise InputError("the gold file has no queries", path=source.path)
+    return GoldSet(tuple(queries))
+
+
+def iter_gold_file(
+    path: str | Path, tier: str | None = None, matching: str = "auto"
+) -> Iterator[GoldQuery]:
+    """Stream the queries of one gold file, failing on the first bad line."""
+    for line, text in iter_lines(path):
+        record = parse_json_object(text, path, line, strict=True)
+        yield _parse_query(record, str(path), line, tier, matching)
+
+
+def _parse_query(
+    record: Mapping[str, Any], path: str, line: int, file_tier: str | None, matching: str
+) -> GoldQuery:
+    def fail(key: str, reason: str) -> InputError:
+        return InputError(reason, path=path, line=line, key=key)
+
+    unknown = sorted(set(record) - _FIELDS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key (valid keys: {', '.join(sorted(_FIELDS))})")
+    for key in ("query_id", "query"):
+        if key not in record:
+            raise fail(key, "missing required key")
+        if not isinstance(record[key], str) or not record[key].strip():
+            raise fail(key, "must be a non-empty string")
+    tier = _tier(record.get("tier"), file_tier, fail)
+    relevant = _relevant(record.get("relevant", {}), fail)
+    references = _references(record.get("gold_references", []), fail)
+    passages = _passages(record.get("reference_passages", []), fail)
+    is_rejection = record.get("is_rejection", False)
+    if not isinstance(is_rejection, bool):
+        raise fail("is_rejection", "must be true or false")
+    labels = {"relevant": relevant, "gold_references": references, "reference_passages": passages}
+    labelled = _check_labels(is_rejection, labels, matching, fail)
+    return GoldQuery(
+        query_id=record["query_id"],
+        query=record["query"],
+        tier=tier,
+        tags=_tags(record.get("tags", []), fail),
+        relevant=relevant,
+        is_rejection=is_rejection or not labelled,
+        expected_answer=_optional_text(record, "expected_answer", fail),
+        notes=_optional_text(record, "notes", fail),
+        path=path,
+        line=line,
+        gold_references=references,
+        reference_passages=passages,
+        matching=matching,
+    )
+
+
+_NOUNS = {
+    "relevant": ("document", "documents"),
+    "gold_references": ("reference", "references"),
+    "reference_passages": ("passage", "passages"),
+}
+
+
+def _check_labels(
+    is_rejection: bool, labels: Mapping[str, tuple[Any, ...]], matching: str, fail: Any
+) -> bool:
+    """Whether the query is labelled; labels must fit the rejection flag and the file's matcher."""
+    given = {key: len(value) for key, value in labels.items() if value}
+    if is_rejection and given:
+        key, count = next(iter(given.items()))
+        raise fail("is_rejection", f"is true but `{key}` lists {plural(count, *_NOUNS[key])}")
+    needed = LABEL_OF.get(matching)
+    if given and needed is not None and needed not in given:
+        raise fail(needed, f"missing: the config matches this file by {matching}")
+    return bool(given)
+
+
+def _tier(value: Any, file_tier: str | None, fail: Any) -> str:
+    if value is None:
+        return file_tier or DEFAULT_TIER
+    if not isinstance(value, str) or not value.strip():
+        raise fail("tier", "must be a non-empty string")
+    if file_tier is not None and value != file_tier:
+        raise fail("tier", f"is {value!r} but the config lists this file as tier {file_tier!r}")
+    return value
+
+
+def _tags(value: Any, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise fail("tags", "must be a list of non-empty strings")
+    return tuple(dict.fromkeys(value))
+
+
+def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
+    if isinstance(value, list):
+        if not all(isinstance(doc, str) and doc for doc in value):
+            raise fail("relevant", "a list must hold document ids (non-empty strings)")
+        return tuple((doc, 1) for doc in dict.fromkeys(value))
+    if not isinstance(value, dict):
+        raise fail(
+            "relevant",
+            f"must be an object {{doc_id: grade}} or a list of doc ids, got {json_type(value)}",
+        )
+    pairs = []
+    for doc, grade in value.items():
+        if not doc:
+            raise fail("relevant", "document ids must be non-empty")
+        if not _whole(grade, 0, MAX_GRADE):
+            shown = json.dumps(grade)
+            raise fail(
+                f"relevant.{doc}",
+                f"grade must be a whole number from 0 to {MAX_GRADE}, got {shown}",
+            )
+        if grade > 0:
+            pairs.append((doc, grade))
+    return tuple(pairs)
+
+
+_REFERENCE_KEYS = ("document", "page", "relevance")
+
+
+def _references(value: Any, fail: Any) -> tuple[GoldReference, ...]:
+    if not isinstance(value, list):
+        raise fail(
+            "gold_references",
+            f"must be a list of {{document, page, relevance}} objects, got {json_type(value)}",
+        )
+    return tuple(_reference(item, f"gold_references[{i}]", fail) for i, item in enumerate(value))
+
+
+def _reference(item: Any, key: str, fail: Any) -> GoldReference:
+    if not isinstance(item, dict):
+        raise fail(key, f"must be an object {{document, page, relevance}}, got {json_type(item)}")
+    unknown = sorted(set(item) - set(_REFERENCE_KEYS))
+    if unknown:
+        raise fail(f"{key}.{unknown[0]}", f"unknown key (valid keys: {', '.join(_REFERENCE_KEYS)})")
+    for required in ("document", "page"):
+        if required not in item:
+            raise fail(f"{key}.{required}", "missing required key")
+    document, page, relevance = item["document"], item["page"], item.get("relevance", 1)
+    if not isinstance(document, str) or not document.strip():
+        raise fail(f"{key}.document", "must be a non-empty string")
+    if not _whole(page, 0):
+        raise fail(f"{key}.page", f"must be a whole number >= 0, got {json.dumps(page)}")
+    if not _whole(relevance, 1, MAX_GRADE):
+        shown = json.dumps(relevance)
+        raise fail(f"{key}.relevance", f"must be a whole number from 1 to {MAX_GRADE}, got {shown}")
+    return GoldReference(document, page, relevance)
+
+
+def _whole(value: Any, minimum: int, maximum: int | None = None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        return False
+    return maximum is None or value <= maximum
+
+
+def _passages(value: Any, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise fail("reference_passages", "must be a list of non-empty strings")
+    return tuple(dict.fromkeys(value))
+
+
+def _optional_text(record: Mapping[str, Any], key: str, fail: Any) -> str | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise fail(key, "must be a string")
+    return value
