@@ -267,18 +267,12 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
     except InputError as exc:
         raise kind_node.error(exc.reason) from None
     keys = node.mapping(frozenset({"kind", "max_error_rate", *kind.settings}))
-    settings: dict[str, Any] = {}
-    for name, setting in kind.settings.items():
-        if name not in keys:
-            if setting.required:
-                raise node.error(f"missing required key {name!r}")
-            settings[name] = setting.default
-            continue
-        value = keys[name].plain()
-        reason = setting.check(value)
-        if reason is not None:
-            raise keys[name].error(reason)
-        settings[name] = value
+    given = {name: keys[name].plain() for name in kind.settings if name in keys}
+    try:
+        settings = kind.checked(given)
+    except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
+        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
+        raise where.error(exc.reason) from None
     if kind.needs_corpus and corpus is None:
         raise node.error(f"the {kind.name} retriever needs a `corpus` file in the config")
     max_error_rate = _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else 0.0

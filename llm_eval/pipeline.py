@@ -36,6 +36,7 @@ from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
+from llm_eval.retrievers import retriever_kind
 from llm_eval.runs import Run
 from llm_eval.service import ServiceRecord
 from llm_eval.slices import ScoreTable
@@ -237,8 +238,8 @@ def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]
 def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | None:
     """A run file counts by its content (also as `kind: run`); a retriever by its settings."""
     retriever = config.retriever
-    if run_path is None and retriever is not None and retriever.kind == "run":
-        run_path = Path(retriever.settings["path"])
+    if run_path is None and retriever is not None:
+        run_path = retriever_kind(retriever.kind).answers_file(retriever.settings)
     if run_path is not None:
         return "run:" + file_digest(run_path)
     if retriever is None:

@@ -28,7 +28,6 @@ from llm_eval.output import plural
 from llm_eval.pipeline import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
-from llm_eval.retrievers.pool import PooledRetriever
 from llm_eval.run_io import load_run
 from llm_eval.runs import Run
 
@@ -91,35 +90,20 @@ def retrieve_gold(
             options.progress(next(done), total)
 
     runs = [
-        _retrieve_once(retriever, queries, config.top_k, cache, finished)
-        for _ in range(options.repeat)
+        retriever.retrieve(queries, config.top_k, cache, finished) for _ in range(options.repeat)
     ]
     check_error_rate(runs[0], queries, config.retriever.max_error_rate)
     hits = cache.hits if cache is not None else 0
     return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs))
 
 
-def _retrieve_once(
-    retriever: Retriever,
-    queries: Sequence[GoldQuery],
-    top_k: int,
-    cache: RetrievalCache | None,
-    finished: Callable[[], None],
-) -> Run:
-    if isinstance(retriever, PooledRetriever):  # answers query by query: cached, reported
-        return retriever.retrieve(queries, top_k, cache, finished)
-    run = retriever.retrieve(queries, top_k)
-    for _ in queries:
-        finished()
-    return run
-
-
 def _retrieval_cache(config: EvalConfig, retriever: Retriever) -> RetrievalCache | None:
-    """The cache of a retriever that answers query by query (the others need none)."""
-    if not isinstance(retriever, PooledRetriever):
+    """The cache of a retriever whose answers are cached (the others have none)."""
+    identity = retriever.cache_identity
+    if identity is None:
         return None
     corpus = file_digest(config.corpus) if config.corpus is not None else None
-    key = retriever_key(retriever.identity, corpus)
+    key = retriever_key(identity, corpus)
     return RetrievalCache(config.output / "cache" / "retrieval" / key)
 
 
@@ -218,6 +202,6 @@ def build_retriever(config: EvalConfig) -> Retriever:
     kind = retriever_kind(config.retriever.kind)
     context = RetrieverContext(config.corpus, config.output / "cache")
     try:
-        return kind.build(config.retriever.settings, context)
+        return kind.create(config.retriever.settings, context)
     except InputError as exc:
         raise config.retriever.locate(exc) from None

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bm25s
 import numpy as np
 
 import llm_eval
@@ -125,7 +126,7 @@ def report(corpus: Path, gold: GoldSet, top_k: int, repeat: int) -> None:
     documents = sum(1 for _ in iter_corpus(corpus))
     queries = len(gold.queries)
     print(f"corpus {corpus}: {documents:,} documents; {queries} queries, top {top_k}")
-    print(f"bm25s {bm25.bm25s.__version__}; best of {repeat}\n")
+    print(f"bm25s {bm25s.__version__}; best of {repeat}\n")
     a, b = ours(corpus, gold, top_k, repeat), peer(corpus, gold, top_k, repeat)
     print(f"{'':28}{'llm-eval bm25':>15}{'rank_bm25':>15}{'speed-up':>10}")
     rows = [

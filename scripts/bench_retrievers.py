@@ -77,7 +77,7 @@ def gold_queries(count: int, folder: Path) -> Sequence[GoldQuery]:
 def timed_run(url: str, queries: Sequence[GoldQuery], concurrency: int, cache: Path) -> float:
     """Seconds to answer every query at this concurrency; every query must succeed."""
     settings = {"url": url, "concurrency": concurrency, "retries": 0}
-    retriever = http.build(settings, RetrieverContext(None, cache))
+    retriever = http.KIND.create(settings, RetrieverContext(None, cache))
     started = time.perf_counter()
     run = retriever.retrieve(queries, 10)
     elapsed = time.perf_counter() - started

@@ -14,6 +14,8 @@ from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, Setting, bm25, retriever_kind
 from llm_eval.retrievers.bm25 import KIND, Analyzer, BM25Config, BM25Retriever, make_stemmer
+from llm_eval.retrievers.bm25 import index as bm25_index
+from llm_eval.retrievers.bm25 import store as bm25_store
 from llm_eval.runs import Run
 
 PLAIN: dict[str, Any] = {"stemmer": None, "stopwords": None, "fields": ["text"]}
@@ -36,7 +38,7 @@ def query(text: str, query_id: str = "q1") -> GoldQuery:
 
 def build(corpus: Path, **settings: Any) -> BM25Retriever:
     context = RetrieverContext(corpus, corpus.parent / "cache")
-    return bm25.build(settings, context)
+    return bm25.KIND.create(settings, context)
 
 
 def scores(run: Run, query_id: str = "q1") -> list[tuple[str, float]]:
@@ -159,7 +161,7 @@ def test_every_query_is_answered_in_one_batch_or_many(
     retriever = build(write_corpus(tmp_path, corpus), **PLAIN)
     queries = [query(f"w{i} common", f"q{i}") for i in range(9)]
     whole = retriever.retrieve(queries, 5)
-    monkeypatch.setattr(bm25, "_MAX_POSTINGS_PER_BATCH", 1)
+    monkeypatch.setattr(bm25_index, "MAX_POSTINGS_PER_BATCH", 1)
     assert retriever.retrieve(queries, 5).ranked() == whole.ranked()
     latencies = {q.latency_ms for q in whole.queries.values()}
     assert len(latencies) == 1
@@ -205,7 +207,7 @@ def test_missing_corpus_is_an_input_error(tmp_path: Path) -> None:
 
 def test_a_corpus_is_required(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
-        bm25.build({}, RetrieverContext(None, tmp_path))
+        bm25.KIND.create({}, RetrieverContext(None, tmp_path))
     assert str(caught.value) == "the bm25 retriever needs a `corpus` file in the config"
 
 
@@ -228,7 +230,7 @@ def test_second_build_loads_the_cached_index(
     def must_not_index(*args: object) -> None:
         raise AssertionError("indexed again")
 
-    monkeypatch.setattr(bm25, "index_corpus", must_not_index)
+    monkeypatch.setattr(bm25_store, "index_corpus", must_not_index)
     assert search(build(path), "apple cherry") == first
 
 
@@ -283,7 +285,7 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path, damage: Any) -> None:
     (folder,) = cached_indexes(tmp_path / "cache")
     damage(folder)
     assert search(build(path), "apple cherry") == first
-    assert bm25.load_index(folder) is not None
+    assert bm25_store.load_index(folder) is not None
 
 
 def test_a_failed_save_leaves_no_index_and_is_no_error(
@@ -294,11 +296,11 @@ def test_a_failed_save_leaves_no_index_and_is_no_error(
     def disk_full(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(bm25, "write_atomic", disk_full)
+    monkeypatch.setattr(bm25_store, "write_atomic", disk_full)
     assert [doc for doc, _ in search(build(path), "apple")] == ["d1"]
     assert cached_indexes(tmp_path / "cache") == []
     with pytest.raises(OSError, match="No space left"):
-        bm25.save_index(build(path).index, tmp_path / "cache" / "bm25" / "key")
+        bm25_store.save_index(build(path).index, tmp_path / "cache" / "bm25" / "key")
     assert cached_indexes(tmp_path / "cache") == []
 
 
@@ -399,7 +401,7 @@ def test_build_rejects_a_bad_setting_by_name(tmp_path: Path) -> None:
 
 
 def test_custom_stopwords_are_lower_cased_and_sorted(tmp_path: Path) -> None:
-    config = BM25Config.from_settings({"stopwords": ["Zoo", "apple", "zoo"]})
+    config = BM25Config.from_values(KIND.checked({"stopwords": ["Zoo", "apple", "zoo"]}))
     assert config.stopwords == ("apple", "zoo")
     retriever = build(write_corpus(tmp_path, HAND_CORPUS), stopwords=["APPLE"])
     assert search(retriever, "apple") == []

@@ -59,3 +59,40 @@ def test_a_missing_run_file_is_a_config_error(
     project = write_project(tmp_path, {"kind": "run", "path": "nope.jsonl"}, queries=1)
     assert main(["retrieve", "--config", str(project.config), "--out", "x"]) == 3
     assert capsys.readouterr().err == "llm-eval: error: nope.jsonl: no such file\n"
+
+
+def test_a_batch_retriever_reports_each_query_and_is_never_cached(tmp_path: Path) -> None:
+    from llm_eval.gold import GoldQuery
+    from llm_eval.retrievers import RetrieverContext, retriever_kind
+
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"query_id": "q1", "results": [{"doc_id": "d"}]}\n')
+    kind = retriever_kind("run")
+    retriever = kind.create({"path": str(run)}, RetrieverContext(None, tmp_path))
+    queries = [GoldQuery(q, q, "A", (), (("d", 1),), False, None, None, "g", 1) for q in "ab"]
+    done: list[int] = []
+    answered = retriever.retrieve(queries, 10, None, lambda: done.append(1))
+    assert (list(answered.queries), len(done), retriever.cache_identity) == (["q1"], 2, None)
+    assert kind.answers_file({"path": str(run), "format": "auto"}) == run
+    assert kind.depends_on({"path": "runs/x.jsonl", "format": "auto"}, tmp_path) == [
+        Path("runs/x.jsonl")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({}, "missing required key 'path'"),
+        ({"path": "r.jsonl", "format": "csv"}, "format: must be one of 'auto', 'jsonl', 'trec'"),
+        ({"path": "r.jsonl", "colour": 1}, "colour: unknown setting (valid: path, format)"),
+    ],
+)
+def test_create_checks_the_settings_it_builds_from(
+    tmp_path: Path, settings: dict[str, object], message: str
+) -> None:
+    from llm_eval.errors import InputError
+    from llm_eval.retrievers import RetrieverContext, retriever_kind
+
+    with pytest.raises(InputError) as raised:
+        retriever_kind("run").create(settings, RetrieverContext(None, tmp_path))
+    assert str(raised.value).startswith(message)

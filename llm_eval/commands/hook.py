@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.hook import is_ours, render_script
+from llm_eval.retrievers import retriever_kind
 from llm_eval.textio import write_atomic
 
 WATCHED_FOLDERS = ("config/", "gold/")
@@ -84,7 +83,7 @@ def default_watch(
         *([config.versions] if config.versions is not None else []),
         baseline_path or config.baseline,
         *(
-            _retriever_paths(root, config.retriever.kind, config.retriever.settings)
+            retriever_kind(config.retriever.kind).depends_on(config.retriever.settings, root)
             if config.retriever is not None
             else ()
         ),
@@ -95,22 +94,6 @@ def default_watch(
         if name not in paths and not name.startswith(WATCHED_FOLDERS):
             paths.append(name)
     return tuple(paths)
-
-
-def _retriever_paths(root: Path, kind: str, settings: Mapping[str, Any]) -> list[Path]:
-    """What a retriever's answers depend on inside the repository: a `python` target's
-    top-level package (or module) found on its python_path, a `run` retriever's file."""
-    if kind == "run" and isinstance(settings.get("path"), str):
-        return [Path(settings["path"])]
-    if kind != "python":
-        return []  # an http retriever's settings are in the config file, watched already
-    top = str(settings.get("target", "")).partition(":")[0].partition(".")[0]
-    found = []
-    for base in [*settings.get("python_path", []), "."]:
-        for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
-            if top and (root / candidate).exists() and not candidate.is_absolute():
-                found.append(Path(candidate.as_posix().removeprefix("./")))
-    return found
 
 
 def _hook_path() -> Path:

@@ -1,8 +1,15 @@
-"""Retrievers: one Protocol, one module per kind, one registry.
+"""Retrievers: one interface, one module per kind, one registry.
 
 A retriever turns gold queries into a `Run`. The config names a kind and its
 settings; each kind declares its settings so the config is validated (with file,
-line and key) before any work starts.
+line and key) before any work starts, and once: `RetrieverKind.create` checks them
+and hands the kind's `build` the checked values.
+
+Optional capabilities are part of the interface, with defaults in `BatchRetriever`:
+a retriever may answer from a `ResultCache` (it says so with a `cache_identity`)
+and reports each finished query through `on_done` (the progress bar). A kind may
+read its answers from a file (`answers_file`: the baseline fingerprints its content)
+and depend on files in the repository (`depends_on`: the pre-push hook watches them).
 """
 
 from __future__ import annotations
@@ -14,15 +21,78 @@ from typing import Any, Protocol
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
-from llm_eval.runs import Run
+from llm_eval.runs import RankedResult, Run
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """What one search returned."""
+
+    results: tuple[RankedResult, ...]
+    latency_ms: float
+
+
+class ResultCache(Protocol):
+    """Results stored by query text and top_k (see `llm_eval.retrieval_cache`)."""
+
+    def get(self, query: str, top_k: int) -> Hits | None:
+        """The stored results, or None."""
+        ...
+
+    def put(self, query: str, top_k: int, hits: Hits) -> None:
+        """Store the results of a query that succeeded."""
+        ...
 
 
 class Retriever(Protocol):
     """Anything that answers gold queries with ranked results."""
 
-    def retrieve(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
-        """Results for every query, at most `top_k` each, best first."""
+    @property
+    def cache_identity(self) -> Mapping[str, Any] | None:
+        """What its answers depend on besides the corpus, the query and top_k (no
+        secrets): the retrieval cache's key. None: its answers are never cached."""
         ...
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """Results for every query, at most `top_k` each, best first; answers from
+        `cache` when given one; `on_done()` after each query."""
+        ...
+
+
+class BatchRetriever:
+    """The defaults for a retriever that answers all queries at once (bm25, a run file):
+    nothing to cache, and every query reported done when the batch is."""
+
+    __slots__ = ()
+
+    @property
+    def cache_identity(self) -> Mapping[str, Any] | None:
+        """Never cached: answering again costs no more than reading a cache."""
+        return None
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """The batch's answers (`cache` is not used)."""
+        run = self.answer_all(queries, top_k)
+        if on_done is not None:
+            for _ in queries:
+                on_done()
+        return run
+
+    def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
+        """Results for every query, at most `top_k` each, best first."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +127,20 @@ def checked_settings(
     values: dict[str, Any] = {}
     for name, setting in declared.items():
         if setting.required and name not in settings:
-            raise InputError("missing required setting", key=name)
+            raise InputError(f"missing required key {name!r}")
         values[name] = value = settings.get(name, setting.default)
         reason = setting.check(value)
         if reason is not None:
             raise InputError(reason, key=name)
     return values
+
+
+def _no_file(settings: Mapping[str, Any]) -> Path | None:
+    return None
+
+
+def _no_files(settings: Mapping[str, Any], root: Path) -> list[Path]:
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +150,22 @@ class RetrieverKind:
     name: str
     description: str
     build: Callable[[Mapping[str, Any], RetrieverContext], Retriever]
+    """Builds the retriever from checked settings (every declared one present)."""
     settings: Mapping[str, Setting] = field(default_factory=dict)
     needs_corpus: bool = False
+    answers_file: Callable[[Mapping[str, Any]], Path | None] = _no_file
+    """The file its answers are read from, when they are (a run file): the baseline
+    fingerprints the file's content rather than the settings."""
+    depends_on: Callable[[Mapping[str, Any], Path], list[Path]] = _no_files
+    """Files inside the repository (given its root) that its answers depend on."""
+
+    def checked(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Every declared setting, given or default, checked; InputError naming a bad one."""
+        return checked_settings(settings, self.settings)
+
+    def create(self, settings: Mapping[str, Any], context: RetrieverContext) -> Retriever:
+        """The retriever for these settings, checked once here."""
+        return self.build(self.checked(settings), context)
 
 
 def _bm25_kind() -> RetrieverKind:

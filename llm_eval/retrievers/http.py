@@ -40,7 +40,7 @@ from typing import Any
 import httpx
 
 from llm_eval.errors import InputError
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     RESULT_FIELDS,
@@ -403,9 +403,8 @@ class HttpSearcher:
 # --- the kind -------------------------------------------------------------------------
 
 
-def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
     """The retriever for these settings, with header secrets read from the environment."""
-    values = checked_settings(settings, SETTINGS)
     headers = resolve_headers(values["headers"], os.environ)
     searcher = HttpSearcher(
         url=values["url"],

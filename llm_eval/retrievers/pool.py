@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
-from llm_eval.retrievers import Setting
+from llm_eval.retrievers import Hits, ResultCache, Setting
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.textio import is_finite_number
 
@@ -35,14 +35,6 @@ class QueryFailed(Exception):
     """
 
 
-@dataclass(frozen=True, slots=True)
-class Hits:
-    """What one search returned."""
-
-    results: tuple[RankedResult, ...]
-    latency_ms: float
-
-
 Search = Callable[[str, int], Hits]
 """Answers one query text with at most top_k results; raises QueryFailed."""
 
@@ -55,25 +47,13 @@ class Searcher(Protocol):
         ...
 
 
-class ResultCache(Protocol):
-    """Results stored by query text and top_k (see `llm_eval.retrieval_cache`)."""
-
-    def get(self, query: str, top_k: int) -> Hits | None:
-        """The stored results, or None."""
-        ...
-
-    def put(self, query: str, top_k: int, hits: Hits) -> None:
-        """Store the results of a query that succeeded."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class PooledRetriever:
     """Runs a searcher over the gold queries, `concurrency` at a time."""
 
     searcher: Searcher
     concurrency: int
-    identity: Mapping[str, Any]
+    cache_identity: Mapping[str, Any]
     """What the results depend on besides the corpus, the query and top_k (no secrets):
     the retrieval cache's key."""
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.fingerprint import digest, file_digest
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     Hits,
@@ -214,9 +214,8 @@ def source_digest(module: Any) -> str | None:
 # --- the kind -------------------------------------------------------------------------
 
 
-def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
     """Import the target (from python_path) and, for a class, create its one instance."""
-    values = checked_settings(settings, SETTINGS)
     add_to_path(values["python_path"])
     module, found = import_target(values["target"])
     function = callable_target(values["target"], found, values["init"])
@@ -230,9 +229,22 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> PooledRetri
     return PooledRetriever(PythonSearcher(function), values["concurrency"], identity)
 
 
+def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+    """The target's top-level package (or module) inside the repository, found on its
+    python_path: what the pre-push hook watches."""
+    top = str(settings.get("target", "")).partition(":")[0].partition(".")[0]
+    found = []
+    for base in [*settings.get("python_path", []), "."]:
+        for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
+            if top and (root / candidate).exists() and not candidate.is_absolute():
+                found.append(Path(candidate.as_posix().removeprefix("./")))
+    return found
+
+
 KIND = RetrieverKind(
     name="python",
     description="Your own Python function or class, called in process.",
     build=build,
     settings=SETTINGS,
+    depends_on=depends_on,
 )

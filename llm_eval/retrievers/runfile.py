@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from llm_eval.gold import GoldQuery
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, checked_settings
+from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind, Setting
 from llm_eval.run_io import load_run
 from llm_eval.runs import Run, RunFormat
 
@@ -42,21 +42,25 @@ SETTINGS: Mapping[str, Setting] = {
 
 
 @dataclass(frozen=True, slots=True)
-class RunFileRetriever:
+class RunFileRetriever(BatchRetriever):
     """Answers with what a run file holds."""
 
     path: Path
     run_format: Any
 
-    def retrieve(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
+    def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
         """The run file's results, as they are (like `--run`)."""
         return load_run(self.path, self.run_format)
 
 
 def build(settings: Mapping[str, Any], context: RetrieverContext) -> RunFileRetriever:
     """The retriever for these settings (the file is read when it retrieves)."""
-    values = checked_settings(settings, SETTINGS)
-    return RunFileRetriever(Path(values["path"]), values["format"])
+    return RunFileRetriever(Path(settings["path"]), settings["format"])
+
+
+def answers_file(settings: Mapping[str, Any]) -> Path:
+    """The run file: the answers are its content."""
+    return Path(settings["path"])
 
 
 KIND = RetrieverKind(
@@ -64,4 +68,6 @@ KIND = RetrieverKind(
     description="A precomputed run file (JSONL or TREC), used as it is.",
     build=build,
     settings=SETTINGS,
+    answers_file=answers_file,
+    depends_on=lambda settings, root: [answers_file(settings)],
 )

@@ -1,0 +1,97 @@
+"""BM25 over the configured corpus: the embedded default retriever (bm25s + PyStemmer).
+
+The defaults reproduce the BM25 behind the published BEIR baselines (Pyserini's
+"flat" indexes: title and text in one field, Lucene's `BM25Similarity` with
+k1=0.9, b=0.4, Lucene's `EnglishAnalyzer`), as closely as bm25s allows. One job a
+module:
+
+- `settings`: the settings, their checks and `BM25Config`;
+- `analyzer`: text to index terms (tokens, stopwords, Porter stemming as Lucene's);
+- `index`: the in-memory index and batch ranking (pure);
+- `store`: reading the corpus into an index and caching it on disk;
+- here: the retriever kind that puts them together.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import InputError
+from llm_eval.gold import GoldQuery
+from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
+from llm_eval.retrievers.bm25.analyzer import Analyzer, make_stemmer, porter_measure
+from llm_eval.retrievers.bm25.index import Index, IntArray, ScoreArray, rank
+from llm_eval.retrievers.bm25.settings import METHODS, SETTINGS, BM25Config
+from llm_eval.retrievers.bm25.store import open_index, read_texts
+from llm_eval.runs import QueryResults, RankedResult, Run
+
+__all__ = [
+    "KIND",
+    "METHODS",
+    "SETTINGS",
+    "Analyzer",
+    "BM25Config",
+    "BM25Retriever",
+    "make_stemmer",
+    "porter_measure",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Retriever(BatchRetriever):
+    """Answers gold queries from a BM25 index of the corpus."""
+
+    index: Index
+    analyzer: Analyzer
+    corpus: Path
+
+    def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
+        """At most `top_k` documents a query, best first, each with its corpus text."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        started = time.perf_counter()
+        terms = [self.index.term_ids(self.analyzer.terms(q.query)) for q in queries]
+        ranked = rank(self.index, terms, top_k)
+        texts = read_texts(self.corpus, {self.index.doc_ids[i] for docs, _ in ranked for i in docs})
+        # All queries are scored in one batch, so each is charged an equal share of its time.
+        latency_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
+        return Run(
+            {
+                query.query_id: QueryResults(
+                    query.query_id, self._results(docs, scores, texts), latency_ms
+                )
+                for query, (docs, scores) in zip(queries, ranked, strict=True)
+            }
+        )
+
+    def _results(
+        self, docs: IntArray, scores: ScoreArray, texts: Mapping[str, str]
+    ) -> tuple[RankedResult, ...]:
+        ids = [self.index.doc_ids[i] for i in docs.tolist()]
+        return tuple(
+            RankedResult(doc_id, score, texts[doc_id])
+            for doc_id, score in zip(ids, scores.tolist(), strict=True)
+        )
+
+
+def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriever:
+    """Open (or build and cache) the index of the configured corpus (checked settings)."""
+    config = BM25Config.from_values(settings)
+    if context.corpus_path is None:
+        raise InputError("the bm25 retriever needs a `corpus` file in the config")
+    analyzer = Analyzer.for_config(config)
+    index = open_index(context.corpus_path, config, analyzer, context.cache_dir / "bm25")
+    return BM25Retriever(index, analyzer, context.corpus_path)
+
+
+KIND = RetrieverKind(
+    name="bm25",
+    description="Lucene-style BM25 over the corpus (bm25s); the index is cached.",
+    build=build,
+    settings=SETTINGS,
+    needs_corpus=True,
+)

@@ -1,0 +1,148 @@
+"""The bm25 retriever's settings, their checks and defaults (Pyserini's BEIR baselines)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+
+from llm_eval.retrievers import Setting
+
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+FIELDS = ("title", "text")
+STOPWORD_LISTS: Mapping[str, frozenset[str]] = {"en": frozenset(STOPWORDS_EN)}
+
+
+def _check_number(value: Any, low: float, high: float | None) -> str | None:
+    bounds = f">= {low:g}" if high is None else f"from {low:g} to {high:g}"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        return f"must be a number {bounds}, got {value!r}"
+    return None
+
+
+def check_k1(value: Any) -> str | None:
+    """k1 is a number >= 0."""
+    return _check_number(value, 0.0, None)
+
+
+def check_b(value: Any) -> str | None:
+    """b is a number from 0 to 1."""
+    return _check_number(value, 0.0, 1.0)
+
+
+def check_method(value: Any) -> str | None:
+    """One of the bm25s scoring methods."""
+    if value not in METHODS:
+        return f"must be one of {', '.join(map(repr, METHODS))}, got {value!r}"
+    return None
+
+
+def check_stemmer(value: Any) -> str | None:
+    """A Snowball algorithm name known to PyStemmer, or None."""
+    if value is None or value in Stemmer.algorithms():
+        return None
+    names = ", ".join(Stemmer.algorithms())
+    return f"must be null or a Snowball stemmer ({names}), got {value!r}"
+
+
+def check_stopwords(value: Any) -> str | None:
+    """A named list, None, or a list of words."""
+    if value is None or (isinstance(value, str) and value in STOPWORD_LISTS):
+        return None
+    if isinstance(value, list | tuple) and all(isinstance(w, str) and w for w in value):
+        return None
+    names = ", ".join(map(repr, STOPWORD_LISTS))
+    return f"must be {names}, null or a list of words (non-empty strings), got {value!r}"
+
+
+def check_fields(value: Any) -> str | None:
+    """A non-empty list of distinct corpus fields."""
+    if (
+        not isinstance(value, list | tuple)
+        or not value
+        or any(f not in FIELDS for f in value)
+        or len(set(value)) != len(value)
+    ):
+        return f"must be a non-empty list of distinct fields from 'title', 'text', got {value!r}"
+    return None
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "k1": Setting(
+        0.9,
+        check_k1,
+        "Term frequency saturation (Lucene's k1); 0.9 as in Pyserini's BEIR baselines.",
+    ),
+    "b": Setting(
+        0.4,
+        check_b,
+        "Document length normalisation, 0 (none) to 1 (full); 0.4 as in Pyserini's BEIR runs.",
+    ),
+    "method": Setting(
+        "lucene",
+        check_method,
+        f"The bm25s scoring variant: {', '.join(METHODS)}. 'lucene' is Lucene's BM25.",
+    ),
+    "stemmer": Setting(
+        "porter",
+        check_stemmer,
+        "A Snowball stemmer name, or null for none. 'porter' is Lucene's PorterStemFilter "
+        "(EnglishAnalyzer); 'english' is Porter2.",
+    ),
+    "stopwords": Setting(
+        "en",
+        check_stopwords,
+        "'en' (Lucene's English stopword set), null for none, or a list of words.",
+    ),
+    "fields": Setting(
+        ["title", "text"],
+        check_fields,
+        "Corpus fields indexed, joined with a space: 'title', 'text'.",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Config:
+    """Validated settings of the bm25 retriever (all of them shape the index)."""
+
+    k1: float = 0.9
+    b: float = 0.4
+    method: str = "lucene"
+    stemmer: str | None = "porter"
+    stopwords: str | tuple[str, ...] | None = "en"
+    """A name from STOPWORD_LISTS, None, or the words (lower case, sorted)."""
+    fields: tuple[str, ...] = FIELDS
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> BM25Config:
+        """The config of checked settings (`RetrieverKind.checked`: every one present)."""
+        stopwords = values["stopwords"]
+        if isinstance(stopwords, list | tuple):
+            stopwords = tuple(sorted({w.lower() for w in stopwords}))
+        return cls(
+            k1=float(values["k1"]),
+            b=float(values["b"]),
+            method=values["method"],
+            stemmer=values["stemmer"],
+            stopwords=stopwords,
+            fields=tuple(values["fields"]),
+        )
+
+    def stopword_set(self) -> frozenset[str]:
+        """The words left out of the index and the queries."""
+        if self.stopwords is None:
+            return frozenset()
+        if isinstance(self.stopwords, str):
+            return STOPWORD_LISTS[self.stopwords]
+        return frozenset(self.stopwords)

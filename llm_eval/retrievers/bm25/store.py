@@ -1,0 +1,135 @@
+"""Reading the corpus into an index, and the index cache on disk.
+
+The index is cached under `<cache_dir>/bm25/<key>`, where the key covers the corpus
+bytes, the index settings, the bm25s version and the index format below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import bm25s
+
+from llm_eval.corpus import Document, iter_corpus
+from llm_eval.errors import InputError
+from llm_eval.fingerprint import digest, file_digest
+from llm_eval.retrievers.bm25.analyzer import Analyzer
+from llm_eval.retrievers.bm25.index import Index, Vocabulary, build_model
+from llm_eval.retrievers.bm25.settings import BM25Config
+from llm_eval.textio import (
+    TEMP_SUFFIX,
+    read_json_file,
+    sweep_stale_temporaries,
+    temporary_prefix,
+    write_atomic,
+)
+
+INDEX_FORMAT = 1
+"""Bump when the analysis or the cache layout changes, so old caches are not reused."""
+_DOC_IDS_FILE = "doc_ids.json"
+
+
+def index_key(corpus: Path, config: BM25Config) -> str:
+    """A digest of the corpus bytes, the settings and the index format."""
+    settings = [
+        config.k1,
+        config.b,
+        config.method,
+        config.stemmer,
+        config.stopwords,
+        config.fields,
+        bm25s.__version__,
+        INDEX_FORMAT,
+    ]
+    return digest([file_digest(corpus), settings])
+
+
+def _indexed_text(document: Document, fields: Sequence[str]) -> str:
+    return " ".join(getattr(document, name) for name in fields)
+
+
+def index_corpus(corpus: Path, config: BM25Config, analyzer: Analyzer) -> Index:
+    """Read and index the corpus; an empty corpus is an InputError."""
+    vocabulary = Vocabulary(analyzer)
+    doc_ids: list[str] = []
+    documents: list[list[int]] = []
+    for document in iter_corpus(corpus):
+        documents.append(vocabulary.add(_indexed_text(document, config.fields)))
+        doc_ids.append(document.doc_id)
+    if not doc_ids:
+        raise InputError("the corpus has no documents", path=corpus)
+    model = build_model(documents, len(vocabulary.ids), config)
+    model.vocab_dict = vocabulary.ids
+    return Index.of(model, doc_ids)
+
+
+def load_index(folder: Path) -> Index | None:
+    """The index cached in `folder`, or None when it is missing or unreadable."""
+    if not folder.is_dir():
+        return None
+    try:
+        model = bm25s.BM25.load(str(folder), show_progress=False)
+        doc_ids = read_json_file(folder / _DOC_IDS_FILE)
+    except Exception:  # damaged files make bm25s, numpy and json raise assorted errors
+        return None
+    consistent = (
+        isinstance(doc_ids, list)
+        and all(isinstance(d, str) for d in doc_ids)
+        and len(doc_ids) == model.scores["num_docs"]
+        and len(model.scores["indptr"]) == len(model.vocab_dict) + 1
+    )
+    return Index.of(model, doc_ids) if consistent else None
+
+
+def save_index(index: Index, folder: Path) -> None:
+    """Write the index to a temporary folder beside `folder`, then rename it into place.
+
+    A crash leaves either no `folder` or a complete one, never half an index; the
+    staging folder a killed process leaves is removed by the next `open_index`.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=temporary_prefix(folder.name), suffix=TEMP_SUFFIX, dir=folder.parent
+        )
+    )
+    try:
+        index.model.save(str(staging), show_progress=False)
+        write_atomic(staging / _DOC_IDS_FILE, json.dumps(index.doc_ids, ensure_ascii=False))
+        shutil.rmtree(folder, ignore_errors=True)  # an unreadable index being replaced
+        staging.rename(folder)
+    except OSError:
+        if load_index(folder) is None:  # unless another process just saved the same index
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def open_index(corpus: Path, config: BM25Config, analyzer: Analyzer, cache: Path) -> Index:
+    """The cached index of this corpus and these settings, building it on a miss."""
+    folder = cache / index_key(corpus, config)
+    sweep_stale_temporaries(cache)
+    index = load_index(folder)
+    if index is None:
+        index = index_corpus(corpus, config, analyzer)
+        with contextlib.suppress(OSError):  # the cache only saves time; a full disk is no error
+            save_index(index, folder)
+    return index
+
+
+def read_texts(corpus: Path, doc_ids: set[str]) -> dict[str, str]:
+    """The `text` of the given documents, read from the corpus (one pass, when any)."""
+    if not doc_ids:
+        return {}
+    texts = {d.doc_id: d.text for d in iter_corpus(corpus) if d.doc_id in doc_ids}
+    missing = doc_ids - texts.keys()
+    if missing:
+        raise InputError(
+            f"document {min(missing)!r} was indexed but is no longer in the corpus", path=corpus
+        )
+    return texts
