@@ -32,7 +32,8 @@ from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
-from llm_eval.pipeline import Inputs, Measurement
+from llm_eval.pipeline import Inputs
+from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
     MarginTest,

@@ -2,7 +2,7 @@
 
     inputs = load_inputs(config_path, criteria_path)          # here
     run = obtain_run(inputs, run_path)                         # llm_eval.retrieval
-    measurement = measure(inputs, run)                         # here
+    measurement = measure(inputs, run)                         # here (llm_eval.scoring)
     comparison = compare(inputs, measurement, baseline)        # llm_eval.comparison
 
 Each step takes records and returns records; only `load_inputs` and the retrieval
@@ -11,8 +11,7 @@ step touch files or the retriever.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import (
@@ -23,36 +22,14 @@ from llm_eval.config import (
     load_criteria,
 )
 from llm_eval.criteria import Criteria
-from llm_eval.evaluation import parse_metrics, score_judgments
-from llm_eval.fingerprint import (
-    digest,
-    file_digest,
-    gold_fingerprint,
-    query_fingerprints,
-)
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
-from llm_eval.judgments import judge_ranked
-from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric
-from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
-from llm_eval.retrievers import retriever_kind
 from llm_eval.runs import Run
-from llm_eval.service import ServiceRecord
-from llm_eval.slices import ScoreTable
-from llm_eval.versions import ContextReport, Versions, inspect_run, load_versions
+from llm_eval.scoring import Measurement, Scoring, score_run
+from llm_eval.versions_io import load_versions
 
 DEFAULT_GATING_K = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Scoring:
-    """How results are judged beyond document ids."""
-
-    matching: MatchSettings = field(default_factory=MatchSettings)
-    rejection_score_threshold: float | None = None
-    versions: Versions | None = None
-    """Without it, no context metric can be scored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,40 +69,6 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
     return Inputs(config, criteria, gold, scoring_for(config))
 
 
-@dataclass(frozen=True, slots=True)
-class Measurement:
-    """Per-query scores of one run on the gold set."""
-
-    per_query: dict[str, dict[str, float]]
-    """`{query_id: {metric: value}}`: relevance metrics on the queries with a relevant
-    document, rejection metrics on the rejection queries, context metrics (and the
-    `positions@k` weight of stale_rate@k) on every query the run answered."""
-    service: dict[str, ServiceRecord]
-    """Per gold query the run answered: its latency and whether it failed."""
-    first_relevant_rank: dict[str, int]
-    """`{query_id: rank}`, 0 when no relevant document was retrieved."""
-    missing: tuple[str, ...]
-    rejection: tuple[str, ...]
-    not_in_gold: int
-    failed: dict[str, str]
-    """`{query_id: error}`: gold queries the retriever failed on, left unscored."""
-    matched_by: dict[str, str]
-    """Per labelled gold query: the matcher that credits its results (id, page, text)."""
-    credited: dict[str, int]
-    """Per labelled gold query the run answered: the labels a result was credited to."""
-    ambiguous: tuple[Ambiguity, ...]
-    """Results within the page tolerance of two or more references."""
-    rejections: tuple[RejectionOutcome, ...]
-    """What the retriever did with each rejection query it did not fail on."""
-    context: ContextReport | None
-    """Stale hits and conflicts; None without a corpus-versions sidecar."""
-
-    @property
-    def table(self) -> ScoreTable:
-        """The per-query measurements, as slices read them."""
-        return ScoreTable(self.per_query, self.service)
-
-
 def measure(inputs: Inputs, run: Run) -> Measurement:
     """Score every gold query on every metric the report and the gates need."""
     return score_run(
@@ -137,112 +80,3 @@ def scoring_for(config: EvalConfig) -> Scoring:
     """The config's matching settings, rejection threshold and versions sidecar."""
     versions = load_versions(config.versions) if config.versions is not None else None
     return Scoring(config.matching, config.rejection_score_threshold, versions)
-
-
-def score_run(
-    gold: GoldSet,
-    run: Run,
-    metrics: Sequence[str],
-    relevance_level: int,
-    scoring: Scoring | None = None,
-) -> Measurement:
-    """Score every gold query of a run on the given metrics.
-
-    Each query's results are credited by its matcher (`llm_eval.matching`: ids, pages
-    or passages) and judged as trec_eval judges ids. Rejection and context metrics join
-    the rows of the queries they score. Queries the retriever failed on are not scored
-    (a failure is not an empty result): they are listed in `failed` and counted by the
-    error_rate metric.
-    """
-    scoring = scoring or Scoring()
-    failed = run.failed()
-    matched = match_run(gold, run, scoring.matching)
-    qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
-    judgments = judge_ranked(qrels, matched.ranked, relevance_level)
-    relevance = [m for m in metrics if parse_metric(m).kind == "relevance"]
-    per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
-    rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
-    _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
-    context = None
-    if scoring.versions is not None:
-        rows, context = inspect_run(gold, run, scoring.versions, metrics)
-        _join_rows(per_query, rows)
-    ranks = judgments.first_relevant_rank().tolist()
-    gold_ids = gold.by_id()
-    return Measurement(
-        per_query=per_query,
-        service=service_records(gold, run),
-        first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
-        missing=judgments.missing,
-        rejection=judgments.rejection,
-        not_in_gold=judgments.not_in_gold,
-        failed={q: e for q, e in failed.items() if q in gold_ids},
-        matched_by=matched.matched_by,
-        credited=matched.credited,
-        ambiguous=matched.ambiguous,
-        rejections=rejections,
-        context=context,
-    )
-
-
-def _join_rows(
-    per_query: dict[str, dict[str, float]], rows: Mapping[str, dict[str, float]]
-) -> None:
-    """Add each query's values to its row of scores (queries without values get no row)."""
-    for query_id, row in rows.items():
-        if row:
-            per_query.setdefault(query_id, {}).update(row)
-
-
-def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
-    """What each gold query the run answered cost (queries it did not answer have none)."""
-    records = {}
-    for query in gold.queries:
-        answer = run.queries.get(query.query_id)
-        if answer is not None:
-            records[query.query_id] = ServiceRecord(answer.latency_ms, answer.error is not None)
-    return records
-
-
-def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]:
-    """Fingerprints of what a baseline depends on."""
-    config = inputs.config
-    retriever = _retriever_fingerprint(config, run_path)
-    gates = [
-        {
-            "name": g.name,
-            "metric": g.metric,
-            "threshold": g.threshold,
-            "regression_max": g.regression_max,
-            "severity": g.severity,
-            "scope": g.scope.key(),
-        }
-        for g in inputs.criteria.gates
-    ]
-    scoring = {
-        "relevance_level": config.relevance_level,
-        "page_tolerance": config.matching.page_tolerance,
-        "f1_threshold": config.matching.f1_threshold,
-        "rejection_score_threshold": config.rejection_score_threshold,
-    }
-    return {
-        "gold": gold_fingerprint(query_fingerprints(inputs.gold)),
-        "corpus": file_digest(config.corpus) if config.corpus is not None else None,
-        "retriever": retriever,
-        "criteria": digest(gates),
-        "scoring": digest(scoring),
-        "versions": file_digest(config.versions) if config.versions is not None else None,
-    }
-
-
-def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | None:
-    """A run file counts by its content (also as `kind: run`); a retriever by its settings."""
-    retriever = config.retriever
-    if run_path is None and retriever is not None:
-        run_path = retriever_kind(retriever.kind).answers_file(retriever.settings)
-    if run_path is not None:
-        return "run:" + file_digest(run_path)
-    if retriever is None:
-        return None
-    settings = {"kind": retriever.kind, **retriever.settings}
-    return digest({"retriever": settings, "top_k": config.top_k})

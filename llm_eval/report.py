@@ -20,7 +20,8 @@ from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdi
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
 from llm_eval.output import colour, plural, render_table, table_width, wrap
-from llm_eval.pipeline import Inputs, Measurement
+from llm_eval.pipeline import Inputs
+from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import format_p
 from llm_eval.wording import (

@@ -22,22 +22,19 @@ answered (failed and missing queries are left out):
   positions, which is Σ stale / Σ considered.
 - `stale_query_rate@k`: share of queries with a stale document in the top k.
 - `conflict_rate@k`: share of queries with a conflict in the top k.
+
+`llm_eval.versions_io` reads the sidecar; this module is the analysis.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from datetime import datetime
 
-from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import Metric, parse_metric
 from llm_eval.runs import RankedResult, Run
-from llm_eval.textio import iter_unique_records, json_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,50 +99,6 @@ def _supersessions(records: Sequence[VersionRecord]) -> dict[str, Supersession]:
         ):
             stale[record.doc_id] = Supersession(winner.doc_id, "newer version")
     return stale
-
-
-_KEYS = ("doc_id", "version_key", "effective_timestamp", "superseded_by")
-
-
-def load_versions(path: str | Path) -> Versions:
-    """Read the sidecar; a bad line is an error naming the file, the line and the key."""
-    records = iter_unique_records(path, _parse, lambda r: r.doc_id, "doc_id", strict=True)
-    return build_versions(list(records))
-
-
-def _parse(item: Mapping[str, Any], path: str | Path, line: int) -> VersionRecord:
-    def fail(key: str, reason: str) -> InputError:
-        return InputError(reason, path=path, line=line, key=key)
-
-    unknown = sorted(set(item) - set(_KEYS))
-    if unknown:
-        raise fail(unknown[0], f"unknown key (valid keys: {', '.join(sorted(_KEYS))})")
-    if "doc_id" not in item:
-        raise fail("doc_id", "missing required key")
-    for key in ("doc_id", "version_key", "superseded_by"):
-        value = item.get(key)
-        if key in item and value is not None and (not isinstance(value, str) or not value):
-            raise fail(key, f"must be a non-empty string, got {json_type(value)}")
-    doc_id = item["doc_id"]
-    if doc_id is None:
-        raise fail("doc_id", "must be a non-empty string, got null")
-    if item.get("superseded_by") == doc_id:
-        raise fail("superseded_by", "a document cannot supersede itself")
-    effective = _timestamp(item.get("effective_timestamp"), fail)
-    return VersionRecord(doc_id, item.get("version_key"), effective, item.get("superseded_by"))
-
-
-def _timestamp(value: Any, fail: Callable[[str, str], InputError]) -> datetime | None:
-    if value is None:
-        return None
-    reason = f"must be an ISO 8601 date or time, got {json.dumps(value)}"
-    if not isinstance(value, str):
-        raise fail("effective_timestamp", reason)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise fail("effective_timestamp", reason) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

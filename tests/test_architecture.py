@@ -24,6 +24,8 @@ CORE = [
     "llm_eval.wording",
     "llm_eval.gold",
     "llm_eval.runs",
+    "llm_eval.scoring",
+    "llm_eval.versions",
 ]
 IO_MODULES = {
     "yaml",
@@ -36,6 +38,8 @@ IO_MODULES = {
     "llm_eval.gold_io",
     "llm_eval.run_io",
     "llm_eval.baseline",
+    "llm_eval.versions_io",
+    "llm_eval.pipeline",
 }
 
 

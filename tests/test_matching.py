@@ -28,8 +28,8 @@ from llm_eval.matching import (
     token_f1,
     tokens,
 )
-from llm_eval.pipeline import score_run
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.scoring import score_run
 
 
 def query(

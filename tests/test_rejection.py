@@ -9,7 +9,6 @@ import pytest
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.pipeline import Scoring, score_run
 from llm_eval.rejection import (
     RejectionOutcome,
     judge_rejection,
@@ -17,6 +16,7 @@ from llm_eval.rejection import (
     rejection_values,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.scoring import Scoring, score_run
 from llm_eval.slices import ScoreTable, value_over
 
 

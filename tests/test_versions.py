@@ -11,8 +11,8 @@ import pytest
 from llm_eval.config import check_against_config, load_config, load_criteria
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.pipeline import Scoring, score_run
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.scoring import Scoring, score_run
 from llm_eval.slices import ScoreTable, value_over
 from llm_eval.versions import (
     Conflict,
@@ -22,8 +22,8 @@ from llm_eval.versions import (
     VersionRecord,
     build_versions,
     inspect_top_k,
-    load_versions,
 )
+from llm_eval.versions_io import load_versions
 
 
 def at(text: str) -> datetime:

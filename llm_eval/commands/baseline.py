@@ -9,13 +9,14 @@ from pathlib import Path
 from llm_eval import __version__
 from llm_eval.baseline import Baseline, load_baseline, save_baseline
 from llm_eval.errors import InputError
-from llm_eval.fingerprint import query_fingerprints
+from llm_eval.fingerprint import fingerprints, query_fingerprints
 from llm_eval.gate import decide
 from llm_eval.gitinfo import head_commit
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
-from llm_eval.pipeline import Inputs, Measurement, fingerprints, load_inputs, measure
+from llm_eval.pipeline import Inputs, load_inputs, measure
 from llm_eval.retrieval import obtain_run
+from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
 from llm_eval.wording import delta, sentence, value
 

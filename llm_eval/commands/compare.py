@@ -17,8 +17,9 @@ from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
-from llm_eval.pipeline import Measurement, score_run, scoring_for
+from llm_eval.pipeline import scoring_for
 from llm_eval.run_io import load_run
+from llm_eval.scoring import Measurement, score_run
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import format_p, holm, margin_tests
 from llm_eval.textio import write_atomic

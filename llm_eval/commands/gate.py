@@ -12,8 +12,9 @@ from typing import Any
 from llm_eval import __version__
 from llm_eval.baseline import load_baseline
 from llm_eval.comparison import compare
+from llm_eval.fingerprint import fingerprints
 from llm_eval.gitinfo import folder_in_repository, head_commit
-from llm_eval.pipeline import fingerprints, load_inputs, measure
+from llm_eval.pipeline import load_inputs, measure
 from llm_eval.render import render_markdown
 from llm_eval.report import build_report, render_text
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes

@@ -1,0 +1,133 @@
+"""Scoring a run on the gold set: per-query values of every metric (pure).
+
+    measurement = score_run(gold, run, metrics, relevance_level, scoring)
+
+Each query's results are credited by its matcher (ids, pages or passages), judged
+as trec_eval judges ids, and joined by the rejection and context values of the
+queries they score; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from llm_eval.evaluation import parse_metrics, score_judgments
+from llm_eval.gold import GoldSet
+from llm_eval.judgments import judge_ranked
+from llm_eval.matching import Ambiguity, MatchSettings, match_run
+from llm_eval.metrics import parse_metric
+from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
+from llm_eval.runs import Run
+from llm_eval.service import ServiceRecord
+from llm_eval.slices import ScoreTable
+from llm_eval.versions import ContextReport, Versions, inspect_run
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How results are judged beyond document ids."""
+
+    matching: MatchSettings = field(default_factory=MatchSettings)
+    rejection_score_threshold: float | None = None
+    versions: Versions | None = None
+    """Without it, no context metric can be scored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """Per-query scores of one run on the gold set."""
+
+    per_query: dict[str, dict[str, float]]
+    """`{query_id: {metric: value}}`: relevance metrics on the queries with a relevant
+    document, rejection metrics on the rejection queries, context metrics (and the
+    `positions@k` weight of stale_rate@k) on every query the run answered."""
+    service: dict[str, ServiceRecord]
+    """Per gold query the run answered: its latency and whether it failed."""
+    first_relevant_rank: dict[str, int]
+    """`{query_id: rank}`, 0 when no relevant document was retrieved."""
+    missing: tuple[str, ...]
+    rejection: tuple[str, ...]
+    not_in_gold: int
+    failed: dict[str, str]
+    """`{query_id: error}`: gold queries the retriever failed on, left unscored."""
+    matched_by: dict[str, str]
+    """Per labelled gold query: the matcher that credits its results (id, page, text)."""
+    credited: dict[str, int]
+    """Per labelled gold query the run answered: the labels a result was credited to."""
+    ambiguous: tuple[Ambiguity, ...]
+    """Results within the page tolerance of two or more references."""
+    rejections: tuple[RejectionOutcome, ...]
+    """What the retriever did with each rejection query it did not fail on."""
+    context: ContextReport | None
+    """Stale hits and conflicts; None without a corpus-versions sidecar."""
+
+    @property
+    def table(self) -> ScoreTable:
+        """The per-query measurements, as slices read them."""
+        return ScoreTable(self.per_query, self.service)
+
+
+def score_run(
+    gold: GoldSet,
+    run: Run,
+    metrics: Sequence[str],
+    relevance_level: int,
+    scoring: Scoring | None = None,
+) -> Measurement:
+    """Score every gold query of a run on the given metrics.
+
+    Each query's results are credited by its matcher (`llm_eval.matching`: ids, pages
+    or passages) and judged as trec_eval judges ids. Rejection and context metrics join
+    the rows of the queries they score. Queries the retriever failed on are not scored
+    (a failure is not an empty result): they are listed in `failed` and counted by the
+    error_rate metric.
+    """
+    scoring = scoring or Scoring()
+    failed = run.failed()
+    matched = match_run(gold, run, scoring.matching)
+    qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
+    judgments = judge_ranked(qrels, matched.ranked, relevance_level)
+    relevance = [m for m in metrics if parse_metric(m).kind == "relevance"]
+    per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
+    rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
+    _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
+    context = None
+    if scoring.versions is not None:
+        rows, context = inspect_run(gold, run, scoring.versions, metrics)
+        _join_rows(per_query, rows)
+    ranks = judgments.first_relevant_rank().tolist()
+    gold_ids = gold.by_id()
+    return Measurement(
+        per_query=per_query,
+        service=service_records(gold, run),
+        first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
+        missing=judgments.missing,
+        rejection=judgments.rejection,
+        not_in_gold=judgments.not_in_gold,
+        failed={q: e for q, e in failed.items() if q in gold_ids},
+        matched_by=matched.matched_by,
+        credited=matched.credited,
+        ambiguous=matched.ambiguous,
+        rejections=rejections,
+        context=context,
+    )
+
+
+def _join_rows(
+    per_query: dict[str, dict[str, float]], rows: Mapping[str, dict[str, float]]
+) -> None:
+    """Add each query's values to its row of scores (queries without values get no row)."""
+    for query_id, row in rows.items():
+        if row:
+            per_query.setdefault(query_id, {}).update(row)
+
+
+def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
+    """What each gold query the run answered cost (queries it did not answer have none)."""
+    records = {}
+    for query in gold.queries:
+        answer = run.queries.get(query.query_id)
+        if answer is not None:
+            records[query.query_id] = ServiceRecord(answer.latency_ms, answer.error is not None)
+    return records
