@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.render import NO_LINKS, Links
+from llm_eval.formats.markdown import NO_LINKS, Links
 from llm_eval.textio import read_json_file
 
 ANNOTATIONS_MAX = 10
@@ -80,7 +80,7 @@ def append_job_summary(report: Mapping[str, Any], path: Path, links: Links = NO_
     A summary that cannot be written must not change the gate's verdict, so the
     failure comes back as a warning command to print, not as an exception.
     """
-    from llm_eval.render import render_markdown
+    from llm_eval.formats.markdown import render_markdown
 
     try:
         with path.open("a", encoding="utf-8") as handle:
@@ -123,7 +123,7 @@ def _level(gates: Sequence[Mapping[str, Any]], change: Mapping[str, Any]) -> str
 
 
 def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path, root: Path) -> str:
-    from llm_eval.render import clip, rank_words
+    from llm_eval.formats.markdown import clip, rank_words
 
     message = (
         f"{clip(str(change['query']), QUERY_MAX_CHARS)}\n"

@@ -19,6 +19,7 @@ import click
 
 from llm_eval import __version__, defaults
 from llm_eval.errors import ExitCode, LlmEvalError
+from llm_eval.formats import format_names
 from llm_eval.output import degrade_unencodable_output
 
 METRIC_HELP = "Metric name, repeatable (`llm-eval metrics` lists them)."
@@ -165,10 +166,11 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(format_names()),
     default="text",
     show_default=True,
-    help="text: the verdict for a person; json: report.json on stdout (other output on stderr).",
+    help="What stdout gets: text, the verdict for a person; json (report.json), markdown "
+    "(report.md) or junit (JUnit XML) for tools, with other output on stderr.",
 )
 def gate(
     config_path: Path,
@@ -194,6 +196,7 @@ def gate(
     """
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
+    from llm_eval.formats import RenderOptions, get_format
     from llm_eval.output import terminal_width, use_colour
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
@@ -210,13 +213,13 @@ def gate(
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
         )
-    as_json = output_format == "json"
-    if as_json:
-        _echo(json.dumps(outcome.report, indent=2, ensure_ascii=False))
+    for_tools = output_format != "text"
+    if for_tools:
+        _echo(get_format(output_format).render(outcome.report, RenderOptions()).rstrip("\n"))
     else:
         _echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
     for line in publish(outcome.report, os.environ, Path.cwd()):
-        _echo(line, err=as_json)  # the runner reads workflow commands on both streams
+        _echo(line, err=for_tools)  # the runner reads workflow commands on both streams
     return outcome.exit_code
 
 
@@ -446,7 +449,7 @@ def comment_command(
 ) -> None:
     """Post or update the pull request's one llm-eval comment (token: $GITHUB_TOKEN)."""
     from llm_eval.commands.comment import comment
-    from llm_eval.render import MARKER_ID
+    from llm_eval.formats.markdown import MARKER_ID
 
     if pr is not None and head_sha:
         raise click.UsageError("give --pr or --head-sha, not both")

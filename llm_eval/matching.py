@@ -262,14 +262,14 @@ def matcher_for(query: GoldQuery) -> str | None:
 class MatchedRun:
     """A run and gold set in units: the input of `judge_ranked`, and who credited what."""
 
-    qrels: dict[str, dict[str, int]]
+    qrels: Mapping[str, Mapping[str, int]]
     """Per gold query its units and grades (`{}` for a rejection query)."""
-    ranked: dict[str, tuple[str, ...]]
+    ranked: Mapping[str, tuple[str, ...]]
     """Per run query that did not fail, its units in rank order (other run queries
     keep their doc ids, so that they are counted as not in the gold set)."""
-    matched_by: dict[str, str]
+    matched_by: Mapping[str, str]
     """Per labelled gold query: the matcher that credits it."""
-    credited: dict[str, int]
+    credited: Mapping[str, int]
     """Per labelled gold query the run answered: how many of its units were credited."""
     ambiguous: tuple[Ambiguity, ...]
 

@@ -38,22 +38,22 @@ class Scoring:
 class Measurement:
     """Per-query scores of one run on the gold set."""
 
-    per_query: dict[str, dict[str, float]]
+    per_query: Mapping[str, Mapping[str, float]]
     """`{query_id: {metric: value}}`: relevance metrics on the queries with a relevant
     document, rejection metrics on the rejection queries, context metrics (and the
     `positions@k` weight of stale_rate@k) on every query the run answered."""
-    service: dict[str, ServiceRecord]
+    service: Mapping[str, ServiceRecord]
     """Per gold query the run answered: its latency and whether it failed."""
-    first_relevant_rank: dict[str, int]
+    first_relevant_rank: Mapping[str, int]
     """`{query_id: rank}`, 0 when no relevant document was retrieved."""
     missing: tuple[str, ...]
     rejection: tuple[str, ...]
     not_in_gold: int
-    failed: dict[str, str]
+    failed: Mapping[str, str]
     """`{query_id: error}`: gold queries the retriever failed on, left unscored."""
-    matched_by: dict[str, str]
+    matched_by: Mapping[str, str]
     """Per labelled gold query: the matcher that credits its results (id, page, text)."""
-    credited: dict[str, int]
+    credited: Mapping[str, int]
     """Per labelled gold query the run answered: the labels a result was credited to."""
     ambiguous: tuple[Ambiguity, ...]
     """Results within the page tolerance of two or more references."""

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from llm_eval.render import render_comment
+from llm_eval.formats.markdown import render_comment
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = {

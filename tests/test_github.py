@@ -13,8 +13,8 @@ from fake_github import FakeGitHub, serve
 from llm_eval.cli import main
 from llm_eval.commands.comment import Target, resolve_target
 from llm_eval.errors import InputError
+from llm_eval.formats.markdown import COMMENT_MARKER, render_comment
 from llm_eval.github import CommentNotPosted
-from llm_eval.render import COMMENT_MARKER, render_comment
 
 REPORTS = Path(__file__).parent / "gold" / "reports"
 TOKEN = "ghp_s3cret-token-0123456789abcdefghijklmnopqrstu"

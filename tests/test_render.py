@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from llm_eval.actions import links_from_env
-from llm_eval.render import (
+from llm_eval.formats.markdown import (
     CHANGES_SHOWN,
     COMMENT_MARKER,
     COMMENT_MAX_CHARS,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from llm_eval.formats.text import gate_table, render_text
 from llm_eval.output import render_table, use_colour
-from llm_eval.report import gate_table, render_text
 
 REPORTS = Path(__file__).parent / "gold" / "reports"
 NAMES = sorted(p.stem for p in REPORTS.glob("*.json"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,10 +12,10 @@ from llm_eval import __version__
 from llm_eval.baseline import load_baseline
 from llm_eval.comparison import compare
 from llm_eval.fingerprint import fingerprints
+from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.pipeline import load_inputs, measure
-from llm_eval.render import render_markdown
-from llm_eval.report import build_report, render_text
+from llm_eval.report import build_report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
 from llm_eval.textio import write_atomic
 
@@ -32,8 +31,8 @@ class GateOutcome:
 
     def text(self, width: int = 80, coloured: bool = False) -> str:
         """The terminal rendering at this width, with the retrieval notes and the path."""
-        lines = [render_text(self.report, width, coloured), *self.notes]
-        return "\n".join([*lines, f"Report: {self.report_path}"])
+        verdict = get_format("text").render(self.report, RenderOptions(width, coloured))
+        return "\n".join([verdict, *self.notes, f"Report: {self.report_path}"])
 
 
 def run_gate(
@@ -46,7 +45,8 @@ def run_gate(
     allow_gold_change: bool = False,
     retrieve_options: RetrieveOptions | None = None,
 ) -> GateOutcome:
-    """The gate end to end; writes `report.json` and `report.md` to the output folder."""
+    """The gate end to end; writes the report in every written format (report.json,
+    report.md, report.junit.xml) to the output folder."""
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
     baseline_file = baseline_path or inputs.config.baseline
@@ -78,9 +78,10 @@ def run_gate(
         repo_folder=folder_in_repository(),
     )
     out = out_dir or inputs.config.output
+    for output in written_formats():
+        assert output.filename is not None
+        write_atomic(out / output.filename, output.render(report, RenderOptions()))
     report_path = out / "report.json"
-    write_atomic(report_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    write_atomic(out / "report.md", render_markdown(report))
     ignore = out / ".gitignore"
     if not ignore.exists():  # the reports are outputs, never to be committed by accident
         write_atomic(ignore, "*\n")

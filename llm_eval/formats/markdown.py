@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from llm_eval.formats import RenderOptions
+from llm_eval.formats._words import detail_lines, headline
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
-from llm_eval.report import detail_lines, headline
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
 
@@ -686,3 +687,18 @@ def _fingerprint_words(match: Mapping[str, bool] | None) -> str:
 def _joined(words: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return " and ".join(filter(None, [", ".join(words[:-1]), words[-1]]))
+
+
+class Markdown:
+    """report.md: the PR comment's body as a file."""
+
+    name = "markdown"
+    description = "report.md: the PR comment's Markdown (GitHub-flavoured)"
+    filename = "report.md"
+
+    def render(self, report: Mapping[str, Any], options: RenderOptions) -> str:
+        """`render_markdown` with the options' links."""
+        return render_markdown(report, options.links or NO_LINKS)
+
+
+FORMAT = Markdown()

@@ -1,0 +1,178 @@
+"""The terminal rendering: verdict, gates table, a sentence per gate not passing.
+
+No line is wider than the terminal: less important table columns are left out
+and prose is wrapped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llm_eval.formats import RenderOptions
+from llm_eval.formats._words import detail_lines, headline
+from llm_eval.output import colour, plural, render_table, table_width, wrap
+from llm_eval.stats import format_p
+from llm_eval.wording import ci_range, delta, limits_text, value
+
+_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "UNSURE"}
+_STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
+_STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
+
+_GATE_COLUMNS = ("gate", "metric", "scope", "baseline", "now", "Δ", "CI", "limits", "severity")
+_DROP_ORDER = ("CI", "severity", "scope", "metric", "limits", "baseline", "Δ")
+"""Columns left out, in this order, until the table fits the terminal."""
+
+
+def _gate_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [
+        {
+            "gate": g["name"],
+            "metric": g["metric_label"],
+            "scope": g["scope"],
+            "baseline": value(g["metric"], g["baseline"]),
+            "now": value(g["metric"], g["value"]),
+            "Δ": delta(g["metric"], g["delta"]),
+            "CI": _ci_cell(g),
+            "limits": limits_text(
+                g["metric"],
+                g["threshold"],
+                g["regression_max"],
+                g.get("regression_relative", False),
+            ),
+            "severity": g["severity"],
+            "status": _STATUS_WORD[g["status"]],
+        }
+        for g in report["gates"]
+    ]
+
+
+def _ci_cell(gate: Mapping[str, Any]) -> str:
+    stats = gate.get("stats")
+    # Reports written before `confidence` was recorded carried 95% intervals.
+    if not stats or stats.get("confidence", 0.95) is None:
+        return ""
+    metric = gate["metric"]
+    level = f"{stats.get('confidence', 0.95) * 100:g}%"
+    interval = ci_range(metric, stats["ci_low"], stats["ci_high"])
+    return f"{level} {interval}, {format_p(stats['p_value'])}"
+
+
+def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) -> str:
+    """The gates as a table no wider than `width`: less important columns are left out
+    until it fits (the gate's name and status always stay)."""
+    rows = _gate_rows(report)
+    titles = {column: column for column in _GATE_COLUMNS} | {"CI": "CI, p (vs limit)"}
+    columns = [*_GATE_COLUMNS, "status"]
+
+    def cells(cols: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+        return [titles.get(c, c) for c in cols], [[row[c] for c in cols] for row in rows]
+
+    for dropped in _DROP_ORDER:
+        if table_width(*cells(columns)) <= width:
+            break
+        columns.remove(dropped)
+    last = len(columns) - 1
+
+    def paint(index: int, text: str) -> str:
+        if index != last or text not in _WORD_STATUS:
+            return text
+        return colour(text, _STATUS_COLOUR[_WORD_STATUS[text]])
+
+    return render_table(*cells(columns), style=paint if coloured else None)
+
+
+_WORD_STATUS = {word: status for status, word in _STATUS_WORD.items()}
+
+
+GOLD_CHANGES_LISTED = 20
+"""Queries listed per kind of change in the terminal; report.json has them all."""
+
+
+def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
+    """`  added: a-187 (gold/python-docs-A.jsonl:187)`, a line per query, by kind."""
+    lines = []
+    locations = changes.get("locations") or {}
+    for kind in ("added", "changed", "removed"):
+        ids = changes[kind]
+        for query_id in ids[:GOLD_CHANGES_LISTED]:
+            where = locations.get(query_id)
+            place = f" ({where['file']}:{where['line']})" if where else ""
+            lines.append(f"  {kind}: {query_id}{place}")
+        if len(ids) > GOLD_CHANGES_LISTED:
+            lines.append(f"  …and {len(ids) - GOLD_CHANGES_LISTED} more {kind} (report.json)")
+    return lines
+
+
+def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = False) -> str:
+    """The terminal rendering, no line wider than `width`: verdict, gates table, one
+    sentence per gate not passing. `coloured` adds ANSI colour to the statuses."""
+    title = f"llm-eval gate: {headline(report)}"
+    if coloured:
+        title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
+    lines = [title, ""]
+    if report["verdict"] == "gold_changed":
+        why = report["summary"][:1] or ["The gold set differs from the baseline's."]
+        lines += [*why, *gold_change_lines(report["gold_changes"]), ""]
+        lines.append("On the unchanged queries, for information:")
+    lines.append(gate_table(report, width, coloured))
+    sentences = []
+    for gate in report["gates"]:
+        mark = _STATUS_MARK[gate["status"]]
+        if gate["sentence"]:
+            sentences.append(f"{mark} {gate['sentence']}")
+        sentences += [  # an inconclusive tag is information, not a warning
+            f"{_STATUS_MARK[piece['status']]} {piece['sentence']}"
+            for piece in gate.get("slices", [])
+            if piece["status"] in ("warn", "fail")
+        ]
+        small = [p for p in gate.get("slices", []) if not p["judged"]]
+        if small:
+            names = ", ".join(f"{p['slice'].removeprefix('tag:')} (n={p['n']})" for p in small)
+            sentences.append(
+                f"  {gate['name']}: {plural(len(small), 'tag slice', 'tag slices')} too small "
+                f"to judge: {names}"
+            )
+        if gate.get("power_warning"):
+            sentences.append(f"! {gate['power_warning']}")
+    if sentences:
+        lines += ["", *sentences]
+    changes = report["changes"]
+    if changes["hit_to_miss_count"] or changes["miss_to_hit_count"]:
+        lines += [
+            "",
+            f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
+            f"relevant result, {changes['miss_to_hit_count']} gained one.",
+        ]
+    missing = report["queries"]["missing_from_run"]
+    if missing:
+        lines.append(
+            f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
+            "and scored 0."
+        )
+    lines += detail_lines(report)
+    lines += [f"Note: {note}" for note in report["notes"]]
+    rows = (row for line in lines for row in line.split("\n"))
+    return "\n".join(fitted for row in rows for fitted in _fit(row, width))
+
+
+def _fit(line: str, width: int) -> list[str]:
+    """Table lines are already narrow enough; prose is wrapped."""
+    if len(line) <= width or "\033[" in line:
+        return [line]
+    return wrap(line, width)
+
+
+class Text:
+    """The verdict for a person at a terminal."""
+
+    name = "text"
+    description = "the verdict, the gates table and a sentence per gate not passing"
+    filename = None
+
+    def render(self, report: Mapping[str, Any], options: RenderOptions) -> str:
+        """`render_text` at the options' width and colour."""
+        return render_text(report, options.width, options.coloured)
+
+
+FORMAT = Text()
