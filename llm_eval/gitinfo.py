@@ -1,16 +1,23 @@
-"""The little the gate asks of git: the commit being evaluated, and where it runs."""
+"""The one way llm-eval runs git, and the little the gate asks of it: the commit being
+evaluated, and where it runs."""
 
 from __future__ import annotations
 
 import subprocess
 
 
+def git(*args: str, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run git with these arguments, capturing its output as text; OSError when git
+    cannot be run (not installed), TimeoutExpired past `timeout` seconds."""
+    return subprocess.run(
+        ["git", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def _git_output(*args: str) -> str | None:
     """git's stdout, stripped; None outside a git checkout or when git fails."""
     try:
-        done = subprocess.run(
-            ["git", *args], capture_output=True, text=True, timeout=10, check=False
-        )
+        done = git(*args, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

@@ -26,11 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_eval.errors import ExitCode
+from llm_eval.gitinfo import git as _git
+
 MARKER = "# llm-eval pre-push check, written by `llm-eval hook install`"
 """The line by which install and uninstall recognise a hook llm-eval wrote."""
 
 ZERO_SHA = frozenset({"0" * 40, "0" * 64})
-BLOCKING_EXIT_CODES = frozenset({1, 3, 5})
+BLOCKING_EXIT_CODES = frozenset({ExitCode.GATE_FAILED, ExitCode.BAD_INPUT, ExitCode.INTERNAL})
 """The gate's exit codes that refuse the push: a blocking gate failed, bad config or data,
 or a bug in the gate (a crash proves nothing about the change: it must not pass)."""
 
@@ -107,10 +110,6 @@ def is_ours(text: str) -> bool:
     return MARKER in text.splitlines()
 
 
-def _git(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=False)
-
-
 def change_to_check(ref: PushedRef, remote: str, watch: Sequence[str]) -> str | None:
     """Why the gate must run for this pushed ref, or None when the watched paths are
     unchanged."""
@@ -152,20 +151,20 @@ def pre_push(remote: str, stdin: str, watch: Sequence[str], gate_options: Sequen
                 "or push once without the check: git push --no-verify"
             )
             return 1
-        if code != 0:
+        if code != ExitCode.PASS:
             print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
     return 0
 
 
 def gate_on_commit(sha: str, gate_options: Sequence[str]) -> int:
-    """The gate's exit code on `sha`, checked out into a temporary worktree; 5 when the
-    worktree cannot be made (the push is then refused: nothing was checked)."""
+    """The gate's exit code on `sha`, checked out into a temporary worktree; INTERNAL (5)
+    when the worktree cannot be made (the push is then refused: nothing was checked)."""
     with tempfile.TemporaryDirectory(prefix="llm-eval-pre-push-") as parent:
         tree = Path(parent) / "tree"
         added = _git("worktree", "add", "--detach", "--quiet", str(tree), sha)
         if added.returncode != 0:
             print(f"{PREFIX} cannot check out {sha[:12]}: {added.stderr.strip()}")
-            return 5
+            return ExitCode.INTERNAL
         try:
             gate = [sys.executable, "-m", "llm_eval.cli", "gate", *gate_options]
             done = subprocess.run(gate, cwd=tree, stdin=subprocess.DEVNULL, check=False)

@@ -15,12 +15,14 @@ from typing import Any
 
 from llm_eval.baseline import Baseline
 from llm_eval.comparison import Comparison, RankChange, describe_diff, rank_changes
+from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.pipeline import Inputs
+from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.wording import (
@@ -40,7 +42,7 @@ def _number(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else x
 
 
-def gate_entry(result: GateResult) -> dict[str, Any]:
+def gate_entry(result: GateResult) -> GateEntry:
     """One gate as the report stores it."""
     gate = result.gate
     return {
@@ -316,11 +318,11 @@ def build_report(
     now: datetime,
     from_cache: int = 0,
     repo_folder: str | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
     answers the retrieval cache gave instead of the retriever; `repo_folder` is where the
     gate ran, relative to the repository root (paths in the report are relative to it)."""
-    status: str = verdict(comparison.results)
+    status: Verdict = verdict(comparison.results)
     only = comparison.compared_on
     before = None
     if baseline is not None:
@@ -335,17 +337,17 @@ def build_report(
     )
     metrics = list(inputs.metrics)
     gates = [gate_entry(r) for r in comparison.results]
-    exit_code = 1 if blocks(comparison.results) else 0
+    exit_code = ExitCode.GATE_FAILED if blocks(comparison.results) else ExitCode.PASS
     summary = _summary(gates)
     if not comparison.gold_accepted:  # no trustworthy comparison: say why, first
         assert comparison.gold_diff is not None
-        status, exit_code = "gold_changed", 3
+        status, exit_code = "gold_changed", ExitCode.BAD_INPUT
         summary = [_gold_change_sentence(comparison.gold_diff), *summary]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool_version": tool_version,
         "verdict": status,
-        "exit_code": exit_code,
+        "exit_code": int(exit_code),
         "summary": summary,
         "gates": gates,
         "metrics": metrics,

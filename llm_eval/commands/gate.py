@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from llm_eval import __version__
 from llm_eval.baseline import load_baseline
@@ -16,6 +15,7 @@ from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.report import build_report
+from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
 from llm_eval.textio import write_atomic
 
@@ -24,7 +24,7 @@ from llm_eval.textio import write_atomic
 class GateOutcome:
     """What the command prints and returns."""
 
-    report: dict[str, Any]
+    report: Report
     notes: tuple[str, ...]
     report_path: Path
     exit_code: int

@@ -8,13 +8,13 @@ runs hooks and where the gate then runs.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
+from llm_eval.gitinfo import git
 from llm_eval.hook import is_ours, render_script
 from llm_eval.retrievers import retriever_kind
 from llm_eval.textio import write_atomic
@@ -108,8 +108,9 @@ def _read(path: Path) -> str:
 
 
 def _git(*args: str) -> str:
+    """git's stdout, stripped; InputError with git's reason when it fails."""
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+        done = git(*args)
     except OSError as exc:
         raise InputError(f"cannot run git: {exc}") from None
     if done.returncode != 0:
