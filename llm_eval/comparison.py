@@ -31,7 +31,7 @@ from llm_eval.gate import (
 from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural
+from llm_eval.output import listed, plural
 from llm_eval.pipeline import Inputs
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
@@ -78,8 +78,7 @@ def describe_diff(diff: GoldDiff) -> str:
     parts = []
     for label, ids in (("added", diff.added), ("removed", diff.removed), ("changed", diff.changed)):
         if ids:
-            shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-            parts.append(f"{plural(len(ids), 'query', 'queries')} {label}: {shown}")
+            parts.append(f"{plural(len(ids), 'query', 'queries')} {label}: {listed(ids)}")
     return "; ".join(parts)
 
 

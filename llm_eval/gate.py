@@ -34,6 +34,12 @@ Status = Literal["pass", "warn", "inconclusive", "fail"]
 Decision = Literal["pass", "fail", "inconclusive"]
 _RANK: dict[Status, int] = {"pass": 0, "warn": 1, "inconclusive": 2, "fail": 3}
 
+
+def worst_status(statuses: Iterable[Status]) -> Status:
+    """The most severe of the statuses (`pass` when there are none)."""
+    return max(statuses, key=_RANK.__getitem__, default="pass")
+
+
 # Means of many per-query values carry rounding error; a value this close to a limit
 # is taken to be on it (0.85 computed as 0.8499999999999999 meets a 0.85 floor).
 TOLERANCE = 1e-9

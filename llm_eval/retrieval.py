@@ -24,7 +24,7 @@ from llm_eval.fingerprint import (
     file_digest,
 )
 from llm_eval.gold import GoldQuery
-from llm_eval.output import plural
+from llm_eval.output import listed, plural
 from llm_eval.pipeline import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
@@ -165,7 +165,7 @@ def retrieval_notes(retrieval: Retrieval) -> list[str]:
     if failed:
         notes.append(
             f"The retriever failed on {len(failed)} of {plural(total, 'query', 'queries')} "
-            f"({count_errors(failed.values())}): {_listed(list(failed))}; they are not "
+            f"({count_errors(failed.values())}): {listed(list(failed), 20)}; they are not "
             "scored, and count in error_rate."
         )
     if retrieval.from_cache:
@@ -183,14 +183,8 @@ def _repeat_note(unstable: Sequence[str], repeat: int, total: int) -> str:
         return f"Rankings were the same in all {repeat} runs of every query."
     return (
         f"Rankings differed between {repeat} runs on {len(unstable)} of "
-        f"{plural(total, 'query', 'queries')}: {_listed(unstable)}."
+        f"{plural(total, 'query', 'queries')}: {listed(unstable, 20)}."
     )
-
-
-def _listed(query_ids: Sequence[str], shown: int = 20) -> str:
-    """`a, b, c and 5 more`."""
-    text = ", ".join(query_ids[:shown])
-    return text + (f" and {len(query_ids) - shown} more" if len(query_ids) > shown else "")
 
 
 def build_retriever(config: EvalConfig) -> Retriever:

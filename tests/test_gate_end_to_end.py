@@ -199,9 +199,11 @@ def test_gold_validate_and_stats(
     assert main(["gold", "validate"]) == 0
     out = capsys.readouterr().out
     assert (
-        "warning: retrieval_recall_at_5 on tier A: with 176 queries, a recall@5 drop is caught "
-        "4 times in 5 only from 8.1 pp, beyond the limit of 3.0 pp; about 212 more queries "
-        "would catch a drop of 6.0 pp"
+        "warning: retrieval_recall_at_5: recall@5 (tier A): with 176 queries, a drop of 8.1 pp "
+        'is caught 4 times in 5; a smaller one beyond the 3.0 pp limit may end as "cannot '
+        'tell"; about 212 more queries would catch a drop of 6.0 pp\n'
+        "warning: retrieval_mrr per tag: 11 judged tag slices cannot reliably catch a drop of "
+        "twice the limit (0.100; each needs 40 to 193 more queries; see `llm-eval gold stats`)"
     ) in out
     assert out.rstrip().endswith("warnings)")
     assert main(["gold", "stats"]) == 0

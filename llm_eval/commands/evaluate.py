@@ -12,7 +12,7 @@ from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
 from llm_eval.matching import match_run, needs_matching
-from llm_eval.output import plural, render_table
+from llm_eval.output import listed, plural, render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.run_io import detect_format, iter_trec_scores, load_run
 from llm_eval.runs import RunFormat
@@ -85,9 +85,8 @@ def to_table(scores: Scores, per_query: bool) -> str:
 def _summary(scores: Scores) -> str:
     parts = [plural(len(scores.query_ids), "query", "queries") + " evaluated"]
     if scores.missing:
-        shown = ", ".join(scores.missing[:10])
-        more = f" and {len(scores.missing) - 10} more" if len(scores.missing) > 10 else ""
-        parts.append(f"{len(scores.missing)} missing from the run, scored 0 ({shown}{more})")
+        missing = listed(scores.missing)
+        parts.append(f"{len(scores.missing)} missing from the run, scored 0 ({missing})")
     if scores.rejection:
         parts.append(f"{len(scores.rejection)} without a relevant document, left out")
     if scores.not_in_gold:

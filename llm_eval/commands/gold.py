@@ -11,12 +11,11 @@ from llm_eval.baseline import Baseline, load_baseline
 from llm_eval.corpus import iter_corpus
 from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
-from llm_eval.metrics import parse_metric
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Inputs, load_inputs
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import detectable_drop, queries_to_catch
-from llm_eval.wording import delta
+from llm_eval.wording import delta, power_statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +180,8 @@ def _check_labels(inputs: Inputs, corpus: Path) -> None:
 
 def _power_warning(row: Detectability) -> str:
     gate = row.gate
-    metric = gate.metric
-    limit = gate.regression_max or 0.0
+    twice = _drop(gate.metric, 2 * (gate.regression_max or 0.0))
     return (
-        f"{gate.name} on {row.slice}: with {row.n} queries, a {parse_metric(metric).label} drop is "
-        f"caught 4 times in 5 only from {_drop(metric, row.drop)}, beyond the limit of "
-        f"{_drop(metric, limit)}; about {(row.needed or 0) - row.n} more queries would catch "
-        f"a drop of {_drop(metric, 2 * limit)}"
+        f"{gate.name}: {power_statement(gate, row.slice, row.n, row.drop)}; about "
+        f"{(row.needed or 0) - row.n} more queries would catch a drop of {twice}"
     )

@@ -47,6 +47,17 @@ def headline(report: Mapping[str, Any]) -> str:
     return f"PASS: all {len(gates)} gates pass"
 
 
+def missing_lines(report: Mapping[str, Any]) -> list[str]:
+    """A line when gold queries are missing from the run (they are scored 0)."""
+    missing = report["queries"]["missing_from_run"]
+    if not missing:
+        return []
+    return [
+        f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
+        "and scored 0."
+    ]
+
+
 def detail_lines(report: Mapping[str, Any]) -> list[str]:
     """A line each for ambiguous page matches, confident answers to rejection queries and
     stale or conflicting context, when there are any."""

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline
+from llm_eval.formats._words import detail_lines, headline, missing_lines
+from llm_eval.gate import TOLERANCE, worst_status
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.stats import format_p
@@ -62,7 +63,6 @@ STATUS_ICON = {
 }
 _STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail", "inconclusive": "cannot tell"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
-_TOLERANCE = 1e-9
 """Values within this of a limit are on it, as in the gate decision."""
 
 # GitHub links `@name`, `#12`, `GH-12`, `owner/repo#12`, URLs and e-mail addresses in
@@ -324,7 +324,7 @@ def _plain(gate: Mapping[str, Any]) -> str:
     loss = _loss(metric, gate["delta"])
     if gate["baseline"] is None:
         text = f"{where} is {now}"
-    elif loss is not None and loss > _TOLERANCE:
+    elif loss is not None and loss > TOLERANCE:
         moved = "rose" if parse_metric(metric).lower_is_better else "fell"
         text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
     else:
@@ -412,12 +412,9 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     icon = STATUS_ICON[gate["status"]]
     if not gate["sentence"]:
         return {"icon": icon, "sentence": summary or f"{gate['name']} did not pass", "details": []}
-    worst = max((s["status"] for s in missed), key=_SEVERITY.index, default="pass")
+    worst = worst_status(s["status"] for s in missed)
     details = [{"icon": STATUS_ICON[worst], "sentence": summary}] if summary else []
     return {"icon": icon, "sentence": gate["sentence"], "details": details}
-
-
-_SEVERITY = ["pass", "warn", "inconclusive", "fail"]
 
 
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
@@ -532,7 +529,7 @@ def _slice_row(
         status = _check_status(check)
     else:
         allowed = limits["regression_max"] if limits else None
-        dropped = loss is not None and allowed is not None and loss > allowed + _TOLERANCE
+        dropped = loss is not None and allowed is not None and loss > allowed + TOLERANCE
         status = STATUS_ICON["warn"] if dropped else ""
     return {
         "name": entry["name"],
@@ -628,13 +625,7 @@ def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:
-    notes = []
-    missing = report["queries"]["missing_from_run"]
-    if missing:
-        notes.append(
-            f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
-            "and scored 0."
-        )
+    notes = missing_lines(report)
     failed = report["queries"].get("failed") or {}
     if failed:
         notes.append(

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline
+from llm_eval.formats._words import detail_lines, headline, missing_lines
 from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limits_text, value
@@ -144,12 +144,7 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
             f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
             f"relevant result, {changes['miss_to_hit_count']} gained one.",
         ]
-    missing = report["queries"]["missing_from_run"]
-    if missing:
-        lines.append(
-            f"{plural(len(missing), 'gold query is', 'gold queries are')} missing from the run "
-            "and scored 0."
-        )
+    lines += missing_lines(report)
     lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
     rows = (row for line in lines for row in line.split("\n"))
