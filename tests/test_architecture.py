@@ -25,6 +25,7 @@ CORE = [
     "llm_eval.gold",
     "llm_eval.runs",
     "llm_eval.scoring",
+    "llm_eval.ab_compare",
     "llm_eval.versions",
 ]
 IO_MODULES = {

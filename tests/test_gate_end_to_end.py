@@ -417,7 +417,7 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
 
 
 def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
-    from llm_eval.commands.compare import Row, _holm_on_tags
+    from llm_eval.ab_compare import Row, _holm_on_tags
 
     rows = [
         Row("overall", "mrr", 100, 0.5, 0.4, 0.01, -0.15, -0.05, "A"),
