@@ -35,7 +35,7 @@ def test_the_demo_passes(
     out = capsys.readouterr().out
     assert out.startswith("llm-eval gate: PASS")
     report = json.loads((project / ".llm-eval" / "report.json").read_text())
-    assert report["verdict"] in ("pass", "warn")
+    assert (report["verdict"], report["exit_code"]) == ("pass", 0)
     assert report["provenance"]["fingerprints_match"] == {
         "gold": True,
         "corpus": True,

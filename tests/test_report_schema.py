@@ -35,7 +35,7 @@ def test_the_reports_the_gate_writes_fit_the_schema(tmp_path: Path) -> None:
     ]
     for name, options in {"demo": [], "examples": examples}.items():
         out = tmp_path / name
-        assert main(["gate", *options, "--out", str(out)]) in (0, 1)
+        assert main(["gate", *options, "--out", str(out)]) == 0  # both pass
         path = out / "report.json"
         validate_report(json.loads(path.read_text()), path)
 

@@ -10,7 +10,7 @@ from servers import CORPUS, Reply, Scripted, SearchService, always, gold_texts, 
 
 from llm_eval.cli import main
 from llm_eval.retrieval_cache import RetrievalCache, entry_key, retriever_key
-from llm_eval.retrievers.pool import Hits
+from llm_eval.retrievers import Hits
 from llm_eval.run_io import load_run
 from llm_eval.runs import RankedResult
 
@@ -108,6 +108,12 @@ def test_the_run_file_keeps_latencies_of_cached_answers(
     tmp_path: Path, service: SearchService
 ) -> None:
     with serve(service) as server:
-        retrieve(tmp_path, {"kind": "http", "url": server.url})
-        run = load_run(tmp_path / "run.jsonl")
-    assert all(q.latency_ms is not None for q in run.queries.values())
+        settings = {"kind": "http", "url": server.url}
+        retrieve(tmp_path, settings)
+        asked = load_run(tmp_path / "run.jsonl")
+        retrieve(tmp_path, settings)  # every answer from the cache this time
+        assert len(server.requests) == 8
+        cached = load_run(tmp_path / "run.jsonl")
+    latencies = {q: answer.latency_ms for q, answer in cached.queries.items()}
+    assert latencies == {q: answer.latency_ms for q, answer in asked.queries.items()}
+    assert None not in latencies.values()

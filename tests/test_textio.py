@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from llm_eval import textio
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.textio import (
     MAX_JSON_DEPTH,
@@ -186,13 +187,34 @@ def test_write_atomic_leaves_no_file_when_there_was_none(
     assert names_in(tmp_path) == []
 
 
-def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755])
+def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path, mode: int) -> None:
+    """Modes a new file would not get (the umask gives 0o644 or 0o664), so the test fails
+    when the old file's mode is ignored."""
     target = tmp_path / "baseline.json"
     target.write_text("old")
-    target.chmod(0o644)
+    target.chmod(mode)
     write_atomic(target, "new")
     assert target.read_text() == "new"
-    assert target.stat().st_mode & 0o777 == 0o644
+    assert target.stat().st_mode & 0o777 == mode
+
+
+def test_the_mode_check_fails_when_the_old_mode_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that gives every file the umask's mode loses a 0o600 file's privacy."""
+    monkeypatch.setattr(textio, "_mode_for", lambda target: 0o666 & ~_umask())
+    target = tmp_path / "secret.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    write_atomic(target, "new")
+    assert target.stat().st_mode & 0o777 != 0o600
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_write_atomic_gives_a_new_file_the_umask_mode(tmp_path: Path) -> None:

