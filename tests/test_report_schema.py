@@ -101,3 +101,19 @@ def test_an_infinite_baseline_age_is_refused_by_comment(
         f"llm-eval: error: {path}: provenance.baseline.age_days: "
         "expected a finite number, got Infinity\n"
     )
+
+
+def test_the_report_types_are_the_documented_keys() -> None:
+    """report_types.py (what mypy checks the builder against) and docs/report-json.md
+    (the contract) name the same top-level and gate keys."""
+    import re
+    import typing
+
+    from llm_eval.report_types import GateEntry, Report
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report-json.md").read_text()
+    top = set(re.findall(r"^\| `(\w+)` \|", doc, re.M))
+    gate_text = doc[doc.index("A **gate**:") : doc.index("- `stats`:")]
+    gate = set(re.findall(r"`(\w+)`", gate_text))
+    assert set(typing.get_type_hints(Report)) == top
+    assert set(typing.get_type_hints(GateEntry)) - {"stats", "slices"} <= gate
