@@ -346,6 +346,16 @@ def metrics_command() -> None:
     _echo(metric_table(terminal_width()))
 
 
+@cli.command("retrievers", short_help="List the retriever kinds and their settings.")
+def retrievers_command() -> None:
+    """List every retriever kind the config's `retriever:` can name, with its settings,
+    their defaults and what they do."""
+    from llm_eval.commands.retrievers import retriever_list
+    from llm_eval.output import terminal_width
+
+    _echo(retriever_list(terminal_width()))
+
+
 @cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @_CONFIG_OPTION
 @click.option(

@@ -206,3 +206,8 @@ def retriever_kind(name: str) -> RetrieverKind:
     if factory is None:
         raise InputError(f"unknown retriever kind {name!r}; valid kinds: {', '.join(_KINDS)}")
     return factory()
+
+
+def retriever_kinds() -> list[RetrieverKind]:
+    """Every registered kind, in registry order."""
+    return [retriever_kind(name) for name in _KINDS]
