@@ -25,14 +25,8 @@ from servers import (
 from llm_eval.cli import main
 from llm_eval.config import load_config
 from llm_eval.errors import InputError
-from llm_eval.retrievers.http import (
-    Breaker,
-    backoff_seconds,
-    parse_hits,
-    render_body,
-    resolve_headers,
-    retry_after_seconds,
-)
+from llm_eval.httpcall import Breaker, backoff_seconds, retry_after_seconds
+from llm_eval.retrievers.http import parse_hits, render_body, resolve_headers
 from llm_eval.retrievers.pool import QueryFailed
 from llm_eval.run_io import load_run
 from llm_eval.runs import RankedResult

@@ -26,20 +26,16 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from llm_eval.errors import InputError
+from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
@@ -256,89 +252,6 @@ def _getter(hit: Mapping[str, Any], fields: Mapping[str, str]) -> Callable[[str]
     return lambda name: dig(hit, fields.get(name, name))
 
 
-def retryable_status(status: int) -> bool:
-    """429 (too many requests) and 5xx answers may succeed when asked again."""
-    return status == 429 or status >= 500
-
-
-def retry_after_seconds(value: str | None, now: datetime) -> float | None:
-    """A Retry-After header as seconds from `now`: delay-seconds or an HTTP date."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = (parsedate_to_datetime(value) - now).total_seconds()
-        except (TypeError, ValueError):
-            return None
-    return max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-def backoff_seconds(
-    attempt: int, base: float, cap: float, retry_after: float | None, draw: Callable[[], float]
-) -> float:
-    """The wait before retry number `attempt + 1`: the server's Retry-After when it gave
-    one, else full jitter (uniform from 0 to base * 2**attempt); at most `cap`."""
-    if retry_after is not None:
-        return min(retry_after, cap)
-    return min(cap, base * 2**attempt) * draw()
-
-
-def transport_error(exc: httpx.TransportError) -> str:
-    """What a failed exchange is recorded as."""
-    if isinstance(exc, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused" if "refused" in str(exc).lower() else "connection failed"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "connection dropped"
-    if isinstance(exc, httpx.ReadError | httpx.WriteError):
-        return "connection reset"
-    return f"connection error: {type(exc).__name__}"
-
-
-# --- the searcher (I/O) ---------------------------------------------------------------
-
-UNREACHABLE = frozenset({"connection refused", "connection failed", "timeout"})
-"""Failures that say the service cannot be reached at all (unlike an HTTP error)."""
-
-
-class Breaker:
-    """Stops retrying once the service looks unreachable.
-
-    After `limit` queries in a row failed to reach the service even with their retries,
-    later queries get a single attempt each: a service that is down then fails the run
-    in seconds instead of minutes, and every query is still tried and recorded with its
-    error. The first query that reaches the service closes the breaker again.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.streak = 0
-        self.lock = threading.Lock()
-
-    @property
-    def open(self) -> bool:
-        """Whether retries are skipped."""
-        return self.streak >= self.limit
-
-    def record(self, unreachable: bool) -> None:
-        """Count a query that could not reach the service, or reset on one that did."""
-        with self.lock:
-            self.streak = self.streak + 1 if unreachable else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """An attempt that got no results."""
-
-    error: str
-    retryable: bool
-    retry_after: float | None = None
-    """Seconds the server asked to wait (Retry-After)."""
-
-
 @dataclass(frozen=True, slots=True)
 class HttpSearcher:
     """POSTs one query to the service, with retries."""
@@ -367,36 +280,13 @@ class HttpSearcher:
 
     def search(self, client: httpx.Client, query: str, top_k: int, breaker: Breaker) -> Hits:
         """The service's results for one query, retrying what may pass; QueryFailed if not."""
-        payload = render_body(self.body, query, top_k)
-        retries = 0 if breaker.open else self.retries
-        attempt = 0
-        while isinstance(outcome := self.attempt(client, payload), Failure):
-            if not outcome.retryable or attempt == retries:
-                breaker.record(outcome.error in UNREACHABLE)
-                raise QueryFailed(outcome.error)
-            time.sleep(
-                backoff_seconds(
-                    attempt, self.backoff_s, self.max_backoff_s, outcome.retry_after, random.random
-                )
-            )
-            attempt += 1
-        breaker.record(False)
-        return outcome
-
-    def attempt(self, client: httpx.Client, payload: Any) -> Hits | Failure:
-        """One request: the hits, or why there are none (QueryFailed for a malformed answer)."""
-        started = time.perf_counter()
+        policy = RetryPolicy(self.retries, self.backoff_s, self.max_backoff_s)
         try:
-            response = client.post(self.url, json=payload)
-        except httpx.TransportError as exc:
-            return Failure(transport_error(exc), retryable=True)
-        # The latency is that of the attempt that succeeded, from sending the request to
-        # reading the whole answer: waits between retries measure the policy, not the service.
-        latency_ms = (time.perf_counter() - started) * 1000
-        status = response.status_code
-        if not response.is_success:
-            after = retry_after_seconds(response.headers.get("Retry-After"), datetime.now(UTC))
-            return Failure(f"http {status}", retryable_status(status), after)
+            response, latency_ms = post_json(
+                client, self.url, render_body(self.body, query, top_k), policy, breaker
+            )
+        except CallFailed as failure:
+            raise QueryFailed(str(failure)) from None
         return Hits(parse_hits(response.content, self.results_path, self.fields), latency_ms)
 
 

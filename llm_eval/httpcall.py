@@ -1,0 +1,156 @@
+"""POSTing JSON to a service that may fail: retries, backoff, Retry-After, a breaker.
+
+Shared by the http retriever and the model clients (judge, embeddings). A connection
+error, a timeout, 429 or a 5xx answer is retried up to `retries` times, after a wait
+drawn uniformly from zero to `backoff_s * 2**attempt` ("full jitter"), or as long as
+the server's `Retry-After` asks; both capped by `max_backoff_s`. Other answers are not
+retried. A call that still fails raises `CallFailed` with what is recorded
+(`timeout`, `http 503`, `connection refused`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+
+class CallFailed(Exception):
+    """A call that failed for good; the message is the error to record."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to retry what may pass when asked again."""
+
+    retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+
+
+def retryable_status(status: int) -> bool:
+    """429 (too many requests) and 5xx answers may succeed when asked again."""
+    return status == 429 or status >= 500
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """A Retry-After header as seconds from `now`: delay-seconds or an HTTP date."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = (parsedate_to_datetime(value) - now).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def backoff_seconds(
+    attempt: int, base: float, cap: float, retry_after: float | None, draw: Callable[[], float]
+) -> float:
+    """The wait before retry number `attempt + 1`: the server's Retry-After when it gave
+    one, else full jitter (uniform from 0 to base * 2**attempt); at most `cap`."""
+    if retry_after is not None:
+        return min(retry_after, cap)
+    return min(cap, base * 2**attempt) * draw()
+
+
+def transport_error(exc: httpx.TransportError) -> str:
+    """What a failed exchange is recorded as."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused" if "refused" in str(exc).lower() else "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "connection dropped"
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return "connection reset"
+    return f"connection error: {type(exc).__name__}"
+
+
+# --- the searcher (I/O) ---------------------------------------------------------------
+
+UNREACHABLE = frozenset({"connection refused", "connection failed", "timeout"})
+"""Failures that say the service cannot be reached at all (unlike an HTTP error)."""
+
+
+class Breaker:
+    """Stops retrying once the service looks unreachable.
+
+    After `limit` queries in a row failed to reach the service even with their retries,
+    later queries get a single attempt each: a service that is down then fails the run
+    in seconds instead of minutes, and every query is still tried and recorded with its
+    error. The first query that reaches the service closes the breaker again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.streak = 0
+        self.lock = threading.Lock()
+
+    @property
+    def open(self) -> bool:
+        """Whether retries are skipped."""
+        return self.streak >= self.limit
+
+    def record(self, unreachable: bool) -> None:
+        """Count a query that could not reach the service, or reset on one that did."""
+        with self.lock:
+            self.streak = self.streak + 1 if unreachable else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An attempt that got no results."""
+
+    error: str
+    retryable: bool
+    retry_after: float | None = None
+    """Seconds the server asked to wait (Retry-After)."""
+
+
+def post_json(
+    client: httpx.Client, url: str, payload: Any, policy: RetryPolicy, breaker: Breaker
+) -> Answer:
+    """The successful answer to POSTing `payload`, and its latency in ms (of the attempt
+    that succeeded: waits between retries measure the policy, not the service);
+    CallFailed when every allowed attempt failed."""
+    retries = 0 if breaker.open else policy.retries
+    attempt = 0
+    while isinstance(outcome := _attempt(client, url, payload), Failure):
+        if not outcome.retryable or attempt == retries:
+            breaker.record(outcome.error in UNREACHABLE)
+            raise CallFailed(outcome.error)
+        wait = backoff_seconds(
+            attempt, policy.backoff_s, policy.max_backoff_s, outcome.retry_after, random.random
+        )
+        time.sleep(wait)
+        attempt += 1
+    breaker.record(False)
+    return outcome
+
+
+def _attempt(
+    client: httpx.Client, url: str, payload: Any
+) -> tuple[httpx.Response, float] | Failure:
+    started = time.perf_counter()
+    try:
+        response = client.post(url, json=payload)
+    except httpx.TransportError as exc:
+        return Failure(transport_error(exc), retryable=True)
+    latency_ms = (time.perf_counter() - started) * 1000
+    status = response.status_code
+    if not response.is_success:
+        after = retry_after_seconds(response.headers.get("Retry-After"), datetime.now(UTC))
+        return Failure(f"http {status}", retryable_status(status), after)
+    return response, latency_ms
