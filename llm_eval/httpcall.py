@@ -22,6 +22,9 @@ from typing import Any
 
 import httpx
 
+Answer = tuple[httpx.Response, float]
+"""A successful response and its latency in milliseconds."""
+
 
 class CallFailed(Exception):
     """A call that failed for good; the message is the error to record."""
