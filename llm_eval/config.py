@@ -24,7 +24,7 @@ from llm_eval.errors import InputError
 from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
-from llm_eval.retrievers import retriever_kind
+from llm_eval.retrievers import checked_settings, retriever_kind
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 
@@ -74,6 +74,8 @@ class EvalConfig:
     """Answer from the retrieval cache of earlier runs (`--cache` / `--no-cache` win)."""
     versions: Path | None = None
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
+    judge: Mapping[str, Any] | None = None
+    """The judge model's checked settings (`llm_eval.judge.settings`), for judged metrics."""
 
 
 # --- helpers over nodes -------------------------------------------------------------
@@ -153,6 +155,7 @@ _CONFIG_KEYS = frozenset(
         "rejection_score_threshold",
         "versions",
         "cache",
+        "judge",
     }
 )
 
@@ -180,6 +183,7 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         baseline=Path(_string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
         output=Path(_string(keys["output"])) if "output" in keys else defaults.OUTPUT,
         cache=_switch(keys["cache"]) if "cache" in keys else False,
+        judge=_judge(keys["judge"]) if "judge" in keys else None,
         **_beyond_ids(keys),
     )
     if not config.gold:
@@ -187,6 +191,7 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
     if "metrics" in keys:
         check_cutoffs(config.metrics, top_k, keys["metrics"])
         _check_versions(config, config.metrics, keys["metrics"].error)
+        _check_judge(config, config.metrics, keys["metrics"].error)
     return config
 
 
@@ -219,6 +224,29 @@ def _number(node: Node) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise node.error(f"must be a number, got {value!r}")
     return float(value)
+
+
+def _judge(node: Node) -> Mapping[str, Any]:
+    from llm_eval.judge.settings import SETTINGS
+
+    keys = node.mapping(frozenset(SETTINGS))
+    given = {name: keys[name].plain() for name in SETTINGS if name in keys}
+    try:
+        return checked_settings(given, SETTINGS)
+    except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
+        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
+        raise where.error(exc.reason) from None
+
+
+def _check_judge(
+    config: EvalConfig, metrics: tuple[str, ...], error: Callable[[str], InputError]
+) -> None:
+    """Judged metrics need a judge."""
+    judged = [m for m in metrics if parse_metric(m).kind == "judged"]
+    if judged and config.judge is None:
+        raise error(
+            f"{judged[0]} is judged by a model; add `judge:` (base_url, model) to {config.path}"
+        )
 
 
 def _check_versions(
@@ -292,6 +320,7 @@ _GATE_KEYS = frozenset(
         "scope",
         "statistics",
         "per_tag",
+        "judged",
     }
 )
 _STATISTICS_KEYS = frozenset(
@@ -329,6 +358,12 @@ def _gate(node: Node, defaults: Statistics) -> Gate:
     )
     if threshold is None and regression is None:
         raise node.error("a gate needs a `threshold`, a `regression_max`, or both")
+    judged = _flag(keys["judged"]) if "judged" in keys else False
+    if parse_metric(metric).kind == "judged" and not judged:
+        raise (keys.get("metric") or keys["name"]).error(
+            f"{metric} is judged by a model, so it only reports; write `judged: true` in "
+            "this gate to let it block the merge"
+        )
     per_tag, per_tag_tags = _per_tag(keys["per_tag"]) if "per_tag" in keys else (False, ())
     if per_tag and regression is None:
         raise keys["per_tag"].error("per-tag checks need a `regression_max` on the gate")
@@ -346,6 +381,12 @@ def _gate(node: Node, defaults: Statistics) -> Gate:
         per_tag=per_tag,
         per_tag_tags=per_tag_tags,
     )
+
+
+def _flag(node: Node) -> bool:
+    if not isinstance(node.value, bool):
+        raise node.error(f"expected true or false, got {node.value!r}")
+    return node.value
 
 
 def _per_tag(node: Node) -> tuple[bool, tuple[str, ...]]:
@@ -443,6 +484,7 @@ def check_against_config(criteria: Criteria, config: EvalConfig) -> None:
     """Gate metrics must fit within the retrieved top_k (and find the data they need)."""
     for gate in criteria.gates:
         _check_versions(config, (gate.metric,), gate.where.error)
+        _check_judge(config, (gate.metric,), gate.where.error)
         k = parse_metric(gate.metric).k
         if k is not None and k > config.top_k:
             raise gate.where.error(

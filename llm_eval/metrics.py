@@ -38,10 +38,11 @@ from llm_eval.service import ServiceRecord, error_rate, latency_percentile
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
 Aggregate = Callable[[list[ServiceRecord]], float]
 
-Kind = Literal["relevance", "rejection", "context", "service"]
+Kind = Literal["relevance", "rejection", "context", "judged", "service"]
 """Where a metric's values come from: relevance labels (`Judgments`), rejection
 queries (`llm_eval.rejection`), stale or conflicting context (`llm_eval.versions`),
-or what each query cost (`llm_eval.service`)."""
+a judge model's verdicts (`llm_eval.judge`, advisory unless a gate opts in), or what
+each query cost (`llm_eval.service`)."""
 Unit = Literal["share", "score", "ms"]
 """`share`: a proportion, shown as a percentage with deltas in points; `score`: a
 rank-based score in [0, 1], shown as a decimal; `ms`: milliseconds."""
@@ -402,6 +403,37 @@ register(
         "conflict rate",
         "share",
         higher_is_better=False,
+    )
+)
+register(
+    Family(
+        "context_precision",
+        "judged",
+        "required",
+        "RAGAS context precision: useful chunks in the top k, weighted by rank (judged)",
+        "context precision",
+        "score",
+    )
+)
+register(
+    Family(
+        "context_recall",
+        "judged",
+        "none",
+        "RAGAS context recall: share of the reference answer's statements the context "
+        "supports (judged)",
+        "context recall",
+        "share",
+    )
+)
+register(
+    Family(
+        "context_sufficiency",
+        "judged",
+        "none",
+        "how much of what the expected answer needs is in the context, 0 to 1 (judged)",
+        "context sufficiency",
+        "score",
     )
 )
 for _q in (50, 95, 99):

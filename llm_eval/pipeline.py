@@ -70,10 +70,17 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
 
 
 def measure(inputs: Inputs, run: Run) -> Measurement:
-    """Score every gold query on every metric the report and the gates need."""
-    return score_run(
+    """Score every gold query on every metric the report and the gates need, asking the
+    judge model for the judged ones."""
+    measurement = score_run(
         inputs.gold, run, inputs.metrics, inputs.config.relevance_level, inputs.scoring
     )
+    judged = [m for m in map(parse_metric, inputs.metrics) if m.kind == "judged"]
+    if not judged:
+        return measurement
+    from llm_eval.judge.pipeline import judged_measurement
+
+    return judged_measurement(inputs, run, measurement, judged)
 
 
 def scoring_for(config: EvalConfig) -> Scoring:

@@ -19,6 +19,7 @@ from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
+from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.pipeline import Inputs
@@ -278,6 +279,33 @@ def _context(measurement: Measurement) -> dict[str, Any] | None:
     }
 
 
+def _judge(summary: JudgeSummary | None) -> dict[str, Any] | None:
+    """The judge's model, calls, tokens, cost and agreement with the gold labels."""
+    if summary is None:
+        return None
+    calibration = summary.calibration
+    return {
+        "model": summary.model,
+        "calls": summary.calls,
+        "cached": summary.cached,
+        "failed": summary.failed,
+        "prompt_tokens": summary.prompt_tokens,
+        "completion_tokens": summary.completion_tokens,
+        "cost": summary.cost,
+        "calibration": None
+        if calibration is None
+        else {
+            "chunks": calibration.n,
+            "agreement": calibration.agreement,
+            "kappa": calibration.kappa,
+            "precision": calibration.precision,
+            "recall": calibration.recall,
+        },
+        "unscored_count": len(summary.unscored),
+        "unscored": dict(list(summary.unscored.items())[:DETAILS_LISTED]),
+    }
+
+
 def _unpaired_notes(comparison: Comparison, baseline: Baseline | None) -> list[str]:
     """Gates on ratios pooled over positions get no paired test and no per-tag checks."""
     if baseline is None:
@@ -375,6 +403,7 @@ def build_report(
         "rejections": _rejections(inputs, measurement),
         "context": _context(measurement),
         "gold_changes": _gold_changes(comparison, by_id),
+        "judge": _judge(measurement.judge),
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),

@@ -67,6 +67,7 @@ class Report(TypedDict):
     rejections: dict[str, Any]
     context: dict[str, Any] | None
     gold_changes: dict[str, Any] | None
+    judge: dict[str, Any] | None
     notes: list[str]
     retrieval: dict[str, int]
     provenance: dict[str, Any]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from llm_eval.evaluation import parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
+from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric
@@ -61,6 +62,8 @@ class Measurement:
     """What the retriever did with each rejection query it did not fail on."""
     context: ContextReport | None
     """Stale hits and conflicts; None without a corpus-versions sidecar."""
+    judge: JudgeSummary | None = None
+    """The judge's cost and agreement with the gold labels; None when nothing was judged."""
 
     @property
     def table(self) -> ScoreTable:

@@ -159,7 +159,8 @@ def test_parse_metric_names(name: str, canonical: str) -> None:
             "hit_rate@k (alias success@k); mrr, mrr@k (alias recip_rank); map, map@k; "
             "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rprec (alias r_precision); "
             "rejection_accuracy; false_confidence_rate; stale_rate@k; stale_query_rate@k; "
-            "conflict_rate@k; latency_p50; latency_p95; latency_p99; error_rate",
+            "conflict_rate@k; context_precision@k; context_recall; context_sufficiency; "
+            "latency_p50; latency_p95; latency_p99; error_rate",
         ),
         ("recall", "metric 'recall' needs a cutoff, e.g. recall@5"),
         ("recall@0", "metric 'recall@0': the cutoff must be a whole number >= 1"),

@@ -7,6 +7,7 @@ from typing import Any
 
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
+from llm_eval.wording import value
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -86,3 +87,51 @@ def detail_lines(report: Mapping[str, Any]) -> list[str]:
         conflicts = plural(context["conflicts_count"], "conflict", "conflicts")
         lines.append(f"In {within}: {stale} and {conflicts} (listed in report.json).")
     return lines
+
+
+def judge_lines(report: Mapping[str, Any]) -> list[str]:
+    """How far the judge agrees with the gold labels, then what it cost: printed before
+    any judged number, so that a reader knows how far to trust those."""
+    judge = report.get("judge")
+    if not judge:
+        return []
+    lines = []
+    calibration = judge["calibration"]
+    if calibration is None:
+        lines.append(
+            f"Judge {judge['model']}: no labelled chunk to check it against, so its verdicts "
+            "are not calibrated."
+        )
+    else:
+        kappa = "n/a" if calibration["kappa"] is None else f"{calibration['kappa']:.2f}"
+        lines.append(
+            f"Judge {judge['model']} agrees with the gold labels on "
+            f"{calibration['agreement'] * 100:.1f}% of {calibration['chunks']:,} chunks (Cohen's "
+            f"kappa {kappa}): {_share(calibration['precision'])} of the chunks it calls useful "
+            f"are labelled relevant, and it calls useful {_share(calibration['recall'])} of the "
+            "relevant ones."
+        )
+    tokens = judge["prompt_tokens"] + judge["completion_tokens"]
+    unscored = judge["unscored_count"]
+    left = (
+        f"; {plural(unscored, 'query', 'queries')} unscored (see report.json)" if unscored else ""
+    )
+    lines.append(
+        f"Judge cost: {judge['calls']:,} calls made, {judge['cached']:,} answered from the "
+        f"cache, {judge['failed']:,} failed; {tokens:,} tokens, {judge['cost']:.4f} at the "
+        f"configured prices{left}."
+    )
+    overall = next((s for s in report["slices"] if s["kind"] == "overall"), None)
+    judged = [m for m in report["metrics"] if parse_metric(m).kind == "judged"]
+    if overall is not None and judged:
+        values = ", ".join(
+            f"{parse_metric(m).label} {value(m, overall['metrics'][m]['value'])}"
+            for m in judged
+            if m in overall["metrics"]
+        )
+        lines.append(f"Judged (advisory), all queries: {values}.")
+    return lines
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"

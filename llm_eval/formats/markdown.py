@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline, missing_lines
+from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
 from llm_eval.gate import TOLERANCE, worst_status
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
@@ -625,7 +625,7 @@ def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:
-    notes = missing_lines(report)
+    notes = [*judge_lines(report), *missing_lines(report)]
     failed = report["queries"].get("failed") or {}
     if failed:
         notes.append(

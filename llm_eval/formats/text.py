@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline, missing_lines
+from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
 from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.stats import format_p
 from llm_eval.wording import ci_range, delta, limits_text, value
@@ -111,6 +111,8 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
     if coloured:
         title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
     lines = [title, ""]
+    if report.get("judge"):
+        lines += [*judge_lines(report), ""]
     if report["verdict"] == "gold_changed":
         why = report["summary"][:1] or ["The gold set differs from the baseline's."]
         lines += [*why, *gold_change_lines(report["gold_changes"]), ""]

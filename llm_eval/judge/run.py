@@ -1,0 +1,198 @@
+"""Asking the judge about every query of a run, and turning its answers into metrics.
+
+For each answered gold query with a reference (`expected_answer`, else its
+`reference_passages`): one chunk-relevance call per chunk in the top k of the largest
+`context_precision@k`, one statement-attribution call for `context_recall`, one
+sufficiency call for `context_sufficiency`. A query whose results carry no text, or
+whose calls failed or came back unreadable, is left unscored with the reason; it is
+never scored 0. More failed calls than the judge's `max_error_rate` stop the run
+(exit 4), as a failing retriever does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+from llm_eval.errors import ExternalError
+from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.judge.client import ChatClient, JudgeFailed, Session, Usage
+from llm_eval.judge.prompts import prompt
+from llm_eval.judge.scoring import (
+    BadVerdict,
+    Calibration,
+    attributions,
+    calibration,
+    context_precision,
+    score,
+    statements,
+    verdict,
+)
+from llm_eval.metrics import Metric
+from llm_eval.output import plural
+from llm_eval.runs import Run
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOutcome:
+    """The judged values per query, what the judge cost, and how far to trust it."""
+
+    per_query: Mapping[str, Mapping[str, float]]
+    unscored: Mapping[str, str]
+    """Per query left unscored: why."""
+    usage: Usage
+    calibration: Calibration | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Call:
+    """One planned call (compared and hashed by identity)."""
+
+    query_id: str
+    what: str
+    """`chunk:<rank>`, `recall` or `sufficiency`."""
+    prompt: str
+    parse: Callable[[str], object]
+    values: Mapping[str, str]
+
+
+def reference_of(query: GoldQuery) -> str | None:
+    """What the retrieved context should support: the expected answer, else the passages."""
+    if query.expected_answer and query.expected_answer.strip():
+        return query.expected_answer.strip()
+    passages = " ".join(p.strip() for p in query.reference_passages if p.strip())
+    return passages or None
+
+
+def judge_run(
+    gold: GoldSet,
+    run: Run,
+    metrics: Sequence[Metric],
+    client: ChatClient,
+    gold_relevant: Callable[[str, int], bool | None],
+) -> JudgeOutcome:
+    """Judge every answered gold query on the judged `metrics`.
+
+    `gold_relevant(query_id, rank)` says whether the gold labels call the result at that
+    rank relevant (None when the query has no labels): the calibration's other side.
+    """
+    chunks = max((m.k or 0 for m in metrics if m.family.name == "context_precision"), default=0)
+    names = {m.family.name for m in metrics}
+    calls, unscored = _plan(gold, run, chunks, names)
+    answers = _ask(client, calls)
+    failed = sum(1 for a in answers.values() if isinstance(a, str))
+    limit = float(client.settings["max_error_rate"])
+    if calls and failed / len(calls) > limit:
+        reasons = sorted(
+            {a.removeprefix("judge call failed: ") for a in answers.values() if isinstance(a, str)}
+        )
+        raise ExternalError(
+            f"the judge failed on {failed} of {plural(len(calls), 'call', 'calls')} "
+            f"(more than max_error_rate {limit * 100:g}%): {', '.join(reasons[:3])}"
+        )
+    per_query: dict[str, dict[str, float]] = {}
+    pairs: list[tuple[int, bool]] = []
+    for query_id, mine in _by_query(calls).items():
+        problems = [answers[c] for c in mine if isinstance(answers[c], str)]
+        if problems:
+            unscored[query_id] = str(problems[0])
+            continue
+        got = {c.what: answers[c] for c in mine}
+        verdicts = [got[f"chunk:{r}"] for r in range(1, chunks + 1) if f"chunk:{r}" in got]
+        per_query[query_id] = _values(metrics, verdicts, got, chunks)
+        for rank, judged in enumerate(verdicts, start=1):
+            relevant = gold_relevant(query_id, rank)
+            if relevant is not None:
+                pairs.append((int(str(judged)), relevant))
+    return JudgeOutcome(per_query, unscored, client.usage, calibration(pairs))
+
+
+def _values(
+    metrics: Sequence[Metric], verdicts: Sequence[object], got: Mapping[str, object], chunks: int
+) -> dict[str, float]:
+    """One query's judged values from its parsed answers."""
+    row: dict[str, float] = {}
+    for metric in metrics:
+        name = metric.family.name
+        if name == "context_precision":
+            row[metric.name] = context_precision(
+                [int(str(v)) for v in verdicts], metric.k or chunks
+            )
+        elif name == "context_recall" and isinstance(marks := got["recall"], list):
+            row[metric.name] = sum(marks) / len(marks)
+        elif name == "context_sufficiency" and isinstance(value := got["sufficiency"], float):
+            row[metric.name] = value
+    return row
+
+
+def _plan(
+    gold: GoldSet, run: Run, chunks: int, names: set[str]
+) -> tuple[list[_Call], dict[str, str]]:
+    calls: list[_Call] = []
+    unscored: dict[str, str] = {}
+    for query in gold.queries:
+        answer = run.queries.get(query.query_id)
+        if answer is None or answer.error is not None or query.is_rejection:
+            continue  # missing, failed and rejection queries are accounted for elsewhere
+        reference = reference_of(query)
+        if reference is None:
+            unscored[query.query_id] = "no expected_answer or reference_passages to judge against"
+            continue
+        texts = [r.text for r in answer.results]
+        if any(t is None for t in texts[: max(chunks, 1)]) or not texts:
+            unscored[query.query_id] = "the results carry no text for the judge to read"
+            continue
+        context = "\n\n".join(f"[{i}] {t}" for i, t in enumerate(texts, start=1))
+        base = {"question": query.query, "reference": reference}
+        for rank, text in enumerate(texts[:chunks], start=1):
+            values = {**base, "passage": str(text)}
+            calls.append(_Call(query.query_id, f"chunk:{rank}", "chunk_relevance", verdict, values))
+        if "context_recall" in names:
+            said = statements(reference)
+            listed = "\n".join(f"{i}. {s}" for i, s in enumerate(said, start=1))
+            calls.append(
+                _Call(
+                    query.query_id,
+                    "recall",
+                    "statement_attribution",
+                    partial(attributions, count=len(said)),
+                    {"context": context, "statements": listed},
+                )
+            )
+        if "context_sufficiency" in names:
+            values = {**base, "context": context}
+            calls.append(_Call(query.query_id, "sufficiency", "context_sufficiency", score, values))
+    return calls, unscored
+
+
+def _ask(client: ChatClient, calls: Sequence[_Call]) -> dict[_Call, object]:
+    """Every call's parsed answer, or the text of why there is none."""
+
+    def one(session: Session, call: _Call) -> object:
+        template = prompt(call.prompt)
+        try:
+            answer = session.ask(template.key, template.messages(**call.values))
+            return call.parse(answer.content)
+        except JudgeFailed as failure:
+            return f"judge call failed: {failure}"
+        except BadVerdict as bad:
+            return f"judge answer unreadable: {bad}"
+
+    if not calls:
+        return {}
+    with (
+        client.session() as session,
+        ThreadPoolExecutor(
+            int(client.settings["concurrency"]), thread_name_prefix="llm-eval-judge"
+        ) as pool,
+    ):
+        return dict(zip(calls, pool.map(lambda c: one(session, c), calls), strict=True))
+
+
+def _by_query(calls: Sequence[_Call]) -> dict[str, list[_Call]]:
+    grouped: dict[str, list[_Call]] = {}
+    for call in calls:
+        grouped.setdefault(call.query_id, []).append(call)
+    return grouped

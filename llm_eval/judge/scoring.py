@@ -1,0 +1,142 @@
+"""The judged metrics' arithmetic, and the judge's agreement with the gold labels (pure).
+
+- `context_precision@k` (RAGAS): with v_i = 1 when the judge finds the chunk at rank i
+  useful, Σ_{i≤k} precision@i · v_i / Σ_{i≤k} v_i, and 0 when no chunk in the top k is.
+  Ranks beyond the results count as not useful.
+- `context_recall` (RAGAS): the share of the reference answer's statements the judge
+  attributes to the retrieved context. Statements are the reference's sentences.
+- `context_sufficiency`: the judge's 0-1 score of how much of what the expected answer
+  needs is in the context.
+
+A verdict the judge did not give in the asked-for shape is an error, never a 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+class BadVerdict(ValueError):
+    """The judge answered, but not in the shape asked for."""
+
+
+def context_precision(verdicts: Sequence[int], k: int) -> float:
+    """RAGAS context precision@k from per-rank verdicts (1 useful, 0 not)."""
+    top = [1 if v else 0 for v in verdicts[:k]]
+    useful = sum(top)
+    if useful == 0:
+        return 0.0
+    total, seen = 0.0, 0
+    for rank, verdict in enumerate(top, start=1):
+        seen += verdict
+        total += verdict * seen / rank
+    return total / useful
+
+
+def statements(reference: str) -> list[str]:
+    """The reference answer's sentences (its statements), blank ones left out."""
+    return [s.strip() for s in _SENTENCE_END.split(reference.strip()) if s.strip()]
+
+
+def answer_json(content: str) -> dict[str, Any]:
+    """The JSON object in a model's answer (a ```json fence or prose around it is allowed)."""
+    found = _JSON_OBJECT.search(content)
+    if found is None:
+        raise BadVerdict("no JSON object in the answer")
+    try:
+        value = json.loads(found.group(0))
+    except ValueError:
+        raise BadVerdict("the answer's JSON does not parse") from None
+    if not isinstance(value, dict):
+        raise BadVerdict("the answer's JSON is not an object")
+    return value
+
+
+def verdict(content: str) -> int:
+    """`{"verdict": 1|0}` → 1 or 0."""
+    value = answer_json(content).get("verdict")
+    if isinstance(value, bool) or value not in (0, 1):
+        raise BadVerdict(f"verdict must be 0 or 1, got {value!r}")
+    return int(value)
+
+
+def attributions(content: str, count: int) -> list[int]:
+    """`{"attributed": [1, 0, …]}` with one 0/1 per statement."""
+    value = answer_json(content).get("attributed")
+    if (
+        not isinstance(value, list)
+        or len(value) != count
+        or any(isinstance(v, bool) or v not in (0, 1) for v in value)
+    ):
+        raise BadVerdict(f"attributed must list {count} numbers 0 or 1, got {value!r}")
+    return [int(v) for v in value]
+
+
+def score(content: str) -> float:
+    """`{"score": x}` with x from 0 to 1."""
+    value = answer_json(content).get("score")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        if math.isfinite(number) and 0 <= number <= 1:
+            return number
+    raise BadVerdict(f"score must be a number from 0 to 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How the judge's chunk verdicts agree with the gold labels on the same chunks."""
+
+    n: int
+    """Chunks of labelled queries the judge gave a verdict on."""
+    agreement: float
+    kappa: float | None
+    """Cohen's kappa; None when chance agreement is 1 (one label everywhere)."""
+    precision: float | None
+    """Of the chunks the judge called useful, the share the gold labels call relevant."""
+    recall: float | None
+    """Of the chunks the gold labels call relevant, the share the judge called useful."""
+
+
+def calibration(pairs: Sequence[tuple[int, bool]]) -> Calibration | None:
+    """Agreement of (judge verdict, gold relevant) pairs; None without pairs."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    both = sum(1 for j, g in pairs if j and g)
+    judge_yes = sum(1 for j, _ in pairs if j)
+    gold_yes = sum(1 for _, g in pairs if g)
+    agree = sum(1 for j, g in pairs if bool(j) == g) / n
+    chance = (judge_yes * gold_yes + (n - judge_yes) * (n - gold_yes)) / n**2
+    kappa = None if chance == 1 else (agree - chance) / (1 - chance)
+    return Calibration(
+        n,
+        agree,
+        kappa,
+        both / judge_yes if judge_yes else None,
+        both / gold_yes if gold_yes else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSummary:
+    """What the report says about the judge: who, what it cost, how far to trust it."""
+
+    model: str
+    calls: int
+    """Calls made to the endpoint (answers from the cache not counted)."""
+    cached: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    calibration: Calibration | None
+    unscored: Mapping[str, str]
+    """Queries left unscored, and why."""

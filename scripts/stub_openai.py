@@ -1,0 +1,199 @@
+"""A local OpenAI-compatible server with deterministic, rule-based answers.
+
+No model can be downloaded where llm-eval is tested, so the judge is tested against
+this: a real HTTP server on 127.0.0.1 that speaks `/v1/chat/completions` and
+`/v1/embeddings` the way OpenAI, vLLM or Ollama do, and answers by simple rules:
+
+- chunk_relevance: useful (1) when at least half of the question's words (three
+  letters or more, a few common words left out) occur in the passage;
+- statement_attribution: a statement is supported when at least 60% of its words
+  occur in the context;
+- context_sufficiency: the share of the expected answer's words found in the
+  context, rounded to quarters;
+- embeddings: hashed bag-of-words vectors of 64 dimensions, normalised.
+
+Usage is counted as words. `faults` are answered before anything else, one per
+request (a status, optional headers and body, or a delay), to test retries.
+
+    python scripts/stub_openai.py --port 8765      # serves until Ctrl-C
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORD = re.compile(r"[a-z0-9_]{3,}")
+_COMMON = frozenset({"the", "and", "for", "how", "what", "does", "with", "which", "this", "that"})
+
+
+def words(text: str) -> set[str]:
+    """The distinct lower-case words of three letters or more, common ones left out."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
+
+
+def section(text: str, name: str) -> str:
+    found = re.search(rf"<{name}>\n(.*?)\n</{name}>", text, re.S)
+    return found.group(1) if found else ""
+
+
+def share_found(part: str, whole: str) -> float:
+    wanted = words(part)
+    return len(wanted & words(whole)) / len(wanted) if wanted else 0.0
+
+
+def judge(user: str) -> dict[str, Any]:
+    """The rule-based answer to one of llm-eval's prompts."""
+    task = user.splitlines()[0].removeprefix("task: ").strip() if user else ""
+    if task == "chunk_relevance":
+        useful = share_found(section(user, "question"), section(user, "passage")) >= 0.5
+        return {"verdict": int(useful), "reason": "word overlap"}
+    if task == "statement_attribution":
+        listed = [re.sub(r"^\d+\.\s*", "", s) for s in section(user, "statements").splitlines()]
+        context = section(user, "context")
+        return {"attributed": [int(share_found(s, context) >= 0.6) for s in listed if s]}
+    if task == "context_sufficiency":
+        found = share_found(section(user, "expected_answer"), section(user, "context"))
+        return {"score": round(found * 4) / 4, "reason": "word overlap"}
+    return {"error": f"unknown task {task!r}"}
+
+
+def embed(text: str, size: int = 64) -> list[float]:
+    vector = [0.0] * size
+    for word in words(text):
+        bucket = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big")
+        vector[bucket % size] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+@dataclass
+class Fault:
+    """One planned misbehaviour."""
+
+    status: int = 500
+    body: bytes = b'{"error": {"message": "planned failure"}}'
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class StubOpenAI:
+    """The server's state: planned faults, and what it was asked."""
+
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_fault(self) -> Fault | None:
+        with self.lock:
+            return self.faults.pop(0) if self.faults else None
+
+
+def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            with state.lock:
+                state.authorizations.append(self.headers.get("Authorization"))
+            fault = state.next_fault()
+            if fault is not None:
+                time.sleep(fault.delay_s)
+                self.reply(fault.status, fault.body, fault.headers)
+                return
+            request = json.loads(raw or b"{}")
+            with state.lock:
+                state.requests.append({"path": self.path, **request})
+            if self.path.endswith("/chat/completions"):
+                self.reply(200, json.dumps(self.completion(request)).encode())
+            elif self.path.endswith("/embeddings"):
+                self.reply(200, json.dumps(self.embeddings(request)).encode())
+            else:
+                self.reply(404, b'{"error": {"message": "not found"}}')
+
+        def completion(self, request: dict[str, Any]) -> dict[str, Any]:
+            messages = request.get("messages") or []
+            user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+            content = json.dumps(judge(user))
+            prompt_tokens = sum(len(m["content"].split()) for m in messages)
+            return {
+                "id": "stub",
+                "object": "chat.completion",
+                "model": request.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": len(content.split()),
+                    "total_tokens": prompt_tokens + len(content.split()),
+                },
+            }
+
+        def embeddings(self, request: dict[str, Any]) -> dict[str, Any]:
+            inputs = request.get("input") or []
+            inputs = [inputs] if isinstance(inputs, str) else inputs
+            return {
+                "object": "list",
+                "data": [{"index": i, "embedding": embed(t)} for i, t in enumerate(inputs)],
+                "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs)},
+            }
+
+        def reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+@contextmanager
+def serve(state: StubOpenAI | None = None, port: int = 0) -> Iterator[StubOpenAI]:
+    """Run the stub on 127.0.0.1 until the block ends; `state.url` is its /v1 root."""
+    state = state or StubOpenAI()
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    port = parser.parse_args().port
+    with serve(port=port) as state:
+        print(f"stub OpenAI-compatible server at {state.url} (Ctrl-C stops it)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,335 @@
+"""The judge: RAGAS arithmetic by hand, calibration, and a real local OpenAI-compatible
+server (scripts/stub_openai.py) for the client, the cache, costs and faults."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.judge.scoring import (
+    BadVerdict,
+    attributions,
+    calibration,
+    context_precision,
+    score,
+    statements,
+    verdict,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("stub_openai", REPO / "scripts" / "stub_openai.py")
+assert _spec is not None and _spec.loader is not None
+stub = importlib.util.module_from_spec(_spec)
+sys.modules["stub_openai"] = stub
+_spec.loader.exec_module(stub)
+
+
+# --- arithmetic --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "k", "expected"),
+    [
+        ([1, 0, 1], 3, (1 / 1 + 2 / 3) / 2),  # RAGAS: Σ precision@i · v_i / Σ v_i
+        ([0, 1, 1], 3, (1 / 2 + 2 / 3) / 2),
+        ([1, 1, 1], 3, 1.0),
+        ([0, 0, 0], 3, 0.0),  # no useful chunk: 0, as RAGAS
+        ([0, 1, 1, 1], 2, 1 / 2),  # only the top k count
+        ([1], 5, 1.0),  # fewer results than k: the missing ranks are not useful
+    ],
+)
+def test_context_precision_by_hand(verdicts: list[int], k: int, expected: float) -> None:
+    assert context_precision(verdicts, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_statements_are_the_reference_sentences() -> None:
+    assert statements("Use sorted(). It returns a new list!  Or sort in place; fine") == [
+        "Use sorted().",
+        "It returns a new list!",
+        "Or sort in place;",
+        "fine",
+    ]
+
+
+def test_calibration_by_hand() -> None:
+    # judge/gold: 3 both yes, 1 judge-only, 2 gold-only, 4 both no
+    pairs = [(1, True)] * 3 + [(1, False)] + [(0, True)] * 2 + [(0, False)] * 4
+    got = calibration(pairs)
+    assert got is not None
+    chance = (4 * 5 + 6 * 5) / 100
+    assert (got.n, got.agreement) == (10, 0.7)
+    assert got.kappa == pytest.approx((0.7 - chance) / (1 - chance))
+    assert (got.precision, got.recall) == (3 / 4, 3 / 5)
+    same = calibration([(1, True), (1, True)])
+    assert same is not None and same.kappa is None  # chance agreement 1: undefined
+    assert calibration([]) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "parse", "expected"),
+    [
+        ('{"verdict": 1, "reason": "x"}', verdict, 1),
+        ('```json\n{"verdict": 0}\n```', verdict, 0),
+        ('{"attributed": [1, 0, 1]}', lambda c: attributions(c, 3), [1, 0, 1]),
+        ('{"score": 0.75}', score, 0.75),
+    ],
+)
+def test_answers_are_read(content: str, parse: Any, expected: object) -> None:
+    assert parse(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "parse"),
+    [
+        ("yes", verdict),
+        ('{"verdict": true}', verdict),
+        ('{"verdict": 2}', verdict),
+        ('{"attributed": [1, 0]}', lambda c: attributions(c, 3)),
+        ('{"score": 1.5}', score),
+        ('{"score": NaN}', score),
+    ],
+)
+def test_an_answer_not_in_the_asked_shape_is_refused(content: str, parse: Any) -> None:
+    with pytest.raises(BadVerdict):
+        parse(content)
+
+
+# --- a project judged by the stub ------------------------------------------------------
+
+GOLD = [
+    {
+        "query_id": "q1",
+        "query": "how to sort a list of dicts by key",
+        "relevant": {"d1": 2},
+        "expected_answer": "Use sorted with a key function. The itemgetter builds the key.",
+    },
+    {
+        "query_id": "q2",
+        "query": "read a json file",
+        "relevant": {"d3": 1},
+        "expected_answer": "Open the file and call json load.",
+    },
+    {"query_id": "q3", "query": "no reference here", "relevant": {"d2": 1}},
+]
+RUN = [
+    {
+        "query_id": "q1",
+        "results": [
+            {"doc_id": "d2", "text": "Unrelated text about sockets."},
+            {"doc_id": "d1", "text": "sorted list dicts key: sorted with a key function."},
+        ],
+    },
+    {
+        "query_id": "q2",
+        "results": [{"doc_id": "d3", "text": "json read file: open the file, call json load."}],
+    },
+    {"query_id": "q3", "results": [{"doc_id": "d2", "text": "no reference here at all"}]},
+]
+
+
+def write_project(root: Path, url: str, gates: str = "", **judge: object) -> Path:
+    (root / "gold.jsonl").write_text("".join(json.dumps(q) + "\n" for q in GOLD))
+    (root / "run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RUN))
+    settings = {"base_url": url, "model": "stub", "retries": 2, "backoff_s": 0.01, **judge}
+    config = {
+        "gold": ["gold.jsonl"],
+        "retriever": {"kind": "run", "path": "run.jsonl"},
+        "metrics": ["recall@2", "context_precision@2", "context_recall", "context_sufficiency"],
+        "top_k": 2,
+        "output": "out",
+        "judge": settings,
+    }
+    (root / "llm-eval.yaml").write_text(json.dumps(config))
+    gates = gates or "gates:\n  - name: recall\n    metric: recall@2\n    threshold: 0.5\n"
+    (root / "criteria.yaml").write_text(gates)
+    return root
+
+
+def gate(root: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return main(["gate", "--config", "llm-eval.yaml", "--criteria", "criteria.yaml", *args])
+
+
+def report(root: Path) -> dict[str, Any]:
+    return json.loads((root / "out" / "report.json").read_text(encoding="utf-8"))
+
+
+def overall(root: Path) -> dict[str, Any]:
+    entry = next(s for s in report(root)["slices"] if s["kind"] == "overall")
+    return {m: v["value"] for m, v in entry["metrics"].items()}
+
+
+def test_judged_metrics_match_the_rules_and_a_second_run_costs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
+        assert gate(root, monkeypatch) == 0
+        first = len(server.requests)
+        out = capsys.readouterr().out
+        assert gate(root, monkeypatch) == 0
+        assert len(server.requests) == first  # every answer from the call cache
+    # q1: chunk 1 not useful, chunk 2 useful -> (1/2)/1; q2: one useful chunk -> 1.
+    # q3 has no reference: unscored, not 0.
+    values = overall(root)
+    assert values["context_precision@2"] == pytest.approx((0.5 + 1.0) / 2)
+    judged = report(root)["judge"]
+    assert judged["unscored"] == {"q3": "no expected_answer or reference_passages to judge against"}
+    assert (judged["calls"], judged["cached"], judged["failed"]) == (0, first, 0)
+    # 2 + 1 chunk calls, and a recall and a sufficiency call for q1 and q2
+    assert first == 7
+    lines = out.splitlines()
+    assert lines[2].startswith("Judge stub agrees with the gold labels on ")
+    assert "Judge cost: 7 calls made, 0 answered from the cache, 0 failed;" in out
+    assert "Judged (advisory), all queries: context precision@2 0.750," in out
+
+
+def test_tokens_and_cost_are_the_endpoints_usage_at_the_configured_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, price_per_1k_input=2.0, price_per_1k_output=10.0)
+        assert gate(root, monkeypatch) == 0
+        prompt_words = sum(
+            len(m["content"].split()) for r in server.requests for m in r["messages"]
+        )
+    judged = report(root)["judge"]
+    assert judged["prompt_tokens"] == prompt_words
+    expected = (judged["prompt_tokens"] * 2.0 + judged["completion_tokens"] * 10.0) / 1000
+    assert judged["cost"] == pytest.approx(expected)
+
+
+def test_the_calibration_compares_chunk_verdicts_with_the_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with stub.serve() as server:
+        assert gate(write_project(tmp_path, server.url), monkeypatch) == 0
+    # q1: d2 (not relevant) judged not useful, d1 (relevant) useful; q2: d3 relevant, useful.
+    assert report(tmp_path)["judge"]["calibration"] == {
+        "chunks": 3,
+        "agreement": 1.0,
+        "kappa": 1.0,
+        "precision": 1.0,
+        "recall": 1.0,
+    }
+
+
+def test_the_api_key_is_sent_but_never_cached_or_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_KEY", "sk-very-secret")
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, api_key="${JUDGE_KEY}")
+        assert gate(root, monkeypatch) == 0
+        assert set(server.authorizations) == {"Bearer sk-very-secret"}
+    written = [p.read_text(errors="replace") for p in (root / "out").rglob("*") if p.is_file()]
+    assert written and not any("sk-very-secret" in text for text in written)
+
+
+def test_retries_follow_retry_after_and_5xx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faults = [stub.Fault(429, headers={"Retry-After": "0"}), stub.Fault(503)]
+    with stub.serve(stub.StubOpenAI(faults=faults)) as server:
+        assert gate(write_project(tmp_path, server.url), monkeypatch) == 0
+        assert len(server.authorizations) == 7 + 2  # two failed attempts, then answers
+    assert report(tmp_path)["judge"]["failed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (stub.Fault(200, body=b"not json"), "judge call failed: malformed answer"),
+        (stub.Fault(400), "judge call failed: http 400"),
+        (
+            stub.Fault(200, body=b'{"choices": [{"message": {"content": "maybe"}}]}'),
+            "judge answer unreadable: no JSON object in the answer",
+        ),
+    ],
+)
+def test_a_failed_call_leaves_its_query_unscored_never_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Any, reason: str
+) -> None:
+    with stub.serve(stub.StubOpenAI(faults=[fault])) as server:
+        root = write_project(tmp_path, server.url, max_error_rate=0.5, concurrency=1)
+        assert gate(root, monkeypatch) == 0
+    judged = report(root)["judge"]
+    (query_id,) = [q for q, why in judged["unscored"].items() if q != "q3"]
+    assert judged["unscored"][query_id].startswith(reason)
+    rows = overall(root)
+    # The other answered query alone makes the judged means: nothing scored 0 in its place.
+    assert rows["context_precision@2"] in (0.5, 1.0)
+
+
+def test_more_failures_than_max_error_rate_stop_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve(stub.StubOpenAI(faults=[stub.Fault(400)] * 7)) as server:
+        assert gate(write_project(tmp_path, server.url), monkeypatch) == 4
+    assert "the judge failed on 7 of 7 calls (more than max_error_rate 0%): http 400" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_timeout_is_a_failure_after_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow = [stub.Fault(200, delay_s=0.5)] * 3
+    with stub.serve(stub.StubOpenAI(faults=slow)) as server:
+        root = write_project(tmp_path, server.url, timeout_s=0.1, concurrency=1, max_error_rate=1)
+        assert gate(root, monkeypatch) == 0
+    assert "judge call failed: timeout" in report(root)["judge"]["unscored"].values()
+
+
+@pytest.mark.parametrize(
+    ("config", "criteria", "message"),
+    [
+        (
+            {"judge": None},
+            "",
+            "llm-eval.yaml:1: metrics: context_precision@2 is judged by a model; add `judge:` "
+            "(base_url, model) to llm-eval.yaml",
+        ),
+        (
+            {},
+            "gates:\n  - name: cr\n    metric: context_recall\n    threshold: 0.5\n",
+            "criteria.yaml:3: gates[0].metric: context_recall is judged by a model, so it only "
+            "reports; write `judged: true` in this gate to let it block the merge",
+        ),
+    ],
+)
+def test_judged_metrics_need_a_judge_and_gates_on_them_opt_in(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    config: dict[str, Any],
+    criteria: str,
+    message: str,
+) -> None:
+    root = write_project(tmp_path, "http://127.0.0.1:9/v1", criteria)
+    settings = json.loads((root / "llm-eval.yaml").read_text())
+    settings.update(config)
+    if settings.get("judge") is None:
+        settings.pop("judge")
+    (root / "llm-eval.yaml").write_text(json.dumps(settings))
+    assert gate(root, monkeypatch) == 3
+    assert capsys.readouterr().err == f"llm-eval: error: {message}\n"
+
+
+def test_a_gate_that_opts_in_blocks_on_a_judged_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    criteria = (
+        "gates:\n  - name: sufficiency\n    metric: context_sufficiency\n    threshold: 0.99\n"
+        "    judged: true\n"
+    )
+    with stub.serve() as server:
+        assert gate(write_project(tmp_path, server.url, criteria), monkeypatch) == 1
+    assert "context sufficiency" in capsys.readouterr().out
