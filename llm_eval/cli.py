@@ -172,6 +172,28 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     help="What stdout gets: text, the verdict for a person; json (report.json), markdown "
     "(report.md) or junit (JUnit XML) for tools, with other output on stderr.",
 )
+@click.option(
+    "--judge-repeat",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=1,
+    show_default=True,
+    help="Ask the judge every question N times: judged values are the means, and their "
+    "spread and the verdicts that flip are reported.",
+)
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    metavar="AMOUNT",
+    help="Refuse to start judging (exit 3) when its estimated cost at the configured "
+    "prices is higher.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Retrieve, then print how many judge calls and tokens the run would take and "
+    "their estimated cost; ask nothing, write nothing.",
+)
 def gate(
     config_path: Path,
     criteria_path: Path,
@@ -182,6 +204,9 @@ def gate(
     use_cache: bool | None,
     repeat: int,
     output_format: str,
+    judge_repeat: int,
+    max_cost: float | None,
+    dry_run: bool,
 ) -> int:
     """Evaluate, compare with the baseline and the ship criteria, print the verdict.
 
@@ -197,12 +222,26 @@ def gate(
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
     from llm_eval.formats import RenderOptions, get_format
-    from llm_eval.output import terminal_width, use_colour
+    from llm_eval.output import terminal_width, use_colour, wrap
+    from llm_eval.pipeline import JudgeOptions
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
     if run_path is not None and repeat > 1:
         raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
+    if dry_run:
+        from llm_eval.commands.gate import judge_dry_run
+
+        with Progress() as progress:
+            text = judge_dry_run(
+                config_path=config_path,
+                criteria_path=criteria_path,
+                run_path=run_path,
+                retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
+                repeat=judge_repeat,
+            )
+        _echo("\n".join(wrap(text, terminal_width())))
+        return ExitCode.PASS
     with Progress() as progress:
         outcome = run_gate(
             config_path=config_path,
@@ -212,6 +251,7 @@ def gate(
             out_dir=out_dir,
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
+            judge_options=JudgeOptions(judge_repeat, max_cost),
         )
     for_tools = output_format != "text"
     if for_tools:

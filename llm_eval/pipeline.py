@@ -69,7 +69,17 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
     return Inputs(config, criteria, gold, scoring_for(config))
 
 
-def measure(inputs: Inputs, run: Run) -> Measurement:
+@dataclass(frozen=True, slots=True)
+class JudgeOptions:
+    """How the judge model is asked (`--judge-repeat`, `--max-cost`)."""
+
+    repeat: int = 1
+    """Ask every question this many times; values are the means, their spread reported."""
+    max_cost: float | None = None
+    """Refuse to start judging when the estimated cost is higher."""
+
+
+def measure(inputs: Inputs, run: Run, judge: JudgeOptions | None = None) -> Measurement:
     """Score every gold query on every metric the report and the gates need, asking the
     judge model for the judged ones."""
     measurement = score_run(
@@ -80,7 +90,7 @@ def measure(inputs: Inputs, run: Run) -> Measurement:
         return measurement
     from llm_eval.judge.pipeline import judged_measurement
 
-    return judged_measurement(inputs, run, measurement, judged)
+    return judged_measurement(inputs, run, measurement, judged, judge or JudgeOptions())
 
 
 def scoring_for(config: EvalConfig) -> Scoring:

@@ -301,6 +301,10 @@ def _judge(summary: JudgeSummary | None) -> dict[str, Any] | None:
             "precision": calibration.precision,
             "recall": calibration.recall,
         },
+        "repeats": summary.repeats,
+        "spread": dict(summary.spread),
+        "flips_count": len(summary.flips),
+        "flips": [{"query_id": q, "rank": r} for q, r in summary.flips[:DETAILS_LISTED]],
         "unscored_count": len(summary.unscored),
         "unscored": dict(list(summary.unscored.items())[:DETAILS_LISTED]),
     }

@@ -93,9 +93,12 @@ class StubOpenAI:
     """The server's state: planned faults, and what it was asked."""
 
     faults: list[Fault] = field(default_factory=list)
+    flaky: bool = False
+    """Turn every second chunk-relevance verdict around (a judge that is not steady)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     url: str = ""
+    relevance_calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_fault(self) -> Fault | None:
@@ -133,7 +136,12 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
         def completion(self, request: dict[str, Any]) -> dict[str, Any]:
             messages = request.get("messages") or []
             user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-            content = json.dumps(judge(user))
+            answer = judge(user)
+            with state.lock:
+                state.relevance_calls += "verdict" in answer
+                if state.flaky and "verdict" in answer and state.relevance_calls % 2 == 0:
+                    answer["verdict"] = 1 - answer["verdict"]
+            content = json.dumps(answer)
             prompt_tokens = sum(len(m["content"].split()) for m in messages)
             return {
                 "id": "stub",

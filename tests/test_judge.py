@@ -333,3 +333,45 @@ def test_a_gate_that_opts_in_blocks_on_a_judged_metric(
     with stub.serve() as server:
         assert gate(write_project(tmp_path, server.url, criteria), monkeypatch) == 1
     assert "context sufficiency" in capsys.readouterr().out
+
+
+def test_dry_run_and_max_cost_ask_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
+        assert gate(root, monkeypatch, "--dry-run") == 0
+        out = capsys.readouterr().out
+        assert out.startswith("llm-eval gate --dry-run: the judge would be asked 7 of 7 calls")
+        assert gate(root, monkeypatch, "--max-cost", "0.0001") == 3
+        assert "more than --max-cost 0.0001; nothing was asked" in capsys.readouterr().err
+        assert server.authorizations == []  # not one request
+        assert not (root / "out" / "report.json").exists()
+        assert gate(root, monkeypatch) == 0
+        assert gate(root, monkeypatch, "--dry-run") == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert "asked 0 of 7 calls (7 are answered by the call cache)" in said
+
+
+def test_repeats_report_spread_and_flipped_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve(stub.StubOpenAI(flaky=True)) as server:
+        root = write_project(tmp_path, server.url, concurrency=1)
+        assert gate(root, monkeypatch, "--judge-repeat", "2") == 0
+        assert len(server.requests) == 14  # every call twice: each repeat its own entry
+    judged = report(root)["judge"]
+    # Three chunk verdicts, asked twice each; every second one is turned around.
+    assert judged["repeats"] == 2
+    assert judged["flips_count"] == 3
+    assert judged["spread"]["context_precision@2"] > 0
+    assert "Judge steadiness over 2 repeats: mean range context precision@2" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_steady_judge_has_no_spread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with stub.serve() as server:
+        assert gate(write_project(tmp_path, server.url), monkeypatch, "--judge-repeat", "3") == 0
+    judged = report(tmp_path)["judge"]
+    assert (judged["flips_count"], set(judged["spread"].values())) == (0, {0.0})

@@ -13,7 +13,7 @@ from llm_eval.comparison import compare
 from llm_eval.fingerprint import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
-from llm_eval.pipeline import load_inputs, measure
+from llm_eval.pipeline import JudgeOptions, load_inputs, measure
 from llm_eval.report import build_report
 from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
@@ -44,6 +44,7 @@ def run_gate(
     out_dir: Path | None = None,
     allow_gold_change: bool = False,
     retrieve_options: RetrieveOptions | None = None,
+    judge_options: JudgeOptions | None = None,
 ) -> GateOutcome:
     """The gate end to end; writes the report in every written format (report.json,
     report.md, report.junit.xml) to the output folder."""
@@ -55,7 +56,7 @@ def run_gate(
     retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
     run = retrieval.run
     retrieved = time.perf_counter()
-    measurement = measure(inputs, run)
+    measurement = measure(inputs, run, judge_options)
     comparison = compare(inputs, measurement, baseline, allow_gold_change)
     evaluated = time.perf_counter()
     report = build_report(
@@ -87,3 +88,28 @@ def run_gate(
         write_atomic(ignore, "*\n")
     notes = tuple(retrieval_notes(retrieval))
     return GateOutcome(report, notes, report_path, report["exit_code"])
+
+
+def judge_dry_run(
+    *,
+    config_path: Path,
+    criteria_path: Path,
+    run_path: Path | None = None,
+    retrieve_options: RetrieveOptions | None = None,
+    repeat: int = 1,
+) -> str:
+    """Retrieve, then say what judging would ask and cost, without asking anything."""
+    from llm_eval.judge.pipeline import judged_metrics, plan_judging
+
+    inputs = load_inputs(config_path, criteria_path)
+    if not judged_metrics(inputs):
+        return "llm-eval gate --dry-run: no judged metric is configured; nothing would be asked."
+    run = obtain_retrieval(inputs, run_path, retrieve_options).run
+    plan = plan_judging(inputs, run, repeat)
+    asked = plan.calls - plan.cached
+    return (
+        f"llm-eval gate --dry-run: the judge would be asked {asked:,} of {plan.calls:,} calls "
+        f"({plan.cached:,} are answered by the call cache): about {plan.prompt_tokens:,} "
+        f"prompt and {plan.answer_tokens:,} answer tokens, an estimated cost of "
+        f"{plan.cost:.4f} at the configured prices. Nothing was asked."
+    )

@@ -121,6 +121,15 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
         f"cache, {judge['failed']:,} failed; {tokens:,} tokens, {judge['cost']:.4f} at the "
         f"configured prices{left}."
     )
+    if judge.get("repeats", 1) > 1:
+        spread = ", ".join(
+            f"{parse_metric(m).label} {value(m, v)}" for m, v in judge["spread"].items()
+        )
+        flips = plural(judge["flips_count"], "chunk verdict", "chunk verdicts")
+        lines.append(
+            f"Judge steadiness over {judge['repeats']} repeats: mean range {spread}; {flips} "
+            "changed between repeats (listed in report.json)."
+        )
     overall = next((s for s in report["slices"] if s["kind"] == "overall"), None)
     judged = [m for m in report["metrics"] if parse_metric(m).kind == "judged"]
     if overall is not None and judged:

@@ -94,8 +94,8 @@ class ChatClient:
         """The chat completions endpoint."""
         return str(self.settings["base_url"]).rstrip("/") + "/chat/completions"
 
-    def key(self, prompt: str, messages: Sequence[Message]) -> str:
-        """The cache key: endpoint, model, sampling and the messages (no secret)."""
+    def key(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> str:
+        """The cache key: endpoint, model, sampling, the messages and the repeat (no secret)."""
         sampling = {k: self.settings[k] for k in ("temperature", "seed", "max_tokens")}
         return digest(
             {
@@ -105,8 +105,14 @@ class ChatClient:
                 "prompt": prompt,
                 "messages": [[m.role, m.content] for m in messages],
                 "format": _CACHE_FORMAT,
+                **({"repeat": repeat} if repeat else {}),
             }
         )
+
+    def is_cached(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> bool:
+        """Whether the call cache holds this call's answer."""
+        path = _entry_path(self.cache_dir, self.key(prompt, messages, repeat))
+        return path is not None and path.is_file()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -131,9 +137,10 @@ class Session:
     http: httpx.Client
     breaker: Breaker
 
-    def ask(self, prompt: str, messages: Sequence[Message]) -> Answer:
-        """The model's answer (from the cache when it was asked before); JudgeFailed."""
-        key = self.client.key(prompt, messages)
+    def ask(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> Answer:
+        """The model's answer (from the cache when it was asked before); JudgeFailed.
+        Each `repeat` is a call of its own, to see how steady the model is."""
+        key = self.client.key(prompt, messages, repeat)
         cached = self._cached(key)
         if cached is not None:
             self.client.usage.add(cached)
@@ -164,8 +171,7 @@ class Session:
         return _parse_completion(response.content)
 
     def _path(self, key: str) -> Path | None:
-        folder = self.client.cache_dir
-        return None if folder is None else folder / key[:2] / f"{key}.json"
+        return _entry_path(self.client.cache_dir, key)
 
     def _cached(self, key: str) -> Answer | None:
         path = self._path(key)
@@ -194,6 +200,10 @@ class Session:
         with contextlib.suppress(OSError):  # the cache only saves money; a full disk is no error
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps(entry, ensure_ascii=False))
+
+
+def _entry_path(folder: Path | None, key: str) -> Path | None:
+    return None if folder is None else folder / key[:2] / f"{key}.json"
 
 
 def _parse_completion(content: bytes) -> Answer:

@@ -5,24 +5,54 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from llm_eval.errors import InputError
 from llm_eval.judge.client import ChatClient
-from llm_eval.judge.run import judge_run
+from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
 from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.matching import match_run
-from llm_eval.metrics import Metric
-from llm_eval.pipeline import Inputs
+from llm_eval.metrics import Metric, parse_metric
+from llm_eval.pipeline import Inputs, JudgeOptions
 from llm_eval.runs import Run
 from llm_eval.scoring import Measurement
 
 
-def judged_measurement(
-    inputs: Inputs, run: Run, measurement: Measurement, metrics: Sequence[Metric]
-) -> Measurement:
-    """The measurement with the judged metrics in each judged query's row, and the
-    judge's summary (cost, calibration against the gold labels, unscored queries)."""
+def judge_client(inputs: Inputs) -> ChatClient:
+    """The configured judge, caching under the output folder."""
     config = inputs.config
     assert config.judge is not None  # the config refuses judged metrics without a judge
-    client = ChatClient(config.judge, config.output / "cache" / "judge")
+    return ChatClient(config.judge, config.output / "cache" / "judge")
+
+
+def judged_metrics(inputs: Inputs) -> list[Metric]:
+    """The judged metrics the report and the gates need."""
+    return [m for m in map(parse_metric, inputs.metrics) if m.kind == "judged"]
+
+
+def plan_judging(inputs: Inputs, run: Run, repeat: int = 1) -> JudgePlan:
+    """The calls judging this run would make, and their estimated tokens and cost."""
+    return plan_calls(inputs.gold, run, judged_metrics(inputs), judge_client(inputs), repeat)
+
+
+def judged_measurement(
+    inputs: Inputs,
+    run: Run,
+    measurement: Measurement,
+    metrics: Sequence[Metric],
+    options: JudgeOptions,
+) -> Measurement:
+    """The measurement with the judged metrics in each judged query's row, and the
+    judge's summary (cost, calibration against the gold labels, unscored queries).
+    InputError, before any call, when the estimated cost is above `options.max_cost`."""
+    config = inputs.config
+    client = judge_client(inputs)
+    if options.max_cost is not None:
+        plan = plan_calls(inputs.gold, run, metrics, client, options.repeat)
+        if plan.cost > options.max_cost:
+            raise InputError(
+                f"judging would cost about {plan.cost:.4f} ({plan.calls - plan.cached:,} calls, "
+                f"{plan.prompt_tokens + plan.answer_tokens:,} tokens estimated), more than "
+                f"--max-cost {options.max_cost:g}; nothing was asked"
+            )
     matched = match_run(inputs.gold, run, config.matching)
 
     def gold_relevant(query_id: str, rank: int) -> bool | None:
@@ -32,20 +62,25 @@ def judged_measurement(
             return None
         return grades.get(ranked[rank - 1], 0) >= config.relevance_level
 
-    outcome = judge_run(inputs.gold, run, metrics, client, gold_relevant)
+    outcome = judge_run(inputs.gold, run, metrics, client, gold_relevant, options.repeat)
     per_query = {q: dict(row) for q, row in measurement.per_query.items()}
     for query_id, row in outcome.per_query.items():
         per_query.setdefault(query_id, {}).update(row)
     usage = outcome.usage
     summary = JudgeSummary(
-        model=str(config.judge["model"]),
+        model=str(client.settings["model"]),
         calls=usage.calls,
         cached=usage.cached,
         failed=usage.failed,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
-        cost=usage.cost(config.judge["price_per_1k_input"], config.judge["price_per_1k_output"]),
+        cost=usage.cost(
+            client.settings["price_per_1k_input"], client.settings["price_per_1k_output"]
+        ),
         calibration=outcome.calibration,
         unscored=outcome.unscored,
+        repeats=outcome.repeats,
+        spread=outcome.spread,
+        flips=outcome.flips,
     )
     return replace(measurement, per_query=per_query, judge=summary)

@@ -11,9 +11,10 @@ never scored 0. More failed calls than the judge's `max_error_rate` stop the run
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from llm_eval.errors import ExternalError
@@ -40,10 +41,34 @@ class JudgeOutcome:
     """The judged values per query, what the judge cost, and how far to trust it."""
 
     per_query: Mapping[str, Mapping[str, float]]
+    """Per judged query, each judged metric's mean over the repeats."""
     unscored: Mapping[str, str]
     """Per query left unscored: why."""
     usage: Usage
     calibration: Calibration | None
+    repeats: int = 1
+    spread: Mapping[str, float] = field(default_factory=dict)
+    """Per metric, the mean over queries of the range (max − min) across the repeats."""
+    flips: tuple[tuple[str, int], ...] = ()
+    """(query_id, rank) of the chunks whose verdict changed between repeats."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePlan:
+    """The calls a run would make, before any is made."""
+
+    calls: int
+    cached: int
+    """Of them, the ones the call cache already answers."""
+    prompt_tokens: int
+    """Estimated: 4 characters a token, over the calls not cached."""
+    answer_tokens: int
+    """Estimated: ANSWER_TOKENS a call not cached."""
+    cost: float
+
+
+ANSWER_TOKENS = 40
+"""The estimated length of one answer: the verdicts asked for are short JSON objects."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -72,54 +97,104 @@ def judge_run(
     metrics: Sequence[Metric],
     client: ChatClient,
     gold_relevant: Callable[[str, int], bool | None],
+    repeats: int = 1,
 ) -> JudgeOutcome:
-    """Judge every answered gold query on the judged `metrics`.
+    """Judge every answered gold query on the judged `metrics`, `repeats` times.
 
     `gold_relevant(query_id, rank)` says whether the gold labels call the result at that
     rank relevant (None when the query has no labels): the calibration's other side.
+    Each repeat is its own call (and cache entry); values are the mean over repeats.
     """
-    chunks = max((m.k or 0 for m in metrics if m.family.name == "context_precision"), default=0)
-    names = {m.family.name for m in metrics}
-    calls, unscored = _plan(gold, run, chunks, names)
-    answers = _ask(client, calls)
-    failed = sum(1 for a in answers.values() if isinstance(a, str))
-    limit = float(client.settings["max_error_rate"])
-    if calls and failed / len(calls) > limit:
-        reasons = sorted(
-            {a.removeprefix("judge call failed: ") for a in answers.values() if isinstance(a, str)}
-        )
-        raise ExternalError(
-            f"the judge failed on {failed} of {plural(len(calls), 'call', 'calls')} "
-            f"(more than max_error_rate {limit * 100:g}%): {', '.join(reasons[:3])}"
-        )
+    chunks = _chunks(metrics)
+    calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
+    rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
+    _check_failures(client, [a for answers in rounds for a in answers.values()])
     per_query: dict[str, dict[str, float]] = {}
+    ranges: dict[str, list[float]] = {}
+    flips: list[tuple[str, int]] = []
     pairs: list[tuple[int, bool]] = []
     for query_id, mine in _by_query(calls).items():
-        problems = [answers[c] for c in mine if isinstance(answers[c], str)]
+        problems = [a for answers in rounds for c in mine if isinstance(a := answers[c], str)]
         if problems:
-            unscored[query_id] = str(problems[0])
+            unscored[query_id] = problems[0]
             continue
-        got = {c.what: answers[c] for c in mine}
-        verdicts = [got[f"chunk:{r}"] for r in range(1, chunks + 1) if f"chunk:{r}" in got]
-        per_query[query_id] = _values(metrics, verdicts, got, chunks)
-        for rank, judged in enumerate(verdicts, start=1):
-            relevant = gold_relevant(query_id, rank)
-            if relevant is not None:
-                pairs.append((int(str(judged)), relevant))
-    return JudgeOutcome(per_query, unscored, client.usage, calibration(pairs))
+        rows, verdict_rounds = [], []
+        for answers in rounds:
+            got = {c.what: answers[c] for c in mine}
+            verdicts = [
+                v for r in range(1, chunks + 1) if isinstance(v := got.get(f"chunk:{r}"), int)
+            ]
+            verdict_rounds.append(verdicts)
+            rows.append(_values(metrics, verdicts, got, chunks))
+            for rank, judged in enumerate(verdicts, start=1):
+                relevant = gold_relevant(query_id, rank)
+                if relevant is not None:
+                    pairs.append((judged, relevant))
+        per_query[query_id] = {m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}
+        for metric in rows[0]:
+            values = [r[metric] for r in rows]
+            ranges.setdefault(metric, []).append(max(values) - min(values))
+        flips += [
+            (query_id, rank)
+            for rank, seen in enumerate(zip(*verdict_rounds, strict=True), start=1)
+            if len(set(seen)) > 1
+        ]
+    spread = {m: sum(r) / len(r) for m, r in ranges.items()} if repeats > 1 else {}
+    return JudgeOutcome(
+        per_query, unscored, client.usage, calibration(pairs), repeats, spread, tuple(flips)
+    )
+
+
+def plan_calls(
+    gold: GoldSet, run: Run, metrics: Sequence[Metric], client: ChatClient, repeats: int = 1
+) -> JudgePlan:
+    """What judging this run would ask, and an estimate of its tokens and cost."""
+    calls, _ = _plan(gold, run, _chunks(metrics), {m.family.name for m in metrics})
+    cached = prompt_chars = 0
+    for repeat in range(repeats):
+        for call in calls:
+            template = prompt(call.prompt)
+            messages = template.messages(**call.values)
+            if client.is_cached(template.key, messages, repeat):
+                cached += 1
+            else:
+                prompt_chars += sum(len(m.content) for m in messages)
+    asked = len(calls) * repeats - cached
+    prompt_tokens = math.ceil(prompt_chars / 4)
+    answer_tokens = asked * ANSWER_TOKENS
+    settings = client.settings
+    cost = (
+        prompt_tokens * settings["price_per_1k_input"]
+        + answer_tokens * settings["price_per_1k_output"]
+    ) / 1000
+    return JudgePlan(len(calls) * repeats, cached, prompt_tokens, answer_tokens, cost)
+
+
+def _chunks(metrics: Sequence[Metric]) -> int:
+    """How many top chunks get a relevance verdict: the largest context_precision@k."""
+    return max((m.k or 0 for m in metrics if m.family.name == "context_precision"), default=0)
+
+
+def _check_failures(client: ChatClient, answers: Sequence[object]) -> None:
+    """ExternalError when more calls failed than the judge's max_error_rate allows."""
+    failed = [a.removeprefix("judge call failed: ") for a in answers if isinstance(a, str)]
+    limit = float(client.settings["max_error_rate"])
+    if answers and len(failed) / len(answers) > limit:
+        raise ExternalError(
+            f"the judge failed on {len(failed)} of {plural(len(answers), 'call', 'calls')} "
+            f"(more than max_error_rate {limit * 100:g}%): {', '.join(sorted(set(failed))[:3])}"
+        )
 
 
 def _values(
-    metrics: Sequence[Metric], verdicts: Sequence[object], got: Mapping[str, object], chunks: int
+    metrics: Sequence[Metric], verdicts: Sequence[int], got: Mapping[str, object], chunks: int
 ) -> dict[str, float]:
     """One query's judged values from its parsed answers."""
     row: dict[str, float] = {}
     for metric in metrics:
         name = metric.family.name
         if name == "context_precision":
-            row[metric.name] = context_precision(
-                [int(str(v)) for v in verdicts], metric.k or chunks
-            )
+            row[metric.name] = context_precision(verdicts, metric.k or chunks)
         elif name == "context_recall" and isinstance(marks := got["recall"], list):
             row[metric.name] = sum(marks) / len(marks)
         elif name == "context_sufficiency" and isinstance(value := got["sufficiency"], float):
@@ -167,13 +242,13 @@ def _plan(
     return calls, unscored
 
 
-def _ask(client: ChatClient, calls: Sequence[_Call]) -> dict[_Call, object]:
+def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_Call, object]:
     """Every call's parsed answer, or the text of why there is none."""
 
     def one(session: Session, call: _Call) -> object:
         template = prompt(call.prompt)
         try:
-            answer = session.ask(template.key, template.messages(**call.values))
+            answer = session.ask(template.key, template.messages(**call.values), repeat)
             return call.parse(answer.content)
         except JudgeFailed as failure:
             return f"judge call failed: {failure}"

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
@@ -140,3 +140,8 @@ class JudgeSummary:
     calibration: Calibration | None
     unscored: Mapping[str, str]
     """Queries left unscored, and why."""
+    repeats: int = 1
+    spread: Mapping[str, float] = field(default_factory=dict)
+    """Per metric, the mean over queries of the range across repeats (with repeats > 1)."""
+    flips: tuple[tuple[str, int], ...] = ()
+    """(query_id, rank) of the chunks whose verdict changed between repeats."""
