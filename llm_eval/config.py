@@ -76,6 +76,8 @@ class EvalConfig:
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
     judge: Mapping[str, Any] | None = None
     """The judge model's checked settings (`llm_eval.judge.settings`), for judged metrics."""
+    embeddings: Mapping[str, Any] | None = None
+    """The embeddings model's checked settings, for answer relevance."""
 
 
 # --- helpers over nodes -------------------------------------------------------------
@@ -156,6 +158,7 @@ _CONFIG_KEYS = frozenset(
         "versions",
         "cache",
         "judge",
+        "embeddings",
     }
 )
 
@@ -183,7 +186,10 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         baseline=Path(_string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
         output=Path(_string(keys["output"])) if "output" in keys else defaults.OUTPUT,
         cache=_switch(keys["cache"]) if "cache" in keys else False,
-        judge=_judge(keys["judge"]) if "judge" in keys else None,
+        judge=_endpoint(keys["judge"], "SETTINGS") if "judge" in keys else None,
+        embeddings=_endpoint(keys["embeddings"], "EMBEDDING_SETTINGS")
+        if "embeddings" in keys
+        else None,
         **_beyond_ids(keys),
     )
     if not config.gold:
@@ -226,13 +232,15 @@ def _number(node: Node) -> float:
     return float(value)
 
 
-def _judge(node: Node) -> Mapping[str, Any]:
-    from llm_eval.judge.settings import SETTINGS
+def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
+    """A model endpoint's settings, checked against `llm_eval.judge.settings.<table>`."""
+    from llm_eval.judge import settings as declared
 
-    keys = node.mapping(frozenset(SETTINGS))
-    given = {name: keys[name].plain() for name in SETTINGS if name in keys}
+    known = getattr(declared, table)
+    keys = node.mapping(frozenset(known))
+    given = {name: keys[name].plain() for name in known if name in keys}
     try:
-        return checked_settings(given, SETTINGS)
+        return checked_settings(given, known)
     except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
         where = keys[exc.key] if exc.key is not None and exc.key in keys else node
         raise where.error(exc.reason) from None
@@ -246,6 +254,11 @@ def _check_judge(
     if judged and config.judge is None:
         raise error(
             f"{judged[0]} is judged by a model; add `judge:` (base_url, model) to {config.path}"
+        )
+    if "answer_relevance" in judged and config.embeddings is None:
+        raise error(
+            f"answer_relevance compares embeddings; add `embeddings:` (base_url, model) to "
+            f"{config.path}"
         )
 
 

@@ -436,6 +436,28 @@ register(
         "score",
     )
 )
+register(
+    Family(
+        "faithfulness",
+        "judged",
+        "none",
+        "RAGAS faithfulness: share of the run's answer's statements the context supports "
+        "(judged; the run needs an answer)",
+        "faithfulness",
+        "share",
+    )
+)
+register(
+    Family(
+        "answer_relevance",
+        "judged",
+        "none",
+        "RAGAS answer relevance: mean cosine between the question and questions the judge "
+        "writes from the run's answer (judged; needs embeddings:)",
+        "answer relevance",
+        "score",
+    )
+)
 for _q in (50, 95, 99):
     register(
         Family(

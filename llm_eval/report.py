@@ -301,6 +301,11 @@ def _judge(summary: JudgeSummary | None) -> dict[str, Any] | None:
             "precision": calibration.precision,
             "recall": calibration.recall,
         },
+        "embeddings": {
+            "calls": summary.embedding_calls,
+            "cached": summary.embedding_cached,
+            "tokens": summary.embedding_tokens,
+        },
         "repeats": summary.repeats,
         "spread": dict(summary.spread),
         "flips_count": len(summary.flips),

@@ -4,7 +4,9 @@ Two file formats:
 - JSONL, one query a line: `{"query_id": …, "results": [{"doc_id": …, "score": …,
   "text": …, "document": …, "page": …}], "latency_ms": …}`. The list order is the
   ranking (what the model is shown). A query the retriever failed on has
-  `"error": "why"` and no results; `"abstain": true` marks a deliberate non-answer.
+  `"error": "why"` and no results; `"abstain": true` marks a deliberate non-answer;
+  `"answer"` is the text the RAG system generated from the results (judged for
+  faithfulness and answer relevance).
   Other keys are ignored.
 - TREC: `query_id Q0 doc_id rank score tag`, extra trailing columns tolerated. As in
   trec_eval the rank column is ignored: score descending (compared in single
@@ -86,8 +88,11 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     abstained = record.get("abstain", False)
     if not isinstance(abstained, bool):
         raise fail("abstain", "must be true or false")
+    answer = record.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        raise fail("answer", f"must be the generated answer as text, got {json.dumps(answer)}")
     return QueryResults(
-        query_id, parsed, None if latency is None else float(latency), error, abstained
+        query_id, parsed, None if latency is None else float(latency), error, abstained, answer
     )
 
 
@@ -345,6 +350,8 @@ def dump_jsonl(run: Run) -> str:
             record["error"] = query.error
         if query.abstained:
             record["abstain"] = True
+        if query.answer is not None:
+            record["answer"] = query.answer
         lines.append(json.dumps(record, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 

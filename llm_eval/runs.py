@@ -36,6 +36,8 @@ class QueryResults:
     """Why the retriever failed on this query; a failed query has no results."""
     abstained: bool = False
     """The retriever chose not to answer (for rejection queries)."""
+    answer: str | None = None
+    """The answer the RAG system generated from these results, when the run has it."""
 
     @property
     def doc_ids(self) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ this: a real HTTP server on 127.0.0.1 that speaks `/v1/chat/completions` and
   letters or more, a few common words left out) occur in the passage;
 - statement_attribution: a statement is supported when at least 60% of its words
   occur in the context;
+- question_generation: three questions, each made of every third word of the answer;
 - context_sufficiency: the share of the expected answer's words found in the
   context, rounded to quarters;
 - embeddings: hashed bag-of-words vectors of 64 dimensions, normalised.
@@ -63,6 +64,11 @@ def judge(user: str) -> dict[str, Any]:
         listed = [re.sub(r"^\d+\.\s*", "", s) for s in section(user, "statements").splitlines()]
         context = section(user, "context")
         return {"attributed": [int(share_found(s, context) >= 0.6) for s in listed if s]}
+    if task == "question_generation":
+        answer = section(user, "answer")
+        words_of = sorted(words(answer))
+        asked = [f"what is {' '.join(words_of[i::3])}?" for i in range(3)]
+        return {"questions": [q for q in asked if q != "what is ?"] or ["what is it?"]}
     if task == "context_sufficiency":
         found = share_found(section(user, "expected_answer"), section(user, "context"))
         return {"score": round(found * 4) / 4, "reason": "word overlap"}

@@ -375,3 +375,77 @@ def test_a_steady_judge_has_no_spread(tmp_path: Path, monkeypatch: pytest.Monkey
         assert gate(write_project(tmp_path, server.url), monkeypatch, "--judge-repeat", "3") == 0
     judged = report(tmp_path)["judge"]
     assert (judged["flips_count"], set(judged["spread"].values())) == (0, {0.0})
+
+
+def with_answers(root: Path, url: str, metrics: list[str], **config: object) -> Path:
+    """The project with an answer in q1's run line and the given judged metrics."""
+    lines = [json.loads(line) for line in (root / "run.jsonl").read_text().splitlines()]
+    lines[0]["answer"] = "Use sorted with a key function. Sockets are fast."
+    (root / "run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    settings = json.loads((root / "llm-eval.yaml").read_text())
+    settings["metrics"] = ["recall@2", *metrics]
+    settings.update(config)
+    (root / "llm-eval.yaml").write_text(json.dumps(settings))
+    return root
+
+
+def test_faithfulness_is_the_share_of_answer_statements_the_context_supports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with stub.serve() as server:
+        root = with_answers(write_project(tmp_path, server.url), server.url, ["faithfulness"])
+        assert gate(root, monkeypatch) == 0
+    # "Use sorted with a key function." has 3 of its 4 words in q1's context: supported;
+    # "Sockets are fast." has 1 of 3: not. Only q1 has an answer.
+    assert overall(root)["faithfulness"] == 0.5
+    unscored = report(root)["judge"]["unscored"]
+    assert unscored["q2"] == "the run has no answer to judge"
+
+
+def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    np = pytest.importorskip("numpy")
+    with stub.serve() as server:
+        embeddings = {"base_url": server.url, "model": "stub-embed", "batch_size": 2}
+        root = with_answers(
+            write_project(tmp_path, server.url),
+            server.url,
+            ["answer_relevance"],
+            embeddings=embeddings,
+        )
+        assert gate(root, monkeypatch) == 0
+        embedded = [r for r in server.requests if r["path"].endswith("/embeddings")]
+        assert gate(root, monkeypatch) == 0
+        assert [r for r in server.requests if r["path"].endswith("/embeddings")] == embedded
+    answer = "Use sorted with a key function. Sockets are fast."
+    generated = stub.judge(f"task: question_generation\n<answer>\n{answer}\n</answer>")
+    question = np.array(stub.embed(GOLD[0]["query"]))
+    cosines = [float(question @ np.array(stub.embed(g))) for g in generated["questions"]]
+    assert overall(root)["answer_relevance"] == pytest.approx(sum(cosines) / len(cosines))
+    # 3 gold questions and 3 generated ones, embedded 2 a request on the first run;
+    # the second run (whose report this is) found all 6 vectors in the cache.
+    assert len(embedded) == 3
+    assert report(root)["judge"]["embeddings"] == {"calls": 0, "cached": 6, "tokens": 0}
+
+
+def test_answer_relevance_needs_embeddings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = with_answers(write_project(tmp_path, "http://127.0.0.1:9/v1"), "", ["answer_relevance"])
+    assert gate(root, monkeypatch) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: llm-eval.yaml:1: metrics: answer_relevance compares embeddings; add "
+        "`embeddings:` (base_url, model) to llm-eval.yaml\n"
+    )
+
+
+def test_the_answer_field_of_a_run_must_be_text(tmp_path: Path) -> None:
+    from llm_eval.errors import InputError
+    from llm_eval.run_io import load_run
+
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query_id": "q", "results": [], "answer": 3}\n')
+    with pytest.raises(InputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}:1: answer: must be the generated answer as text, got 3"

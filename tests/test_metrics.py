@@ -160,7 +160,7 @@ def test_parse_metric_names(name: str, canonical: str) -> None:
             "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rprec (alias r_precision); "
             "rejection_accuracy; false_confidence_rate; stale_rate@k; stale_query_rate@k; "
             "conflict_rate@k; context_precision@k; context_recall; context_sufficiency; "
-            "latency_p50; latency_p95; latency_p99; error_rate",
+            "faithfulness; answer_relevance; latency_p50; latency_p95; latency_p99; error_rate",
         ),
         ("recall", "metric 'recall' needs a cutoff, e.g. recall@5"),
         ("recall@0", "metric 'recall@0': the cutoff must be a whole number >= 1"),

@@ -117,16 +117,8 @@ class ChatClient:
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A connection pool sized to the concurrency, with the key read from the environment."""
-        headers = {}
-        api_key = self.settings.get("api_key")
-        if api_key:
-            token = expand_environment(api_key, os.environ, "the judge's api_key", "api_key")
-            headers["Authorization"] = f"Bearer {token}"
-        concurrency = int(self.settings["concurrency"])
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        timeout = float(self.settings["timeout_s"])
-        with httpx.Client(timeout=timeout, limits=limits, headers=headers) as http:
-            yield Session(self, http, Breaker(max(3, concurrency)))
+        with _http(self.settings) as http:
+            yield Session(self, http, Breaker(max(3, int(self.settings["concurrency"]))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,47 +155,152 @@ class Session:
             "seed": settings["seed"],
             "max_tokens": settings["max_tokens"],
         }
-        policy = RetryPolicy(settings["retries"], settings["backoff_s"], settings["max_backoff_s"])
         try:
-            response, _ = post_json(self.http, self.client.url, payload, policy, self.breaker)
+            response, _ = post_json(
+                self.http, self.client.url, payload, _policy(settings), self.breaker
+            )
         except CallFailed as failure:
             raise JudgeFailed(str(failure)) from None
         return _parse_completion(response.content)
 
-    def _path(self, key: str) -> Path | None:
-        return _entry_path(self.client.cache_dir, key)
-
     def _cached(self, key: str) -> Answer | None:
-        path = self._path(key)
-        if path is None:
-            return None
+        entry = _read_entry(self.client.cache_dir, key)
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
             return Answer(
                 str(entry["content"]),
                 int(entry["prompt_tokens"]),
                 int(entry["completion_tokens"]),
                 cached=True,
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (LookupError, ValueError, TypeError):
             return None  # missing or damaged: asked again, and rewritten
 
     def _store(self, key: str, answer: Answer) -> None:
-        path = self._path(key)
-        if path is None:
-            return
         entry = {
             "content": answer.content,
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
         }
-        with contextlib.suppress(OSError):  # the cache only saves money; a full disk is no error
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(entry, ensure_ascii=False))
+        _write_entry(self.client.cache_dir, key, entry)
+
+
+@contextmanager
+def _http(settings: Mapping[str, Any]) -> Iterator[httpx.Client]:
+    """An HTTP client for an endpoint's settings, its API key read from the environment."""
+    headers = {}
+    api_key = settings.get("api_key")
+    if api_key:
+        token = expand_environment(api_key, os.environ, "the api_key setting", "api_key")
+        headers["Authorization"] = f"Bearer {token}"
+    concurrency = int(settings["concurrency"])
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    with httpx.Client(timeout=float(settings["timeout_s"]), limits=limits, headers=headers) as h:
+        yield h
+
+
+def _policy(settings: Mapping[str, Any]) -> RetryPolicy:
+    return RetryPolicy(settings["retries"], settings["backoff_s"], settings["max_backoff_s"])
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingClient:
+    """Embeddings from one endpoint and model, each text's vector cached on disk."""
+
+    settings: Mapping[str, Any]
+    cache_dir: Path | None
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def url(self) -> str:
+        """The embeddings endpoint."""
+        return str(self.settings["base_url"]).rstrip("/") + "/embeddings"
+
+    def key(self, text: str) -> str:
+        """The cache key of one text's vector."""
+        return digest(
+            {
+                "url": self.url,
+                "model": self.settings["model"],
+                "text": text,
+                "format": _CACHE_FORMAT,
+            }
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; JudgeFailed when the endpoint fails."""
+        vectors: dict[str, list[float]] = {}
+        for text in dict.fromkeys(texts):
+            cached = self._cached(text)
+            if cached is not None:
+                vectors[text] = cached
+                self.usage.add(Answer("", 0, 0, cached=True))
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        size = int(self.settings["batch_size"])
+        if missing:
+            with _http(self.settings) as http:
+                breaker = Breaker(3)
+                for start in range(0, len(missing), size):
+                    batch = missing[start : start + size]
+                    vectors.update(zip(batch, self._call(http, breaker, batch), strict=True))
+        return [vectors[t] for t in texts]
+
+    def _call(self, http: httpx.Client, breaker: Breaker, batch: list[str]) -> list[list[float]]:
+        payload = {"model": self.settings["model"], "input": batch}
+        try:
+            response, _ = post_json(http, self.url, payload, _policy(self.settings), breaker)
+        except CallFailed as failure:
+            self.usage.add(None)
+            raise JudgeFailed(str(failure)) from None
+        try:
+            body = load_json(response.content.decode("utf-8", errors="replace"), "embeddings")
+            rows = sorted(body["data"], key=lambda row: row["index"])
+            found = [[float(x) for x in row["embedding"]] for row in rows]
+            tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
+        except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            self.usage.add(None)
+            raise JudgeFailed(f"malformed embeddings: {type(exc).__name__}") from None
+        if len(found) != len(batch) or not all(found) or len({len(v) for v in found}) != 1:
+            self.usage.add(None)
+            raise JudgeFailed("malformed embeddings: not one vector per text")
+        self.usage.add(Answer("", tokens, 0))
+        for text, vector in zip(batch, found, strict=True):
+            self._store(text, vector)
+        return found
+
+    def _cached(self, text: str) -> list[float] | None:
+        vector = _read_entry(self.cache_dir, self.key(text))
+        try:
+            return [float(x) for x in vector] if isinstance(vector, list) and vector else None
+        except (ValueError, TypeError):
+            return None
+
+    def _store(self, text: str, vector: list[float]) -> None:
+        _write_entry(self.cache_dir, self.key(text), vector)
 
 
 def _entry_path(folder: Path | None, key: str) -> Path | None:
     return None if folder is None else folder / key[:2] / f"{key}.json"
+
+
+def _read_entry(folder: Path | None, key: str) -> Any:
+    """A cached entry, or None when it is missing or not JSON."""
+    path = _entry_path(folder, key)
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_entry(folder: Path | None, key: str, entry: Any) -> None:
+    """Store an entry atomically; the cache only saves money, so a full disk is no error."""
+    path = _entry_path(folder, key)
+    if path is None:
+        return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(entry, ensure_ascii=False))
 
 
 def _parse_completion(content: bytes) -> Answer:

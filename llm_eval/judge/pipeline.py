@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from llm_eval.errors import InputError
-from llm_eval.judge.client import ChatClient
+from llm_eval.judge.client import ChatClient, EmbeddingClient, Usage
 from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
 from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.matching import match_run
@@ -62,11 +62,20 @@ def judged_measurement(
             return None
         return grades.get(ranked[rank - 1], 0) >= config.relevance_level
 
-    outcome = judge_run(inputs.gold, run, metrics, client, gold_relevant, options.repeat)
+    embeddings = (
+        None
+        if config.embeddings is None
+        else EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
+    )
+    outcome = judge_run(
+        inputs.gold, run, metrics, client, gold_relevant, options.repeat, embeddings
+    )
     per_query = {q: dict(row) for q, row in measurement.per_query.items()}
     for query_id, row in outcome.per_query.items():
         per_query.setdefault(query_id, {}).update(row)
     usage = outcome.usage
+    spent = embeddings.usage if embeddings is not None else Usage()
+    embedding_price = embeddings.settings["price_per_1k_input"] if embeddings else 0.0
     summary = JudgeSummary(
         model=str(client.settings["model"]),
         calls=usage.calls,
@@ -76,7 +85,11 @@ def judged_measurement(
         completion_tokens=usage.completion_tokens,
         cost=usage.cost(
             client.settings["price_per_1k_input"], client.settings["price_per_1k_output"]
-        ),
+        )
+        + spent.cost(embedding_price, 0.0),
+        embedding_calls=spent.calls,
+        embedding_cached=spent.cached,
+        embedding_tokens=spent.prompt_tokens,
         calibration=outcome.calibration,
         unscored=outcome.unscored,
         repeats=outcome.repeats,

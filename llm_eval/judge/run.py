@@ -19,14 +19,16 @@ from functools import partial
 
 from llm_eval.errors import ExternalError
 from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.judge.client import ChatClient, JudgeFailed, Session, Usage
+from llm_eval.judge.client import ChatClient, EmbeddingClient, JudgeFailed, Session, Usage
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.scoring import (
     BadVerdict,
     Calibration,
+    answer_relevance,
     attributions,
     calibration,
     context_precision,
+    questions,
     score,
     statements,
     verdict,
@@ -98,6 +100,7 @@ def judge_run(
     client: ChatClient,
     gold_relevant: Callable[[str, int], bool | None],
     repeats: int = 1,
+    embeddings: EmbeddingClient | None = None,
 ) -> JudgeOutcome:
     """Judge every answered gold query on the judged `metrics`, `repeats` times.
 
@@ -109,6 +112,8 @@ def judge_run(
     calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
     rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
     _check_failures(client, [a for answers in rounds for a in answers.values()])
+    relevance = _relevance(embeddings, gold, rounds)
+    queries = {q.query_id: q.query for q in gold.queries}
     per_query: dict[str, dict[str, float]] = {}
     ranges: dict[str, list[float]] = {}
     flips: list[tuple[str, int]] = []
@@ -125,7 +130,7 @@ def judge_run(
                 v for r in range(1, chunks + 1) if isinstance(v := got.get(f"chunk:{r}"), int)
             ]
             verdict_rounds.append(verdicts)
-            rows.append(_values(metrics, verdicts, got, chunks))
+            rows.append(_values(metrics, verdicts, got, chunks, relevance, queries[query_id]))
             for rank, judged in enumerate(verdicts, start=1):
                 relevant = gold_relevant(query_id, rank)
                 if relevant is not None:
@@ -142,6 +147,29 @@ def judge_run(
     spread = {m: sum(r) / len(r) for m, r in ranges.items()} if repeats > 1 else {}
     return JudgeOutcome(
         per_query, unscored, client.usage, calibration(pairs), repeats, spread, tuple(flips)
+    )
+
+
+def _relevance(
+    embeddings: EmbeddingClient | None, gold: GoldSet, rounds: Sequence[Mapping[_Call, object]]
+) -> Callable[[str, Sequence[str]], float]:
+    """Answer relevance from embeddings: all texts are embedded at once (and cached)."""
+    asked = [
+        a
+        for answers in rounds
+        for a in answers.values()
+        if isinstance(a, list) and a and isinstance(a[0], str)
+    ]
+    if embeddings is None or not asked:
+        return lambda query, generated: math.nan
+    texts = [q.query for q in gold.queries] + [t for generated in asked for t in generated]
+    unique = list(dict.fromkeys(texts))
+    try:
+        vectors = dict(zip(unique, embeddings.embed(unique), strict=True))
+    except JudgeFailed as failure:
+        raise ExternalError(f"the embeddings endpoint failed: {failure}") from None
+    return lambda query, generated: answer_relevance(
+        vectors[query], [vectors[g] for g in generated]
     )
 
 
@@ -187,18 +215,26 @@ def _check_failures(client: ChatClient, answers: Sequence[object]) -> None:
 
 
 def _values(
-    metrics: Sequence[Metric], verdicts: Sequence[int], got: Mapping[str, object], chunks: int
+    metrics: Sequence[Metric],
+    verdicts: Sequence[int],
+    got: Mapping[str, object],
+    chunks: int,
+    relevance: Callable[[str, Sequence[str]], float],
+    query: str,
 ) -> dict[str, float]:
-    """One query's judged values from its parsed answers."""
+    """One query's judged values from its parsed answers (a metric whose calls were not
+    made for the query, e.g. faithfulness without an answer, has no value)."""
     row: dict[str, float] = {}
     for metric in metrics:
         name = metric.family.name
-        if name == "context_precision":
+        if name == "context_precision" and "chunk:1" in got:
             row[metric.name] = context_precision(verdicts, metric.k or chunks)
-        elif name == "context_recall" and isinstance(marks := got["recall"], list):
+        elif name in _ATTRIBUTED and isinstance(marks := got.get(_ATTRIBUTED[name]), list):
             row[metric.name] = sum(marks) / len(marks)
-        elif name == "context_sufficiency" and isinstance(value := got["sufficiency"], float):
+        elif name == "context_sufficiency" and isinstance(value := got.get("sufficiency"), float):
             row[metric.name] = value
+        elif name == "answer_relevance" and isinstance(asked := got.get("questions"), list):
+            row[metric.name] = relevance(query, asked)
     return row
 
 
@@ -211,35 +247,89 @@ def _plan(
         answer = run.queries.get(query.query_id)
         if answer is None or answer.error is not None or query.is_rejection:
             continue  # missing, failed and rejection queries are accounted for elsewhere
-        reference = reference_of(query)
-        if reference is None:
-            unscored[query.query_id] = "no expected_answer or reference_passages to judge against"
-            continue
         texts = [r.text for r in answer.results]
-        if any(t is None for t in texts[: max(chunks, 1)]) or not texts:
+        if not texts or any(t is None for t in texts[: max(chunks, 1)]):
             unscored[query.query_id] = "the results carry no text for the judge to read"
             continue
         context = "\n\n".join(f"[{i}] {t}" for i, t in enumerate(texts, start=1))
-        base = {"question": query.query, "reference": reference}
-        for rank, text in enumerate(texts[:chunks], start=1):
-            values = {**base, "passage": str(text)}
-            calls.append(_Call(query.query_id, f"chunk:{rank}", "chunk_relevance", verdict, values))
-        if "context_recall" in names:
-            said = statements(reference)
-            listed = "\n".join(f"{i}. {s}" for i, s in enumerate(said, start=1))
-            calls.append(
-                _Call(
-                    query.query_id,
-                    "recall",
-                    "statement_attribution",
-                    partial(attributions, count=len(said)),
-                    {"context": context, "statements": listed},
-                )
-            )
-        if "context_sufficiency" in names:
-            values = {**base, "context": context}
-            calls.append(_Call(query.query_id, "sufficiency", "context_sufficiency", score, values))
+        why = []
+        reference = reference_of(query)
+        if reference is None and names & _NEED_REFERENCE:
+            why.append("no expected_answer or reference_passages to judge against")
+        elif reference is not None:
+            calls += _reference_calls(query, reference, texts, context, chunks, names)
+        if answer.answer is None and names & _NEED_ANSWER:
+            why.append("the run has no answer to judge")
+        elif answer.answer is not None:
+            calls += _answer_calls(query, answer.answer, context, names)
+        if why:
+            unscored[query.query_id] = "; ".join(why)
     return calls, unscored
+
+
+_ATTRIBUTED = {"context_recall": "recall", "faithfulness": "faithfulness"}
+"""Metrics that are the share of attributed statements, and the call that attributes."""
+_NEED_REFERENCE = {"context_precision", "context_recall", "context_sufficiency"}
+_NEED_ANSWER = {"faithfulness", "answer_relevance"}
+
+
+def _reference_calls(
+    query: GoldQuery,
+    reference: str,
+    texts: Sequence[str | None],
+    context: str,
+    chunks: int,
+    names: set[str],
+) -> list[_Call]:
+    """The calls that judge the context against the reference answer."""
+    calls = []
+    base = {"question": query.query, "reference": reference}
+    for rank, text in enumerate(texts[:chunks], start=1):
+        values = {**base, "passage": str(text)}
+        calls.append(_Call(query.query_id, f"chunk:{rank}", "chunk_relevance", verdict, values))
+    if "context_recall" in names:
+        calls.append(_attribution(query.query_id, "recall", reference, context))
+    if "context_sufficiency" in names:
+        values = {**base, "context": context}
+        calls.append(_Call(query.query_id, "sufficiency", "context_sufficiency", score, values))
+    return calls
+
+
+def _answer_calls(query: GoldQuery, answer: str, context: str, names: set[str]) -> list[_Call]:
+    """The calls that judge the generated answer: its faithfulness to the context, and
+    the questions it answers (for answer relevance)."""
+    calls = []
+    if "faithfulness" in names:
+        calls.append(_attribution(query.query_id, "faithfulness", answer, context))
+    if "answer_relevance" in names:
+        values = {"answer": answer, "count": str(QUESTIONS)}
+        calls.append(
+            _Call(
+                query.query_id,
+                "questions",
+                "question_generation",
+                partial(questions, count=QUESTIONS),
+                values,
+            )
+        )
+    return calls
+
+
+def _attribution(query_id: str, what: str, text: str, context: str) -> _Call:
+    """Which sentences of `text` the context supports."""
+    said = statements(text)
+    listed = "\n".join(f"{i}. {s}" for i, s in enumerate(said, start=1))
+    return _Call(
+        query_id,
+        what,
+        "statement_attribution",
+        partial(attributions, count=len(said)),
+        {"context": context, "statements": listed},
+    )
+
+
+QUESTIONS = 3
+"""Questions generated from an answer for answer relevance (RAGAS's default)."""
 
 
 def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_Call, object]:

@@ -5,6 +5,11 @@
   Ranks beyond the results count as not useful.
 - `context_recall` (RAGAS): the share of the reference answer's statements the judge
   attributes to the retrieved context. Statements are the reference's sentences.
+- `faithfulness` (RAGAS): the share of the generated answer's statements (its
+  sentences) the judge attributes to the retrieved context.
+- `answer_relevance` (RAGAS): the mean cosine, in the embeddings model, between the
+  question and the questions the judge generates from the answer (RAGAS's
+  noncommittal penalty is not applied).
 - `context_sufficiency`: the judge's 0-1 score of how much of what the expected answer
   needs is in the context.
 
@@ -80,6 +85,31 @@ def attributions(content: str, count: int) -> list[int]:
     return [int(v) for v in value]
 
 
+def questions(content: str, count: int) -> list[str]:
+    """`{"questions": ["…", …]}` with 1 to `count` non-empty questions."""
+    value = answer_json(content).get("questions")
+    if (
+        not isinstance(value, list)
+        or not 1 <= len(value) <= count
+        or not all(isinstance(q, str) and q.strip() for q in value)
+    ):
+        raise BadVerdict(f"questions must list 1 to {count} questions, got {value!r}")
+    return [q.strip() for q in value]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors (0 when either is all zeros)."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def answer_relevance(query: Sequence[float], generated: Sequence[Sequence[float]]) -> float:
+    """RAGAS answer relevancy: the mean cosine between the question and the questions
+    generated from the answer."""
+    return sum(cosine(query, g) for g in generated) / len(generated)
+
+
 def score(content: str) -> float:
     """`{"score": x}` with x from 0 to 1."""
     value = answer_json(content).get("score")
@@ -143,5 +173,10 @@ class JudgeSummary:
     repeats: int = 1
     spread: Mapping[str, float] = field(default_factory=dict)
     """Per metric, the mean over queries of the range across repeats (with repeats > 1)."""
+    embedding_calls: int = 0
+    """Requests to the embeddings endpoint (each embeds a batch of texts)."""
+    embedding_cached: int = 0
+    """Texts whose vector came from the cache."""
+    embedding_tokens: int = 0
     flips: tuple[tuple[str, int], ...] = ()
     """(query_id, rank) of the chunks whose verdict changed between repeats."""

@@ -1,4 +1,4 @@
-"""The `judge:` section of llm-eval.yaml: an OpenAI-compatible chat endpoint.
+"""The `judge:` and `embeddings:` sections of llm-eval.yaml: OpenAI-compatible endpoints.
 
     judge:
       base_url: https://api.openai.com/v1      # or vLLM, Ollama, llama.cpp, LM Studio, Azure
@@ -73,3 +73,24 @@ SETTINGS: Mapping[str, Setting] = {
     "price_per_1k_input": Setting(0.0, _number(0), "Price of 1,000 prompt tokens."),
     "price_per_1k_output": Setting(0.0, _number(0), "Price of 1,000 answer tokens."),
 }
+
+
+EMBEDDING_SETTINGS: Mapping[str, Setting] = {
+    **{
+        name: SETTINGS[name]
+        for name in (
+            "base_url",
+            "model",
+            "api_key",
+            "timeout_s",
+            "concurrency",
+            "retries",
+            "backoff_s",
+            "max_backoff_s",
+            "max_error_rate",
+            "price_per_1k_input",
+        )
+    },
+    "batch_size": Setting(32, _whole(1, 2048), "Texts embedded per request."),
+}
+"""The `embeddings:` section: an OpenAI-compatible /embeddings endpoint."""

@@ -34,9 +34,12 @@ class Prompt:
 
     def messages(self, **values: str) -> list[Message]:
         """The system and user messages with the placeholders filled in."""
+
         # One pass, so that a value holding `{passage}` is never filled in again.
-        user = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), self.user)
-        return [Message("system", self.system), Message("user", user)]
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+        return [Message("system", fill(self.system)), Message("user", fill(self.user))]
 
 
 @cache
