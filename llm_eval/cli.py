@@ -396,6 +396,49 @@ def retrievers_command() -> None:
     _echo(retriever_list(terminal_width()))
 
 
+@cli.command("gain", short_help="Novelty and retrieval gain of new documents.")
+@_config_options
+@click.argument("new_docs", type=click.Path(path_type=Path))
+@click.option(
+    "--run-before",
+    type=click.Path(path_type=Path),
+    help="A run without the new documents (default: the configured retriever).",
+)
+@click.option(
+    "--run-after",
+    type=click.Path(path_type=Path),
+    help="A run with the new documents added (needed unless the retriever indexes the "
+    "corpus itself, as bm25 does).",
+)
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Folder for gain.json.")
+def gain_command(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    new_docs: Path,
+    run_before: Path | None,
+    run_after: Path | None,
+    out_dir: Path | None,
+) -> None:
+    """Measure what the documents in NEW_DOCS.jsonl (BEIR JSONL) would add: each one's
+    novelty against the corpus (1 − the highest cosine of its chunks to the corpus's, with
+    the `embeddings:` model), the change in recall@k on the gold set once they are added,
+    and with a judge the change in context recall; gain = alpha·ΔRecall@k +
+    beta·ΔContextRecall + gamma·novelty, weights under `gain:` in the config."""
+    from llm_eval.commands.gain import knowledge_gain
+
+    _echo(
+        knowledge_gain(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            new_docs=new_docs,
+            run_before=run_before,
+            run_after=run_after,
+            out_dir=out_dir,
+        )
+    )
+
+
 @cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @_CONFIG_OPTION
 @click.option(

@@ -21,6 +21,7 @@ from typing import Any
 from llm_eval import defaults
 from llm_eval.criteria import Criteria, Gate, Location, Scope, Severity, Statistics
 from llm_eval.errors import InputError
+from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
@@ -77,7 +78,9 @@ class EvalConfig:
     judge: Mapping[str, Any] | None = None
     """The judge model's checked settings (`llm_eval.judge.settings`), for judged metrics."""
     embeddings: Mapping[str, Any] | None = None
-    """The embeddings model's checked settings, for answer relevance."""
+    """The embeddings model's checked settings, for answer relevance and novelty."""
+    gain: Weights = field(default_factory=Weights)
+    """The weights of `llm-eval gain`."""
 
 
 # --- helpers over nodes -------------------------------------------------------------
@@ -159,6 +162,7 @@ _CONFIG_KEYS = frozenset(
         "cache",
         "judge",
         "embeddings",
+        "gain",
     }
 )
 
@@ -190,6 +194,7 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         embeddings=_endpoint(keys["embeddings"], "EMBEDDING_SETTINGS")
         if "embeddings" in keys
         else None,
+        gain=_gain(keys["gain"]) if "gain" in keys else Weights(),
         **_beyond_ids(keys),
     )
     if not config.gold:
@@ -230,6 +235,20 @@ def _number(node: Node) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise node.error(f"must be a number, got {value!r}")
     return float(value)
+
+
+def _gain(node: Node) -> Weights:
+    keys = node.mapping(frozenset({"alpha", "beta", "gamma", "k", "chunk_words"}))
+    changes: dict[str, Any] = {}
+    for name in ("alpha", "beta", "gamma"):
+        if name in keys:
+            changes[name] = weight = _number(keys[name])
+            if weight < 0:
+                raise keys[name].error(f"must be a number >= 0, got {weight:g}")
+    for name in ("k", "chunk_words"):
+        if name in keys:
+            changes[name] = _integer(keys[name], 1)
+    return replace(Weights(), **changes)
 
 
 def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
