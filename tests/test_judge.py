@@ -449,3 +449,29 @@ def test_the_answer_field_of_a_run_must_be_text(tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         load_run(path)
     assert str(raised.value) == f"{path}:1: answer: must be the generated answer as text, got 3"
+
+
+def test_the_readme_shows_the_real_judged_demo_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    command = "$ llm-eval gate --config config/examples/judged.yaml\n"
+    readme = (REPO / "README.md").read_text()
+    start = readme.index(command) + len(command)
+    shown = readme[start : readme.index("```", start)]
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "gold", tmp_path / "gold")
+    example = tmp_path / "config" / "examples" / "judged.yaml"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    with stub.serve() as server:
+        text = example.read_text().replace("http://127.0.0.1:8765/v1", server.url)
+        example.write_text(text)
+        assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
+        assert capsys.readouterr().out == shown
+        asked = len(server.requests)
+        assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
+        assert len(server.requests) == asked
+    assert "0 calls made, 2,282 answered from the cache" in capsys.readouterr().out
+    assert "Run again, the judge line reads `0 calls made, 2,282 answered from the cache`" in readme

@@ -347,13 +347,19 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
 
     if not calls:
         return {}
+    # Identical calls (the same passage for the same question in two queries) are asked once.
+    first: dict[tuple[str, tuple[tuple[str, str], ...]], _Call] = {}
+    for call in calls:
+        first.setdefault((call.prompt, tuple(sorted(call.values.items()))), call)
+    unique = list(first.values())
     with (
         client.session() as session,
         ThreadPoolExecutor(
             int(client.settings["concurrency"]), thread_name_prefix="llm-eval-judge"
         ) as pool,
     ):
-        return dict(zip(calls, pool.map(lambda c: one(session, c), calls), strict=True))
+        answered = dict(zip(unique, pool.map(lambda c: one(session, c), unique), strict=True))
+    return {c: answered[first[(c.prompt, tuple(sorted(c.values.items())))]] for c in calls}
 
 
 def _by_query(calls: Sequence[_Call]) -> dict[str, list[_Call]]:
