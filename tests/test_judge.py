@@ -475,3 +475,38 @@ def test_the_readme_shows_the_real_judged_demo_output(
         assert len(server.requests) == asked
     assert "0 calls made, 2,282 answered from the cache" in capsys.readouterr().out
     assert "Run again, the judge line reads `0 calls made, 2,282 answered from the cache`" in readme
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        ({"model": "m"}, "llm-eval.yaml:1: judge: missing required key 'base_url'"),
+        (
+            {"base_url": "ftp://x", "model": "m"},
+            "llm-eval.yaml:1: judge.base_url: must be an http:// or https:// URL, got 'ftp://x'",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "temprature": 0},
+            "llm-eval.yaml:1: judge.temprature: unknown key (valid keys: api_key, backoff_s, "
+            "base_url, concurrency, max_backoff_s, max_error_rate, max_tokens, model, "
+            "price_per_1k_input, price_per_1k_output, retries, seed, temperature, timeout_s)",
+        ),
+        (
+            {"base_url": "http://h/v1", "model": "m", "price_per_1k_input": -1},
+            "llm-eval.yaml:1: judge.price_per_1k_input: must be a number >= 0, got -1",
+        ),
+    ],
+)
+def test_bad_judge_settings_name_the_key(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    judge: dict[str, Any],
+    message: str,
+) -> None:
+    root = write_project(tmp_path, "http://127.0.0.1:9/v1")
+    settings = json.loads((root / "llm-eval.yaml").read_text())
+    settings["judge"] = judge
+    (root / "llm-eval.yaml").write_text(json.dumps(settings))
+    assert gate(root, monkeypatch) == 3
+    assert capsys.readouterr().err == f"llm-eval: error: {message}\n"
