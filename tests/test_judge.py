@@ -402,6 +402,15 @@ def test_faithfulness_is_the_share_of_answer_statements_the_context_supports(
     assert unscored["q2"] == "the run has no answer to judge"
 
 
+def test_a_blank_answer_is_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with stub.serve() as server:
+        root = with_answers(write_project(tmp_path, server.url), server.url, ["faithfulness"])
+        lines = (root / "run.jsonl").read_text().replace('"Use sorted', '"  ", "x": "Use sorted')
+        (root / "run.jsonl").write_text(lines)
+        assert gate(root, monkeypatch) == 0
+    assert report(root)["judge"]["unscored"]["q1"] == "the run has no answer to judge"
+
+
 def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

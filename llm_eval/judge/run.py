@@ -258,10 +258,11 @@ def _plan(
             why.append("no expected_answer or reference_passages to judge against")
         elif reference is not None:
             calls += _reference_calls(query, reference, texts, context, chunks, names)
-        if answer.answer is None and names & _NEED_ANSWER:
+        generated = (answer.answer or "").strip()
+        if not generated and names & _NEED_ANSWER:
             why.append("the run has no answer to judge")
-        elif answer.answer is not None:
-            calls += _answer_calls(query, answer.answer, context, names)
+        elif generated:
+            calls += _answer_calls(query, generated, context, names)
         if why:
             unscored[query.query_id] = "; ".join(why)
     return calls, unscored
