@@ -118,11 +118,16 @@ def _metric(node: Node) -> str:
 
 
 def _limit(node: Node, metric: str) -> float:
-    """A threshold: a proportion, or for latency a number of milliseconds."""
+    """A threshold: a proportion, a number for a ratio, for latency milliseconds."""
     if parse_metric(metric).family.unit == "ms":
         value = node.value
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise node.error(f"must be a number of milliseconds >= 0, got {value!r}")
+        return float(value)
+    if parse_metric(metric).family.unit == "ratio":
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, int | float) or not -1e9 < value < 1e9:
+            raise node.error(f"must be a number, got {value!r}")
         return float(value)
     return _proportion(node)
 

@@ -38,14 +38,16 @@ from llm_eval.service import ServiceRecord, error_rate, latency_percentile
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
 Aggregate = Callable[[list[ServiceRecord]], float]
 
-Kind = Literal["relevance", "rejection", "context", "judged", "service"]
+Kind = Literal["relevance", "rejection", "context", "ranking", "judged", "service"]
 """Where a metric's values come from: relevance labels (`Judgments`), rejection
 queries (`llm_eval.rejection`), stale or conflicting context (`llm_eval.versions`),
+the returned ranking's own scores and order (`llm_eval.ranking`),
 a judge model's verdicts (`llm_eval.judge`, advisory unless a gate opts in), or what
 each query cost (`llm_eval.service`)."""
-Unit = Literal["share", "score", "ms"]
+Unit = Literal["share", "score", "ratio", "ms"]
 """`share`: a proportion, shown as a percentage with deltas in points; `score`: a
-rank-based score in [0, 1], shown as a decimal; `ms`: milliseconds."""
+rank-based score in [0, 1], shown as a decimal; `ratio`: a decimal not bounded to
+[0, 1] (a correlation, a coefficient of variation); `ms`: milliseconds."""
 Pooling = Literal["mean", "positions", "aggregate"]
 """How a slice of queries gets its value: the mean of per-query values (which can
 be paired query by query), the mean weighted by each query's `positions@k`, or an
@@ -350,6 +352,28 @@ _relevance(
     aliases=("r_precision",),
 )
 
+register(
+    Family(
+        "score_discrimination",
+        "ranking",
+        "optional",
+        "coefficient of variation of the returned scores (top k): how far the retriever "
+        "separates what it returns; unscored when it returns no scores",
+        "score discrimination",
+        "ratio",
+    )
+)
+register(
+    Family(
+        "rank_correlation",
+        "ranking",
+        "optional",
+        "Spearman's rho between the returned order and the gold grades of the top k "
+        "(unlabelled = 0); unscored when the grades are all equal",
+        "rank correlation",
+        "ratio",
+    )
+)
 register(
     Family(
         "rejection_accuracy",

@@ -18,6 +18,7 @@ from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric
+from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
 from llm_eval.service import ServiceRecord
@@ -95,6 +96,8 @@ def score_run(
     per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
     rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
     _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
+    ranked = {q: matched.ranked.get(q, ()) for q in qrels}
+    _join_rows(per_query, ranking_values(run, qrels, ranked, metrics))
     context = None
     if scoring.versions is not None:
         rows, context = inspect_run(gold, run, scoring.versions, metrics)

@@ -158,6 +158,7 @@ def test_parse_metric_names(name: str, canonical: str) -> None:
             "unknown metric 'recal@5'; valid metrics: recall@k; precision@k (alias P@k); "
             "hit_rate@k (alias success@k); mrr, mrr@k (alias recip_rank); map, map@k; "
             "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rprec (alias r_precision); "
+            "score_discrimination, score_discrimination@k; rank_correlation, rank_correlation@k; "
             "rejection_accuracy; false_confidence_rate; stale_rate@k; stale_query_rate@k; "
             "conflict_rate@k; context_precision@k; context_recall; context_sufficiency; "
             "faithfulness; answer_relevance; latency_p50; latency_p95; latency_p99; error_rate",

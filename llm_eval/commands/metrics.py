@@ -9,10 +9,16 @@ _SOURCES = {
     "relevance": "From the gold set's relevance labels (also `llm-eval evaluate`):",
     "rejection": "From rejection queries (gold queries with no relevant document):",
     "context": "From the corpus-versions sidecar (stale and conflicting documents):",
+    "ranking": "From the returned ranking itself (its scores, its order against the grades):",
     "judged": "From a judge model (`judge:` in the config; gated only with `judged: true`):",
     "service": "From what each query cost (aggregates over a slice, never paired):",
 }
-_UNITS = {"share": "a percentage", "score": "a score from 0 to 1", "ms": "milliseconds"}
+_UNITS = {
+    "share": "a percentage",
+    "score": "a score from 0 to 1",
+    "ratio": "a decimal",
+    "ms": "milliseconds",
+}
 
 
 def _entry(family: Family, width: int) -> list[str]:
