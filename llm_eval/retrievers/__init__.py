@@ -192,11 +192,18 @@ def _python_kind() -> RetrieverKind:
     return python.KIND
 
 
+def _fusion_kind() -> RetrieverKind:
+    from llm_eval.retrievers import fusion
+
+    return fusion.KIND
+
+
 _KINDS: dict[str, Callable[[], RetrieverKind]] = {
     "bm25": _bm25_kind,
     "run": _run_kind,
     "http": _http_kind,
     "python": _python_kind,
+    "fusion": _fusion_kind,
 }
 
 

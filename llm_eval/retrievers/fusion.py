@@ -1,0 +1,311 @@
+"""Hybrid retrieval: the fused results of other configured retrievers.
+
+    retriever:
+      kind: fusion
+      method: weighted              # or rrf (the default)
+      weights: {lexical: 0.3, dense: 0.7}
+      depth: 50                     # results asked of each component; default top_k
+      retrievers:
+        lexical: {kind: bm25, k1: 0.9, b: 0.4}
+        dense: {kind: embedding, base_url: http://127.0.0.1:8000/v1, model: e5}
+
+Components are any registered kinds, named by the user. Two methods:
+
+- `rrf`, reciprocal-rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009):
+  score(d) = Σ_i w_i / (rrf_k + rank_i(d)), over the components that returned d;
+  rrf_k is 60 as in the paper, weights default to 1.
+- `weighted`: each component's scores normalised per query (`minmax`: to [0, 1],
+  a list of equal scores all 1; `zscore`: mean 0, sd 1), then
+  score(d) = Σ_i w_i · norm_i(d), a component that did not return d adding 0.
+  It needs scores: a component result without one fails the query.
+
+Ties go to the document with the best rank in any component, then the smaller id.
+A query fails when any component failed on it (`timeout: … (from dense)`), and its
+latency is the sum of the components' (they are asked one after another).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llm_eval.errors import InputError
+from llm_eval.gold import GoldQuery
+from llm_eval.retrievers import (
+    ResultCache,
+    Retriever,
+    RetrieverContext,
+    RetrieverKind,
+    Setting,
+    retriever_kind,
+)
+from llm_eval.runs import QueryResults, RankedResult, Run
+
+METHODS = ("rrf", "weighted")
+NORMALIZATIONS = ("minmax", "zscore")
+
+
+def check_components(value: Any) -> str | None:
+    """Two or more named retrievers, each a mapping with a valid kind and settings."""
+    if not isinstance(value, dict) or len(value) < 2:
+        return (
+            "must name two or more retrievers, e.g. {lexical: {kind: bm25}, dense: {...}}, "
+            f"got {value!r}"
+        )
+    for name, entry in value.items():
+        if not isinstance(name, str) or not name.strip():
+            return f"component names must be non-empty strings, got {name!r}"
+        if not isinstance(entry, dict) or "kind" not in entry:
+            return f"{name}: expected a mapping with a `kind` key, got {entry!r}"
+        try:
+            kind = retriever_kind(str(entry["kind"]))
+            if kind.name == "fusion":
+                return f"{name}: a fusion cannot contain another fusion"
+            kind.checked({k: v for k, v in entry.items() if k != "kind"})
+        except InputError as exc:
+            where = f"{name}.{exc.key}" if exc.key else name
+            return f"{where}: {exc.reason}"
+    return None
+
+
+def check_method(value: Any) -> str | None:
+    """rrf or weighted."""
+    return None if value in METHODS else f"must be one of {', '.join(METHODS)}, got {value!r}"
+
+
+def check_normalization(value: Any) -> str | None:
+    """minmax or zscore."""
+    if value in NORMALIZATIONS:
+        return None
+    return f"must be one of {', '.join(NORMALIZATIONS)}, got {value!r}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_weights(value: Any) -> str | None:
+    """None, or a mapping of component name to a number >= 0."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        return f"must map component names to numbers >= 0, got {value!r}"
+    for name, weight in value.items():
+        if not _number(weight) or weight < 0:
+            return f"{name}: must be a number >= 0, got {weight!r}"
+    if not any(value.values()):
+        return "at least one weight must be above 0"
+    return None
+
+
+def check_rrf_k(value: Any) -> str | None:
+    """A number >= 0."""
+    return None if _number(value) and value >= 0 else f"must be a number >= 0, got {value!r}"
+
+
+def check_depth(value: Any) -> str | None:
+    """None or a whole number >= 1."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return None
+    return f"must be a whole number >= 1, got {value!r}"
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "retrievers": Setting(
+        None,
+        check_components,
+        "The retrievers to fuse, by name: {name: {kind: ..., settings...}}.",
+        required=True,
+    ),
+    "method": Setting("rrf", check_method, "rrf (reciprocal rank) or weighted (scores)."),
+    "weights": Setting(
+        None, check_weights, "Weight per component name; unnamed components weigh 0. Default 1."
+    ),
+    "rrf_k": Setting(60, check_rrf_k, "The constant k of rrf: 1 / (k + rank)."),
+    "normalization": Setting(
+        "minmax", check_normalization, "How weighted fusion scales scores: minmax or zscore."
+    ),
+    "depth": Setting(None, check_depth, "Results asked of each component; default top_k."),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One fused retriever and its weight."""
+
+    name: str
+    retriever: Retriever
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class FusionRetriever:
+    """The fused results of its components."""
+
+    components: tuple[Component, ...]
+    method: str
+    rrf_k: float
+    normalization: str
+    depth: int | None
+
+    @property
+    def cache_identity(self) -> Mapping[str, Any] | None:
+        """Cached when every component is (then by all their identities and the weights)."""
+        identities = [c.retriever.cache_identity for c in self.components]
+        if any(identity is None for identity in identities):
+            return None
+        return {
+            "fusion": self.method,
+            "rrf_k": self.rrf_k,
+            "normalization": self.normalization,
+            "depth": self.depth,
+            "components": [
+                {"name": c.name, "weight": c.weight, "identity": identity}
+                for c, identity in zip(self.components, identities, strict=True)
+            ],
+        }
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """Each component's results for every query, fused; at most `top_k` each."""
+        depth = self.depth or top_k
+        runs = [c.retriever.retrieve(queries, depth) for c in self.components]
+        fused = {}
+        for query in queries:
+            answers = [run.queries.get(query.query_id) for run in runs]
+            fused[query.query_id] = self._fuse(query.query_id, answers, top_k)
+            if on_done is not None:
+                on_done()
+        return Run(fused)
+
+    def _fuse(
+        self, query_id: str, answers: Sequence[QueryResults | None], top_k: int
+    ) -> QueryResults:
+        for component, answer in zip(self.components, answers, strict=True):
+            if answer is None:
+                return QueryResults(query_id, (), error=f"no answer (from {component.name})")
+            if answer.error is not None:
+                error = f"{answer.error} (from {component.name})"
+                return QueryResults(query_id, (), answer.latency_ms, error=error)
+        present = [a for a in answers if a is not None]
+        latencies = [a.latency_ms for a in present]
+        latency = None if any(v is None for v in latencies) else sum(v or 0.0 for v in latencies)
+        scores: dict[str, float] = {}
+        best_rank: dict[str, int] = {}
+        shown: dict[str, RankedResult] = {}
+        for component, answer in zip(self.components, present, strict=True):
+            firsts = _first_occurrences(answer.results)
+            try:
+                contributions = self._contributions(firsts)
+            except ValueError as exc:
+                return QueryResults(query_id, (), latency, error=f"{exc} (from {component.name})")
+            for rank, (result, contribution) in enumerate(
+                zip(firsts, contributions, strict=True), 1
+            ):
+                doc = result.doc_id
+                scores[doc] = scores.get(doc, 0.0) + component.weight * contribution
+                best_rank[doc] = min(best_rank.get(doc, rank), rank)
+                shown.setdefault(doc, result)
+        order = sorted(scores, key=lambda d: (-scores[d], best_rank[d], d))[:top_k]
+        results = tuple(
+            RankedResult(d, scores[d], shown[d].text, shown[d].document, shown[d].page)
+            for d in order
+        )
+        abstained = all(a.abstained for a in present)
+        return QueryResults(query_id, results, latency, abstained=abstained and not results)
+
+    def _contributions(self, results: Sequence[RankedResult]) -> list[float]:
+        """Each result's share of the fused score, before its component's weight."""
+        if self.method == "rrf":
+            return [1.0 / (self.rrf_k + rank) for rank in range(1, len(results) + 1)]
+        raw = [r.score for r in results]
+        if any(s is None or not math.isfinite(s) for s in raw):
+            raise ValueError("fusion: a result without a score; weighted fusion needs scores")
+        values = np.array(raw, dtype=np.float64)
+        if values.size == 0:
+            return []
+        if self.normalization == "minmax":
+            spread = values.max() - values.min()
+            return ((values - values.min()) / spread if spread else np.ones_like(values)).tolist()
+        sd = values.std()
+        return ((values - values.mean()) / sd if sd else np.zeros_like(values)).tolist()
+
+
+def _first_occurrences(results: Sequence[RankedResult]) -> list[RankedResult]:
+    """The results with later repeats of a doc id dropped."""
+    seen: set[str] = set()
+    kept = []
+    for result in results:
+        if result.doc_id not in seen:
+            seen.add(result.doc_id)
+            kept.append(result)
+    return kept
+
+
+def build(settings: Mapping[str, Any], context: RetrieverContext) -> FusionRetriever:
+    """Build every component (checked again by its kind) and the fusion over them."""
+    entries: Mapping[str, Mapping[str, Any]] = settings["retrievers"]
+    weights: Mapping[str, float] | None = settings["weights"]
+    if weights is not None:
+        unknown = sorted(set(weights) - set(entries))
+        if unknown:
+            raise InputError(
+                f"{unknown[0]!r} is not a component (components: {', '.join(entries)})",
+                key="weights",
+            )
+    components = []
+    for name, entry in entries.items():
+        kind = retriever_kind(str(entry["kind"]))
+        if kind.needs_corpus and context.corpus_path is None:
+            raise InputError(
+                f"{name}: the {kind.name} retriever needs a `corpus` file in the config",
+                key="retrievers",
+            )
+        component_context = RetrieverContext(context.corpus_path, context.cache_dir)
+        try:
+            retriever = kind.create(
+                {k: v for k, v in entry.items() if k != "kind"}, component_context
+            )
+        except InputError as exc:
+            if exc.path is not None:
+                raise
+            where = f"{name}.{exc.key}" if exc.key else name
+            raise InputError(f"{where}: {exc.reason}", key="retrievers") from None
+        weight = 1.0 if weights is None else float(weights.get(name, 0.0))
+        components.append(Component(name, retriever, weight))
+    return FusionRetriever(
+        tuple(components),
+        settings["method"],
+        float(settings["rrf_k"]),
+        settings["normalization"],
+        settings["depth"],
+    )
+
+
+def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+    """Every component's files."""
+    files: list[Path] = []
+    for entry in settings["retrievers"].values():
+        kind = retriever_kind(str(entry["kind"]))
+        checked = kind.checked({k: v for k, v in entry.items() if k != "kind"})
+        files += kind.depends_on(checked, root)
+    return files
+
+
+KIND = RetrieverKind(
+    name="fusion",
+    description="Hybrid: the fused results of other retrievers (reciprocal rank or weighted).",
+    build=build,
+    settings=SETTINGS,
+    depends_on=depends_on,
+)
