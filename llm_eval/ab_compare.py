@@ -101,11 +101,11 @@ def _row(
         p_value,
         low,
         high,
-        _winner(metric, p_value, low, high, alpha),
+        winner(metric, p_value, low, high, alpha),
     )
 
 
-def _winner(metric: str, p_value: float, low: float, high: float, alpha: float) -> str:
+def winner(metric: str, p_value: float, low: float, high: float, alpha: float) -> str:
     """The better run when the interval of B − A excludes zero (and p < alpha)."""
     if p_value >= alpha or low <= 0.0 <= high:
         return "no significant difference"
@@ -124,7 +124,7 @@ def _holm_on_tags(rows: list[Row], alpha: float) -> list[Row]:
         replace(
             r,
             p_value=adjusted[i],
-            winner=_winner(r.metric, adjusted[i], r.ci_low, r.ci_high, alpha),
+            winner=winner(r.metric, adjusted[i], r.ci_low, r.ci_high, alpha),
         )
         if i in adjusted
         else r

@@ -376,6 +376,63 @@ def compare_command(
     )
 
 
+@cli.command("experiment", short_help="Compare retriever variants: table, lift, Pareto front.")
+@click.argument("configs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--reference", help="The variant the others are paired with (default: the first).")
+@click.option(
+    "--quality",
+    help="The metric of the Pareto front and the recommendation (default: the first "
+    "relevance metric of the config).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the paired tests.",
+)
+@click.option(
+    "--cache/--no-cache",
+    "use_cache",
+    default=None,
+    help="Answer from the retrieval cache of earlier runs (default: as the config says).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for the experiment files (default: `output`/experiment of the config).",
+)
+def experiment_command(
+    configs: tuple[Path, ...],
+    reference: str | None,
+    quality: str | None,
+    alpha: float,
+    use_cache: bool | None,
+    out_dir: Path | None,
+) -> None:
+    """Run each retriever variant over the gold set and compare them with the gate's
+    paired tests: one config with `variants:`, or several configs (one variant each).
+    Writes experiment.md, experiment.csv, experiment.json and, with matplotlib
+    (`llm-eval[plots]`), the quality-versus-latency Pareto picture."""
+    from llm_eval.commands.experiment import run_experiment
+    from llm_eval.output import terminal_width
+    from llm_eval.progress import Progress
+
+    with Progress() as progress:
+        text = run_experiment(
+            list(configs) or [Path(defaults.CONFIG)],
+            out_dir=out_dir,
+            reference=reference,
+            quality=quality,
+            use_cache=use_cache,
+            alpha=alpha,
+            progress=progress.update,
+            width=terminal_width(),
+        )
+    _echo(text)
+
+
 @cli.command("metrics", short_help="List the metrics, their units and directions.")
 def metrics_command() -> None:
     """List every metric llm-eval computes: how to write it, where its values come from,

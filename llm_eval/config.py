@@ -53,6 +53,36 @@ class RetrieverConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Variant:
+    """One retriever configuration of an experiment (`variants:` in the config)."""
+
+    name: str
+    retriever: RetrieverConfig
+    top_k: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lift:
+    """A derived column of an experiment: `metric` of `variant` minus that of `base`."""
+
+    name: str
+    metric: str
+    base: str
+    variant: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentSettings:
+    """The `experiment:` section: how variants are compared."""
+
+    reference: str | None = None
+    """The variant every other is paired with; None: the first."""
+    quality: str | None = None
+    """The Pareto front's quality metric; None: the first relevance metric."""
+    lifts: tuple[Lift, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class EvalConfig:
     """The contents of `config/llm-eval.yaml`."""
 
@@ -81,6 +111,9 @@ class EvalConfig:
     """The embeddings model's checked settings, for answer relevance and novelty."""
     gain: Weights = field(default_factory=Weights)
     """The weights of `llm-eval gain`."""
+    variants: tuple[Variant, ...] = ()
+    """Retriever configurations that `llm-eval experiment` compares."""
+    experiment: ExperimentSettings = field(default_factory=ExperimentSettings)
 
 
 # --- helpers over nodes -------------------------------------------------------------
@@ -168,6 +201,8 @@ _CONFIG_KEYS = frozenset(
         "judge",
         "embeddings",
         "gain",
+        "variants",
+        "experiment",
     }
 )
 
@@ -200,10 +235,15 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         if "embeddings" in keys
         else None,
         gain=_gain(keys["gain"]) if "gain" in keys else Weights(),
+        variants=_variants(keys["variants"], retriever, corpus, top_k)
+        if "variants" in keys
+        else (),
         **_beyond_ids(keys),
     )
     if not config.gold:
         raise keys["gold"].error("list at least one gold file")
+    if "experiment" in keys:
+        config = replace(config, experiment=_experiment(keys["experiment"], config))
     if "metrics" in keys:
         check_cutoffs(config.metrics, top_k, keys["metrics"])
         _check_versions(config, config.metrics, keys["metrics"].error)
@@ -343,6 +383,82 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
     max_error_rate = _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else 0.0
     lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
     return RetrieverConfig(kind.name, settings, max_error_rate, _where(node), lines)
+
+
+def _variants(
+    node: Node, base: RetrieverConfig | None, corpus: Path | None, top_k: int
+) -> tuple[Variant, ...]:
+    """Each variant's retriever: its own `kind` and settings, or the base retriever's
+    settings with the variant's written over them."""
+    variants: list[Variant] = []
+    seen: dict[str, int] = {}
+    for item in node.items():
+        keys = item.mapping(frozenset({"name", "retriever", "top_k"}), frozenset({"name"}))
+        name = _string(keys["name"])
+        if name in seen:
+            raise keys["name"].error(
+                f"duplicate variant name {name!r} (first at line {seen[name]})"
+            )
+        seen[name] = keys["name"].line
+        retriever = base
+        if "retriever" in keys:
+            retriever = _variant_retriever(keys["retriever"], base, corpus)
+        if retriever is None:
+            raise item.error("no retriever: give the variant a `retriever` with a `kind`")
+        k = _integer(keys["top_k"], 1) if "top_k" in keys else top_k
+        variants.append(Variant(name, retriever, k))
+    if len(variants) < 2:
+        raise node.error("list two or more variants to compare")
+    return tuple(variants)
+
+
+def _variant_retriever(
+    node: Node, base: RetrieverConfig | None, corpus: Path | None
+) -> RetrieverConfig:
+    if isinstance(node.value, dict) and "kind" in node.value:
+        return _retriever(node, corpus)
+    if base is None:
+        raise node.error("there is no base `retriever` to vary: give a `kind`")
+    kind = retriever_kind(base.kind)
+    keys = node.mapping(frozenset({"max_error_rate", *kind.settings}))
+    given = {name: keys[name].plain() for name in kind.settings if name in keys}
+    try:
+        settings = kind.checked({**base.settings, **given})
+    except InputError as exc:
+        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
+        raise where.error(exc.reason) from None
+    max_error_rate = (
+        _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else base.max_error_rate
+    )
+    lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
+    return RetrieverConfig(kind.name, settings, max_error_rate, _where(node), lines)
+
+
+def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
+    keys = node.mapping(frozenset({"reference", "quality", "lift"}))
+    names = [v.name for v in config.variants]
+
+    def variant(child: Node) -> str:
+        name = _string(child)
+        if name not in names:
+            raise child.error(f"no variant is named {name!r} (variants: {', '.join(names)})")
+        return name
+
+    lifts = []
+    for item in keys["lift"].items() if "lift" in keys else ():
+        parts = item.mapping(
+            frozenset({"name", "metric", "base", "variant"}),
+            frozenset({"metric", "base", "variant"}),
+        )
+        metric = _metric(parts["metric"])
+        base, over = variant(parts["base"]), variant(parts["variant"])
+        label = _string(parts["name"]) if "name" in parts else f"{over} over {base}"
+        lifts.append(Lift(label, metric, base, over))
+    return ExperimentSettings(
+        reference=variant(keys["reference"]) if "reference" in keys else None,
+        quality=_metric(keys["quality"]) if "quality" in keys else None,
+        lifts=tuple(lifts),
+    )
 
 
 # --- ship-criteria.yaml -------------------------------------------------------------

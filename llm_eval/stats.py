@@ -477,7 +477,15 @@ def _bootstrap_t(
     shift = np.where(np.abs(shift) <= tolerance, 0.0, shift)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_star = np.where(boot_error > 0.0, shift / boot_error, np.sign(shift) * np.inf)
-    top, bottom = np.quantile(t_star, [1.0 - alpha, alpha], axis=0)
+    with np.errstate(invalid="ignore"):  # inf - inf between two infinite t* values
+        top, bottom = np.quantile(t_star, [1.0 - alpha, alpha], axis=0)
+    if np.isnan(top).any() or np.isnan(bottom).any():
+        # Interpolating between two infinite t* gives nan; the quantile there is infinite.
+        exact_top, exact_bottom = np.quantile(
+            t_star, [1.0 - alpha, alpha], axis=0, method="inverted_cdf"
+        )
+        top = np.where(np.isnan(top), exact_top, top)
+        bottom = np.where(np.isnan(bottom), exact_bottom, bottom)
     results = []
     for j, margin in enumerate(margins):
         low = float(mean[j] - top[j] * error[j]) if error[j] > 0 else float(mean[j])

@@ -255,8 +255,9 @@ def json_type(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never half.
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write `text` (or bytes, as they are) to `path` so that readers see the old file
+    or the new one, never half.
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
     renamed over the target (rename is atomic within one file system). Temporary files
@@ -271,10 +272,16 @@ def write_atomic(path: str | Path, text: str) -> None:
     try:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         Path(tmp_name).chmod(_mode_for(target))
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+                binary.flush()
+                os.fsync(binary.fileno())
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
         Path(tmp_name).replace(target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
