@@ -198,12 +198,19 @@ def _fusion_kind() -> RetrieverKind:
     return fusion.KIND
 
 
+def _mcp_kind() -> RetrieverKind:
+    from llm_eval.retrievers import mcp
+
+    return mcp.KIND
+
+
 _KINDS: dict[str, Callable[[], RetrieverKind]] = {
     "bm25": _bm25_kind,
     "run": _run_kind,
     "http": _http_kind,
     "python": _python_kind,
     "fusion": _fusion_kind,
+    "mcp": _mcp_kind,
 }
 
 

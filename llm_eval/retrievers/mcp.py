@@ -1,0 +1,317 @@
+"""A search tool of a Model Context Protocol server, called through the official SDK.
+
+    retriever:
+      kind: mcp
+      command: [python, -m, my_rag.mcp_server]     # a server over stdio, or:
+      # url: http://127.0.0.1:8000/mcp             # a streamable HTTP server
+      tool: search
+      arguments: {query: "${query}", limit: "${top_k}"}
+      results_path: hits                           # as for http
+      fields: {doc_id: id, score: score, text: text}
+
+Production RAG systems often reach their retriever through MCP; this kind tests that
+path. One session is opened for the whole run (the stdio server is started once) and
+`concurrency` tool calls are in flight at once. The tool's answer is its structured
+content when it has some, else its first text block read as JSON; the hits are found
+with `results_path` and `fields` exactly as the http kind finds them. A tool error, a
+timeout or an answer without the hits fails that query (`tool error: …`, `timeout`,
+`malformed response: …`), never an empty result. A server that cannot be started or
+reached stops the run (exit 4). Needs `pip install 'llm-eval[mcp]'`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import datetime
+import importlib.util
+import json
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_eval.errors import ExternalError, InputError
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
+from llm_eval.retrievers.http import (
+    DEFAULT_BODY,
+    _getter,
+    check_body,
+    check_fields,
+    check_headers,
+    check_results_path,
+    check_timeout,
+    check_url,
+    hit_list,
+    render_body,
+    resolve_headers,
+)
+from llm_eval.retrievers.pool import (
+    CACHE_KEY,
+    Hits,
+    PooledRetriever,
+    QueryFailed,
+    Search,
+    check_concurrency,
+    ranked_result,
+    resolved_cache_key,
+)
+
+INSTALL = "the mcp retriever needs the MCP SDK: pip install 'llm-eval[mcp]'"
+
+
+def check_command(value: Any) -> str | None:
+    """None, or a non-empty list of strings (the program and its arguments)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return f"must be a list like [python, server.py], got {value!r}"
+    return None
+
+
+def check_optional_url(value: Any) -> str | None:
+    """None, or an http(s) URL."""
+    return None if value is None else check_url(value)
+
+
+def check_tool(value: Any) -> str | None:
+    """A non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        return f"must be the name of a tool of the server, got {value!r}"
+    return None
+
+
+def check_cwd(value: Any) -> str | None:
+    """None or a folder path."""
+    if value is None or (isinstance(value, str) and value.strip()):
+        return None
+    return f"must be a folder, got {value!r}"
+
+
+SETTINGS: Mapping[str, Setting] = {
+    "command": Setting(None, check_command, "A stdio server: the program and its arguments."),
+    "cwd": Setting(None, check_cwd, "The stdio server's working folder (default: this one)."),
+    "url": Setting(None, check_optional_url, "A streamable HTTP server's URL (…/mcp)."),
+    "headers": Setting(
+        {}, check_headers, "HTTP headers; values may hold ${ENV_VAR} (read at run time)."
+    ),
+    "tool": Setting("search", check_tool, "The search tool's name."),
+    "arguments": Setting(
+        dict(DEFAULT_BODY),
+        check_body,
+        "The tool's arguments; strings may hold ${query} and ${top_k}.",
+    ),
+    "results_path": Setting(
+        None,
+        check_results_path,
+        "Dot path to the list of hits in the tool's answer; default: the answer itself "
+        "when it is a list, else its `results`.",
+    ),
+    "fields": Setting(
+        {},
+        check_fields,
+        "Where doc_id, score, text, document and page are in a hit (default: those keys).",
+    ),
+    "concurrency": Setting(4, check_concurrency, "Tool calls in flight at once."),
+    "timeout_s": Setting(30.0, check_timeout, "Seconds to start the server, and per call."),
+    "cache_key": CACHE_KEY,
+}
+
+
+def hits_in(structured: Any, texts: list[str], results_path: str | None) -> list[Any]:
+    """The hits of a tool answer: from its structured content, else its text as JSON."""
+    if structured is not None:
+        with contextlib.suppress(QueryFailed):
+            return hit_list(structured, results_path)
+        # FastMCP-style servers wrap a returned list as {"result": [...]}.
+        if results_path is None and isinstance(structured, dict) and "result" in structured:
+            with contextlib.suppress(QueryFailed):
+                return hit_list(structured["result"], None)
+    if texts:
+        try:
+            payload = json.loads(texts[0])
+        except ValueError:
+            raise QueryFailed("malformed response: the tool's text is not JSON") from None
+        return hit_list(payload, results_path)
+    raise QueryFailed("malformed response: the tool answered with no content")
+
+
+@dataclass(frozen=True, slots=True)
+class McpSearcher:
+    """Calls the search tool of one MCP session."""
+
+    command: tuple[str, ...] | None
+    cwd: str | None
+    url: str | None
+    headers: Mapping[str, str] = field(repr=False)
+    tool: str = "search"
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    results_path: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 30.0
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Search]:
+        """A session on an event loop in a background thread, for the pool's threads."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="llm-eval-mcp", daemon=True)
+        thread.start()
+        ready: concurrent.futures.Future[tuple[Any, asyncio.Event]] = concurrent.futures.Future()
+        held = asyncio.run_coroutine_threadsafe(self._hold(ready), loop)
+        try:
+            try:
+                client, _ = ready.result(timeout=self.timeout_s + 5)
+            except concurrent.futures.TimeoutError:
+                raise ExternalError(f"mcp: {self._where()} did not answer in time") from None
+            except Exception as exc:  # the SDK's errors are many; name what failed
+                raise ExternalError(f"mcp: cannot open {self._where()}: {_reason(exc)}") from None
+            yield lambda query, top_k: self.search(loop, client, query, top_k)
+        finally:
+            if ready.done() and ready.exception() is None:
+                loop.call_soon_threadsafe(ready.result()[1].set)
+                with contextlib.suppress(Exception):
+                    held.result(timeout=10)
+            else:
+                held.cancel()
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            if not thread.is_alive():
+                loop.close()
+
+    def _where(self) -> str:
+        return self.url if self.url is not None else f"the server `{' '.join(self.command or ())}`"
+
+    async def _hold(self, ready: concurrent.futures.Future[tuple[Any, asyncio.Event]]) -> None:
+        """Open the session, hand it over, keep it open until told to stop (the SDK's
+        contexts must be left by the task that entered them)."""
+        from mcp import ClientSession
+
+        try:
+            async with self._streams() as (read, write), ClientSession(read, write) as client:
+                await asyncio.wait_for(client.initialize(), self.timeout_s)
+                stop = asyncio.Event()
+                ready.set_result((client, stop))
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            else:
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        if self.url is not None:
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
+
+            # Reads wait on a server-sent event stream: long, as the SDK's own default.
+            timeout = httpx.Timeout(self.timeout_s, read=max(300.0, self.timeout_s))
+            async with (
+                httpx.AsyncClient(
+                    headers=dict(self.headers), timeout=timeout, follow_redirects=True
+                ) as http,
+                streamable_http_client(self.url, http_client=http) as (read, write, _),
+            ):
+                yield read, write
+        else:
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            assert self.command is not None
+            parameters = StdioServerParameters(
+                command=self.command[0],
+                args=list(self.command[1:]),
+                cwd=self.cwd,
+                env=dict(os.environ),
+            )
+            with Path(os.devnull).open("w") as quiet:  # the server's log is not ours to print
+                async with stdio_client(parameters, errlog=quiet) as (read, write):
+                    yield read, write
+
+    def search(self, loop: asyncio.AbstractEventLoop, client: Any, query: str, top_k: int) -> Hits:
+        """One tool call; QueryFailed with what went wrong."""
+        arguments = render_body(self.arguments, query, top_k)
+        started = time.perf_counter()
+        call = client.call_tool(
+            self.tool, arguments, read_timeout_seconds=datetime.timedelta(seconds=self.timeout_s)
+        )
+        future = asyncio.run_coroutine_threadsafe(call, loop)
+        try:
+            result = future.result(timeout=self.timeout_s + 5)
+        except (concurrent.futures.TimeoutError, TimeoutError):
+            future.cancel()
+            raise QueryFailed("timeout") from None
+        except Exception as exc:
+            reason = _reason(exc)
+            kind = "timeout" if "timed out" in reason.lower() else "mcp error"
+            raise QueryFailed(f"{kind}: {reason}") from None
+        latency_ms = (time.perf_counter() - started) * 1000
+        texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+        if result.isError:
+            message = " ".join(texts).strip() or "no message"
+            raise QueryFailed(f"tool error: {message[:200]}")
+        hits = hits_in(result.structuredContent, texts, self.results_path)
+        results = []
+        for index, hit in enumerate(hits):
+            if not isinstance(hit, dict):
+                raise QueryFailed(f"malformed result: hits[{index}] is not an object")
+            results.append(ranked_result(_getter(hit, self.fields), f"hits[{index}]"))
+        return Hits(tuple(results), latency_ms)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line: the innermost message of an exception group, or the exception's."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+    """The retriever for these settings; exactly one of `command` and `url`."""
+    if (values["command"] is None) == (values["url"] is None):
+        raise InputError("give either `command` (a stdio server) or `url` (HTTP), not both")
+    if importlib.util.find_spec("mcp") is None:
+        raise InputError(INSTALL)
+    command = tuple(values["command"]) if values["command"] is not None else None
+    searcher = McpSearcher(
+        command=command,
+        cwd=values["cwd"],
+        url=values["url"],
+        headers=resolve_headers(values["headers"], os.environ),
+        tool=values["tool"],
+        arguments=values["arguments"],
+        results_path=values["results_path"],
+        fields=values["fields"],
+        timeout_s=float(values["timeout_s"]),
+    )
+    identity = {
+        "kind": "mcp",
+        "server": list(command) if command is not None else values["url"],
+        "tool": values["tool"],
+        "arguments": values["arguments"],
+        "results_path": values["results_path"],
+        "fields": values["fields"],
+        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
+    }
+    return PooledRetriever(searcher, values["concurrency"], identity)
+
+
+def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+    """A stdio server's script, when its command names a file in the repository."""
+    command = settings.get("command") or []
+    base = Path(settings.get("cwd") or ".")
+    return [base / part for part in command[1:] if part.endswith(".py")]
+
+
+KIND = RetrieverKind(
+    name="mcp",
+    description="A search tool of an MCP server (stdio command or streamable HTTP URL).",
+    build=build,
+    settings=SETTINGS,
+    depends_on=depends_on,
+)

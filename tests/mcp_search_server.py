@@ -1,0 +1,47 @@
+"""A real MCP server with a search tool over the demo corpus (term overlap), for the
+mcp retriever's tests: `python mcp_search_server.py stdio` or `... http PORT`.
+
+Queries containing `tool-error` make the tool fail; `slow` makes it sleep 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+
+sys.path.insert(0, str(Path(__file__).parent))
+from servers import CORPUS, SearchService
+
+SERVICE = SearchService(CORPUS)
+
+
+def build(port: int = 8000) -> FastMCP:
+    server = FastMCP("demo-search", host="127.0.0.1", port=port, log_level="WARNING")
+
+    @server.tool()
+    async def search(query: str, limit: int = 10) -> dict[str, Any]:
+        """Passages of the Python docs that share the most words with the query."""
+        if "tool-error" in query:
+            raise ValueError("index unavailable")
+        if "slow" in query:
+            await asyncio.sleep(3)
+        found = SERVICE.search(query, limit)
+        return {"hits": [{"id": d, "score": s, "text": t} for d, s, t in found]}
+
+    @server.tool()
+    def search_list(query: str, top_k: int = 10) -> list[dict[str, Any]]:
+        """The same, answered as a bare list."""
+        return [{"doc_id": d, "score": s} for d, s, _ in SERVICE.search(query, top_k)]
+
+    return server
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        build().run("stdio")
+    else:
+        build(int(sys.argv[2])).run("streamable-http")
