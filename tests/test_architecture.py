@@ -26,6 +26,8 @@ CORE = [
     "llm_eval.runs",
     "llm_eval.scoring",
     "llm_eval.ab_compare",
+    "llm_eval.experiment",
+    "llm_eval.ranking",
     "llm_eval.versions",
 ]
 IO_MODULES = {
