@@ -198,6 +198,12 @@ def _fusion_kind() -> RetrieverKind:
     return fusion.KIND
 
 
+def _embedding_kind() -> RetrieverKind:
+    from llm_eval.retrievers import embedding
+
+    return embedding.KIND
+
+
 def _mcp_kind() -> RetrieverKind:
     from llm_eval.retrievers import mcp
 
@@ -210,6 +216,7 @@ _KINDS: dict[str, Callable[[], RetrieverKind]] = {
     "http": _http_kind,
     "python": _python_kind,
     "fusion": _fusion_kind,
+    "embedding": _embedding_kind,
     "mcp": _mcp_kind,
 }
 
