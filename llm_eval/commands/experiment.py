@@ -27,7 +27,6 @@ from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import scoring_for
 from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 from llm_eval.scoring import score_run
-from llm_eval.stats import format_p
 from llm_eval.textio import write_atomic
 from llm_eval.wording import delta, value
 
@@ -217,12 +216,11 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
     metrics = [m for m in result.metrics if m not in ("latency_p50", "latency_p95", "error_rate")]
     header = [
         "variant",
-        *(parse_metric(m).label for m in metrics),
-        f"Δ {parse_metric(q).label} vs `{ref}`",
-        "p50",
-        "p95",
-        "errors",
+        f"Δ {parse_metric(q).label}",
         "front",
+        *(parse_metric(m).label for m in metrics),
+        "latency p50 / p95",
+        "errors",
     ]
     lines = [
         f"## Experiment: {len(result.rows)} variants, reference `{ref}`",
@@ -230,23 +228,24 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         words,
         "",
         "| " + " | ".join(header) + " |",
-        "|---|" + "---:|" * (len(header) - 1),
+        "|---|---:|:---:|" + "---:|" * (len(header) - 3),
     ]
     for row in result.rows:
         cells = [
             f"`{row.name}`",
-            *(value(m, row.values.get(m)) for m in metrics),
             _versus(row, q),
-            _ms(row.values.get("latency_p50")),
-            _ms(row.values.get("latency_p95")),
-            value("error_rate", row.values.get("error_rate")),
             _front_cell(row),
+            *(value(m, row.values.get(m)) for m in metrics),
+            f"{_ms(row.values.get('latency_p50')).removesuffix(' ms')} / "
+            f"{_ms(row.values.get('latency_p95'))}",
+            value("error_rate", row.values.get("error_rate")),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += [
         "",
-        f"\\* significant at {result.alpha:g} after Holm across the variants. Front: no other "
-        f"variant has both a better {parse_metric(q).label} and a lower p95 latency.",
+        f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
+        f"variants. Front: no other variant has both a better {parse_metric(q).label} and a "
+        "lower p95 latency.",
         "",
     ]
     if picture is not None:
@@ -271,17 +270,18 @@ def _pairs_markdown(result: Experiment) -> list[str]:
         "The gate's paired tests, as `llm-eval compare` runs them (Tango's score test for "
         "0/1 scores, bootstrap-t for graded ones); p Holm-adjusted across the variants.",
         "",
-        "| variant | metric | n | Δ | CI | p | p (Holm) | better |",
+        "| variant | metric | n | Δ | 95% CI | p | p (Holm) | better |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in result.rows:
         for metric, pair in row.pairs.items():
             r = pair.row
             low = delta(metric, r.ci_low).removesuffix(" pp")
+            better = {"reference": f"`{result.reference}`", "variant": f"`{row.name}`"}
             lines.append(
                 f"| `{row.name}` | {parse_metric(metric).label} | {r.n} | {delta(metric, r.delta)} "
-                f"| {low} to {delta(metric, r.ci_high)} | {format_p(r.p_value)} "
-                f"| {format_p(pair.p_holm)} | {pair.winner} |"
+                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value)} "
+                f"| {_p(pair.p_holm)} | {better.get(pair.winner, 'neither')} |"
             )
     return [*lines, ""]
 
@@ -303,7 +303,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
             f"| {lift.name} | {parse_metric(m).label} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
             f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
-            f"| {format_p(r.p_value)} | {ratio} |"
+            f"| {_p(r.p_value)} | {ratio} |"
         )
     return [*lines, ""]
 
@@ -327,7 +327,7 @@ def _slices_markdown(result: Experiment, shown: int = 8) -> list[str]:
         for r in slices[:shown]:
             lines.append(
                 f"| {r.slice} | {r.n} | {value(q, r.mean_a)} | {value(q, r.mean_b)} "
-                f"| {delta(q, r.delta)} | {format_p(r.p_value)} |"
+                f"| {delta(q, r.delta)} | {_p(r.p_value)} |"
             )
         if len(slices) > shown:
             lines.append(f"| … {len(slices) - shown} more in experiment.json | | | | | |")
