@@ -335,6 +335,53 @@ def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | Non
     _echo(stats(config_path, criteria_path, baseline_path))
 
 
+@gold.command("coverage")
+@_config_options
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Where to write coverage.json (default: the `output` folder of the config).",
+)
+def gold_coverage(
+    config_path: Path, criteria_path: Path, baseline_path: Path | None, out: Path | None
+) -> None:
+    """Which corpus sections and tags the gold set covers, the share of the corpus no
+    question is near, and every label naming a document the corpus lacks."""
+    from llm_eval.commands.gold_growth import run_coverage
+    from llm_eval.output import terminal_width
+
+    _echo(run_coverage(config_path, criteria_path, out, terminal_width()))
+
+
+@gold.command("plan")
+@_config_options
+@click.option(
+    "--catch",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="Each gated scope should catch a drop of this many times its limit, 4 times in 5.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Where to write plan.json (default: the `output` folder of the config).",
+)
+def gold_plan(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    catch: float,
+    out: Path | None,
+) -> None:
+    """How many questions each gated scope needs to catch its gate's drops, and which
+    tags and corpus sections to write them for."""
+    from llm_eval.commands.gold_growth import run_plan
+    from llm_eval.output import terminal_width
+
+    _echo(run_plan(config_path, criteria_path, catch, out, terminal_width()))
+
+
 @cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))

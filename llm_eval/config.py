@@ -631,6 +631,26 @@ def check_against_gold(criteria: Criteria, gold: GoldSet) -> None:
         for tag in (*scope.tags, *gate.per_tag_tags):
             if tag not in tags:
                 raise gate.scope_where.error(f"unknown tag {tag!r}; it is on no gold query")
+    _check_reviewed(criteria, gold)
+
+
+def _check_reviewed(criteria: Criteria, gold: GoldSet) -> None:
+    """A synthetic question may gate only once a person has reviewed it."""
+    gating = [g for g in criteria.gates if g.severity == "error"]
+    for query in gold.queries:
+        if query.reviewed:
+            continue
+        for gate in gating:
+            tier = gate.scope.tier
+            if tier is None or tier == query.tier:
+                raise InputError(
+                    f"a synthetic question that nobody reviewed is in tier {query.tier}, which "
+                    f"the error gate {gate.name!r} gates; review it with `llm-eval gold review` "
+                    "or move it to a tier no error gate reads",
+                    path=query.path,
+                    line=query.line,
+                    key="reviewed",
+                )
 
 
 def check_against_config(criteria: Criteria, config: EvalConfig) -> None:

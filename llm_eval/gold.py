@@ -58,11 +58,21 @@ class GoldQuery:
     """Texts that answer the query, for gold sets without ids."""
     matching: str = "auto"
     """How its file is matched: one of `MATCHINGS`."""
+    source: str = "human"
+    """`human` (written by a person) or `synthetic` (written by a model from a chunk)."""
+    reviewed: bool = True
+    """A person has checked it; a synthetic question is not until `gold review`
+    accepts it, and may not gate before."""
+    prompt_version: str | None = None
+    """The prompt that wrote a synthetic question (`question_writing@1`)."""
 
     @property
     def grades(self) -> dict[str, int]:
         """`{doc_id: grade}`: this query's row of the qrels."""
         return dict(self.relevant)
+
+
+SOURCES = ("human", "synthetic")
 
 
 @dataclass(frozen=True, slots=True)

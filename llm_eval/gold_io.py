@@ -13,6 +13,7 @@ from llm_eval.gold import (
     LABEL_OF,
     MATCHINGS,
     MAX_GRADE,
+    SOURCES,
     GoldQuery,
     GoldReference,
     GoldSet,
@@ -32,6 +33,9 @@ _FIELDS = {
     "is_rejection",
     "expected_answer",
     "notes",
+    "source",
+    "reviewed",
+    "prompt_version",
 }
 
 
@@ -96,6 +100,12 @@ def _parse_query(
         raise fail("is_rejection", "must be true or false")
     labels = {"relevant": relevant, "gold_references": references, "reference_passages": passages}
     labelled = _check_labels(is_rejection, labels, matching, fail)
+    source = record.get("source", "human")
+    if source not in SOURCES:
+        raise fail("source", f"expected one of {', '.join(SOURCES)}, got {source!r}")
+    reviewed = record.get("reviewed", source == "human")
+    if not isinstance(reviewed, bool):
+        raise fail("reviewed", "must be true or false")
     return GoldQuery(
         query_id=record["query_id"],
         query=record["query"],
@@ -110,6 +120,9 @@ def _parse_query(
         gold_references=references,
         reference_passages=passages,
         matching=matching,
+        source=source,
+        reviewed=reviewed,
+        prompt_version=_optional_text(record, "prompt_version", fail),
     )
 
 

@@ -1,0 +1,183 @@
+"""What the gold set covers of the corpus, and where questions are missing (pure).
+
+A corpus document is *labelled* when a gold question names it as relevant, and
+*near* a question when it is labelled or among the question's lexical neighbours
+(its top results by BM25 with default settings, whatever retriever is configured:
+coverage should not move when the retriever is tuned). Documents group twice:
+
+- *sections*: the document a chunk was cut from, its id before `#` (`re.sub#2` is
+  in `re.sub`), or the `section` field of its metadata;
+- *areas*: coarser, the section's first name before `.` or `:` (`re.sub` is in
+  `re`, `topic:assignment` in `topic`), or the `area` field of its metadata.
+
+An area or section nobody asks about is where new questions help most.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from llm_eval.corpus import Document
+from llm_eval.gold import GoldQuery
+
+
+def section_of(document: Document) -> str:
+    """The section a document belongs to: its metadata's `section`, else its id before `#`."""
+    given = document.metadata.get("section")
+    return given if isinstance(given, str) and given else document.doc_id.split("#", 1)[0]
+
+
+def area_of(document: Document) -> str:
+    """The area a document belongs to: its metadata's `area`, else its section's first name."""
+    given = document.metadata.get("area")
+    if isinstance(given, str) and given:
+        return given
+    return re.split(r"[.:/]", section_of(document), maxsplit=1)[0] or section_of(document)
+
+
+@dataclass(frozen=True, slots=True)
+class SectionCoverage:
+    """One section: its documents and how many of them questions reach."""
+
+    name: str
+    documents: int
+    labelled: int
+    near: int
+    questions: int
+    """Gold questions with a labelled document in this section."""
+
+    @property
+    def uncovered(self) -> int:
+        """Documents no question is near."""
+        return self.documents - self.near
+
+
+@dataclass(frozen=True, slots=True)
+class TagCoverage:
+    """One tag: its questions, and the areas their labels fall in."""
+
+    tag: str
+    questions: int
+    tiers: Mapping[str, int]
+    areas: tuple[str, ...]
+    """Most labels first."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissingLabel:
+    """A label naming a document the corpus does not have."""
+
+    query_id: str
+    path: str
+    line: int
+    doc_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """The whole picture."""
+
+    documents: int
+    labelled: int
+    near: int
+    sections: tuple[SectionCoverage, ...]
+    """Most uncovered documents first."""
+    areas: tuple[SectionCoverage, ...]
+    """The same by area, most uncovered documents first."""
+    tags: tuple[TagCoverage, ...]
+    missing: tuple[MissingLabel, ...]
+    near_ids: frozenset[str]
+    """Every document near some question (what `gold synthesize` skips)."""
+
+    @property
+    def uncovered_share(self) -> float:
+        """Share of the corpus no question is near."""
+        return 1.0 - self.near / self.documents if self.documents else 0.0
+
+    @property
+    def untouched_sections(self) -> tuple[SectionCoverage, ...]:
+        """Sections no question is near at all."""
+        return tuple(s for s in self.sections if s.near == 0)
+
+
+def _groups(
+    documents: Sequence[Document],
+    key: Callable[[Document], str],
+    labelled: set[str],
+    near: set[str],
+    questions: Mapping[str, set[str]],
+) -> list[SectionCoverage]:
+    members: dict[str, list[str]] = defaultdict(list)
+    for document in documents:
+        members[key(document)].append(document.doc_id)
+    return [
+        SectionCoverage(
+            name,
+            len(ids),
+            sum(1 for d in ids if d in labelled),
+            sum(1 for d in ids if d in near),
+            len(questions.get(name, ())),
+        )
+        for name, ids in members.items()
+    ]
+
+
+def coverage(
+    documents: Sequence[Document],
+    queries: Sequence[GoldQuery],
+    neighbours: Mapping[str, Sequence[str]],
+) -> Coverage:
+    """Coverage of `documents` by `queries`, with each query's lexical `neighbours`."""
+    known = {d.doc_id: d for d in documents}
+    labelled: set[str] = set()
+    near: set[str] = set()
+    missing = []
+    questions_in: dict[str, set[str]] = defaultdict(set)
+    tag_areas: dict[str, Counter[str]] = defaultdict(Counter)
+    tag_tiers: dict[str, Counter[str]] = defaultdict(Counter)
+    tag_questions: Counter[str] = Counter()
+    for query in queries:
+        for tag in query.tags:
+            tag_questions[tag] += 1
+            tag_tiers[tag][query.tier] += 1
+        for doc_id, _ in query.relevant:
+            document = known.get(doc_id)
+            if document is None:
+                missing.append(MissingLabel(query.query_id, query.path, query.line, doc_id))
+                continue
+            labelled.add(doc_id)
+            section = section_of(document)
+            questions_in[section].add(query.query_id)
+            for tag in query.tags:
+                tag_areas[tag][area_of(document)] += 1
+        near.update(d for d in neighbours.get(query.query_id, ()) if d in known)
+    near |= labelled
+    sections = _groups(documents, section_of, labelled, near, questions_in)
+    sections.sort(key=lambda s: (-s.uncovered, -s.documents, s.name))
+    area_questions: dict[str, set[str]] = defaultdict(set)
+    for document in documents:
+        area_questions[area_of(document)] |= questions_in.get(section_of(document), set())
+    areas = _groups(documents, area_of, labelled, near, area_questions)
+    areas.sort(key=lambda s: (-s.uncovered, s.near / s.documents, s.name))
+    tags = tuple(
+        TagCoverage(
+            tag,
+            count,
+            dict(sorted(tag_tiers[tag].items())),
+            tuple(name for name, _ in tag_areas[tag].most_common()),
+        )
+        for tag, count in sorted(tag_questions.items(), key=lambda item: (item[1], item[0]))
+    )
+    return Coverage(
+        len(documents),
+        len(labelled),
+        len(near),
+        tuple(sections),
+        tuple(areas),
+        tags,
+        tuple(missing),
+        frozenset(near),
+    )

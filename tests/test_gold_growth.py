@@ -1,0 +1,181 @@
+"""Growing the gold set: coverage, the plan, provenance fields and the review rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.corpus import Document
+from llm_eval.coverage import area_of, coverage, section_of
+from llm_eval.gold import GoldQuery
+from llm_eval.stats import queries_to_catch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def doc(doc_id: str, title: str = "") -> Document:
+    return Document(doc_id, title, "text")
+
+
+def query(query_id: str, tags: tuple[str, ...], *relevant: str, tier: str = "A") -> GoldQuery:
+    labels = tuple((d, 1) for d in relevant)
+    return GoldQuery(query_id, "?", tier, tags, labels, not labels, None, None, "g.jsonl", 3)
+
+
+def test_sections_and_areas() -> None:
+    assert section_of(doc("re.sub#2")) == "re.sub"
+    assert area_of(doc("re.sub#2")) == "re"
+    assert area_of(doc("topic:assignment#0")) == "topic"
+    assert section_of(doc("plain")) == "plain"
+    given = Document("x#1", "", "t", {"section": "Guide", "area": "Manual"})
+    assert (section_of(given), area_of(given)) == ("Guide", "Manual")
+
+
+def test_coverage_by_hand() -> None:
+    documents = [doc(d) for d in ("re.sub#0", "re.sub#1", "re.match#0", "os.path#0", "os.walk#0")]
+    queries = [
+        query("q1", ("text",), "re.sub#0", "gone#0"),
+        query("q2", ("files",), "os.path#0", "gone#1"),
+        query("q3", ("text",)),  # a rejection question
+    ]
+    neighbours = {"q1": ("re.sub#1", "re.sub#0"), "q3": ("unknown#9",)}
+    found = coverage(documents, queries, neighbours)
+    assert (found.documents, found.labelled, found.near) == (5, 2, 3)
+    assert found.uncovered_share == pytest.approx(2 / 5)
+    assert found.near_ids == {"re.sub#0", "re.sub#1", "os.path#0"}
+    assert [(m.query_id, m.doc_id) for m in found.missing] == [("q1", "gone#0"), ("q2", "gone#1")]
+    areas = {a.name: (a.documents, a.labelled, a.near, a.questions) for a in found.areas}
+    assert areas == {"re": (3, 1, 2, 1), "os": (2, 1, 1, 1)}
+    sections = {s.name: (s.documents, s.near) for s in found.sections}
+    assert sections["re.sub"] == (2, 2) and sections["os.walk"] == (1, 0)
+    assert [s.name for s in found.untouched_sections] == ["os.walk", "re.match"]
+    tags = {t.tag: (t.questions, dict(t.tiers), t.areas) for t in found.tags}
+    assert tags == {"files": (1, {"A": 1}, ("os",)), "text": (2, {"A": 2}, ("re",))}
+
+
+def test_coverage_of_the_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "coverage.json"
+    assert main(["gold", "coverage", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    corpus_lines = (REPO / "gold" / "corpus.jsonl").read_text().count("\n")
+    assert report["documents"] == corpus_lines
+    assert 0 < report["labelled"] <= report["near"] < report["documents"]
+    assert report["uncovered_share"] == pytest.approx(1 - report["near"] / report["documents"])
+    assert sum(a["documents"] for a in report["areas"]) == corpus_lines
+    assert report["missing_labels"] == []
+    assert f"No question near: {report['documents'] - report['near']}" in text.replace("\n", " ")
+    assert "Every label names a document of the corpus." in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_coverage_lists_every_label_the_corpus_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "gold", tmp_path / "gold")
+    gold = tmp_path / "gold" / "python-docs-B.jsonl"
+    lines = gold.read_text().splitlines()
+    for i in (0, 4):
+        record = json.loads(lines[i])
+        record["relevant"] = {**record.get("relevant", {}), f"nowhere#{i}": 1}
+        lines[i] = json.dumps(record)
+    gold.write_text("\n".join(lines) + "\n")
+    assert main(["gold", "validate"]) == 3  # validate stops at the first
+    assert capsys.readouterr().err.count("not in the corpus") == 1
+    assert main(["gold", "coverage"]) == 0
+    text = capsys.readouterr().out
+    assert "Labels naming documents the corpus lacks: 2" in text
+    assert "gold/python-docs-B.jsonl:1: relevant.nowhere#0: not in the corpus" in text
+    assert "gold/python-docs-B.jsonl:5: relevant.nowhere#4: not in the corpus" in text
+
+
+def test_the_plan_uses_the_gates_power_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan.json"
+    assert main(["gold", "plan", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    scopes = json.loads(out.read_text())["scopes"]
+    tier_a = next(s for s in scopes if s["gate"] == "retrieval_recall_at_5")
+    needed = queries_to_catch(0.06, 0.0, 0.03, 0.05)  # twice the 3-point limit, alpha 0.05
+    assert (tier_a["n"], tier_a["needed"], tier_a["more"]) == (176, needed, needed - 176)
+    assert tier_a["areas"]  # where to write them
+    # gold stats says the same number for the same scope
+    assert main(["gold", "stats"]) == 0
+    assert f"{needed - 176} more queries" in capsys.readouterr().out
+    mrr_tags = [s for s in scopes if s["gate"] == "retrieval_mrr" and s["tags"]]
+    assert mrr_tags and all(s["n"] > 0 for s in mrr_tags)  # out-of-scope: MRR scores none
+    assert not any(s["tags"] == ["out-of-scope"] for s in scopes)
+    assert all(s["more"] == max(0, s["needed"] - s["n"]) for s in scopes)
+    assert f"- {needed - 176} for tier A" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert main(["gold", "plan", "--catch", "1"]) == 3
+
+
+def _with_gold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: dict[str, object]) -> Path:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "gold", tmp_path / "gold")
+    path = tmp_path / "gold" / f"python-docs-{record['tier']}.jsonl"
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    return path
+
+
+SYNTHETIC = {
+    "query_id": "syn-1",
+    "query": "How do I sort a list in reverse order?",
+    "relevant": {"builtins.sorted#0": 1},
+    "source": "synthetic",
+    "prompt_version": "question_writing@1",
+}
+
+
+def test_an_unreviewed_synthetic_question_may_not_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "A"})
+    line = path.read_text().count("\n")
+    assert main(["gold", "validate"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"llm-eval: error: gold/python-docs-A.jsonl:{line}: reviewed: ")
+    assert "retrieval_recall_at_5" in err
+    assert main(["gate"]) == 3  # the gate refuses it too
+
+
+def test_reviewed_or_ungated_synthetic_questions_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "A", "reviewed": True})
+    assert main(["gold", "validate", "--baseline", "none.json"]) == 0
+    shutil.rmtree(tmp_path / "gold")
+    shutil.rmtree(tmp_path / "config")
+    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "B"})  # only a warning gate reads B
+    assert main(["gold", "validate", "--baseline", "none.json"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("source", "model", "source: expected one of human, synthetic, got 'model'"),
+        ("reviewed", "yes", "reviewed: must be true or false"),
+        ("prompt_version", 3, "prompt_version: must be a string"),
+    ],
+)
+def test_provenance_fields_are_checked(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    field: str,
+    value: object,
+    message: str,
+) -> None:
+    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "B", field: value})
+    assert main(["gold", "validate"]) == 3
+    assert message in capsys.readouterr().err
