@@ -10,8 +10,8 @@ from llm_eval.gold import GoldQuery, GoldSet, GoldSource
 from llm_eval.gold_io import iter_gold_file, load_gold
 
 VALID_KEYS = (
-    "expected_answer, gold_references, is_rejection, notes, query, query_id, "
-    "reference_passages, relevant, tags, tier"
+    "expected_answer, gold_references, is_rejection, notes, prompt_version, query, query_id, "
+    "reference_passages, relevant, reviewed, source, tags, tier"
 )
 
 
