@@ -382,6 +382,119 @@ def gold_plan(
     _echo(run_plan(config_path, criteria_path, catch, out, terminal_width()))
 
 
+@gold.command("synthesize")
+@_config_options
+@click.option("--n", "n", type=click.IntRange(0), required=True, help="Questions to draft.")
+@click.option("--tag", help="Draft them all for this tag (its areas of the corpus).")
+@click.option(
+    "--rejection",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Also draft this many questions the corpus should not answer.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="The candidates file to append to (default: candidates.jsonl in `output`).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the chunk sample.")
+@click.option(
+    "--max-overlap",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.7,
+    show_default=True,
+    help="Drop a question whose token F1 with an existing one reaches this.",
+)
+@click.option("--max-cost", type=click.FloatRange(0), help="Refuse to start above this cost.")
+@click.option("--dry-run", is_flag=True, help="Print the calls, tokens and cost; ask nothing.")
+def gold_synthesize(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    n: int,
+    tag: str | None,
+    rejection: int,
+    out: Path | None,
+    seed: int,
+    max_overlap: float,
+    max_cost: float | None,
+    dry_run: bool,
+) -> None:
+    """Draft questions with the judge model from chunks no question is near yet, in the
+    areas `gold plan` says are short, into a candidates file (tier `candidate`,
+    unreviewed). `gold review` is where a person accepts them."""
+    from llm_eval.commands.synthesize import run_synthesize
+    from llm_eval.output import terminal_width
+
+    _echo(
+        run_synthesize(
+            config_path,
+            criteria_path,
+            n=n,
+            tag=tag,
+            rejection=rejection,
+            out=out,
+            seed=seed,
+            max_overlap=max_overlap,
+            max_cost=max_cost,
+            dry_run=dry_run,
+            width=terminal_width(),
+        )
+    )
+
+
+@gold.command("review")
+@click.argument("candidates", type=click.Path(path_type=Path))
+@_CONFIG_OPTION
+@click.option("--tier", help="The tier accepted questions join (its gold file in the config).")
+@click.option(
+    "--to",
+    type=click.Path(path_type=Path),
+    help="The gold file accepted questions are appended to (instead of --tier's).",
+)
+def gold_review(candidates: Path, config_path: Path, tier: str | None, to: Path | None) -> None:
+    """Review drafted questions one by one: accept (into a tier), edit, retag, relabel or
+    reject. Decisions are saved as they are made; run it again to go on."""
+    from llm_eval.commands.review import review
+    from llm_eval.output import terminal_width
+
+    def ask(prompt: str) -> str | None:
+        click.echo(prompt, nl=False)
+        line = sys.stdin.readline()
+        return None if not line else line.rstrip("\n")
+
+    summary = review(
+        candidates, config_path, tier=tier, to=to, ask=ask, say=click.echo, width=terminal_width()
+    )
+    _echo(summary)
+
+
+@cli.command("init", short_help="Write a working setup into an empty repository.")
+@click.option(
+    "--path",
+    "root",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path(),
+    help="The repository's root (default: here).",
+)
+@click.option(
+    "--source",
+    default="OWNER/llm-eval@main",
+    show_default=True,
+    help="Where the workflows take the action and the package from: OWNER/REPO@REF "
+    "(pin a full commit sha).",
+)
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+def init_command(root: Path, source: str, force: bool) -> None:
+    """Write config, ship criteria, a starter corpus and gold set, and the GitHub
+    workflows, then compute the baseline: `llm-eval gate` runs right after."""
+    from llm_eval.commands.init import init
+    from llm_eval.output import terminal_width
+
+    _echo(init(root, source=source, force=force, width=terminal_width()))
+
+
 @cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))

@@ -64,6 +64,8 @@ class TagCoverage:
     tiers: Mapping[str, int]
     areas: tuple[str, ...]
     """Most labels first."""
+    sections: tuple[str, ...] = ()
+    """The sections its labels fall in, most labels first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,7 @@ def coverage(
     missing = []
     questions_in: dict[str, set[str]] = defaultdict(set)
     tag_areas: dict[str, Counter[str]] = defaultdict(Counter)
+    tag_sections: dict[str, Counter[str]] = defaultdict(Counter)
     tag_tiers: dict[str, Counter[str]] = defaultdict(Counter)
     tag_questions: Counter[str] = Counter()
     for query in queries:
@@ -153,6 +156,7 @@ def coverage(
             questions_in[section].add(query.query_id)
             for tag in query.tags:
                 tag_areas[tag][area_of(document)] += 1
+                tag_sections[tag][section] += 1
         near.update(d for d in neighbours.get(query.query_id, ()) if d in known)
     near |= labelled
     sections = _groups(documents, section_of, labelled, near, questions_in)
@@ -168,6 +172,7 @@ def coverage(
             count,
             dict(sorted(tag_tiers[tag].items())),
             tuple(name for name, _ in tag_areas[tag].most_common()),
+            tuple(name for name, _ in tag_sections[tag].most_common()),
         )
         for tag, count in sorted(tag_questions.items(), key=lambda item: (item[1], item[0]))
     )

@@ -12,6 +12,8 @@ this: a real HTTP server on 127.0.0.1 that speaks `/v1/chat/completions` and
 - context_sufficiency: the share of the expected answer's words found in the
   context, rounded to quarters;
 - embeddings: hashed bag-of-words vectors of 64 dimensions, normalised.
+- question writing: "In <title>, what about <the passage's three longest words>?";
+  off-corpus questions: one of five fixed questions about cooking, gardening, travel.
 
 Usage is counted as words. `faults` are answered before anything else, one per
 request (a status, optional headers and body, or a delay), to test retries.
@@ -72,7 +74,23 @@ def judge(user: str) -> dict[str, Any]:
     if task == "context_sufficiency":
         found = share_found(section(user, "expected_answer"), section(user, "context"))
         return {"score": round(found * 4) / 4, "reason": "word overlap"}
+    if task == "question_writing":
+        title = section(user, "title").strip()
+        found = sorted(words(section(user, "passage")), key=lambda w: (-len(w), w))[:3]
+        return {"question": f"In {title}, what about {' and '.join(sorted(found))}?"}
+    if task == "off_corpus_question":
+        number = int(section(user, "number").strip() or 0)
+        return {"question": OFF_CORPUS[number % len(OFF_CORPUS)]}
     return {"error": f"unknown task {task!r}"}
+
+
+OFF_CORPUS = (
+    "How long should sourdough bread proof at room temperature?",
+    "Which fertilizer suits tomato seedlings best?",
+    "What is the visa fee for a two-week trip to Brazil?",
+    "How do I replace the chain on a mountain bike?",
+    "When does the ferry to the north island leave on Sundays?",
+)
 
 
 def embed(text: str, size: int = 64) -> list[float]:

@@ -7,6 +7,7 @@ lacks (which `gold validate` stops at, first one only).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from llm_eval.gold_plan import Need, plan
 from llm_eval.metrics import parse_metric
 from llm_eval.output import listed, plural, render_table, wrap
 from llm_eval.pipeline import Inputs, load_inputs
-from llm_eval.retrievers import RetrieverContext, retriever_kind
+from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.textio import write_atomic
 from llm_eval.wording import delta
 
@@ -40,15 +41,18 @@ def corpus_documents(config: EvalConfig) -> list[Document]:
     return list(iter_corpus(config.corpus))
 
 
+@functools.lru_cache(maxsize=4)
+def _default_bm25(corpus: Path, cache: Path) -> Retriever:
+    """BM25 with default settings over the corpus, built (or read from its cache) once."""
+    return retriever_kind("bm25").create({}, RetrieverContext(corpus, cache))
+
+
 def lexical_neighbours(
     config: EvalConfig, queries: Sequence[GoldQuery], k: int = NEIGHBOURS
 ) -> dict[str, tuple[str, ...]]:
     """Each question's top k documents by BM25 with default settings."""
     assert config.corpus is not None
-    bm25 = retriever_kind("bm25").create(
-        {}, RetrieverContext(config.corpus, config.output / "cache")
-    )
-    run = bm25.retrieve(queries, k)
+    run = _default_bm25(config.corpus, config.output / "cache").retrieve(queries, k)
     return {q: answer.doc_ids for q, answer in run.queries.items()}
 
 

@@ -1,0 +1,118 @@
+"""`llm-eval init`: a working setup in an empty repository.
+
+Writes the config, the ship criteria, a starter corpus and gold set (twelve passages
+about llm-eval itself and fourteen questions on them, two of them rejection
+questions: replace both with your own), the three GitHub workflows (the gate on pull
+requests, its comment for forks, the baseline refresh), then computes the baseline,
+so that `llm-eval gate` runs at once. It never overwrites a file unless `--force`.
+
+The workflows are this repository's own (package data kept equal to
+`.github/workflows/` by a test), with the action and the package pointed at
+`--source OWNER/REPO@REF`: pin a full commit sha.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from importlib import resources
+from pathlib import Path
+
+from llm_eval.errors import InputError
+from llm_eval.output import listed, wrap
+from llm_eval.textio import write_atomic
+
+SCAFFOLD = "llm_eval.scaffold"
+FILES = {
+    "config/llm-eval.yaml": "llm-eval.yaml",
+    "config/ship-criteria.yaml": "ship-criteria.yaml",
+    "gold/corpus.jsonl": "corpus.jsonl",
+    "gold/gold-A.jsonl": "gold-A.jsonl",
+    ".github/workflows/retrieval-gate.yml": "workflows/retrieval-gate.yml",
+    ".github/workflows/retrieval-gate-comment.yml": "workflows/retrieval-gate-comment.yml",
+    ".github/workflows/baseline-refresh.yml": "workflows/baseline-refresh.yml",
+}
+DEFAULT_SOURCE = "OWNER/llm-eval@main"
+_SOURCE = re.compile(r"[\w.-]+/[\w.-]+@[\w./-]+")
+
+
+def scaffold_text(name: str) -> str:
+    """A file of the package's scaffold."""
+    return resources.files(SCAFFOLD).joinpath(name).read_text(encoding="utf-8")
+
+
+def point_workflow(text: str, source: str) -> str:
+    """This repository's workflow with the action and the package taken from `source`
+    (`OWNER/REPO@REF`) instead of the checkout."""
+    package = f'"llm-eval @ git+https://github.com/{source.replace("@", ".git@", 1)}"'
+    text = re.sub(
+        r"      # In your repository: uses: [^\n]*\n      - uses: \./\n",
+        f"      - uses: {source}\n",
+        text,
+    )
+    # The comment workflow checks out this repository's default branch to install it;
+    # elsewhere one install step from the pinned source does that.
+    text = re.sub(
+        r"      # The base repository's default branch: trusted code\.[^\n]*\n"
+        r"(      #[^\n]*\n)*"
+        r"      - uses: actions/checkout@[^\n]*\n"
+        r"        with:\n"
+        r"          persist-credentials: false\n",
+        "",
+        text,
+    )
+    text = re.sub(r"      # In your repository: pip install [^\n]*\n", "", text)
+    return text.replace("--quiet .\n", f"--quiet {package}\n")
+
+
+def _ignore_output(path: Path) -> None:
+    """Keep the output folder (reports, caches) out of git: add it to .gitignore."""
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if any(line.strip().strip("/") == ".llm-eval" for line in old.splitlines()):
+        return
+    write_atomic(path, old + ("\n" if old and not old.endswith("\n") else "") + ".llm-eval/\n")
+
+
+def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width: int = 80) -> str:
+    """Write the setup into `root`, compute its baseline; the terminal text."""
+    if not _SOURCE.fullmatch(source):
+        raise InputError(f"--source must look like OWNER/REPO@REF, got {source!r}")
+    present = [name for name in FILES if (root / name).exists()]
+    if present and not force:
+        raise InputError(
+            f"{listed(present, 3)} already exist in {root}; nothing was written "
+            "(--force overwrites them)"
+        )
+    for name, data in FILES.items():
+        text = scaffold_text(data)
+        if name.startswith(".github/"):
+            text = point_workflow(text, source)
+        write_atomic(root / name, text)
+    _ignore_output(root / ".gitignore")
+    from llm_eval.commands.baseline import refresh
+
+    with contextlib.chdir(root):
+        refresh(
+            config_path=Path("config/llm-eval.yaml"),
+            criteria_path=Path("config/ship-criteria.yaml"),
+            force=True,
+        )
+    lines = [f"Wrote {len(FILES)} files and gold/baseline.json in {root}:"]
+    lines.append("  .gitignore (.llm-eval/, the reports and caches)")
+    lines += [f"  {name}" for name in FILES]
+    lines.append("")
+    steps = [
+        "Next: `llm-eval gate` runs the gate on the starter gold set. Then put your corpus "
+        "in gold/corpus.jsonl and your retriever in config/llm-eval.yaml, and grow the "
+        "gold set: `llm-eval gold coverage`, `llm-eval gold plan`, `llm-eval gold "
+        "synthesize` and `llm-eval gold review` (README: From an empty repository to a "
+        "gated gold set); `llm-eval baseline refresh` when it is yours.",
+    ]
+    if source == DEFAULT_SOURCE:
+        steps.append(
+            "The workflows name the action and package as OWNER/llm-eval@main: run init "
+            "with --source OWNER/REPO@<full commit sha> (or edit them) to pin your copy."
+        )
+    for step in steps:
+        lines += wrap(step, width, "")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The files `llm-eval init` writes (package data)."""
