@@ -19,9 +19,12 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from llm_eval.corpus import Document
 from llm_eval.gold import GoldQuery
+
+if TYPE_CHECKING:  # the record only: its reader is file I/O
+    from llm_eval.corpus import Document
 
 
 def section_of(document: Document) -> str:

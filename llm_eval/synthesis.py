@@ -14,11 +14,14 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from llm_eval.corpus import Document
 from llm_eval.coverage import Coverage, area_of
 from llm_eval.gold_plan import Need
 from llm_eval.matching import token_f1, tokens
+
+if TYPE_CHECKING:  # the record only: its reader is file I/O
+    from llm_eval.corpus import Document
 
 
 @dataclass(frozen=True, slots=True)

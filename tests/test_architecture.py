@@ -28,6 +28,9 @@ CORE = [
     "llm_eval.ab_compare",
     "llm_eval.experiment",
     "llm_eval.ranking",
+    "llm_eval.coverage",
+    "llm_eval.gold_plan",
+    "llm_eval.synthesis",
     "llm_eval.versions",
 ]
 IO_MODULES = {

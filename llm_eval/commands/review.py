@@ -116,11 +116,12 @@ def review(
     pending = [(q, r) for q, r in pending_records if q.query_id not in decided]
     documents = {d.doc_id: d for d in iter_corpus(config.corpus)}
     counts = {"accepted": 0, "rejected": 0, "skipped": 0}
-    say(
+    opening = (
         f"{plural(len(pending_records), 'candidate', 'candidates')} in {candidates}: "
         f"{len(decided)} decided before, {len(pending)} to review; accepted ones go to "
         f"{target} (tier {into_tier})."
     )
+    say("\n".join(wrap(opening, width, "")))
     stopped = False
     for number, (query, record) in enumerate(pending, 1):
         draft = Draft(dict(record), query, dict(query.relevant))
