@@ -311,7 +311,7 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
 
 @cli.group()
 def gold() -> None:
-    """Lint the gold set and see what it can detect."""
+    """Lint, measure and grow the gold set: coverage, plan, drafts, review."""
 
 
 @gold.command("validate")
