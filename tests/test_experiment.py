@@ -205,6 +205,14 @@ def test_without_matplotlib_the_table_says_how_to_get_the_picture(
             ":20: experiment.reference: no variant is named 'z' (variants: x, y)",
         ),
         ("", "an experiment compares two or more variants"),
+        (
+            "variants:\n  - name: x\n  - name: y\n    top_k: 3\n",
+            "variant 'y' retrieves top_k 3, fewer than recall@5 needs",
+        ),
+        (
+            "variants:\n  - name: x\n  - name: y\n    retriever: {kind: mcp}\n",
+            ":20: variants[1].retriever: give either `command`",
+        ),
     ],
 )
 def test_config_errors_name_file_line_and_key(

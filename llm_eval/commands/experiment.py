@@ -94,6 +94,15 @@ def run_experiment(
     quality = parse_metric(quality).name
     if quality not in metrics:
         metrics.append(quality)
+    for variant in experiment_plan.variants:
+        for name in metrics:
+            k = parse_metric(name).k
+            if k is not None and k > variant.top_k:
+                raise InputError(
+                    f"variant {variant.name!r} retrieves top_k {variant.top_k}, fewer than "
+                    f"{name} needs",
+                    path=base.path,
+                )
     gold = load_gold(base.gold)
     scoring = scoring_for(base)
     measured = []
@@ -103,8 +112,12 @@ def run_experiment(
         began = time.perf_counter()
         try:
             retrieval = retrieve_gold(config, gold.queries, RetrieveOptions(use_cache, 1, progress))
-        except (ExternalError, InputError) as exc:
-            raise type(exc)(f"variant {variant.name!r}: {exc}") from None
+        except InputError as exc:
+            if exc.path is not None:  # it names the file and line already
+                raise
+            raise InputError(f"variant {variant.name!r}: {exc}", path=base.path) from None
+        except ExternalError as exc:
+            raise ExternalError(f"variant {variant.name!r}: {exc}") from None
         timings[variant.name] = time.perf_counter() - began
         m = score_run(gold, retrieval.run, metrics, base.relevance_level, scoring)
         measured.append(Measured(variant.name, m, variant.top_k))
