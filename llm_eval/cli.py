@@ -311,7 +311,7 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
 
 @cli.group()
 def gold() -> None:
-    """Lint, measure and grow the gold set: coverage, plan, drafts, review."""
+    """Lint, measure and grow the gold set."""
 
 
 @gold.command("validate")
