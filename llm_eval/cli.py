@@ -139,13 +139,23 @@ def _retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         help="Run each query N times (bypassing the cache) and list the queries whose "
         "rankings differ between the runs.",
     )(command)
-    return click.option(
-        "--cache/--no-cache",
-        "use_cache",
-        default=None,
-        help="Answer from results cached by earlier runs, or ask the retriever for every "
-        "query. Default: the config's `cache` (off).",
-    )(command)
+    return _CACHE_OPTION(command)
+
+
+_CACHE_OPTION = click.option(
+    "--cache/--no-cache",
+    "use_cache",
+    default=None,
+    help="Answer from results cached by earlier runs, or ask the retriever for every "
+    "query. Default: the config's `cache` (off).",
+)
+_ALPHA_OPTION = click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the paired tests (the gate's) that pick a winner.",
+)
 
 
 @cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
@@ -500,13 +510,7 @@ def init_command(root: Path, source: str, force: bool) -> None:
 @click.argument("run_b", type=click.Path(path_type=Path))
 @_CONFIG_OPTION
 @click.option("-m", "--metric", "metrics", multiple=True, help=METRIC_HELP)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Significance level of the paired t-test that picks a winner.",
-)
+@_ALPHA_OPTION
 @click.option(
     "--out",
     "out_dir",
@@ -544,19 +548,8 @@ def compare_command(
     help="The metric of the Pareto front and the recommendation (default: the first "
     "relevance metric of the config).",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Significance level of the paired tests.",
-)
-@click.option(
-    "--cache/--no-cache",
-    "use_cache",
-    default=None,
-    help="Answer from the retrieval cache of earlier runs (default: as the config says).",
-)
+@_ALPHA_OPTION
+@_CACHE_OPTION
 @click.option(
     "--out",
     "out_dir",
