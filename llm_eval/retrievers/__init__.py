@@ -14,6 +14,7 @@ and depend on files in the repository (`depends_on`: the pre-push hook watches t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,65 +169,26 @@ class RetrieverKind:
         return self.build(self.checked(settings), context)
 
 
-def _bm25_kind() -> RetrieverKind:
-    from llm_eval.retrievers import bm25
-
-    return bm25.KIND
-
-
-def _run_kind() -> RetrieverKind:
-    from llm_eval.retrievers import runfile
-
-    return runfile.KIND
-
-
-def _http_kind() -> RetrieverKind:
-    from llm_eval.retrievers import http
-
-    return http.KIND
-
-
-def _python_kind() -> RetrieverKind:
-    from llm_eval.retrievers import python
-
-    return python.KIND
-
-
-def _fusion_kind() -> RetrieverKind:
-    from llm_eval.retrievers import fusion
-
-    return fusion.KIND
-
-
-def _embedding_kind() -> RetrieverKind:
-    from llm_eval.retrievers import embedding
-
-    return embedding.KIND
-
-
-def _mcp_kind() -> RetrieverKind:
-    from llm_eval.retrievers import mcp
-
-    return mcp.KIND
-
-
-_KINDS: dict[str, Callable[[], RetrieverKind]] = {
-    "bm25": _bm25_kind,
-    "run": _run_kind,
-    "http": _http_kind,
-    "python": _python_kind,
-    "fusion": _fusion_kind,
-    "embedding": _embedding_kind,
-    "mcp": _mcp_kind,
+_KINDS: dict[str, str] = {
+    "bm25": "bm25",
+    "run": "runfile",
+    "http": "http",
+    "python": "python",
+    "fusion": "fusion",
+    "embedding": "embedding",
+    "mcp": "mcp",
 }
+"""Kind name → the module of `llm_eval.retrievers` that defines its `KIND`; imported
+only when the kind is asked for, so `--help` loads none of them."""
 
 
 def retriever_kind(name: str) -> RetrieverKind:
     """Look up a kind by name; an unknown name is an error listing the valid ones."""
-    factory = _KINDS.get(name)
-    if factory is None:
+    module = _KINDS.get(name)
+    if module is None:
         raise InputError(f"unknown retriever kind {name!r}; valid kinds: {', '.join(_KINDS)}")
-    return factory()
+    kind: RetrieverKind = importlib.import_module(f"{__name__}.{module}").KIND
+    return kind
 
 
 def retriever_kinds() -> list[RetrieverKind]:
