@@ -13,13 +13,10 @@ the call cache's key, a report or an error.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from llm_eval.retrievers import Setting
-
-Check = Callable[[Any], str | None]
+from llm_eval.retrievers import Setting, number_check, whole_check
 
 
 def _text(value: Any) -> str | None:
@@ -36,42 +33,23 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
 
 
-def _number(low: float, high: float | None = None, positive: bool = False) -> Check:
-    def check(value: Any) -> str | None:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        ok = ok and math.isfinite(value) and value >= low and (high is None or value <= high)
-        ok = ok and (not positive or value > 0)
-        bounds = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
-        return None if ok else f"must be a number {bounds}, got {value!r}"
-
-    return check
-
-
-def _whole(low: int, high: int) -> Check:
-    def check(value: Any) -> str | None:
-        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-        return None if ok else f"must be a whole number from {low} to {high}, got {value!r}"
-
-    return check
-
-
 SETTINGS: Mapping[str, Setting] = {
     "base_url": Setting(None, _url, "The API root, e.g. https://api.openai.com/v1.", True),
     "model": Setting(None, _text, "The model name the endpoint serves.", True),
     "api_key": Setting(None, _optional_text, "Bearer token; write ${ENV_VAR} to read it."),
-    "temperature": Setting(0.0, _number(0, 2), "Sampling temperature; 0 for steady verdicts."),
-    "seed": Setting(0, _whole(0, 2**31 - 1), "Sampling seed, for endpoints that honour it."),
-    "max_tokens": Setting(512, _whole(1, 100_000), "Longest answer asked for."),
-    "timeout_s": Setting(60.0, _number(0, positive=True), "Seconds to wait for each answer."),
-    "concurrency": Setting(4, _whole(1, 256), "Calls in flight at once."),
-    "retries": Setting(3, _whole(0, 20), "Retries after a timeout, 429 or 5xx."),
-    "backoff_s": Setting(1.0, _number(0), "The first retry waits up to this long; doubles."),
-    "max_backoff_s": Setting(60.0, _number(0), "The longest wait, also for Retry-After."),
+    "temperature": Setting(0.0, number_check(0, 2), "Sampling temperature; 0 for steady verdicts."),
+    "seed": Setting(0, whole_check(0, 2**31 - 1), "Sampling seed, for endpoints that honour it."),
+    "max_tokens": Setting(512, whole_check(1, 100_000), "Longest answer asked for."),
+    "timeout_s": Setting(60.0, number_check(0, positive=True), "Seconds to wait for each answer."),
+    "concurrency": Setting(4, whole_check(1, 256), "Calls in flight at once."),
+    "retries": Setting(3, whole_check(0, 20), "Retries after a timeout, 429 or 5xx."),
+    "backoff_s": Setting(1.0, number_check(0), "The first retry waits up to this long; doubles."),
+    "max_backoff_s": Setting(60.0, number_check(0), "The longest wait, also for Retry-After."),
     "max_error_rate": Setting(
-        0.0, _number(0, 1), "Share of calls that may fail; more stops the run (exit 4)."
+        0.0, number_check(0, 1), "Share of calls that may fail; more stops the run (exit 4)."
     ),
-    "price_per_1k_input": Setting(0.0, _number(0), "Price of 1,000 prompt tokens."),
-    "price_per_1k_output": Setting(0.0, _number(0), "Price of 1,000 answer tokens."),
+    "price_per_1k_input": Setting(0.0, number_check(0), "Price of 1,000 prompt tokens."),
+    "price_per_1k_output": Setting(0.0, number_check(0), "Price of 1,000 answer tokens."),
 }
 
 
@@ -91,6 +69,6 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
             "price_per_1k_input",
         )
     },
-    "batch_size": Setting(32, _whole(1, 2048), "Texts embedded per request."),
+    "batch_size": Setting(32, whole_check(1, 2048), "Texts embedded per request."),
 }
 """The `embeddings:` section: an OpenAI-compatible /embeddings endpoint."""

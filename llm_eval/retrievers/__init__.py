@@ -15,6 +15,7 @@ and depend on files in the repository (`depends_on`: the pre-push hook watches t
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,33 @@ class Setting:
     help: str
     required: bool = False
     """The config must give it (the default is not used)."""
+
+
+Check = Callable[[Any], "str | None"]
+"""A setting's check: the reason a value is invalid, or None."""
+
+
+def number_check(low: float, high: float | None = None, positive: bool = False) -> Check:
+    """A finite number from `low` (to `high`), above 0 too when `positive`."""
+
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value) and value >= low and (high is None or value <= high)
+        ok = ok and (not positive or value > 0)
+        bounds = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
+        return None if ok else f"must be a number {bounds}, got {value!r}"
+
+    return check
+
+
+def whole_check(low: int, high: int) -> Check:
+    """A whole number from `low` to `high`."""
+
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else f"must be a whole number from {low} to {high}, got {value!r}"
+
+    return check
 
 
 def checked_settings(

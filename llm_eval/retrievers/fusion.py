@@ -42,6 +42,7 @@ from llm_eval.retrievers import (
     RetrieverContext,
     RetrieverKind,
     Setting,
+    number_check,
     retriever_kind,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -85,10 +86,6 @@ def check_normalization(value: Any) -> str | None:
     return f"must be one of {', '.join(NORMALIZATIONS)}, got {value!r}"
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def check_weights(value: Any) -> str | None:
     """None, or a mapping of component name to a number >= 0."""
     if value is None:
@@ -96,16 +93,12 @@ def check_weights(value: Any) -> str | None:
     if not isinstance(value, dict) or not value:
         return f"must map component names to numbers >= 0, got {value!r}"
     for name, weight in value.items():
-        if not _number(weight) or weight < 0:
-            return f"{name}: must be a number >= 0, got {weight!r}"
+        reason = number_check(0)(weight)
+        if reason is not None:
+            return f"{name}: {reason}"
     if not any(value.values()):
         return "at least one weight must be above 0"
     return None
-
-
-def check_rrf_k(value: Any) -> str | None:
-    """A number >= 0."""
-    return None if _number(value) and value >= 0 else f"must be a number >= 0, got {value!r}"
 
 
 def check_depth(value: Any) -> str | None:
@@ -126,7 +119,7 @@ SETTINGS: Mapping[str, Setting] = {
     "weights": Setting(
         None, check_weights, "Weight per component name; unnamed components weigh 0. Default 1."
     ),
-    "rrf_k": Setting(60, check_rrf_k, "The constant k of rrf: 1 / (k + rank)."),
+    "rrf_k": Setting(60, number_check(0), "The constant k of rrf: 1 / (k + rank)."),
     "normalization": Setting(
         "minmax", check_normalization, "How weighted fusion scales scores: minmax or zscore."
     ),

@@ -36,7 +36,7 @@ import httpx
 
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
+from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, whole_check
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     RESULT_FIELDS,
@@ -131,11 +131,8 @@ def check_wait(value: Any) -> str | None:
     return _check_seconds(value, positive=False)
 
 
-def check_retries(value: Any) -> str | None:
-    """A whole number from 0 to 10."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
-        return f"must be a whole number from 0 to 10, got {value!r}"
-    return None
+check_retries = whole_check(0, 10)
+"""A whole number from 0 to 10."""
 
 
 SETTINGS: Mapping[str, Setting] = {

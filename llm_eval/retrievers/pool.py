@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
-from llm_eval.retrievers import Hits, ResultCache, Setting
+from llm_eval.retrievers import Hits, ResultCache, Setting, whole_check
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.textio import is_finite_number
 
@@ -162,11 +162,8 @@ def _malformed(where: str, name: str, reason: str, value: Any) -> QueryFailed:
 # --- settings shared by the per-query kinds -------------------------------------------
 
 
-def check_concurrency(value: Any) -> str | None:
-    """A whole number of parallel queries from 1 to MAX_CONCURRENCY."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
-        return f"must be a whole number from 1 to {MAX_CONCURRENCY}, got {value!r}"
-    return None
+check_concurrency = whole_check(1, MAX_CONCURRENCY)
+"""A whole number of parallel queries from 1 to MAX_CONCURRENCY."""
 
 
 def check_cache_key(value: Any) -> str | None:

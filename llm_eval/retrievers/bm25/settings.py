@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,34 +9,21 @@ from typing import Any
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
-from llm_eval.retrievers import Setting
+from llm_eval.retrievers import Setting, number_check
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 FIELDS = ("title", "text")
 STOPWORD_LISTS: Mapping[str, frozenset[str]] = {"en": frozenset(STOPWORDS_EN)}
 
 
-def _check_number(value: Any, low: float, high: float | None) -> str | None:
-    bounds = f">= {low:g}" if high is None else f"from {low:g} to {high:g}"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        return f"must be a number {bounds}, got {value!r}"
-    return None
-
-
 def check_k1(value: Any) -> str | None:
     """k1 is a number >= 0."""
-    return _check_number(value, 0.0, None)
+    return number_check(0.0)(value)
 
 
 def check_b(value: Any) -> str | None:
     """b is a number from 0 to 1."""
-    return _check_number(value, 0.0, 1.0)
+    return number_check(0.0, 1.0)(value)
 
 
 def check_method(value: Any) -> str | None:
