@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from llm_eval.corpus import iter_corpus
+from llm_eval.corpus import check_fields, field_text, iter_corpus
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.fingerprint import digest, file_digest
 from llm_eval.judge.settings import EMBEDDING_SETTINGS
@@ -47,20 +47,7 @@ from llm_eval.retrievers.pool import (
 from llm_eval.runs import RankedResult
 from llm_eval.textio import write_atomic
 
-FIELDS = ("title", "text")
 Matrix = npt.NDArray[np.float32]
-
-
-def check_fields(value: Any) -> str | None:
-    """A non-empty list of distinct corpus fields."""
-    if (
-        not isinstance(value, list)
-        or not value
-        or len(set(map(str, value))) != len(value)
-        or any(v not in FIELDS for v in value)
-    ):
-        return f"must be a non-empty list of distinct fields from 'title', 'text', got {value!r}"
-    return None
 
 
 def check_prefix(value: Any) -> str | None:
@@ -177,10 +164,7 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
     endpoint = {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
     documents = list(iter_corpus(context.corpus_path))
     fields = list(values["fields"])
-    texts = [
-        values["document_prefix"] + " ".join(getattr(d, f) for f in fields if getattr(d, f))
-        for d in documents
-    ]
+    texts = [values["document_prefix"] + field_text(d, fields) for d in documents]
     identity = {
         "kind": "embedding",
         "url": str(values["base_url"]).rstrip("/"),

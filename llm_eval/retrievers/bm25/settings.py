@@ -9,10 +9,10 @@ from typing import Any
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from llm_eval.corpus import FIELDS, check_fields
 from llm_eval.retrievers import Setting, number_check
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
-FIELDS = ("title", "text")
 STOPWORD_LISTS: Mapping[str, frozenset[str]] = {"en": frozenset(STOPWORDS_EN)}
 
 
@@ -49,18 +49,6 @@ def check_stopwords(value: Any) -> str | None:
         return None
     names = ", ".join(map(repr, STOPWORD_LISTS))
     return f"must be {names}, null or a list of words (non-empty strings), got {value!r}"
-
-
-def check_fields(value: Any) -> str | None:
-    """A non-empty list of distinct corpus fields."""
-    if (
-        not isinstance(value, list | tuple)
-        or not value
-        or any(f not in FIELDS for f in value)
-        or len(set(value)) != len(value)
-    ):
-        return f"must be a non-empty list of distinct fields from 'title', 'text', got {value!r}"
-    return None
 
 
 SETTINGS: Mapping[str, Setting] = {

@@ -10,12 +10,11 @@ import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import bm25s
 
-from llm_eval.corpus import Document, iter_corpus
+from llm_eval.corpus import field_text, iter_corpus
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import digest, file_digest
 from llm_eval.retrievers.bm25.analyzer import Analyzer
@@ -49,17 +48,13 @@ def index_key(corpus: Path, config: BM25Config) -> str:
     return digest([file_digest(corpus), settings])
 
 
-def _indexed_text(document: Document, fields: Sequence[str]) -> str:
-    return " ".join(getattr(document, name) for name in fields)
-
-
 def index_corpus(corpus: Path, config: BM25Config, analyzer: Analyzer) -> Index:
     """Read and index the corpus; an empty corpus is an InputError."""
     vocabulary = Vocabulary(analyzer)
     doc_ids: list[str] = []
     documents: list[list[int]] = []
     for document in iter_corpus(corpus):
-        documents.append(vocabulary.add(_indexed_text(document, config.fields)))
+        documents.append(vocabulary.add(field_text(document, config.fields)))
         doc_ids.append(document.doc_id)
     if not doc_ids:
         raise InputError("the corpus has no documents", path=corpus)
