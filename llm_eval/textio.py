@@ -288,6 +288,16 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         raise
 
 
+def append_atomic(path: str | Path, lines: str) -> None:
+    """Add `lines` at the end of a text file (made when missing), on a line of their
+    own, atomically: the whole file is rewritten by `write_atomic`."""
+    target = Path(path)
+    old = read_text(target) if target.is_file() else ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    write_atomic(target, old + lines)
+
+
 TEMP_SUFFIX = ".tmp"
 _TEMPORARY = re.compile(r"\..+\.pid(\d+)\.[^.]+" + re.escape(TEMP_SUFFIX))
 

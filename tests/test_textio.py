@@ -14,6 +14,7 @@ from llm_eval import textio
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.textio import (
     MAX_JSON_DEPTH,
+    append_atomic,
     iter_lines,
     load_json,
     parse_json_object,
@@ -362,3 +363,13 @@ def test_duplicate_keys_are_refused_where_asked(tmp_path: Path) -> None:
     path.write_text('{"x": 1,\n "x": 1}')
     with pytest.raises(InputError, match="x: duplicate key"):
         read_json_file(path)
+
+
+def test_append_atomic_puts_the_lines_on_their_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "file.jsonl"
+    append_atomic(path, "a\n")  # a missing file (and folder) is made
+    assert path.read_text() == "a\n"
+    path.write_text("a\nb")  # no newline at the end
+    append_atomic(path, "c\nd\n")
+    assert path.read_text() == "a\nb\nc\nd\n"
+    assert names_in(path.parent) == ["file.jsonl"]  # no temporary file left

@@ -56,6 +56,12 @@ def lexical_neighbours(
     return {q: answer.doc_ids for q, answer in run.queries.items()}
 
 
+def neighbours_of(config: EvalConfig, text: str, k: int) -> tuple[str, ...]:
+    """The top k documents by default BM25 for one question's text."""
+    query = GoldQuery("asked", text, "", (), (), True, None, None, "", 0)
+    return lexical_neighbours(config, [query], k).get("asked", ())
+
+
 def measure_coverage(inputs: Inputs) -> tuple[list[Document], Coverage]:
     """The corpus and the gold set's coverage of it."""
     documents = corpus_documents(inputs.config)

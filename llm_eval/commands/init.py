@@ -20,7 +20,7 @@ from pathlib import Path
 
 from llm_eval.errors import InputError
 from llm_eval.output import listed, wrap
-from llm_eval.textio import write_atomic
+from llm_eval.textio import append_atomic, read_text, write_atomic
 
 SCAFFOLD = "llm_eval.scaffold"
 FILES = {
@@ -67,10 +67,10 @@ def point_workflow(text: str, source: str) -> str:
 
 def _ignore_output(path: Path) -> None:
     """Keep the output folder (reports, caches) out of git: add it to .gitignore."""
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = read_text(path) if path.is_file() else ""
     if any(line.strip().strip("/") == ".llm-eval" for line in old.splitlines()):
         return
-    write_atomic(path, old + ("\n" if old and not old.endswith("\n") else "") + ".llm-eval/\n")
+    append_atomic(path, ".llm-eval/\n")
 
 
 def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width: int = 80) -> str:

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_eval.commands.gold_growth import lexical_neighbours
+from llm_eval.commands.gold_growth import neighbours_of
 from llm_eval.config import EvalConfig, load_config
 from llm_eval.corpus import Document, iter_corpus
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import iter_gold_file, load_gold
 from llm_eval.output import plural, wrap
-from llm_eval.textio import iter_lines, parse_json_object, read_text, write_atomic
+from llm_eval.textio import append_atomic, iter_lines, parse_json_object
 
 SHOWN = 5
 SNIPPET = 160
@@ -235,8 +235,7 @@ def _show(
     documents: dict[str, Document],
     width: int,
 ) -> Shown:
-    query = GoldQuery("shown", draft.question, "candidate", (), (), True, None, None, "", 0)
-    top = lexical_neighbours(config, [query], SHOWN).get("shown", ())
+    top = neighbours_of(config, draft.question, SHOWN)
     draft.listed[:] = list(dict.fromkeys([*draft.listed, *draft.labels, *top]))
     listed = draft.listed
     tags = ", ".join(draft.record.get("tags") or []) or "none"
@@ -279,7 +278,4 @@ def _accepted(draft: Draft, tier: str) -> dict[str, Any]:
 
 def _append(path: Path, record: dict[str, Any]) -> None:
     """One JSON line added to the end of a file, atomically (the file is rewritten)."""
-    old = read_text(path) if path.is_file() else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
-    write_atomic(path, old + json.dumps(record, ensure_ascii=False) + "\n")
+    append_atomic(path, json.dumps(record, ensure_ascii=False) + "\n")

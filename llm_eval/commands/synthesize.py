@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from llm_eval.commands.gold_growth import lexical_neighbours, measure_coverage
+from llm_eval.commands.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.corpus import Document
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.fingerprint import digest
@@ -39,7 +39,7 @@ from llm_eval.judge.scoring import BadVerdict, answer_json, verdict
 from llm_eval.output import plural, wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
-from llm_eval.textio import read_text, write_atomic
+from llm_eval.textio import append_atomic
 
 CANDIDATE_TIER = "candidate"
 PASSAGE_CHARS = 4000
@@ -135,9 +135,7 @@ def run_synthesize(
         )
     written, report = _ask(inputs, client, calls, existing, max_overlap, documents)
     if written:
-        old = read_text(path) if path.is_file() else ""
-        lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in written)
-        write_atomic(path, old + ("" if not old or old.endswith("\n") else "\n") + lines)
+        append_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
     usage = client.usage
     price = usage.cost(config.judge["price_per_1k_input"], config.judge["price_per_1k_output"])
     summary = (
@@ -276,8 +274,7 @@ def _check_rejection(
     inputs: Any, session: Session, question: str, texts: dict[str, str]
 ) -> list[int | None]:
     """The judge's verdict on each of the question's top BM25 results (None: failed)."""
-    query = GoldQuery("check", question, CANDIDATE_TIER, (), (), True, None, None, "", 0)
-    top = lexical_neighbours(inputs.config, [query], CHECKED).get("check", ())
+    top = neighbours_of(inputs.config, question, CHECKED)
     template = prompt("chunk_relevance")
     verdicts: list[int | None] = []
     for doc_id in top:

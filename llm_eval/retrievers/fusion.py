@@ -264,11 +264,8 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> FusionRetri
                 f"{name}: the {kind.name} retriever needs a `corpus` file in the config",
                 key="retrievers",
             )
-        component_context = RetrieverContext(context.corpus_path, context.cache_dir)
         try:
-            retriever = kind.create(
-                {k: v for k, v in entry.items() if k != "kind"}, component_context
-            )
+            retriever = kind.create({k: v for k, v in entry.items() if k != "kind"}, context)
         except InputError as exc:
             if exc.path is not None:
                 raise
