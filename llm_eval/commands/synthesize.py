@@ -17,7 +17,6 @@ judge's max_error_rate stop the run (exit 4).
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,9 +31,9 @@ from llm_eval.fingerprint import digest
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import iter_gold_file
 from llm_eval.gold_plan import plan
-from llm_eval.judge.client import ChatClient, JudgeFailed, Message, Session
+from llm_eval.judge.client import ChatClient, JudgeFailed, Message, Session, price
 from llm_eval.judge.prompts import prompt
-from llm_eval.judge.run import ANSWER_TOKENS
+from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.judge.scoring import BadVerdict, answer_json, verdict
 from llm_eval.output import plural, wrap
 from llm_eval.pipeline import load_inputs
@@ -137,11 +136,11 @@ def run_synthesize(
     if written:
         append_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
     usage = client.usage
-    price = usage.cost(config.judge["price_per_1k_input"], config.judge["price_per_1k_output"])
+    spent = usage.cost(config.judge)
     summary = (
         f"synthesize: {plural(len(written), 'candidate', 'candidates')} written to {path} "
         f"({report}). Judge: {usage.calls} calls, {usage.cached} answered from the cache, "
-        f"{usage.prompt_tokens + usage.completion_tokens:,} tokens, cost {price:.4f}."
+        f"{usage.prompt_tokens + usage.completion_tokens:,} tokens, cost {spent:.4f}."
     )
     advice = (
         f"Nothing gates until a person accepts it: llm-eval gold review {path} --tier A"
@@ -196,12 +195,8 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
             chars += sum(len(m.content) for m in messages)
     checks = rejection * CHECKED
     asked = len(calls) - cached + checks
-    prompt_tokens = math.ceil(chars / 4) + checks * CHECK_TOKENS
-    settings = client.settings
-    cost = (
-        prompt_tokens * settings["price_per_1k_input"]
-        + asked * ANSWER_TOKENS * settings["price_per_1k_output"]
-    ) / 1000
+    prompt_tokens = estimated_tokens(chars) + checks * CHECK_TOKENS
+    cost = price(client.settings, prompt_tokens, asked * ANSWER_TOKENS)
     return Estimate(len(calls), cached, checks, prompt_tokens + asked * ANSWER_TOKENS, cost)
 
 

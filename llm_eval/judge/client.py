@@ -72,9 +72,17 @@ class Usage:
                 self.prompt_tokens += answer.prompt_tokens
                 self.completion_tokens += answer.completion_tokens
 
-    def cost(self, price_in: float, price_out: float) -> float:
+    def cost(self, settings: Mapping[str, Any]) -> float:
         """The price of the tokens of the calls made (cached answers cost nothing)."""
-        return (self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1000
+        return price(settings, self.prompt_tokens, self.completion_tokens)
+
+
+def price(settings: Mapping[str, Any], prompt_tokens: int, answer_tokens: int) -> float:
+    """Tokens at an endpoint's prices per 1,000 (an embeddings endpoint prices no answer)."""
+    return (
+        prompt_tokens * settings["price_per_1k_input"]
+        + answer_tokens * settings.get("price_per_1k_output", 0.0)
+    ) / 1000
 
 
 class JudgeFailed(Exception):

@@ -75,7 +75,6 @@ def judged_measurement(
         per_query.setdefault(query_id, {}).update(row)
     usage = outcome.usage
     spent = embeddings.usage if embeddings is not None else Usage()
-    embedding_price = embeddings.settings["price_per_1k_input"] if embeddings else 0.0
     summary = JudgeSummary(
         model=str(client.settings["model"]),
         calls=usage.calls,
@@ -83,10 +82,8 @@ def judged_measurement(
         failed=usage.failed,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
-        cost=usage.cost(
-            client.settings["price_per_1k_input"], client.settings["price_per_1k_output"]
-        )
-        + spent.cost(embedding_price, 0.0),
+        cost=usage.cost(client.settings)
+        + (spent.cost(embeddings.settings) if embeddings is not None else 0.0),
         embedding_calls=spent.calls,
         embedding_cached=spent.cached,
         embedding_tokens=spent.prompt_tokens,

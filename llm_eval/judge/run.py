@@ -19,7 +19,14 @@ from functools import partial
 
 from llm_eval.errors import ExternalError
 from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.judge.client import ChatClient, EmbeddingClient, JudgeFailed, Session, Usage
+from llm_eval.judge.client import (
+    ChatClient,
+    EmbeddingClient,
+    JudgeFailed,
+    Session,
+    Usage,
+    price,
+)
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.scoring import (
     BadVerdict,
@@ -71,6 +78,11 @@ class JudgePlan:
 
 ANSWER_TOKENS = 40
 """The estimated length of one answer: the verdicts asked for are short JSON objects."""
+
+
+def estimated_tokens(characters: int) -> int:
+    """Tokens in a prompt before it is sent: about 4 characters a token."""
+    return math.ceil(characters / 4)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -188,13 +200,9 @@ def plan_calls(
             else:
                 prompt_chars += sum(len(m.content) for m in messages)
     asked = len(calls) * repeats - cached
-    prompt_tokens = math.ceil(prompt_chars / 4)
+    prompt_tokens = estimated_tokens(prompt_chars)
     answer_tokens = asked * ANSWER_TOKENS
-    settings = client.settings
-    cost = (
-        prompt_tokens * settings["price_per_1k_input"]
-        + answer_tokens * settings["price_per_1k_output"]
-    ) / 1000
+    cost = price(client.settings, prompt_tokens, answer_tokens)
     return JudgePlan(len(calls) * repeats, cached, prompt_tokens, answer_tokens, cost)
 
 
