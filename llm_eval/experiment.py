@@ -153,13 +153,24 @@ def compare_variants(
             )
         )
     lift_rows = tuple(
-        _lift(gold, by_name, values, name, metric, base, over, alpha, resamples, seed)
+        _lift(
+            gold,
+            by_name,
+            values,
+            (name, metric, base, over),
+            rows_of.get(over, []) if base == reference else [],
+            alpha,
+            resamples,
+            seed,
+        )
         for name, metric, base, over in lifts
     )
     return Experiment(tuple(rows), reference, quality, tuple(shown), pairable, lift_rows, alpha)
 
 
-def _values(measurement: Measurement, ids: Sequence[str], metrics: Sequence[str]) -> dict:
+def _values(
+    measurement: Measurement, ids: Sequence[str], metrics: Sequence[str]
+) -> dict[str, float | None]:
     table = measurement.table
     out: dict[str, float | None] = {}
     for metric in metrics:
@@ -219,24 +230,28 @@ def _lift(
     gold: GoldSet,
     by_name: Mapping[str, Measured],
     values: Mapping[str, Mapping[str, float | None]],
-    name: str,
-    metric: str,
-    base: str,
-    over: str,
+    lift: tuple[str, str, str, str],
+    paired: Sequence[Row],
     alpha: float,
     resamples: int,
     seed: int,
 ) -> LiftRow:
-    rows = compare_runs(
-        gold,
-        by_name[base].measurement,
-        by_name[over].measurement,
-        [metric],
-        alpha=alpha,
-        resamples=resamples,
-        seed=seed,
-    )
-    overall = next((r for r in rows if r.slice == "overall"), None)
+    """`lift` is (name, metric, base, variant); `paired` the rows already computed for
+    that variant against the reference, reused when the base is the reference (each
+    metric's overall row is the same test whatever else was compared with it)."""
+    name, metric, base, over = lift
+    overall = next((r for r in paired if r.slice == "overall" and r.metric == metric), None)
+    if overall is None:
+        rows = compare_runs(
+            gold,
+            by_name[base].measurement,
+            by_name[over].measurement,
+            [metric],
+            alpha=alpha,
+            resamples=resamples,
+            seed=seed,
+        )
+        overall = next((r for r in rows if r.slice == "overall"), None)
     return LiftRow(name, base, over, overall, _ratio(values[over], values[base]))
 
 

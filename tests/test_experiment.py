@@ -72,6 +72,15 @@ def test_the_demo_sweep_writes_the_table_words_and_picture(demo: tuple[Path, str
     assert float(rows[2]["recall@5_delta"]) == pytest.approx(mistuned["delta"])
     assert all(len(line) <= 80 for line in stdout.splitlines() if not line.startswith("  /"))
     assert "fusion lift: `fusion rrf`" in stdout
+    # The lift of fusion rrf over the reference is that variant's own paired test.
+    lift = document["lifts"][0]
+    pair = document["variants"][5]["versus_reference"]["mrr"]
+    assert (lift["delta"], lift["ci_low"], lift["ci_high"], lift["p_value"]) == (
+        pair["delta"],
+        pair["ci_low"],
+        pair["ci_high"],
+        pair["p_value"],
+    )
 
 
 def test_holm_is_applied_across_the_variants(demo: tuple[Path, str]) -> None:
