@@ -87,7 +87,6 @@ class Coverage:
 
     documents: int
     labelled: int
-    near: int
     sections: tuple[SectionCoverage, ...]
     """Most uncovered documents first."""
     areas: tuple[SectionCoverage, ...]
@@ -96,6 +95,11 @@ class Coverage:
     missing: tuple[MissingLabel, ...]
     near_ids: frozenset[str]
     """Every document near some question (what `gold synthesize` skips)."""
+
+    @property
+    def near(self) -> int:
+        """Documents near some question."""
+        return len(self.near_ids)
 
     @property
     def uncovered_share(self) -> float:
@@ -182,7 +186,6 @@ def coverage(
     return Coverage(
         len(documents),
         len(labelled),
-        len(near),
         tuple(sections),
         tuple(areas),
         tags,
