@@ -96,8 +96,7 @@ def score_run(
     per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
     rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
     _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
-    ranked = {q: matched.ranked.get(q, ()) for q in qrels}
-    _join_rows(per_query, ranking_values(run, qrels, ranked, metrics))
+    _join_rows(per_query, ranking_values(run, qrels, matched.ranked, metrics))
     context = None
     if scoring.versions is not None:
         rows, context = inspect_run(gold, run, scoring.versions, metrics)
