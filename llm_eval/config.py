@@ -25,7 +25,7 @@ from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
-from llm_eval.retrievers import checked_settings, retriever_kind
+from llm_eval.retrievers import RetrieverKind, checked_settings, retriever_kind
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 
@@ -371,16 +371,29 @@ def _retriever(node: Node, corpus: Path | None) -> RetrieverConfig:
         kind = retriever_kind(_string(kind_node))
     except InputError as exc:
         raise kind_node.error(exc.reason) from None
-    keys = node.mapping(frozenset({"kind", "max_error_rate", *kind.settings}))
+    return _configured(node, kind, frozenset({"kind"}), RetrieverConfig(kind.name, {}), corpus)
+
+
+def _configured(
+    node: Node,
+    kind: RetrieverKind,
+    other_keys: frozenset[str],
+    base: RetrieverConfig,
+    corpus: Path | None,
+) -> RetrieverConfig:
+    """The kind's settings written in `node` over `base`'s, checked; an error points at
+    the bad setting (a missing one at the entry)."""
+    keys = node.mapping(other_keys | {"max_error_rate", *kind.settings})
     given = {name: keys[name].plain() for name in kind.settings if name in keys}
     try:
-        settings = kind.checked(given)
-    except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
+        settings = kind.checked({**base.settings, **given})
+    except InputError as exc:
         where = keys[exc.key] if exc.key is not None and exc.key in keys else node
         raise where.error(exc.reason) from None
     if kind.needs_corpus and corpus is None:
         raise node.error(f"the {kind.name} retriever needs a `corpus` file in the config")
-    max_error_rate = _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else 0.0
+    rate = keys.get("max_error_rate")
+    max_error_rate = _proportion(rate) if rate is not None else base.max_error_rate
     lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
     return RetrieverConfig(kind.name, settings, max_error_rate, _where(node), lines)
 
@@ -419,19 +432,7 @@ def _variant_retriever(
         return _retriever(node, corpus)
     if base is None:
         raise node.error("there is no base `retriever` to vary: give a `kind`")
-    kind = retriever_kind(base.kind)
-    keys = node.mapping(frozenset({"max_error_rate", *kind.settings}))
-    given = {name: keys[name].plain() for name in kind.settings if name in keys}
-    try:
-        settings = kind.checked({**base.settings, **given})
-    except InputError as exc:
-        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
-        raise where.error(exc.reason) from None
-    max_error_rate = (
-        _proportion(keys["max_error_rate"]) if "max_error_rate" in keys else base.max_error_rate
-    )
-    lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
-    return RetrieverConfig(kind.name, settings, max_error_rate, _where(node), lines)
+    return _configured(node, retriever_kind(base.kind), frozenset(), base, corpus)
 
 
 def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
