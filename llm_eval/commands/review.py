@@ -179,8 +179,7 @@ def _one(
 ) -> str:
     """Show one candidate and act on answers until it is decided, skipped or quit."""
     while True:
-        shown = _show(draft, number, total, config, documents, width)
-        say("\n".join(shown.lines))
+        say("\n".join(_show(draft, number, total, config, documents, width)))
         answer = ask("> ")
         if answer is None:
             return "quit"
@@ -211,20 +210,13 @@ def _one(
             text = ask("Relevant: numbers from the list above (e.g. 1 3): ")
             if text is None:
                 return "quit"
-            picked = _picked(text, shown.listed)
+            picked = _picked(text, draft.listed)
             if picked is None:
-                say(f"Give numbers from 1 to {len(shown.listed)}, separated by spaces.")
+                say(f"Give numbers from 1 to {len(draft.listed)}, separated by spaces.")
             else:
                 draft.labels = {d: draft.labels.get(d, 1) for d in picked}
         else:
             say(MENU)
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    lines: list[str]
-    listed: list[str]
-    """The document ids numbered on screen, in order."""
 
 
 def _show(
@@ -234,7 +226,8 @@ def _show(
     config: EvalConfig,
     documents: dict[str, Document],
     width: int,
-) -> Shown:
+) -> list[str]:
+    """The screen of one candidate; `draft.listed` grows by what it numbers."""
     top = neighbours_of(config, draft.question, SHOWN)
     draft.listed[:] = list(dict.fromkeys([*draft.listed, *draft.labels, *top]))
     listed = draft.listed
@@ -251,7 +244,7 @@ def _show(
         mark = "*" if doc_id in draft.labels else " "
         lines += wrap(f"{mark}{i}. {_snippet(documents.get(doc_id), doc_id)}", width, "     ")
     lines.append(MENU)
-    return Shown(lines, listed)
+    return lines
 
 
 def _picked(text: str, listed: Sequence[str]) -> list[str] | None:
