@@ -52,7 +52,6 @@ def compare_runs(
     metrics: Sequence[str],
     *,
     alpha: float = 0.05,
-    resamples: int = 10_000,
     seed: int = 0,
 ) -> list[Row]:
     """Per metric, overall and per tier and tag: means, and the gate's own paired test
@@ -75,7 +74,7 @@ def compare_runs(
                 continue
             before = np.array([a.per_query[q][metric] for q in ids])
             after = np.array([b.per_query[q][metric] for q in ids])
-            rows.append(_row(name, metric, before, after, alpha, resamples, seed))
+            rows.append(_row(name, metric, before, after, alpha, seed))
     return _holm_on_tags(rows, alpha)
 
 
@@ -85,11 +84,10 @@ def _row(
     before: np.ndarray,
     after: np.ndarray,
     alpha: float,
-    resamples: int,
     seed: int,
 ) -> Row:
     worse = (after, before) if parse_metric(metric).lower_is_better else (before, after)
-    test = margin_tests(*worse, [0.0], alpha=alpha / 2, resamples=resamples, seed=seed)[0]
+    test = margin_tests(*worse, [0.0], alpha=alpha / 2, seed=seed)[0]
     low, high = delta_interval(metric, test)
     p_value = min(1.0, 2.0 * min(test.p_beyond, test.p_within))
     return Row(

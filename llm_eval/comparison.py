@@ -7,6 +7,7 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -36,10 +37,14 @@ from llm_eval.pipeline import Inputs
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
+    ColumnTest,
     MarginTest,
+    column_test,
     detectable_worsening,
-    margin_tests,
+    holm,
+    holm_levels,
     queries_to_decide,
+    tested_margin,
 )
 
 
@@ -167,41 +172,60 @@ def _scope(
     return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs)
 
 
+@dataclass(frozen=True, slots=True)
+class _Tested:
+    """A scope's test against its limit, with its Holm adjustment when it is a slice."""
+
+    margin: MarginTest
+    p_adjusted: float | None = None
+    level: float | None = None
+
+
 def _margin_tests(
     plans: Sequence[tuple[Gate, list[_Scope]]],
-) -> dict[tuple[str, str | None], MarginTest]:
+) -> dict[tuple[str, str | None], _Tested]:
     """The test against the limit of every scope with pairs, keyed (gate name, tag).
 
-    Scopes over the same number of queries with the same settings go into one call:
-    `margin_tests` draws one resampling per call from the seed and the number of
-    queries alone, so each column gets the numbers it would get tested alone, and the
-    resampling is paid once per group instead of once per gate.
+    A gate's own scope is tested at alpha. Its judged tag slices (enough queries, some
+    change) form one Holm family: their p-values are adjusted together, and each
+    slice's interval is drawn at the level that agrees with its adjusted decision
+    (`stats.holm_levels`); a slice outside the family keeps an interval at alpha.
     """
-    groups: dict[tuple[int, float, int, int], list[tuple[str, str | None]]] = {}
-    columns: dict[tuple[str, str | None], tuple[FloatArray, FloatArray, float]] = {}
+    results: dict[tuple[str, str | None], _Tested] = {}
     for gate, scopes in plans:
-        if gate.regression_max is None:
+        if gate.regression_max is None or not parse_metric(gate.metric).testable:
             continue
         settings = gate.statistics
+        span = parse_metric(gate.metric).span
+        family: list[tuple[str | None, ColumnTest, FloatArray, FloatArray, float]] = []
         for piece in scopes:
             if piece.pairs is None:
                 continue
-            before, after = piece.pairs
-            worse = (
-                (after, before) if parse_metric(gate.metric).lower_is_better else (before, after)
-            )
-            key = (gate.name, piece.tag)
-            columns[key] = (*worse, allowed_change(gate, float(before.mean())))
-            group = (len(before), settings.alpha, settings.resamples, settings.seed)
-            groups.setdefault(group, []).append(key)
-    results: dict[tuple[str, str | None], MarginTest] = {}
-    for (_, alpha, resamples, seed), keys in groups.items():
-        befores = np.column_stack([columns[k][0] for k in keys])
-        afters = np.column_stack([columns[k][1] for k in keys])
-        limits = [columns[k][2] for k in keys]
-        tested = margin_tests(befores, afters, limits, alpha=alpha, resamples=resamples, seed=seed)
-        results.update(zip(keys, tested, strict=True))
+            before, after = _oriented(gate, piece.pairs)
+            limit = allowed_change(gate, float(piece.pairs[0].mean()))
+            test = column_test(before, after, settings.alpha, settings.seed, span)
+            in_family = piece.tag is not None and piece.n >= settings.min_n
+            if in_family and np.any(before != after):
+                family.append((piece.tag, test, before, after, limit))
+                continue
+            margin = tested_margin(test, before, after, limit, settings.alpha)
+            results[(gate.name, piece.tag)] = _Tested(margin)
+        raw = [test.p_beyond(limit) for _, test, _, _, limit in family]
+        adjusted, levels = holm(raw), holm_levels(raw, settings.alpha)
+        for (tag, test, before, after, limit), p, level in zip(
+            family, adjusted, levels, strict=True
+        ):
+            margin = tested_margin(test, before, after, limit, level)
+            results[(gate.name, tag)] = _Tested(margin, p, level)
     return results
+
+
+def _oriented(gate: Gate, pairs: tuple[FloatArray, FloatArray]) -> tuple[FloatArray, FloatArray]:
+    """(before, after) so that before - after is the worsening."""
+    before, after = pairs
+    if parse_metric(gate.metric).lower_is_better:
+        return after, before
+    return before, after
 
 
 def _decide_gate(
@@ -211,7 +235,7 @@ def _decide_gate(
     baseline: Baseline | None,
     only: frozenset[str] | None,
     queries: Sequence[GoldQuery],
-    margins: Mapping[tuple[str, str | None], MarginTest],
+    margins: Mapping[tuple[str, str | None], _Tested],
 ) -> GateResult:
     if not scopes:  # no paired test: the point estimate against the baseline's value
         ids = members(queries, gate.scope)
@@ -222,20 +246,26 @@ def _decide_gate(
     if own.pairs is None:
         return decide(gate, own.value, own.n, None)
     base_value = float(own.pairs[0].mean())
-    margin = margins.get((gate.name, None))
+    tested = margins.get((gate.name, None))
+    margin = None if tested is None else tested.margin
     slices = decide_slices(gate, [_slice_input(gate, piece, margins) for piece in tags])
     result = decide(
         gate, own.value, own.n, base_value, slices if gate.per_tag else (), margin=margin
     )
-    return replace(result, power=_power(gate, margin, result.decision, base_value))
+    return replace(result, power=_power(gate, own.pairs, margin, result.decision, base_value))
 
 
 def _slice_input(
-    gate: Gate, piece: _Scope, margins: Mapping[tuple[str, str | None], MarginTest]
+    gate: Gate, piece: _Scope, margins: Mapping[tuple[str, str | None], _Tested]
 ) -> SliceInput:
     base = None if piece.pairs is None else float(piece.pairs[0].mean())
     assert piece.tag is not None
-    return SliceInput(piece.tag, piece.n, piece.value, base, margins.get((gate.name, piece.tag)))
+    tested = margins.get((gate.name, piece.tag))
+    if tested is None:
+        return SliceInput(piece.tag, piece.n, piece.value, base, None)
+    return SliceInput(
+        piece.tag, piece.n, piece.value, base, tested.margin, tested.p_adjusted, tested.level
+    )
 
 
 def _baseline_value(
@@ -285,20 +315,35 @@ def _baseline_name(baseline: Baseline) -> str:
 
 
 def _power(
-    gate: Gate, margin: MarginTest | None, decision: str | None, base_value: float
+    gate: Gate,
+    pairs: tuple[FloatArray, FloatArray],
+    margin: MarginTest | None,
+    decision: str | None,
+    base_value: float,
 ) -> Power | None:
     """The drop this scope catches 4 times in 5, and, when the data cannot tell,
     about how many queries would."""
-    if margin is None or gate.regression_max is None or margin.n < 2:
+    if margin is None or gate.regression_max is None or margin.n < 2 or margin.changed == 0:
         return None
-    alpha = gate.statistics.alpha
+    settings = gate.statistics
     limit = allowed_change(gate, base_value)
     needed = None
     if decision == "inconclusive":
-        needed = queries_to_decide(margin, limit, alpha)
+        needed = queries_to_decide(margin, limit, settings.alpha)
         if needed is not None:
-            needed = max(needed, gate.statistics.min_n)
-    return Power(detectable_worsening(margin, limit, alpha), needed)
+            needed = max(needed, settings.min_n)
+    before, after = _oriented(gate, pairs)
+    span = parse_metric(gate.metric).span
+    drop = detectable_worsening(
+        before,
+        after,
+        limit,
+        settings.alpha,
+        seed=settings.seed,
+        span=span,
+        simulations=settings.resamples,
+    )
+    return Power(drop if math.isfinite(drop) else None, needed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,8 +65,8 @@ class Statistics:
     fails at most this often, and the printed interval has level 1 - 2 alpha."""
     significance: bool = True
     """Off: the point estimate decides; any drop beyond regression_max fails."""
-    resamples: int = 10_000
-    """Bootstrap and sign-flip resamples."""
+    resamples: int = 400
+    """Simulated samples behind the power statement of a graded metric."""
     seed: int = 0
     """Seed of the resampling, so a report is reproducible run to run."""
     min_n: int = 30

@@ -103,7 +103,6 @@ def compare_variants(
     lifts: Sequence[tuple[str, str, str, str]] = (),
     *,
     alpha: float = 0.05,
-    resamples: int = 10_000,
     seed: int = 0,
 ) -> Experiment:
     """Measure and pair every variant; `lifts` are (name, metric, base, variant)."""
@@ -121,7 +120,6 @@ def compare_variants(
                 variant.measurement,
                 pairable,
                 alpha=alpha,
-                resamples=resamples,
                 seed=seed,
             )
     adjusted = _holm_across_variants(rows_of, pairable)
@@ -160,7 +158,6 @@ def compare_variants(
             (name, metric, base, over),
             rows_of.get(over, []) if base == reference else [],
             alpha,
-            resamples,
             seed,
         )
         for name, metric, base, over in lifts
@@ -233,7 +230,6 @@ def _lift(
     lift: tuple[str, str, str, str],
     paired: Sequence[Row],
     alpha: float,
-    resamples: int,
     seed: int,
 ) -> LiftRow:
     """`lift` is (name, metric, base, variant); `paired` the rows already computed for
@@ -248,7 +244,6 @@ def _lift(
             by_name[over].measurement,
             [metric],
             alpha=alpha,
-            resamples=resamples,
             seed=seed,
         )
         overall = next((r for r in rows if r.slice == "overall"), None)

@@ -7,13 +7,17 @@ to the baseline. A value that cannot be computed (NaN, or no query in the scope)
 never passes.
 
 The regression check has three outcomes, read off the paired test of the change
-against the limit itself (`stats.margin_tests`): **fail** when the whole one-sided
-confidence bound says the drop is beyond regression_max, **pass** when it says the
-drop is within it, and **inconclusive** when the data cannot tell (including every
-scope with fewer than `min_n` paired queries). A failed check makes an `error` gate
-`fail` and a `warning` gate `warn`; an inconclusive one makes the gate
-`inconclusive`, which blocks the merge when the gate's `on_inconclusive` is `fail`.
-With `significance: off` the plain point estimate decides (pass or fail).
+against the limit itself (`stats.margin_tests`): **fail** when the one-sided test
+rejects "the drop is within regression_max", **pass** when it rejects "the drop is
+beyond it", and **inconclusive** when the data cannot tell (including every scope with
+fewer than `min_n` paired queries). A scope in which no query's score changed passes
+as unchanged, whatever its size. A failed check makes an `error` gate `fail` and a
+`warning` gate `warn`; an inconclusive one makes the gate `inconclusive`, which blocks
+the merge when the gate's `on_inconclusive` is `fail`. With `significance: off` the
+plain point estimate decides (pass or fail).
+
+Each gate and slice ends in one record: its status and the reason for it (`Reason`),
+which every rendering reads and none decides again.
 
 Per-tag slices (`per_tag`) apply the same test to each tag's queries, with the
 slices' p-values Holm-corrected; a slice that cannot be judged is information only.
@@ -28,10 +32,25 @@ from typing import Literal
 
 from llm_eval.criteria import Gate
 from llm_eval.metrics import parse_metric
-from llm_eval.stats import MarginTest, holm
+from llm_eval.stats import MarginTest
 
 Status = Literal["pass", "warn", "inconclusive", "fail"]
 Decision = Literal["pass", "fail", "inconclusive"]
+Reason = Literal[
+    "floor",
+    "regression",
+    "both",
+    "slice",
+    "cannot_tell",
+    "improved",
+    "unchanged",
+    "within",
+    "no_data",
+]
+"""Why a gate or slice has its status: its floor missed, its regression limit exceeded,
+both, one of its tag slices beyond the limit, the data cannot tell, or it passed:
+improved, unchanged (no query's score moved), within its limits; `no_data`: no scored
+query."""
 _RANK: dict[Status, int] = {"pass": 0, "warn": 1, "inconclusive": 2, "fail": 3}
 
 
@@ -62,6 +81,9 @@ class SliceResult:
     exceeded: bool
     """The drop is beyond regression_max."""
     status: Status
+    reason: Reason = "within"
+    level: float | None = None
+    """One-sided level of the slice's interval, Holm-consistent with its decision."""
 
     @property
     def delta(self) -> float | None:
@@ -73,8 +95,9 @@ class SliceResult:
 class Power:
     """What the gate's scope can tell, from the spread of the paired differences."""
 
-    detectable_drop: float
-    """The true drop that the gate fails with 80% probability at this size."""
+    detectable_drop: float | None
+    """The true drop that the gate fails with 80% probability at this size (None: no
+    drop the metric can show is caught that often)."""
     queries_needed: int | None
     """About how many queries would turn this inconclusive result into a decision
     (None when the result is not inconclusive, or sits exactly on the limit)."""
@@ -105,6 +128,7 @@ class GateResult:
     """The regression check's outcome (None: no baseline or no regression_max)."""
     on_inconclusive: Literal["fail", "warn"] = "warn"
     """What an inconclusive regression check does to the gate."""
+    reason: Reason = "within"
 
     @property
     def blocking(self) -> bool:
@@ -162,18 +186,53 @@ def _within_floor(gate: Gate, value: float) -> bool:
     return value >= gate.threshold - TOLERANCE
 
 
-def _zone(gate: Gate, exceeded: bool | None, margin: MarginTest | None, limit: float) -> Decision:
+def _zone(gate: Gate, exceeded: bool | None, margin: MarginTest | None) -> Decision:
     """Where the change lies against the limit (see the module docstring)."""
     settings = gate.statistics
+    if margin is not None and margin.changed == 0:
+        return "pass"  # no query's score moved: nothing dropped, whatever the size
     if not settings.significance or margin is None:
         return "fail" if exceeded else "pass"  # the point estimate, as configured
     if margin.n < settings.min_n:
         return "inconclusive"
-    if margin.low > limit + TOLERANCE:
+    if margin.p_beyond <= settings.alpha:
         return "fail"
-    if margin.high <= limit + TOLERANCE:
+    if margin.p_within <= settings.alpha:
         return "pass"
     return "inconclusive"
+
+
+def _improved(gate: Gate, value: float, baseline: float | None) -> bool:
+    if baseline is None or math.isnan(value) or math.isnan(baseline):
+        return False
+    gain = baseline - value if parse_metric(gate.metric).lower_is_better else value - baseline
+    return gain > TOLERANCE
+
+
+def _reason(
+    gate: Gate,
+    computable: bool,
+    floor_ok: bool | None,
+    decision: Decision | None,
+    unchanged: bool,
+    slices: Sequence[SliceResult],
+    value: float,
+    baseline: float | None,
+) -> Reason:
+    """The one reason behind the gate's status (see `Reason`)."""
+    if not computable:
+        return "no_data"
+    if floor_ok is False:
+        return "both" if decision == "fail" else "floor"
+    if decision == "fail":
+        return "regression"
+    if decision == "inconclusive":
+        return "cannot_tell"
+    if any(s.status in ("warn", "fail") for s in slices):
+        return "slice"
+    if unchanged:
+        return "unchanged"
+    return "improved" if _improved(gate, value, baseline) else "within"
 
 
 def _on_inconclusive(gate: Gate, exceeded: bool | None) -> Literal["fail", "warn"]:
@@ -207,13 +266,15 @@ def decide(
     decision: Decision | None = None
     statuses: list[Status] = []
     if exceeded is not None and baseline is not None:
-        decision = _zone(gate, exceeded, margin, allowed_change(gate, baseline))
+        decision = _zone(gate, exceeded, margin)
         statuses.append(_ZONE_STATUS[decision] if decision != "fail" else _by_severity(gate))
     if floor_ok is False or not computable:
         statuses.append(_by_severity(gate))
     # A slice that cannot tell is information; only a slice beyond the limit counts.
     statuses += [s.status for s in slices if s.status in ("warn", "fail")]
     regression_ok = None if exceeded is None else not exceeded
+    unchanged = margin is not None and margin.changed == 0
+    reason = _reason(gate, computable, floor_ok, decision, unchanged, slices, value, baseline)
     return GateResult(
         gate,
         value,
@@ -227,6 +288,7 @@ def decide(
         margin,
         decision,
         _on_inconclusive(gate, exceeded),
+        reason,
     )
 
 
@@ -242,55 +304,72 @@ class SliceInput:
     value: float
     baseline: float | None
     margin: MarginTest | None
+    """The test against the limit, with bounds at `level`."""
+    p_adjusted: float | None = None
+    """`margin.p_beyond`, Holm-adjusted across the gate's judged slices."""
+    level: float | None = None
+    """The one-sided level of the bounds (`stats.holm_levels`)."""
 
 
 def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult, ...]:
     """Regression checks on tag slices: a slice fails when its test against the limit,
-    Holm-corrected across the gate's judged slices, rejects "within the limit" at alpha.
-    A slice that is not judged, or whose result cannot tell, is information only."""
-    settings = gate.statistics
-    judged = [
-        s.n >= settings.min_n and s.baseline is not None and s.margin is not None for s in inputs
-    ]
-    raw = [s.margin.p_beyond for s, ok in zip(inputs, judged, strict=True) if ok and s.margin]
-    adjusted = iter(holm(raw))
-    results = []
-    for piece, ok in zip(inputs, judged, strict=True):
-        p_adjusted = next(adjusted) if ok else None
-        exceeded = bool(ok and _exceeded(gate, piece.value, piece.baseline))
-        status: Status = "inconclusive"
-        if ok and piece.margin is not None and piece.baseline is not None:
-            status = _slice_status(gate, exceeded, piece.margin, p_adjusted, piece.baseline)
-        results.append(
-            SliceResult(
-                piece.tag,
-                piece.n,
-                piece.value,
-                piece.baseline,
-                piece.margin,
-                p_adjusted,
-                ok,
-                exceeded,
-                status,
-            )
-        )
-    return tuple(results)
+    Holm-corrected across the gate's judged slices, rejects "within the limit" at alpha,
+    and passes when its interval at its Holm level lies within the limit. A slice in
+    which nothing moved passes as unchanged; one too small, or whose result cannot
+    tell, is information only."""
+    return tuple(_slice_result(gate, piece) for piece in inputs)
+
+
+def _slice_result(gate: Gate, piece: SliceInput) -> SliceResult:
+    margin = piece.margin
+    unchanged = margin is not None and margin.changed == 0
+    judged = piece.n >= gate.statistics.min_n and margin is not None and piece.baseline is not None
+    exceeded = bool(judged and _exceeded(gate, piece.value, piece.baseline))
+    status: Status = "inconclusive"
+    reason: Reason = "cannot_tell"
+    if unchanged:
+        status, reason = "pass", "unchanged"
+    elif judged and margin is not None and piece.baseline is not None:
+        status, reason = _slice_status(gate, exceeded, piece, piece.baseline)
+    return SliceResult(
+        piece.tag,
+        piece.n,
+        piece.value,
+        piece.baseline,
+        margin,
+        piece.p_adjusted,
+        judged or unchanged,
+        exceeded,
+        status,
+        reason,
+        piece.level,
+    )
 
 
 def _slice_status(
-    gate: Gate, exceeded: bool, margin: MarginTest, p_adjusted: float | None, baseline: float
-) -> Status:
+    gate: Gate, exceeded: bool, piece: SliceInput, baseline: float
+) -> tuple[Status, Reason]:
     settings = gate.statistics
+    margin = piece.margin
+    assert margin is not None
     if not settings.significance:
-        return _by_severity(gate) if exceeded else "pass"
-    if p_adjusted is not None and p_adjusted < settings.alpha:
-        return _by_severity(gate)
-    return "pass" if margin.high <= allowed_change(gate, baseline) + TOLERANCE else "inconclusive"
+        return (_by_severity(gate), "regression") if exceeded else ("pass", "within")
+    if piece.p_adjusted is not None and piece.p_adjusted <= settings.alpha:
+        return _by_severity(gate), "regression"
+    level = settings.alpha if piece.level is None else piece.level
+    if margin.p_within <= level:
+        improved = _improved(gate, piece.value, baseline)
+        return "pass", "improved" if improved else "within"
+    return "inconclusive", "cannot_tell"
 
 
 def verdict(results: Iterable[GateResult]) -> Status:
-    """The most severe gate status: `fail`, then `inconclusive`, `warn`, `pass`."""
-    return worst(r.status for r in results)
+    """`fail` when any gate blocks the merge (exit 1), else the most severe status of
+    the rest: `inconclusive`, then `warn`, then `pass`."""
+    gates = list(results)
+    if blocks(gates):
+        return "fail"
+    return worst(r.status for r in gates)
 
 
 def blocks(results: Iterable[GateResult]) -> bool:

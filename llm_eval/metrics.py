@@ -72,6 +72,9 @@ class Family:
     """Relevance metrics: the per-query values from judgments."""
     aggregate: Aggregate | None = None
     """Service metrics: the value over a slice's records."""
+    score_range: tuple[float, float] | None = (0.0, 1.0)
+    """Where every per-query value lies; None when unbounded (no paired test with
+    error rates valid at every size exists for an unbounded mean)."""
 
     def usage(self) -> str:
         """How the name is written, e.g. `recall@k` or `mrr, mrr@k`."""
@@ -126,6 +129,17 @@ class Metric:
     def pairable(self) -> bool:
         """Whether each query has its own value, so two runs can be compared query by query."""
         return self.family.pooling == "mean"
+
+    @property
+    def testable(self) -> bool:
+        """Whether changes are tested query by query: pairable, with bounded values."""
+        return self.pairable and self.family.score_range is not None
+
+    @property
+    def span(self) -> float:
+        """Width of the range of per-query values (1 for shares and rank scores)."""
+        low, high = self.family.score_range or (0.0, 1.0)
+        return high - low
 
     @property
     def weight_key(self) -> str | None:
@@ -361,6 +375,7 @@ register(
         "separates what it returns; unscored when it returns no scores",
         "score discrimination",
         "ratio",
+        score_range=None,
     )
 )
 register(
@@ -372,6 +387,7 @@ register(
         "(unlabelled = 0); unscored when the grades are all equal",
         "rank correlation",
         "ratio",
+        score_range=(-1.0, 1.0),
     )
 )
 register(

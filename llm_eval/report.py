@@ -26,6 +26,7 @@ from llm_eval.pipeline import Inputs
 from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
+from llm_eval.stats import MarginTest
 from llm_eval.wording import (
     power_sentence,
     sentence,
@@ -54,6 +55,7 @@ def gate_entry(result: GateResult) -> GateEntry:
         "scope_key": gate.scope.key(),
         "severity": gate.severity,
         "status": result.status,
+        "reason": result.reason,
         "blocking": result.blocking,
         "decision": result.decision,
         "value": _number(result.value),
@@ -99,7 +101,10 @@ def _stats_entry(result: GateResult) -> dict[str, Any] | None:
         "n": margin.n,
         "ci_low": low,
         "ci_high": high,
+        "ci_low_open": _open_ends(result.gate.metric, margin)[0],
+        "ci_high_open": _open_ends(result.gate.metric, margin)[1],
         "confidence": margin.confidence,
+        "changed": margin.changed,
         "p_value": margin.p_beyond,
         "p_within": margin.p_within,
         "method": margin.method,
@@ -107,6 +112,13 @@ def _stats_entry(result: GateResult) -> dict[str, Any] | None:
         "hit_to_miss": margin.went_better if flipped else margin.went_worse,
         "miss_to_hit": margin.went_worse if flipped else margin.went_better,
     }
+
+
+def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:
+    """Which ends of the `value - baseline` interval the data could not bound."""
+    if parse_metric(metric).lower_is_better:
+        return margin.low_open, margin.high_open
+    return margin.high_open, margin.low_open
 
 
 def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
@@ -119,13 +131,17 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
         "baseline": _number(piece.baseline),
         "delta": _number(piece.delta),
         "status": piece.status,
+        "reason": piece.reason,
         "judged": piece.judged,
         "p_value": margin.p_beyond if margin is not None else None,
         "p_adjusted": piece.p_adjusted,
         "p_adjustment": "holm",
         "ci_low": low,
         "ci_high": high,
+        "ci_low_open": None if margin is None else _open_ends(result.gate.metric, margin)[0],
+        "ci_high_open": None if margin is None else _open_ends(result.gate.metric, margin)[1],
         "confidence": margin.confidence if margin is not None else None,
+        "level": piece.level,
         "sentence": slice_sentence(result, piece),
     }
 
@@ -479,9 +495,14 @@ def _notes(
         ]
     notes = []
     if comparison.gold_diff is not None and not comparison.gold_diff.empty:
+        unchanged = plural(
+            len(comparison.compared_on or ()), "unchanged query", "unchanged queries"
+        )
         notes.append(
-            "The gold set changed since the baseline; compared on the "
-            f"{plural(len(comparison.compared_on or ()), 'unchanged query', 'unchanged queries')}."
+            f"The gold set changed since the baseline; compared on the {unchanged}."
+            if comparison.gold_accepted
+            else f"The gold set changed since the baseline; the gates above are on the "
+            f"{unchanged}, for information only."
         )
     for name in ("corpus", "retriever", "criteria", "scoring", "versions"):
         if baseline.fingerprints.get(name) != fingerprints.get(name):

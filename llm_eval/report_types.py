@@ -15,7 +15,7 @@ Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed"]
 class Power(TypedDict):
     """The drop a gate's scope catches 4 times in 5, and the queries that would decide."""
 
-    detectable_drop: float
+    detectable_drop: float | None
     queries_needed: int | None
 
 
@@ -29,6 +29,7 @@ class GateEntry(TypedDict):
     scope_key: str
     severity: str
     status: Status
+    reason: str
     blocking: bool
     decision: str | None
     value: float | None

@@ -1,25 +1,38 @@
-"""Paired statistics for the gate: is a change in per-query scores real?
+"""Paired statistics for the gate: is a change beyond the allowed limit, within it, or
+can the data not tell?
 
 The gate compares a change ("after") with the baseline ("before") query by query, so
-every test here is paired: it works on the per-query differences `after - before`.
+every test here is paired: it works on the per-query worsening `before - after`, a
+number in [-w, w] when the metric's scores lie in an interval of width w.
 
-- Binary metrics (every value 0 or 1, e.g. hit_rate@k, or recall@k with one relevant
-  document per query) get the exact McNemar test on the discordant pairs.
-- Continuous metrics (MRR, nDCG, MAP) get a sign-flip randomisation test of the mean
-  difference.
-- Every metric gets a percentile bootstrap confidence interval of the mean difference.
-- Across the slices of one gate, p-values are Holm-corrected.
-- `detectable_drop` and `queries_to_catch` say what a gold set of a given size can catch.
+Every bound and p-value here is valid at every number of queries and for every
+distribution of per-query scores, not only asymptotically:
 
-Only numpy and the standard library: the Student t and binomial tails come from the
-regularized incomplete beta function below, the normal quantiles from
-`statistics.NormalDist`.
+- 0/1 scores (hit rate, recall@k with one relevant document) get an exact
+  unconditional test: Tango's score statistic (Tango 1998, Stat. Med. 17:891-908),
+  with its p-value the largest tail probability over every value of the nuisance
+  parameter (Berger & Boos 1994, JASA 89:1012-1016, without the confidence-set
+  restriction).
+- Graded scores (MRR, nDCG, recall with several relevant documents) get the
+  betting test of a bounded mean (Waudby-Smith & Ramdas 2024, JRSS-B 86:1-27,
+  "hedged capital" with the predictable plug-in bets of their section 5.1): a
+  wealth process that is a non-negative supermartingale under the null, so by
+  Ville's inequality 1 / wealth is a p-value. The wealth is averaged over a few
+  fixed orders of the queries (an average of e-values is an e-value).
+
+Bounds are found by bisection on the same p-value, bracketed at the limit first, so
+a bound lies beyond the limit exactly when that side's test rejects. A bound can
+reach the end of the possible range (the data say nothing on that side); it is then
+marked open, and it is always a finite number.
+
+Across the slices of one gate, p-values are Holm-corrected (`holm`); `holm_levels`
+gives each slice the level at which its interval agrees with that decision.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -27,273 +40,32 @@ import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
-# Resampling works through the resamples in chunks of about this many array
-# elements, which bounds memory (a few MB) whatever the slice size.
-CHUNK_ELEMENTS = 1 << 17
-
-# Sums of the same numbers in another order differ in the last bits; a resampled
-# statistic this close (relative to the sum of |differences|) to the observed one
-# counts as a tie, i.e. as at least as extreme.
-TIE_TOLERANCE = 1e-9
-
-# The continued fraction of the incomplete beta function converges when successive
-# convergents agree to this relative precision.
-BETA_EPSILON = 1e-15
-BETA_MAX_ITERATIONS = 10_000
-
-# Eight queries to a byte: each of the 256 values of a random byte is one pattern of
-# eight signs. Row b holds +1 where bit j of b is set, else -1.
-SIGN_PATTERNS = np.where((np.arange(256)[:, None] >> np.arange(8)) & 1, 1.0, -1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class PairedResult:
-    """The paired comparison of one metric over one slice."""
-
-    n: int
-    """Paired queries."""
-    mean_before: float
-    mean_after: float
-    delta: float
-    """mean_after - mean_before."""
-    ci_low: float
-    """Lower end of the percentile bootstrap interval of delta."""
-    ci_high: float
-    """Upper end of the percentile bootstrap interval of delta."""
-    p_value: float
-    """Two-sided p-value of `method`."""
-    method: str
-    """`mcnemar-exact` (binary scores) or `sign-flip` (continuous scores)."""
-    hit_to_miss: int | None
-    """Queries that went from 1 to 0 (binary scores only)."""
-    miss_to_hit: int | None
-    """Queries that went from 0 to 1 (binary scores only)."""
+BISECTION_STEPS = 30
+"""Halvings of the range when a bound is searched: 2 / 2^30, far below any shown digit."""
+NUISANCE_GRID = 48
+"""Points at which the exact test's tail probability is maximised over the nuisance
+parameter (the share of queries that changed), before a local refinement."""
+REFINE_STEPS = 12
+"""Golden-section steps refining that maximum between its neighbouring grid points."""
+BET_CAP = 0.5
+"""The largest share of the wealth bet on one query (c in Waudby-Smith & Ramdas)."""
+BET_ORDERS = 16
+"""Fixed orders of the queries over which the betting wealth is averaged."""
+POWER_SIMULATIONS = 400
+"""Simulated samples behind the power statement of a graded metric."""
+POWER = 0.8
+"""The catch rate the power statement speaks of: "caught 4 times in 5"."""
+EDGE = 1e-9
+"""How close to the end of the range a tested value may come."""
+BETA_EPSILON = 1e-14
+BETA_MAX_ITERATIONS = 2_000
 
 
 def is_binary(before: npt.ArrayLike, after: npt.ArrayLike) -> bool:
     """True when every score in both arrays is 0 or 1."""
     return bool(np.isin(before, (0.0, 1.0)).all() and np.isin(after, (0.0, 1.0)).all())
-
-
-def mcnemar_exact(hit_to_miss: int, miss_to_hit: int) -> float:
-    """Two-sided exact McNemar p-value: the binomial test of the discordant pairs.
-
-    Under no change each discordant pair goes either way with probability 1/2, so
-    p = min(1, 2 P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2); 1.0 when b = c = 0.
-    """
-    if hit_to_miss < 0 or miss_to_hit < 0:
-        raise ValueError("discordant counts must be non-negative")
-    discordant = hit_to_miss + miss_to_hit
-    smaller = min(hit_to_miss, miss_to_hit)
-    if 2 * smaller >= discordant:
-        return 1.0
-    # P(X <= k) for X ~ Binomial(n, p) is I_{1-p}(n - k, k + 1).
-    return min(1.0, 2.0 * regularized_beta(discordant - smaller, smaller + 1.0, 0.5))
-
-
-def regularized_beta(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b), for a, b > 0.
-
-    Evaluated by its continued fraction with the modified Lentz method, on whichever
-    of I_x(a, b) = 1 - I_{1-x}(b, a) converges fast (Numerical Recipes, 3rd ed., §6.4).
-    """
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(_log_beta_front(a, b, x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def _log_beta_front(a: float, b: float, x: float) -> float:
-    """log(x^a (1-x)^b / B(a, b)).
-
-    Written with Stirling's series so that the large terms cancel before rounding:
-    straight from lgamma, a million queries would lose nine digits.
-    """
-    return (
-        a * (math.log(x) + math.log1p(b / a))
-        + b * (math.log1p(-x) + math.log1p(a / b))
-        + 0.5 * math.log(a * b / (2.0 * math.pi * (a + b)))
-        + _stirling_error(a + b)
-        - _stirling_error(a)
-        - _stirling_error(b)
-    )
-
-
-def _stirling_error(z: float) -> float:
-    """lgamma(z) - [(z - 1/2) log z - z + log(2 pi) / 2]."""
-    if z < 15.0:
-        return math.lgamma(z) - (z - 0.5) * math.log(z) + z - 0.5 * math.log(2.0 * math.pi)
-    inverse, square = 1.0 / z, 1.0 / (z * z)
-    series = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188)
-    return inverse * sum(c * square**i for i, c in enumerate(series))
-
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of I_x(a, b) (Numerical Recipes `betacf`)."""
-    tiny = 1e-300
-
-    def guard(value: float) -> float:
-        return tiny if abs(value) < tiny else value
-
-    c = 1.0
-    d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
-    fraction = d
-    for m in range(1, BETA_MAX_ITERATIONS + 1):
-        even = m * (b - m) * x / ((a + 2 * m - 1.0) * (a + 2 * m))
-        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1.0))
-        for coefficient in (even, odd):
-            d = 1.0 / guard(1.0 + coefficient * d)
-            c = guard(1.0 + coefficient / c)
-            fraction *= d * c
-        if abs(d * c - 1.0) < BETA_EPSILON:
-            return fraction
-    raise ArithmeticError(f"incomplete beta did not converge for a={a}, b={b}, x={x}")
-
-
-def paired_tests(
-    before: npt.ArrayLike,
-    after: npt.ArrayLike,
-    *,
-    resamples: int = 10_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> list[PairedResult]:
-    """Paired comparison of each column (metric) of `after` with the same column of `before`.
-
-    Rows are queries, paired by position; a 1-D array is one metric. All columns share
-    one resampling of the queries, drawn from `numpy.random.default_rng(seed)`, so the
-    same inputs always give the same numbers. The interval is the percentile bootstrap
-    (Efron & Tibshirani 1993, ch. 13); the p-value is McNemar's exact test for binary
-    columns and the sign-flip test for the others, where
-    p = (1 + #{|T*| >= |T|}) / (resamples + 1) is never 0.
-    """
-    base, head = _as_columns(before), _as_columns(after)
-    _check_inputs(base, head, resamples, confidence)
-    diffs = head - base
-    rng = np.random.default_rng(seed)
-    boot = _bootstrap_means(diffs, resamples, rng)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(boot, [tail, 1.0 - tail], axis=0)
-    binary = [is_binary(base[:, j], head[:, j]) for j in range(diffs.shape[1])]
-    continuous = [j for j, flag in enumerate(binary) if not flag]
-    flip_p = _sign_flip_p(diffs[:, continuous], resamples, rng)
-    p_values = dict(zip(continuous, flip_p, strict=True))
-    return [
-        _result(base[:, j], head[:, j], (float(low[j]), float(high[j])), p_values.get(j))
-        for j in range(diffs.shape[1])
-    ]
-
-
-def _result(
-    before: FloatArray, after: FloatArray, interval: tuple[float, float], flip_p: float | None
-) -> PairedResult:
-    """One column's record; `flip_p` is None for a binary column."""
-    counts: tuple[int, int] | tuple[None, None] = (None, None)
-    if flip_p is None:
-        hit_to_miss = int(np.sum((before == 1.0) & (after == 0.0)))
-        miss_to_hit = int(np.sum((before == 0.0) & (after == 1.0)))
-        counts = (hit_to_miss, miss_to_hit)
-        p_value, method = mcnemar_exact(hit_to_miss, miss_to_hit), "mcnemar-exact"
-    else:
-        p_value, method = flip_p, "sign-flip"
-    return PairedResult(
-        n=before.size,
-        mean_before=float(before.mean()),
-        mean_after=float(after.mean()),
-        delta=float((after - before).mean()),
-        ci_low=interval[0],
-        ci_high=interval[1],
-        p_value=p_value,
-        method=method,
-        hit_to_miss=counts[0],
-        miss_to_hit=counts[1],
-    )
-
-
-def _as_columns(scores: npt.ArrayLike) -> FloatArray:
-    array = np.asarray(scores, dtype=np.float64)
-    return array[:, None] if array.ndim == 1 else array
-
-
-def _check_inputs(before: FloatArray, after: FloatArray, resamples: int, confidence: float) -> None:
-    if before.ndim != 2 or before.shape != after.shape:
-        raise ValueError(
-            f"before and after must be paired (n_queries, n_metrics) arrays of the same "
-            f"shape, got {before.shape} and {after.shape}"
-        )
-    if before.shape[0] == 0:
-        raise ValueError("no paired queries to compare")
-    if not (np.isfinite(before).all() and np.isfinite(after).all()):
-        raise ValueError("scores must be finite numbers")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-
-
-def _bootstrap_means(diffs: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
-    """Bootstrap means of each column: (counts @ diffs) / n, counts ~ Multinomial(n, 1/n).
-
-    Each resample's counts come from n indices drawn with replacement, tallied with one
-    `bincount` per chunk of resamples.
-    """
-    n = diffs.shape[0]
-    index_type = np.uint16 if n <= 1 << 16 else np.int64  # half the random bits when it fits
-    means = np.empty((resamples, diffs.shape[1]))
-    for start, stop in _chunks(resamples, n):
-        rows = stop - start
-        picks = rng.integers(0, n, size=(rows, n), dtype=index_type)
-        flat = (picks + np.arange(0, rows * n, n)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=rows * n).reshape(rows, n)
-        means[start:stop] = counts.astype(np.float64) @ diffs
-    means /= n
-    return means
-
-
-def _sign_flip_p(diffs: FloatArray, resamples: int, rng: np.random.Generator) -> list[float]:
-    """Two-sided sign-flip p-value of each column's mean (Fisher's randomisation test).
-
-    Under no change each query's difference is as likely to have either sign. The null
-    statistic sums signs * diffs; queries whose differences are all zero add nothing and
-    are left out. Random signs come eight to a byte: the signed sums of each group of
-    eight queries are tabulated for all 256 sign patterns, so a resample is one table
-    look-up per eight queries.
-    """
-    changed = diffs[np.any(diffs != 0.0, axis=1)]
-    if changed.shape[0] == 0:  # nothing changed: every resample ties the observed zero
-        return [1.0] * diffs.shape[1]
-    observed = np.abs(changed.sum(axis=0))
-    tolerance = TIE_TOLERANCE * np.abs(changed).sum(axis=0)
-    tables = _sign_tables(changed)
-    groups = tables.shape[1] // 256
-    extreme = np.zeros(diffs.shape[1], dtype=np.int64)
-    for start, stop in _chunks(resamples, groups):
-        patterns = rng.integers(0, 256, size=(stop - start, groups), dtype=np.uint8)
-        rows = patterns + np.arange(0, groups * 256, 256)
-        for j, table in enumerate(tables):
-            sums = np.abs(table.take(rows).sum(axis=1))
-            extreme[j] += np.count_nonzero(sums >= observed[j] - tolerance[j])
-    return [float(x) for x in (1.0 + extreme) / (resamples + 1.0)]
-
-
-def _sign_tables(diffs: FloatArray) -> FloatArray:
-    """Per column, entry 256 g + b: the signed sum of queries 8g..8g+7 under pattern b."""
-    groups = -(-diffs.shape[0] // 8)
-    padded = np.zeros((groups * 8, diffs.shape[1]))
-    padded[: diffs.shape[0]] = diffs
-    tables = SIGN_PATTERNS @ padded.reshape(groups, 8, -1)  # (groups, 256, columns)
-    return np.ascontiguousarray(tables.reshape(groups * 256, -1).T)
-
-
-def _chunks(total: int, width: int) -> list[tuple[int, int]]:
-    """[start, stop) ranges over `total` resamples, about CHUNK_ELEMENTS / width each."""
-    step = max(1, CHUNK_ELEMENTS // max(1, width))
-    return [(start, min(start + step, total)) for start in range(0, total, step)]
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -312,12 +84,30 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(x) for x in adjusted]
 
 
+def holm_levels(p_values: Sequence[float], alpha: float) -> list[float]:
+    """Per p-value, the one-sided level at which its interval agrees with Holm's
+    step-down decision at `alpha`: a rejected one (the i-th smallest) gets
+    alpha / (m - i + 1), every other alpha / (m - r) with r the number rejected.
+    An interval at that level excludes the limit exactly when Holm rejects."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda j: (p_values[j], j))
+    levels = [0.0] * m
+    rejected = 0
+    for rank, j in enumerate(order):
+        if rejected == rank and p_values[j] <= alpha / (m - rank):
+            levels[j] = alpha / (m - rank)
+            rejected += 1
+    for j in order[rejected:]:
+        levels[j] = alpha / (m - rejected)
+    return levels
+
+
 def format_p(p: float) -> str:
     """`p < 0.001`, else `p = 0.034` (three decimals), for every report."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-# --- the gate's decision: two one-sided tests against the allowed change -------------
+# --- the test against the limit --------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,9 +116,9 @@ class MarginTest:
 
     Worsening is `before - after` for higher-is-better metrics (a drop is positive).
     `low` and `high` are one-sided (1 - alpha) confidence bounds of the mean worsening,
-    so together they form a (1 - 2 alpha) interval; the gate reads its decision off them:
-    beyond the limit when `low > margin`, within it when `high < margin`, and cannot
-    tell otherwise. The p-values are those of the same two one-sided tests.
+    so together they form a (1 - 2 alpha) interval. The gate reads its decision off the
+    p-values: beyond the limit when `p_beyond <= alpha` (then `low` > margin), within
+    it when `p_within <= alpha` (then `high` < margin), and cannot tell otherwise.
     """
 
     n: int
@@ -343,16 +133,66 @@ class MarginTest:
     p_within: float
     """One-sided p-value against "the worsening is at least the margin"."""
     spread: float
-    """Per-query standard deviation of the test at the margin (sqrt(n) times its
-    standard error there); sizes the gold set in `queries_to_decide`."""
-    observed_spread: float
     """Sample standard deviation of the per-query differences."""
     method: str
-    """`tango-score` (0/1 scores) or `bootstrap-t` (graded scores)."""
+    """`exact-unconditional` (0/1 scores) or `betting` (graded scores)."""
     went_worse: int | None = None
     """0/1 scores: queries that went from the good value to the bad one."""
     went_better: int | None = None
     """0/1 scores: queries that went the other way."""
+    low_open: bool = False
+    """`low` is the end of the possible range: the data cannot bound it."""
+    high_open: bool = False
+    """`high` is the end of the possible range: the data cannot bound it."""
+    changed: int = 0
+    """Queries whose score differs from the baseline's."""
+
+
+class ColumnTest:
+    """One column's test: p-values of both one-sided nulls at any worsening delta."""
+
+    span: float
+    """Width of the range the worsening lies in, halved: it lies in [-span, span]."""
+
+    def p_beyond(self, delta: float) -> float:
+        """p-value against "the mean worsening is at most delta"."""
+        raise NotImplementedError
+
+    def p_within(self, delta: float) -> float:
+        """p-value against "the mean worsening is at least delta"."""
+        raise NotImplementedError
+
+    def bounds(self, margin: float, level: float) -> tuple[float, float, bool, bool]:
+        """One-sided `level` bounds (low, high, low_open, high_open), bracketed at the
+        margin so that low > margin exactly when p_beyond(margin) <= level, and high <
+        margin exactly when p_within(margin) <= level."""
+        edge = self.span * (1.0 - EDGE)
+        margin = min(max(margin, -edge), edge)
+        low, low_open = _bound(self.p_beyond, margin, level, -edge)
+        high, high_open = _bound(self.p_within, margin, level, edge)
+        return low, high, low_open, high_open
+
+
+def _bound(
+    p_value: Callable[[float], float], margin: float, level: float, end: float
+) -> tuple[float, bool]:
+    """The bound where `p_value` crosses `level`, found by bisection between the margin
+    and whichever end of the range lies on the other side of the crossing. Returns the
+    rejected side of the final bracket, and whether the bound is the range's end."""
+    rejected_at_margin = p_value(margin) <= level
+    far = -end if rejected_at_margin else end
+    if rejected_at_margin and p_value(far) <= level:
+        return far, False  # rejected everywhere up to the end: the bound is the end itself
+    if not rejected_at_margin and p_value(far) > level:
+        return far, True  # nothing rejected: the data cannot bound this side
+    inside, outside = (margin, far) if rejected_at_margin else (far, margin)
+    for _ in range(BISECTION_STEPS):
+        middle = (inside + outside) / 2.0
+        if p_value(middle) <= level:
+            inside = middle
+        else:
+            outside = middle
+    return inside, False
 
 
 def margin_tests(
@@ -361,44 +201,218 @@ def margin_tests(
     margins: Sequence[float],
     *,
     alpha: float,
-    resamples: int = 10_000,
     seed: int = 0,
+    span: float = 1.0,
+    levels: Sequence[float] | None = None,
 ) -> list[MarginTest]:
     """Test each column's mean worsening (`before - after`) against its margin.
 
     Pass the scores oriented so that a larger `before - after` is worse (swap the
-    arguments for lower-is-better metrics). Columns of 0/1 scores use Tango's score
-    test for paired proportions (Tango 1998, Stat. Med. 17:891-908), whose size stays
-    near nominal at a non-zero margin where McNemar's test does not apply; graded
-    columns use the studentized (bootstrap-t) interval of the mean (Efron & Tibshirani
-    1993, ch. 12.5), which keeps its level better than the percentile interval on the
-    skewed, zero-heavy differences of unchanged rankings.
+    arguments for lower-is-better metrics). Scores lie in an interval of width `span`
+    (1 for shares and rank scores). `levels` gives each column the one-sided level of
+    its bounds (default: alpha); the p-values do not depend on it.
     """
     base, head = _as_columns(worsening_before), _as_columns(worsening_after)
-    _check_inputs(base, head, resamples, 1.0 - 2.0 * alpha)
-    if len(margins) != base.shape[1]:
-        raise ValueError(f"expected {base.shape[1]} margins, got {len(margins)}")
-    results: dict[int, MarginTest] = {}
-    graded = []
-    for j in range(base.shape[1]):
-        if is_binary(base[:, j], head[:, j]):
-            results[j] = _tango(base[:, j], head[:, j], margins[j], alpha)
+    _check_inputs(base, head, alpha)
+    columns = base.shape[1]
+    if len(margins) != columns:
+        raise ValueError(f"expected {columns} margins, got {len(margins)}")
+    chosen = [alpha] * columns if levels is None else list(levels)
+    return [
+        _margin_test(base[:, j], head[:, j], margins[j], alpha, chosen[j], seed, span)
+        for j in range(columns)
+    ]
+
+
+def column_test(
+    before: FloatArray, after: FloatArray, alpha: float, seed: int = 0, span: float = 1.0
+) -> ColumnTest:
+    """The test the gate uses for one column: exact for 0/1 scores, betting otherwise."""
+    if is_binary(before, after):
+        bad = int(np.sum((before == 1.0) & (after == 0.0)))
+        good = int(np.sum((before == 0.0) & (after == 1.0)))
+        return ExactPairs(before.size, bad, good)
+    return Betting((before - after) / span, alpha, seed, span)
+
+
+def _margin_test(
+    before: FloatArray,
+    after: FloatArray,
+    margin: float,
+    alpha: float,
+    level: float,
+    seed: int,
+    span: float,
+) -> MarginTest:
+    test = column_test(before, after, alpha, seed, span)
+    return tested_margin(test, before, after, margin, level)
+
+
+def tested_margin(
+    test: ColumnTest, before: FloatArray, after: FloatArray, margin: float, level: float
+) -> MarginTest:
+    """The record of `test` (from `column_test`) against the margin, with bounds at the
+    one-sided `level`."""
+    diffs = before - after
+    n = diffs.size
+    low, high, low_open, high_open = test.bounds(margin, level)
+    exact = isinstance(test, ExactPairs)
+    return MarginTest(
+        n=n,
+        worsening=float(diffs.mean()),
+        low=low,
+        high=high,
+        confidence=1.0 - 2.0 * level,
+        p_beyond=test.p_beyond(margin),
+        p_within=test.p_within(margin),
+        spread=float(np.std(diffs, ddof=1)) if n > 1 else 0.0,
+        method="exact-unconditional" if exact else "betting",
+        went_worse=test.bad if isinstance(test, ExactPairs) else None,
+        went_better=test.good if isinstance(test, ExactPairs) else None,
+        low_open=low_open,
+        high_open=high_open,
+        changed=int(np.count_nonzero(diffs)),
+    )
+
+
+def _as_columns(scores: npt.ArrayLike) -> FloatArray:
+    array = np.asarray(scores, dtype=np.float64)
+    return array[:, None] if array.ndim == 1 else array
+
+
+def _check_inputs(before: FloatArray, after: FloatArray, alpha: float) -> None:
+    if before.ndim != 2 or before.shape != after.shape:
+        raise ValueError(
+            f"before and after must be paired (n_queries, n_metrics) arrays of the same "
+            f"shape, got {before.shape} and {after.shape}"
+        )
+    if before.shape[0] == 0:
+        raise ValueError("no paired queries to compare")
+    if not (np.isfinite(before).all() and np.isfinite(after).all()):
+        raise ValueError("scores must be finite numbers")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be between 0 and 0.5, got {alpha}")
+
+
+# --- 0/1 scores: the exact unconditional test --------------------------------------------
+
+
+def _log_factorials(n: int) -> FloatArray:
+    table = np.zeros(n + 2)
+    table[2:] = np.cumsum(np.log(np.arange(2, n + 2, dtype=np.float64)))
+    return table
+
+
+class ExactPairs(ColumnTest):
+    """Paired 0/1 scores: of n queries, `bad` went from the good value to the bad one
+    and `good` the other way. Under the null the pair (bad, good) is trinomial with
+    P(bad) - P(good) = delta; the p-value is the largest probability, over the share
+    of queries that change, of a Tango statistic at least as extreme as the one seen."""
+
+    def __init__(self, n: int, bad: int, good: int) -> None:
+        self.n, self.bad, self.good = n, bad, good
+        self.span = 1.0
+        self._log_factorial = _log_factorials(n)
+
+    def p_beyond(self, delta: float) -> float:
+        return self._tail(self.bad, self.good, delta)
+
+    def p_within(self, delta: float) -> float:
+        # "Worsening >= delta" is "improvement <= -delta": the same test, roles swapped.
+        return self._tail(self.good, self.bad, -delta)
+
+    def _tail(self, bad: int, good: int, delta: float) -> float:
+        """sup over the nuisance of P(T >= T_observed) when P(bad) - P(good) = delta."""
+        edge = 1.0 - EDGE
+        delta = min(max(delta, -edge), edge)
+        observed = float(tango_z(np.array([bad]), np.array([good]), self.n, delta)[0])
+        counts = np.arange(self.n + 1)
+        thresholds = self._thresholds(counts, delta, observed)
+
+        def tail_at(share: FloatArray) -> FloatArray:
+            return self._probability(share, delta, counts, thresholds)
+
+        return min(1.0, _maximise(tail_at, abs(delta)))
+
+    def _thresholds(self, changed: IntArray, delta: float, observed: float) -> IntArray:
+        """For each number of changed queries D, the fewest bad ones with a statistic at
+        least the observed one (D + 1: none). The statistic rises with the bad count at
+        fixed D, so the region is bad >= threshold."""
+        tolerance = 1e-9 * max(1.0, abs(observed))
+        low = np.zeros_like(changed)
+        high = changed + 1
+        while np.any(low < high):
+            middle = (low + high) // 2
+            safe = np.minimum(middle, changed)
+            z = tango_z(safe, changed - safe, self.n, delta)
+            meets = (z >= observed - tolerance) & (middle <= changed)
+            high = np.where(meets, middle, high)
+            low = np.where(meets | (low >= high), low, middle + 1)
+            low = np.minimum(low, high)
+        return high
+
+    def _probability(
+        self, share: FloatArray, delta: float, changed: IntArray, thresholds: IntArray
+    ) -> FloatArray:
+        """P(bad >= threshold(D)) with D ~ Bin(n, share) and bad | D ~ Bin(D, r), where
+        share = P(bad) + P(good) and r = P(bad) / share, for each share given."""
+        n = self.n
+        lf = self._log_factorial
+        q = share[:, None]
+        ratio = np.clip((share + delta) / (2.0 * share), 0.0, 1.0)[:, None]
+        unchanged = n - changed
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_pmf = (
+                lf[n]
+                - lf[changed]
+                - lf[unchanged]
+                + np.where(changed > 0, changed * np.log(q), 0.0)
+                + np.where(unchanged > 0, unchanged * np.log1p(-q), 0.0)
+            )
+        weight = np.exp(log_pmf)
+        keep = weight > 1e-17 * weight.max(axis=1, keepdims=True)
+        k = np.broadcast_to(thresholds, weight.shape)
+        d = np.broadcast_to(changed, weight.shape)
+        r = np.broadcast_to(ratio, weight.shape)
+        tail = np.where(k <= 0, 1.0, 0.0)
+        inner = keep & (k > 0) & (k <= d)
+        if inner.any():
+            tail[inner] = _binomial_tail(d[inner], k[inner], r[inner], lf)
+        return np.sum(weight * tail, axis=1)
+
+
+def _maximise(function: Callable[[FloatArray], FloatArray], delta: float) -> float:
+    """The largest value of `function(share)` over share in (|delta|, 1): a grid dense
+    near the low end (few changed queries), then golden-section refinement."""
+    lowest = abs(delta)
+    unit = np.unique(
+        np.concatenate(
+            [np.geomspace(1e-6, 1.0, NUISANCE_GRID // 2), np.linspace(0.0, 1.0, NUISANCE_GRID // 2)]
+        )
+    )
+    grid = lowest + (1.0 - lowest) * np.clip(unit, 1e-9, 1.0 - 1e-9)
+    values = function(grid)
+    best = int(np.argmax(values))
+    left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    highest = float(values[best])
+    for _ in range(REFINE_STEPS):
+        inner = np.array([right - ratio * (right - left), left + ratio * (right - left)])
+        found = function(inner)
+        highest = max(highest, float(found.max()))
+        if found[0] >= found[1]:
+            right = inner[1]
         else:
-            graded.append(j)
-    if graded:
-        diffs = base[:, graded] - head[:, graded]
-        rng = np.random.default_rng(seed)
-        picked = [margins[j] for j in graded]
-        for j, result in zip(
-            graded, _bootstrap_t(diffs, picked, alpha, resamples, rng), strict=True
-        ):
-            results[j] = result
-    return [results[j] for j in range(base.shape[1])]
+            left = inner[0]
+    return highest
 
 
-def _tango_z(went_bad: int, went_good: int, n: int, delta: FloatArray) -> FloatArray:
-    """Tango's score statistic for H0: P(bad) - P(good) = delta, at each delta."""
-    b, c = float(went_bad), float(went_good)
+def tango_z(bad: npt.ArrayLike, good: npt.ArrayLike, n: int, delta: float) -> FloatArray:
+    """Tango's score statistic for H0: P(bad) - P(good) = delta (Tango 1998), for each
+    pair of counts; +-1e300 where the restricted variance is zero and the counts are
+    not on the null (certain), 0 where they are."""
+    b = np.asarray(bad, dtype=np.float64)
+    c = np.asarray(good, dtype=np.float64)
     a_coef = 2.0 * n
     b_coef = -b - c + (2.0 * n - b + c) * delta
     c_coef = -c * delta * (1.0 - delta)
@@ -408,150 +422,249 @@ def _tango_z(went_bad: int, went_good: int, n: int, delta: FloatArray) -> FloatA
     numerator = b - c - n * delta
     with np.errstate(divide="ignore", invalid="ignore"):
         z = numerator / np.sqrt(variance)
-    # No variance: certain when the numerator is not zero, no evidence when it is.
-    certain = np.where(numerator == 0.0, 0.0, np.copysign(np.inf, numerator))
-    return np.where(variance > 0.0, z, certain)
+    certain = np.where(numerator == 0.0, 0.0, np.copysign(1e300, numerator))
+    return np.asarray(np.where(variance > 0.0, z, certain), dtype=np.float64)
 
 
-def _tango(before: FloatArray, after: FloatArray, margin: float, alpha: float) -> MarginTest:
-    n = before.size
-    bad = int(np.sum((before == 1.0) & (after == 0.0)))
-    good = int(np.sum((before == 0.0) & (after == 1.0)))
-    z_crit = NormalDist().inv_cdf(1.0 - alpha)
-    low, high = _score_bounds(bad, good, n, z_crit)
-    z_margin = float(_tango_z(bad, good, n, np.array([margin]))[0])
-    normal = NormalDist()
-    p_beyond = 1.0 - normal.cdf(z_margin) if math.isfinite(z_margin) else float(z_margin < 0)
-    p_within = normal.cdf(z_margin) if math.isfinite(z_margin) else float(z_margin > 0)
-    p_good = (bad + good) / (2.0 * n)
-    spread = math.sqrt(max(2.0 * p_good + margin * (1.0 - margin), 0.0))
-    observed = float(np.std(before - after, ddof=1)) if n > 1 else 0.0
-    return MarginTest(
-        n,
-        (bad - good) / n,
-        low,
-        high,
-        1.0 - 2.0 * alpha,
-        p_beyond,
-        p_within,
-        spread,
-        observed,
-        "tango-score",
-        bad,
-        good,
-    )
+def _binomial_tail(trials: IntArray, k: IntArray, p: FloatArray, lf: FloatArray) -> FloatArray:
+    """P(Bin(trials, p) >= k) for 1 <= k <= trials: the regularized incomplete beta
+    I_p(k, trials - k + 1), elementwise."""
+    out = np.where(p >= 1.0, 1.0, 0.0)
+    inside = (p > 0.0) & (p < 1.0)
+    if inside.any():
+        a = k[inside].astype(np.float64)
+        b = (trials[inside] - k[inside] + 1).astype(np.float64)
+        out[inside] = regularized_beta(a, b, p[inside], lf)
+    return out
 
 
-def _score_bounds(bad: int, good: int, n: int, z_crit: float) -> tuple[float, float]:
-    """The deltas where Tango's statistic crosses +z and -z, by bisection on [-1, 1]:
-    the statistic falls as delta rises."""
-    ends = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
-    targets = np.array([z_crit, -z_crit])
-    lower, upper = ends
-    for _ in range(60):
-        middle = (lower + upper) / 2.0
-        above = _tango_z(bad, good, n, middle) > targets
-        lower = np.where(above, middle, lower)
-        upper = np.where(above, upper, middle)
-    bounds = (lower + upper) / 2.0
-    return float(bounds[0]), float(bounds[1])
+def regularized_beta(a: FloatArray, b: FloatArray, x: FloatArray, lf: FloatArray) -> FloatArray:
+    """I_x(a, b) for whole a, b >= 1 and 0 < x < 1, elementwise: the continued fraction
+    by the modified Lentz method on whichever of I_x(a, b) = 1 - I_{1-x}(b, a)
+    converges fast (Numerical Recipes, 3rd ed., section 6.4). `lf` holds log k!."""
+    swap = x > (a + 1.0) / (a + b + 2.0)
+    aa, bb = np.where(swap, b, a), np.where(swap, a, b)
+    xx = np.where(swap, 1.0 - x, x)
+    ia, ib = aa.astype(np.int64), bb.astype(np.int64)
+    log_beta = lf[ia - 1] + lf[ib - 1] - lf[ia + ib - 1]
+    front = np.exp(aa * np.log(xx) + bb * np.log1p(-xx) - log_beta)
+    value = front * _beta_fraction(aa, bb, xx) / aa
+    return np.where(swap, 1.0 - value, value)
 
 
-def _bootstrap_t(
-    diffs: FloatArray,
-    margins: Sequence[float],
-    alpha: float,
-    resamples: int,
-    rng: np.random.Generator,
-) -> list[MarginTest]:
-    """Studentized bootstrap bounds and p-values of each column's mean."""
-    n = diffs.shape[0]
-    mean = diffs.mean(axis=0)
-    spread = diffs.std(axis=0, ddof=1) if n > 1 else np.zeros(diffs.shape[1])
-    error = spread / math.sqrt(n)
-    moments = _bootstrap_means(np.hstack([diffs, diffs * diffs]), resamples, rng)
-    boot_mean, boot_square = moments[:, : diffs.shape[1]], moments[:, diffs.shape[1] :]
-    boot_error = np.sqrt(np.maximum(boot_square - boot_mean**2, 0.0) * n / max(n - 1, 1) / n)
-    shift = boot_mean - mean
-    tolerance = TIE_TOLERANCE * (np.abs(diffs).sum(axis=0) / n + 1e-300)
-    shift = np.where(np.abs(shift) <= tolerance, 0.0, shift)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_star = np.where(boot_error > 0.0, shift / boot_error, np.sign(shift) * np.inf)
-    with np.errstate(invalid="ignore"):  # inf - inf between two infinite t* values
-        top, bottom = np.quantile(t_star, [1.0 - alpha, alpha], axis=0)
-    if np.isnan(top).any() or np.isnan(bottom).any():
-        # Interpolating between two infinite t* gives nan; the quantile there is infinite.
-        exact_top, exact_bottom = np.quantile(
-            t_star, [1.0 - alpha, alpha], axis=0, method="inverted_cdf"
-        )
-        top = np.where(np.isnan(top), exact_top, top)
-        bottom = np.where(np.isnan(bottom), exact_bottom, bottom)
-    results = []
-    for j, margin in enumerate(margins):
-        low = float(mean[j] - top[j] * error[j]) if error[j] > 0 else float(mean[j])
-        high = float(mean[j] - bottom[j] * error[j]) if error[j] > 0 else float(mean[j])
-        p_beyond, p_within = _bootstrap_p(float(mean[j]), float(error[j]), t_star[:, j], margin)
-        results.append(
-            MarginTest(
-                n,
-                float(mean[j]),
-                low,
-                high,
-                1.0 - 2.0 * alpha,
-                p_beyond,
-                p_within,
-                float(spread[j]),
-                float(spread[j]),
-                "bootstrap-t",
-            )
-        )
-    return results
+def _beta_fraction(a: FloatArray, b: FloatArray, x: FloatArray) -> FloatArray:
+    tiny = 1e-300
+
+    def guard(value: FloatArray) -> FloatArray:
+        return np.where(np.abs(value) < tiny, tiny, value)
+
+    c = np.ones_like(x)
+    d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
+    fraction = d.copy()
+    for m in range(1, BETA_MAX_ITERATIONS + 1):
+        even = m * (b - m) * x / ((a + 2 * m - 1.0) * (a + 2 * m))
+        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1.0))
+        step = np.ones_like(x)
+        for coefficient in (even, odd):
+            d = 1.0 / guard(1.0 + coefficient * d)
+            c = guard(1.0 + coefficient / c)
+            step = step * d * c
+        fraction *= step
+        if np.all(np.abs(step - 1.0) < BETA_EPSILON):
+            return fraction
+    raise ArithmeticError("incomplete beta did not converge")
 
 
-def _bootstrap_p(
-    mean: float, error: float, t_star: FloatArray, margin: float
-) -> tuple[float, float]:
-    """One-sided p-values of the two hypotheses about the margin, from the t* sample."""
-    count = t_star.size
-    if error == 0.0:  # every difference equal: the mean is known exactly
-        beyond = mean > margin
-        return (0.0, 1.0) if beyond else ((1.0, 0.0) if mean < margin else (1.0, 1.0))
-    statistic = (mean - margin) / error
-    p_beyond = (1.0 + np.count_nonzero(t_star >= statistic)) / (count + 1.0)
-    p_within = (1.0 + np.count_nonzero(t_star <= statistic)) / (count + 1.0)
-    return float(p_beyond), float(p_within)
+# --- graded scores: betting on a bounded mean --------------------------------------------
 
 
-def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | None:
-    """About how many queries, with the same per-query spread and the same mean change,
-    the test needs to tell which side of the margin the change is on (None: never,
-    the change sits on the margin)."""
-    distance = abs(test.worsening - margin)
-    if distance == 0.0:
-        return None
-    z = NormalDist().inv_cdf(1.0 - alpha)
-    return max(test.n + 1, math.ceil((z * test.spread / distance) ** 2))
+class Betting(ColumnTest):
+    """Differences scaled to [-1, 1]; the wealth of betting against each null, averaged
+    over `BET_ORDERS` fixed orders of the queries. The bets are the predictable plug-in
+    of Waudby-Smith & Ramdas (2024), sqrt(2 log(1/alpha) / (n sigma^2)), from the
+    running variance of the queries seen before in that order; they do not depend on
+    the tested value except through the cap c / (1 -+ m), which keeps the wealth
+    monotone in m, so the bounds are intervals."""
+
+    def __init__(self, scaled: FloatArray, alpha: float, seed: int, span: float) -> None:
+        self.span = span
+        n = scaled.size
+        rng = np.random.default_rng(seed)
+        orders = np.array([rng.permutation(n) for _ in range(BET_ORDERS)])
+        self._x = scaled[orders]
+        self._bets = _plug_in_bets(self._x, alpha)
+
+    def p_beyond(self, delta: float) -> float:
+        return _p_from_wealth(self._log_wealth(delta / self.span, +1.0))
+
+    def p_within(self, delta: float) -> float:
+        return _p_from_wealth(self._log_wealth(delta / self.span, -1.0))
+
+    def _log_wealth(self, m: float, side: float) -> float:
+        """log of the mean wealth betting that the mean is above m (side +1) or below."""
+        m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
+        cap = BET_CAP / (1.0 + side * m)
+        bets = np.minimum(self._bets, cap)
+        logs = np.log1p(bets * side * (self._x - m)).sum(axis=1)
+        top = float(logs.max())
+        return top + math.log(float(np.mean(np.exp(logs - top))))
+
+
+def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
+    """Bet i from the queries before it (in each order): running mean and variance with
+    a prior of mean 0 and variance 1 (the widest on [-1, 1]) counted as one query."""
+    n = x.shape[1]
+    seen = np.arange(1, n + 1, dtype=np.float64)
+    means = np.cumsum(x, axis=1) / (seen + 1.0)
+    squares = np.cumsum((x - means) ** 2, axis=1)
+    variance = (1.0 + squares) / (seen + 1.0)
+    before = np.concatenate([np.ones((x.shape[0], 1)), variance[:, :-1]], axis=1)
+    return np.asarray(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * before)), dtype=np.float64)
+
+
+def _p_from_wealth(log_wealth: float) -> float:
+    return 1.0 if log_wealth <= 0.0 else min(1.0, math.exp(-log_wealth))
+
+
+# --- what a scope can tell ----------------------------------------------------------------
 
 
 def detectable_worsening(
-    test: MarginTest, margin: float, alpha: float, power: float = 0.8
+    before: FloatArray,
+    after: FloatArray,
+    margin: float,
+    alpha: float,
+    *,
+    seed: int = 0,
+    span: float = 1.0,
+    simulations: int = POWER_SIMULATIONS,
 ) -> float:
-    """The true worsening the test finds beyond the margin with probability `power`,
-    at the test's size and observed spread (see `detectable_drop`)."""
-    return detectable_drop(test.n, test.observed_spread, margin, alpha, power)
+    """The true mean worsening this scope catches (finds beyond the margin) with
+    probability `POWER`, under this model of a regression: the queries keep the change
+    seen now in either direction at random (churn with no trend), and a share of them,
+    drawn at random, lose their whole score. For 0/1 scores that is computed exactly;
+    for graded ones by simulating the betting test on `simulations` samples."""
+    if is_binary(before, after):
+        churn = float(np.mean(before != after)) / 2.0
+        return _exact_detectable(before.size, churn, margin, alpha)
+    return _simulated_detectable(before, after, margin, alpha, seed, span, simulations)
+
+
+def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> float:
+    """The exact test's detectable worsening with P(good) = churn, P(bad) = churn + D."""
+    critical = _critical_z(n, margin, alpha)
+    test = ExactPairs(n, 0, 0)
+    counts = np.arange(n + 1)
+
+    def power(drop: float) -> float:
+        thresholds = _z_thresholds(test, counts, margin, critical)
+        share = np.array([min(2.0 * churn + drop, 1.0 - EDGE)])
+        return float(test._probability(share, drop, counts, thresholds)[0])
+
+    return _bisect_drop(power, margin, 1.0 - 2.0 * churn)
+
+
+def _z_thresholds(test: ExactPairs, counts: IntArray, margin: float, critical: float) -> IntArray:
+    return test._thresholds(counts, margin, critical)
+
+
+def _critical_z(n: int, margin: float, alpha: float) -> float:
+    """The smallest Tango statistic (at the margin) whose exact p-value is <= alpha."""
+    test = ExactPairs(n, 0, 0)
+    counts = np.arange(n + 1)
+
+    def size(critical: float) -> float:
+        thresholds = test._thresholds(counts, margin, critical)
+        return _maximise(lambda s: test._probability(s, margin, counts, thresholds), margin)
+
+    low, high = 0.0, 40.0
+    for _ in range(BISECTION_STEPS):
+        middle = (low + high) / 2.0
+        if size(middle) <= alpha:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _simulated_detectable(
+    before: FloatArray,
+    after: FloatArray,
+    margin: float,
+    alpha: float,
+    seed: int,
+    span: float,
+    simulations: int,
+) -> float:
+    rng = np.random.default_rng(seed + 1)
+    n = before.size
+    rows = rng.integers(0, n, size=(simulations, n))
+    flips = rng.random((simulations, n)) < 0.5
+    lose = rng.random((simulations, n))
+    churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
+    whole = np.maximum(before[rows], after[rows])
+    mean_whole = float(whole.mean())
+    if mean_whole <= 0.0:
+        return math.inf
+
+    def power(drop: float) -> float:
+        share = min(drop / mean_whole, 1.0)
+        worse = np.where(lose < share, whole, churn)
+        caught = 0
+        for sample in worse:
+            test = Betting(sample / span, alpha, seed, span)
+            caught += test.p_beyond(margin) <= alpha
+        return caught / simulations
+
+    return _bisect_drop(power, margin, mean_whole)
+
+
+def _bisect_drop(power: Callable[[float], float], margin: float, largest: float) -> float:
+    """The smallest drop in (margin, largest] with power >= POWER (inf: none)."""
+    low, high = max(margin, 0.0), largest
+    if high <= low or power(high) < POWER:
+        return math.inf
+    for _ in range(16):
+        middle = (low + high) / 2.0
+        if power(middle) >= POWER:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | None:
+    """About how many queries, with the same kind of changes, the test needs to tell
+    which side of the margin the change is on (None: the change sits on the margin).
+
+    Extrapolated from the evidence in hand on the side the estimate points to: the
+    betting test's log-wealth grows about linearly with the queries, so n log(1/alpha) /
+    log(1/p); the exact test's statistic about as sqrt(n), so n (z_{1-alpha} / z_p)^2.
+    """
+    if test.worsening == margin:
+        return None
+    p = test.p_beyond if test.worsening > margin else test.p_within
+    if test.method == "betting":
+        evidence = -math.log(min(max(p, 1e-300), 1.0))
+        needed = test.n * math.log(1.0 / alpha) / evidence if evidence > 0 else math.inf
+    else:
+        normal = NormalDist()
+        z = normal.inv_cdf(1.0 - min(max(p, 1e-300), 1.0 - 1e-12))
+        needed = test.n * (normal.inv_cdf(1.0 - alpha) / z) ** 2 if z > 0 else math.inf
+    if not math.isfinite(needed):
+        return None
+    return max(test.n + 1, math.ceil(needed))
 
 
 def detectable_drop(
-    n: int, spread: float, margin: float, alpha: float, power: float = 0.8
+    n: int, spread: float, margin: float, alpha: float, power: float = POWER
 ) -> float:
-    """The true worsening D that n paired queries find beyond the margin with
-    probability `power`: D = margin + (z_{1-alpha} + z_power) * sigma(D) / sqrt(n),
-    normal approximation, solved by fixed-point iteration.
+    """For sizing a gold set before any change: the true worsening D that n paired 0/1
+    queries find beyond the margin with probability `power`, D = margin + (z_{1-alpha}
+    + z_power) * sigma(D) / sqrt(n), normal approximation, fixed-point iteration.
 
     sigma(D)^2 = s^2 + D (1 - D): the spread s of the per-query differences already
-    there (churn) plus that of a share D of queries losing their whole score. With 0/1
-    scores that is exactly how a drop adds to the churn; with graded scores it is on the
-    safe side (a real drop spread over partial losses is caught sooner).
+    there (churn) plus that of a share D of queries losing their whole score.
     """
     normal = NormalDist()
     z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
@@ -564,7 +677,7 @@ def detectable_drop(
 
 
 def queries_to_catch(
-    drop: float, spread: float, margin: float, alpha: float, power: float = 0.8
+    drop: float, spread: float, margin: float, alpha: float, power: float = POWER
 ) -> int:
     """About how many paired queries catch a true worsening `drop` (beyond `margin`)
     with probability `power`: the n at which `detectable_drop` falls to `drop`."""

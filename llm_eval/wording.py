@@ -95,22 +95,46 @@ def _allowed(gate: Gate, before: float | None) -> str:
     return allowed.lstrip(f"{MINUS}+") if not gate.regression_relative else allowed
 
 
+STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail", "inconclusive": "cannot tell"}
+"""The one word for each status, on every surface (the terminal prints it in capitals)."""
+
+
 def _worsened(metric: str) -> str:
     """The verb for a move the wrong way: `rose` for latency, `dropped` for recall."""
     return "rose" if parse_metric(metric).lower_is_better else "dropped"
 
 
 def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
-    verb = _worsened(gate.metric)
-    change = delta(gate.metric, None if before is None else after - before)
+    """`dropped from 41.1% to 33.1% (−8.1 pp; 90% CI …)`, with the verb the change
+    really took: a gain reads `rose` (or `fell` for latency), no change `stayed at`."""
+    metric = gate.metric
     extra = f"; {details}" if details else ""
+    if before is None:
+        return f"is {value(metric, after)}{f' ({details})' if details else ''}"
+    change = after - before
+    if abs(change) <= 1e-12:
+        return f"stayed at {value(metric, after)}{f' ({details})' if details else ''}"
+    lower = parse_metric(metric).lower_is_better
+    verb = "rose" if change > 0 else ("fell" if lower else "dropped")
     return (
-        f"{verb} from {value(gate.metric, before)} to {value(gate.metric, after)} ({change}{extra})"
+        f"{verb} from {value(metric, before)} to {value(metric, after)} "
+        f"({delta(metric, change)}{extra})"
     )
 
 
+def _cannot_tell_reason(result: GateResult) -> str:
+    gate, margin = result.gate, result.margin
+    n = 0 if margin is None else margin.n
+    needed = result.power.queries_needed if result.power is not None else None
+    if n < gate.statistics.min_n:
+        return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
+    if needed is None:
+        return f"the change sits on the limit with {n:,} queries"
+    return f"{n:,} queries are too few; about {needed:,} are needed (see `llm-eval gold plan`)"
+
+
 def _regression_clause(result: GateResult) -> str | None:
-    """Why the regression check did not pass, in words; None when it passed."""
+    """What the regression check found, in words; None when it passed."""
     gate = result.gate
     decision, margin = result.decision, result.margin
     if decision is None or decision == "pass":
@@ -120,49 +144,46 @@ def _regression_clause(result: GateResult) -> str | None:
     moved = _moved(gate, result.baseline, result.value, details)
     if decision == "fail":
         return f"{moved}: more than the {allowed} allowed"
-    n = 0 if margin is None else margin.n
-    needed = result.power.queries_needed if result.power is not None else None
-    if n < gate.statistics.min_n:
-        reason = f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
-    elif needed is None:
-        reason = f"the change sits on the limit with {n} queries"
-    else:
-        reason = f"{n} queries are too few; about {needed} are needed"
     return (
-        f"cannot tell whether it {_worsened(gate.metric)} by more than {allowed}: {moved}; {reason}"
+        f"{moved}; whether it {_worsened(gate.metric)} by more than the {allowed} allowed "
+        f"cannot be told: {_cannot_tell_reason(result)}"
     )
 
 
 def main_check_failed(result: GateResult) -> bool:
     """Whether the gate's own scope (not its tag slices) misses a limit or cannot tell."""
-    return (
-        result.floor_ok is False
-        or result.decision in ("fail", "inconclusive")
-        or result.n == 0
-        or math.isnan(result.value)
-    )
+    return result.reason in ("floor", "regression", "both", "cannot_tell", "no_data")
 
 
 def sentence(result: GateResult) -> str | None:
-    """One plain sentence for a gate whose own scope misses a limit or cannot tell."""
+    """One plain sentence for a gate whose own scope misses a limit or cannot tell,
+    built from its decision record (`GateResult.reason`)."""
     if not main_check_failed(result):
         return None
     gate = result.gate
     metric = gate.metric
-    if result.n == 0 or math.isnan(result.value):
+    if result.reason == "no_data":
         clauses = ["could not be computed: no scored query in its scope"]
     else:
-        regression = _regression_clause(result)
-        clauses = [] if regression is None else [regression]
+        clauses = []
         if result.floor_ok is False and gate.threshold is not None:
-            verb = "and is" if clauses else "is"
             where = (
                 "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
             )
             clauses.append(
-                f"{verb} {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
+                f"is {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
             )
+        regression = _regression_clause(result)
+        if regression is not None:
+            clauses.append(regression if not clauses else f"and {regression}")
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def unchanged_sentence(results: list[GateResult]) -> str | None:
+    """`No query's score changed: …` when every tested gate saw no change at all."""
+    if not results or any(r.reason != "unchanged" for r in results):
+        return None
+    return "No query's score changed since the baseline: nothing to compare, nothing dropped."
 
 
 def _suffix(result: GateResult) -> str:
@@ -180,10 +201,15 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
     name = subject(metric, f"tag {piece.tag}")
     if not piece.judged:
         return f"{name}: too few queries (n={piece.n}) to judge"
-    if piece.status not in ("fail", "warn") or piece.margin is None:
+    if piece.status not in ("fail", "warn", "inconclusive") or piece.margin is None:
         return None
     details = interval(metric, piece.margin, "Holm-adjusted ", piece.p_adjusted)
     clause = _moved(gate, piece.baseline, piece.value, details)
+    if piece.status == "inconclusive":
+        return (
+            f"{name} {clause}; whether it {_worsened(metric)} by more than the "
+            f"{_allowed(gate, piece.baseline)} allowed cannot be told"
+        )
     suffix = " (warning)" if gate.severity == "warning" else ""
     return f"{name} {clause}: more than the {_allowed(gate, piece.baseline)} allowed{suffix}"
 
@@ -199,13 +225,15 @@ def power_sentence(result: GateResult) -> str | None:
 
 
 def power_statement(
-    gate: Gate, scope_label: str, n: int, detectable: float, baseline: float | None = None
+    gate: Gate, scope_label: str, n: int, detectable: float | None, baseline: float | None = None
 ) -> str:
     """`recall@5 (tier A): with 176 queries, a drop of 8.1 pp is caught 4 times in 5; a
     smaller one beyond the 3.0 pp limit may end as "cannot tell"` (gate and gold checks)."""
+    who = f"{subject(gate.metric, scope_label)}: with {n:,} queries"
+    if detectable is None:
+        return f"{who}, no drop this metric can show is caught 4 times in 5"
     caught = delta(gate.metric, detectable).lstrip("+")
     return (
-        f"{subject(gate.metric, scope_label)}: with {n} queries, a drop of {caught} is caught "
-        f"4 times in 5; a smaller one beyond the {_allowed(gate, baseline)} limit may end as "
-        '"cannot tell"'
+        f"{who}, a drop of {caught} is caught 4 times in 5; a smaller one beyond the "
+        f'{_allowed(gate, baseline)} limit may end as "cannot tell"'
     )

@@ -15,6 +15,7 @@ from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.pipeline import JudgeOptions, load_inputs, measure
 from llm_eval.report import build_report
+from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
 from llm_eval.textio import write_atomic
@@ -79,6 +80,7 @@ def run_gate(
         repo_folder=folder_in_repository(),
     )
     out = out_dir or inputs.config.output
+    validate_report(report, out / "report.json")  # every rendering reads this record
     for output in written_formats():
         assert output.filename is not None
         write_atomic(out / output.filename, output.render(report, RenderOptions()))

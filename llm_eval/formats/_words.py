@@ -43,6 +43,8 @@ def headline(report: Mapping[str, Any]) -> str:
         return "FAIL: " + ", ".join(blocked + reported)
     if reported:
         return "PASS with warnings: " + ", ".join(reported)
+    if gates and all(g.get("reason") == "unchanged" for g in gates):
+        return "PASS: no query's score changed since the baseline"
     if len(gates) == 1:
         return "PASS: the gate passes"
     return f"PASS: all {len(gates)} gates pass"

@@ -18,7 +18,7 @@ class Json:
 
     def render(self, report: Mapping[str, Any], options: RenderOptions) -> str:
         """Indented JSON ending in a newline."""
-        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 FORMAT = Json()

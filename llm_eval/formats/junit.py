@@ -28,7 +28,9 @@ def _case(name: str, classname: str, outcome: str, message: str | None) -> ET.El
     if outcome in ("failure", "error"):
         ET.SubElement(case, outcome, {"message": message or "", "type": outcome}).text = message
     elif outcome == "skipped":
-        ET.SubElement(case, "skipped", {"message": message or ""})
+        ET.SubElement(
+            case, "skipped", {"message": f"cannot tell: {message}" if message else "cannot tell"}
+        )
     elif outcome == "warning" and message:
         ET.SubElement(case, "system-out").text = f"warning: {message}"
     return case

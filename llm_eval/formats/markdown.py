@@ -21,11 +21,11 @@ from urllib.parse import quote
 
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
-from llm_eval.gate import TOLERANCE, worst_status
+from llm_eval.gate import worst_status
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
 from llm_eval.stats import format_p
-from llm_eval.wording import ci_range, delta, limit, limits_text, subject, value
+from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, subject, value
 
 if TYPE_CHECKING:
     import jinja2
@@ -58,10 +58,9 @@ STATUS_ICON = {
     "pass": "✅",
     "warn": "⚠️",
     "fail": "❌",
-    "inconclusive": "❔",
+    "inconclusive": "❓",
     "gold_changed": "📝",
 }
-_STATUS_WORDS = {"pass": "pass", "warn": "warning", "fail": "fail", "inconclusive": "cannot tell"}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 """Values within this of a limit are on it, as in the gate decision."""
 
@@ -256,8 +255,6 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     tiers = [e for e in report["slices"] if e["kind"] in ("overall", "tier")]
     tier_rows = [_slice_row(entry, metric, gating, None) for entry in tiers]
     tag_tables = _tag_tables(report, metric, gating)
-    flagged = any(r["status"] for r in tier_rows)
-    explained_below = any(t["legend"] and not t["checker"] for t in tag_tables)
     return {
         "icon": STATUS_ICON[report["verdict"]],
         "headline": _title(report),
@@ -271,7 +268,7 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "tiers": {
             "label": _label(report, metric),
             "rows": tier_rows[:1] + _worst_first(tier_rows[1:]),
-            "legend": _flag_legend(metric, gating) if flagged and not explained_below else "",
+            "legend": "",
         },
         "tag_tables": tag_tables,
         "drilldown": _drilldown(
@@ -306,8 +303,10 @@ def _lead(report: Mapping[str, Any]) -> list[str]:
             if changes.get(kind)
         ]
         return [
-            f"The gold set differs from the baseline's ({', '.join(counts)}), so nothing "
-            "was compared."
+            f"{STATUS_ICON['fail']} The check is red: the gold set differs from the "
+            f"baseline's ({', '.join(counts)}), so the gate cannot compare it honestly. "
+            "Accept the change with one of the commands below; the gates further down are "
+            "on the unchanged questions, for information only."
         ]
     gates = report["gates"]
     if not gates:
@@ -317,32 +316,26 @@ def _lead(report: Mapping[str, Any]) -> list[str]:
 
 
 def _plain(gate: Mapping[str, Any]) -> str:
-    """`recall@5 on tier A fell from 41.1% to 33.1%: 8.1 points, more than the 3.0 allowed.`"""
+    """The gate's own sentence when it misses a limit or cannot tell, else a plain line
+    for its reason: unchanged, improved, or within its limits (the record decides)."""
+    status = gate["status"]
+    if gate.get("sentence"):
+        return f"{STATUS_ICON[status]} {gate['sentence']}."
     metric, where = gate["metric"], f"{gate['metric_label']} on {gate['scope']}"
     now, before = value(metric, gate["value"]), value(metric, gate["baseline"])
-    status = gate["status"]
-    loss = _loss(metric, gate["delta"])
-    if gate["baseline"] is None:
+    reason = gate.get("reason")
+    if reason == "unchanged":
+        text = f"{where}: no query's score changed ({now})"
+    elif gate["baseline"] is None:
         text = f"{where} is {now}"
-    elif loss is not None and loss > TOLERANCE:
-        moved = "rose" if parse_metric(metric).lower_is_better else "fell"
-        text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
+    elif reason == "improved":
+        verb = "fell" if parse_metric(metric).lower_is_better else "rose"
+        text = f"{where} {verb} from {before} to {now}"
+    elif reason == "slice":
+        text = f"{where} is {now} (baseline {before}), but some tags dropped beyond the limit"
     else:
-        text = f"{where} is {now} (baseline {before})"
-    allowed = gate.get("regression_max")
-    if allowed is not None and status in ("warn", "fail") and gate.get("regression_ok") is False:
-        text += (
-            f", more than the {_amount(metric, allowed, gate.get('regression_relative'))} allowed"
-        )
-    if status == "inconclusive" and allowed is not None:
-        text += (
-            f"; too few questions to tell whether that is more than the "
-            f"{_amount(metric, allowed, gate.get('regression_relative'))} allowed"
-        )
-    if gate.get("floor_ok") is False and gate.get("threshold") is not None:
-        text += f"; it is below the minimum of {value(metric, gate['threshold'])}"
-    warning = " (a warning: it does not block the merge)" if status == "warn" else ""
-    return f"{STATUS_ICON[status]} {text}{warning}."
+        text = f"{where} is {now} (baseline {before}), within its limits"
+    return f"{STATUS_ICON[status]} {text}."
 
 
 def _amount(metric: str, number: float, relative: bool | None = False) -> str:
@@ -383,15 +376,37 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "commands": [Code(c) for c in commands],
             }
         ]
-    if verdict in ("fail", "warn", "inconclusive"):
-        return [
-            {"text": "Look at the questions that lost their relevant result.", "commands": []},
+    reasons = {g.get("reason") for g in report["gates"]}
+    reasons |= {s.get("reason") for g in report["gates"] for s in g.get("slices") or []}
+    steps: list[dict[str, Any]] = []
+    if report["changes"]["hit_to_miss_count"]:
+        steps.append(
+            {"text": "Look at the questions that lost their relevant result.", "commands": []}
+        )
+    if reasons & {"regression", "both", "slice"}:
+        steps.append(
             {
                 "text": "If the drop is intended, refresh the baseline and commit it:",
                 "commands": [Code("llm-eval baseline refresh")],
-            },
-        ]
-    return []
+            }
+        )
+    if "floor" in reasons:
+        steps.append(
+            {
+                "text": "The value is below a gate's floor: raise it, or lower the "
+                "floor in the ship criteria if it was set too high.",
+                "commands": [],
+            }
+        )
+    if "cannot_tell" in reasons:
+        steps.append(
+            {
+                "text": "The gold set is too small to tell a drop of the allowed size; "
+                "see which questions to add:",
+                "commands": [Code("llm-eval gold plan")],
+            }
+        )
+    return steps
 
 
 def _label(report: Mapping[str, Any], metric: str) -> str:
@@ -434,7 +449,7 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
         "delta": delta(metric, gate["delta"]),
         "stats": _stats_words(metric, gate.get("stats")),
         "limits": limits or "—",
-        "status": f"{STATUS_ICON[gate['status']]} {_STATUS_WORDS[gate['status']]}{blocking}",
+        "status": f"{STATUS_ICON[gate['status']]} {STATUS_WORDS[gate['status']]}{blocking}",
     }
 
 
@@ -451,9 +466,11 @@ def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
 
 
 _METHOD_WORDS = {
+    "exact-unconditional": "an exact test for paired 0/1 scores",
+    "betting": "a betting test of a bounded mean",
+    # reports written by earlier versions
     "tango-score": "Tango's score test for paired proportions",
     "bootstrap-t": "the paired bootstrap-t test",
-    # reports written before the gate tested against the limit
     "sign-flip": "the paired sign-flip randomisation test",
     "mcnemar-exact": "McNemar's exact test",
 }
@@ -502,10 +519,7 @@ def _tag_table(
     # relevance metric) has nothing to show.
     scored = [e for e in tags if (e["metrics"].get(metric) or {}).get("n", e["n"])]
     rows = _worst_first(_slice_row(entry, metric, limits, checks) for entry in scored)
-    if checker:
-        legend = _check_legend(checker)
-    else:
-        legend = _flag_legend(metric, limits) if any(r["status"] for r in rows) else ""
+    legend = _check_legend(checker) if checker else ""
     return {
         "label": _label(report, metric),
         "checker": checker["name"] if checker else None,
@@ -527,10 +541,9 @@ def _slice_row(
     check = (checks or {}).get(entry["slice"])
     if checks is not None:
         status = _check_status(check)
-    else:
-        allowed = limits["regression_max"] if limits else None
-        dropped = loss is not None and allowed is not None and loss > allowed + TOLERANCE
-        status = STATUS_ICON["warn"] if dropped else ""
+    else:  # a tier row: the status of the gate that judges exactly this tier, if any
+        gated = limits is not None and _scope_slice(limits) == entry["slice"]
+        status = STATUS_ICON[limits["status"]] if gated and limits is not None else ""
     return {
         "name": entry["name"],
         "n": cell.get("n", entry["n"]),
@@ -544,6 +557,14 @@ def _slice_row(
     }
 
 
+def _scope_slice(gate: Mapping[str, Any]) -> str:
+    """The slice name of a gate's scope: `overall` or `tier:A` (tags are checked apart)."""
+    key = str(gate.get("scope_key") or "all")
+    if key == "all":
+        return "overall"
+    return key.replace("=", ":", 1) if key.startswith("tier=") and ";" not in key else ""
+
+
 def _check_status(check: Mapping[str, Any] | None) -> str:
     if check is None:
         return ""
@@ -555,15 +576,6 @@ def _check_status(check: Mapping[str, Any] | None) -> str:
 def _worst_first(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Largest loss first; rows without a comparison last; ties by name."""
     return sorted(rows, key=lambda r: (r["loss"] is None, -(r["loss"] or 0.0), str(r["name"])))
-
-
-def _flag_legend(metric: str, limits: Mapping[str, Any] | None) -> str:
-    if limits is None or limits["regression_max"] is None:
-        return ""
-    return (
-        f"{STATUS_ICON['warn']} marks a drop larger than the gate allows "
-        f"({limit(metric, limits['regression_max'])}); these rows are reported, not gated."
-    )
 
 
 def _check_legend(gate: Mapping[str, Any]) -> str:

@@ -13,9 +13,9 @@ from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
 from llm_eval.output import colour, plural, render_table, table_width, wrap
 from llm_eval.stats import format_p
-from llm_eval.wording import ci_range, delta, limits_text, value
+from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
 
-_STATUS_WORD = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "inconclusive": "UNSURE"}
+_STATUS_WORD = {status: word.upper() for status, word in STATUS_WORDS.items()}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
 _STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
 
