@@ -488,10 +488,7 @@ class Betting(ColumnTest):
 
     def __init__(self, scaled: FloatArray, alpha: float, seed: int, span: float) -> None:
         self.span = span
-        n = scaled.size
-        rng = np.random.default_rng(seed)
-        orders = np.array([rng.permutation(n) for _ in range(BET_ORDERS)])
-        self._x = scaled[orders]
+        self._x = scaled[_orders(scaled.size, seed)]
         self._bets = _plug_in_bets(self._x, alpha)
 
     def p_beyond(self, delta: float) -> float:
@@ -510,15 +507,21 @@ class Betting(ColumnTest):
         return top + math.log(float(np.mean(np.exp(logs - top))))
 
 
+def _orders(n: int, seed: int) -> IntArray:
+    """`BET_ORDERS` fixed orders of n queries, from the seed alone."""
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((BET_ORDERS, n)), axis=1)
+
+
 def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     """Bet i from the queries before it (in each order): running mean and variance with
     a prior of mean 0 and variance 1 (the widest on [-1, 1]) counted as one query."""
-    n = x.shape[1]
+    n = x.shape[-1]
     seen = np.arange(1, n + 1, dtype=np.float64)
-    means = np.cumsum(x, axis=1) / (seen + 1.0)
-    squares = np.cumsum((x - means) ** 2, axis=1)
+    means = np.cumsum(x, axis=-1) / (seen + 1.0)
+    squares = np.cumsum((x - means) ** 2, axis=-1)
     variance = (1.0 + squares) / (seen + 1.0)
-    before = np.concatenate([np.ones((x.shape[0], 1)), variance[:, :-1]], axis=1)
+    before = np.concatenate([np.ones(x.shape[:-1] + (1,)), variance[..., :-1]], axis=-1)
     return np.asarray(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * before)), dtype=np.float64)
 
 
@@ -607,14 +610,17 @@ def _simulated_detectable(
     if mean_whole <= 0.0:
         return math.inf
 
+    orders = _orders(n, seed)
+
     def power(drop: float) -> float:
         share = min(drop / mean_whole, 1.0)
-        worse = np.where(lose < share, whole, churn)
-        caught = 0
-        for sample in worse:
-            test = Betting(sample / span, alpha, seed, span)
-            caught += test.p_beyond(margin) <= alpha
-        return caught / simulations
+        worse = np.where(lose < share, whole, churn) / span
+        x = worse[:, orders]  # (simulations, orders, n)
+        bets = np.minimum(_plug_in_bets(x, alpha), BET_CAP / (1.0 + margin / span))
+        logs = np.log1p(bets * (x - margin / span)).sum(axis=2)
+        top = logs.max(axis=1)
+        wealth = top + np.log(np.mean(np.exp(logs - top[:, None]), axis=1))
+        return float(np.mean(wealth >= math.log(1.0 / alpha)))
 
     return _bisect_drop(power, margin, mean_whole)
 

@@ -63,24 +63,31 @@ Error rates and detection (section B)
     at 1 x (also an error: the pass side of the test promises <= alpha there) and the
     share of it that is the "unchanged" rule; the fail (detection) rate at 1.5 x and
     2 x the limit. `--trials` (2,000) samples at 1 x the limit, `--side-trials` (1,000)
-    at the other levels. A cell is flagged FF when a false-fail rate's one-sided 95%
-    Clopper-Pearson LOWER bound exceeds alpha, FP when the pass share at 1 x does.
-    "changed" is the mean share of queries whose score moved at a true worsening of 0.
+    at the other levels. For the 0/1 metric the fail and pass probabilities exactly at
+    the limit are also computed without Monte Carlo ("exact"): summed over every
+    (bad, good) count of the trinomial P(bad) = flips/2 + limit, P(good) = flips/2,
+    using that the exact p-value is a monotone function of Tango's statistic
+    (`stats.tango_z`), an ordering checked against every p-value the simulations
+    computed. A cell is flagged FF when a false-fail rate's one-sided 95%
+    Clopper-Pearson LOWER bound exceeds alpha (or an exact one does), FP when the pass
+    share at 1 x does. "changed" is the mean share of queries whose score moved at a
+    true worsening of 0.
 
 Flagged cells (section C)
     Every flagged rate is simulated again, independently (another seed), with 5 x
     `--trials` samples; both results are listed with the exact settings to reproduce.
 
 The power statement (section D)
-    For 0/1 churn 1%, 5%, 20% and for the graded metrics under G1, at n = 100, 500,
-    1000: one sample with no true change, `stats.detectable_worsening(before, after,
+    For 0/1 churn 1%, 5%, 20% and for the graded metrics under G1 and G2, at n = 100,
+    500, 1000: one sample with no true change, `stats.detectable_worsening(before, after,
     limit, alpha)` (the drop claimed to be caught 4 times in 5), then the gate's catch
     rate at that drop simulated under the model the function's docstring documents
     (queries keep the observed change in a random direction, a random share of them
     lose their whole score: for 0/1 scores P(good) = observed changed share / 2,
     P(bad) = that + drop; for graded ones the observed queries resampled, each change
     flipped at random, a share drop / mean(max(before, after)) of them set to (max, 0)),
-    `--trials` samples. Separately labelled: the catch rate at the same claimed drop
+    `--trials` samples; for 0/1 scores also exactly (as in section B). Separately
+    labelled: the catch rate at the same claimed drop
     under each change model of section A for that metric (a different model: the
     claim is not made for it), `--side-trials` samples each.
 
@@ -127,7 +134,13 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from llm_eval.stats import column_test, detectable_worsening, holm, margin_tests  # noqa: E402
+from llm_eval.stats import (  # noqa: E402
+    column_test,
+    detectable_worsening,
+    holm,
+    margin_tests,
+    tango_z,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -269,6 +282,8 @@ class ChangeModel:
     fixed: tuple[tuple[float, Branch], ...]
     drop: Branch
     """The branch whose share is calibrated to the true worsening."""
+    flips: float | None = None
+    """0/1 models: the share of queries flipping hit/miss with no true change."""
 
     def branches(self) -> list[Branch]:
         return [b for _, b in self.fixed] + [self.drop]
@@ -285,6 +300,7 @@ def binary_churn(flips: float) -> ChangeModel:
         f"{flips:.1%} of queries flip hit/miss (half each way); drop: pushed out",
         ((share, REDRAW),),
         LOSE_ALL,
+        flips,
     )
 
 
@@ -417,7 +433,8 @@ def calibrate(
             error = math.sqrt(covariance[index, index] / draws)
             if abs(means[index]) > 5.0 * error + 1e-12:
                 raise AssertionError(f"{branch.label}: either-way mean {means[index]} is not 0")
-            means[index] = 0.0  # exactly 0 by symmetry
+            means[index] = 0.0  # exactly 0 by symmetry, so no Monte Carlo error either
+            covariance[index, :] = covariance[:, index] = 0.0
     return Calibration(means, covariance, draws, model)
 
 
@@ -448,7 +465,7 @@ class Gate:
 
     def __init__(self, alpha: float) -> None:
         self.alpha = alpha
-        self._exact: dict[tuple[int, int, int], _MemoExact] = {}
+        self.memo: dict[tuple[int, int, int], _MemoExact] = {}
 
     def test(self, before: FloatArray, after: FloatArray) -> Any:
         if ((before == 0.0) | (before == 1.0)).all() and ((after == 0.0) | (after == 1.0)).all():
@@ -459,13 +476,13 @@ class Gate:
 
     def exact(self, n: int, bad: int, good: int) -> _MemoExact:
         key = (n, bad, good)
-        if key not in self._exact:
+        if key not in self.memo:
             before = np.zeros(n)
             after = np.zeros(n)
             before[:bad] = 1.0
             after[bad : bad + good] = 1.0
-            self._exact[key] = _MemoExact(column_test(before, after, self.alpha, 0, 1.0))
-        return self._exact[key]
+            self.memo[key] = _MemoExact(column_test(before, after, self.alpha, 0, 1.0))
+        return self.memo[key]
 
     def decide(self, before: FloatArray, after: FloatArray, limit: float) -> str:
         if not np.any(before != after):
@@ -483,6 +500,95 @@ class Gate:
         if test.p_within(limit) <= self.alpha:
             return PASS
         return CANNOT
+
+
+@dataclass
+class ExactCheck:
+    """How many memoised exact p-values were checked against the ordering by the
+    Tango statistic that `exact_binary` relies on, and how many disagreed."""
+
+    checked: int = 0
+    disagree: int = 0
+
+
+def _count_log(count: IntArray, p: float) -> FloatArray:
+    """count x log(p), with 0 x log(0) = 0."""
+    if p <= 0.0:
+        return np.where(count == 0, 0.0, -np.inf)
+    return count * math.log(p)
+
+
+def exact_binary(
+    gate: Gate,
+    n: int,
+    p_bad: float,
+    p_good: float,
+    limit: float,
+    what: str,
+    check: ExactCheck,
+) -> float:
+    """The exact probability that the gate fails (`what` = FAIL) or passes (PASS, the
+    "unchanged" rule included) when (bad, good) is trinomial(n, p_bad, p_good): a sum
+    over every pair of counts with probability above 1e-13, no Monte Carlo.
+
+    The exact test's p-value is a non-increasing function of Tango's statistic at the
+    limit (`stats.tango_z`; for p_within, of the statistic with the roles swapped), so
+    the rejected pairs are those with a statistic at least that of the last rejected
+    one in that order, found by bisection over the sorted pairs with the gate's own
+    p-values. Every p-value the simulations memoised for this n is checked against
+    that threshold (`check`)."""
+    lf = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=np.float64)))])
+    i = np.arange(n + 1)[:, None]
+    j = np.arange(n + 1)[None, :]
+    rest = n - i - j
+    valid = rest >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = (
+            lf[n]
+            - lf[i]
+            - lf[j]
+            - lf[np.where(valid, rest, 0)]
+            + _count_log(i, p_bad)
+            + _count_log(j, p_good)
+            + _count_log(rest, 1.0 - p_bad - p_good)
+        )
+    keep = valid & (log_pmf > math.log(1e-13)) & ((i > 0) | (j > 0))
+    bad = np.broadcast_to(i, keep.shape)[keep]
+    good = np.broadcast_to(j, keep.shape)[keep]
+    weight = np.exp(log_pmf[keep])
+    if what == FAIL:
+        z = tango_z(bad, good, n, limit)
+
+        def p_value(b: int, g: int) -> float:
+            return gate.exact(n, b, g).p_beyond(limit)
+
+    else:
+        z = tango_z(good, bad, n, -limit)
+
+        def p_value(b: int, g: int) -> float:
+            return gate.exact(n, b, g).p_within(limit)
+
+    order = np.argsort(-z, kind="stable")
+    low, high = -1, order.size  # p <= alpha at order[low] (or none), > alpha at order[high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        k = order[middle]
+        if p_value(int(bad[k]), int(good[k])) <= gate.alpha:
+            low = middle
+        else:
+            high = middle
+    threshold = math.inf if low < 0 else float(z[order[low]])
+    total = float(weight[z >= threshold].sum())
+    if what == PASS:
+        total += (1.0 - p_bad - p_good) ** n  # nothing changed: "unchanged"
+    for (size, b, g), memo in gate.memo.items():
+        seen = memo.beyond if what == FAIL else memo.within
+        if size != n or limit not in seen or b + g == 0:
+            continue
+        statistic = tango_z([b], [g], n, limit) if what == FAIL else tango_z([g], [b], n, -limit)
+        check.checked += 1
+        check.disagree += (seen[limit] <= gate.alpha) != (float(statistic[0]) >= threshold)
+    return total
 
 
 # --- binomial bounds -------------------------------------------------------------------------
@@ -570,6 +676,21 @@ def rate(count: int, trials: int) -> str:
 
 def rate_bound(count: int, trials: int) -> str:
     return f"{count / trials:.3f} [{upper_bound(count, trials):.3f}]"
+
+
+def cell(
+    counts: dict[float, dict[str, int]],
+    trials: dict[float, int],
+    level: float,
+    what: str,
+    bound: bool = False,
+) -> str:
+    """A rate of one decision at one level (pass counts "unchanged" in)."""
+    if level not in counts:
+        return "n/a"
+    c = counts[level]
+    k = c[PASS] + c[UNCHANGED] if what == PASS else c[what]
+    return rate_bound(k, trials[level]) if bound else rate(k, trials[level])
 
 
 # --- sections --------------------------------------------------------------------------------
@@ -663,6 +784,7 @@ def error_rates(
         "flag FF/FP: the 95% lower bound of a false-fail / false-pass rate exceeds alpha."
     )
     flags: list[Flag] = []
+    check = ExactCheck()
     for i, metric in enumerate(METRICS):
         report.subheading(f"{metric.label}, limit {metric.limit}")
         rows = []
@@ -684,6 +806,18 @@ def error_rates(
                     counts[level] = count_decisions(gate, before, after, metric.limit)
                     trials[level] = t
                 flag = []
+                exact = []
+                if model.flips is not None:
+                    p_good = model.flips / 2.0
+                    p_bad = p_good + metric.limit
+                    rates = [
+                        exact_binary(gate, n, p_bad, p_good, metric.limit, what, check)
+                        for what in (FAIL, PASS)
+                    ]
+                    exact = [f"{x:.4f}" for x in rates]
+                    if rates[0] > settings.alpha:
+                        flag.append("FF")
+                        flags.append(Flag(metric, model, i, j, n, 1.0, "exact fail", 0, 0))
                 for level in (0.0, 0.5, 1.0):
                     if level in counts and lower_bound(counts[level][FAIL], trials[level]) > (
                         settings.alpha
@@ -708,27 +842,19 @@ def error_rates(
                         flag.append("FP")
                         flags.append(Flag(metric, model, i, j, n, 1.0, PASS, passed, trials[1.0]))
 
-                def cell(level: float, what: str, bound: bool = False) -> str:
-                    if level not in counts:
-                        return "n/a"
-                    c = counts[level]
-                    k = c[PASS] + c[UNCHANGED] if what == PASS else c[what]
-                    return rate_bound(k, trials[level]) if bound else rate(k, trials[level])
-
                 rows.append(
                     [
                         model.key,
                         str(n),
                         f"{changed:.3f}",
-                        cell(0.0, FAIL, True),
-                        cell(0.5, FAIL, True),
-                        cell(1.0, FAIL, True),
-                        cell(0.0, CANNOT),
-                        cell(1.0, CANNOT),
-                        cell(1.0, PASS),
-                        cell(1.0, UNCHANGED),
-                        cell(1.5, FAIL),
-                        cell(2.0, FAIL),
+                        *(cell(counts, trials, x, FAIL, True) for x in (0.0, 0.5, 1.0)),
+                        *exact,
+                        cell(counts, trials, 0.0, CANNOT),
+                        cell(counts, trials, 1.0, CANNOT),
+                        cell(counts, trials, 1.0, PASS),
+                        cell(counts, trials, 1.0, UNCHANGED),
+                        cell(counts, trials, 1.5, FAIL),
+                        cell(counts, trials, 2.0, FAIL),
                         " ".join(sorted(set(flag))) or "-",
                     ]
                 )
@@ -740,6 +866,7 @@ def error_rates(
                 "fail@0",
                 "fail@½",
                 "fail@1",
+                *(["exact fail@1", "exact pass@1"] if metric.key == "hit@5" else []),
                 "cannot@0",
                 "cannot@1",
                 "pass@1",
@@ -750,6 +877,15 @@ def error_rates(
             ],
             rows,
         )
+        if metric.key == "hit@5":
+            report.text(
+                "exact fail@1 / exact pass@1: the probability, summed over every (bad, good) "
+                "count with probability above 1e-13 (no Monte Carlo), that the gate fails / "
+                "passes when P(hit -> miss) = flips/2 + limit and P(miss -> hit) = flips/2, "
+                "i.e. exactly at the limit. It orders the pairs by Tango's statistic, on "
+                f"which the exact p-value depends monotonically: {check.checked:,} memoised "
+                f"p-values checked against that order, {check.disagree} disagree."
+            )
     return flags
 
 
@@ -766,29 +902,42 @@ def recheck(
             "No cell's false-fail or false-pass rate exceeds alpha beyond Monte Carlo error."
         )
         return
+    report.text(
+        f"Each flagged rate simulated again with {RECHECK_FACTOR} x {settings.trials:,} "
+        "samples and another seed (an exact flag is not simulated). To reproduce: the "
+        "model of section A at the drop share s, n queries, the gate's rule."
+    )
     rows = []
     for flag in flags:
         cal = cals[(flag.metric_index, flag.model_index)]
         drop = cal.drop_for(flag.level * flag.metric.limit)
         assert drop is not None
+        row = [
+            flag.metric.key,
+            flag.model.key,
+            str(flag.n),
+            f"{flag.level:g} x = {cal.worsening(drop):.5f}",
+            f"{drop:.5f}",
+            f"false {flag.what}",
+        ]
+        if flag.trials == 0:
+            rows.append([*row, "exact", "-", "-", "-", "yes"])
+            continue
         t = RECHECK_FACTOR * settings.trials
-        rng = rng_for(settings, 3, flag.metric_index, flag.model_index, flag.n, int(flag.level * 2))
+        key = (flag.metric_index, flag.model_index, flag.n, int(flag.level * 2))
+        rng = rng_for(settings, 3, *key)
         before, after = sample(flag.metric, flag.model, drop, flag.n, t, rng)
         counts = count_decisions(gate, before, after, flag.metric.limit)
         k = counts[FAIL] if flag.what == FAIL else counts[PASS] + counts[UNCHANGED]
+        confirmed = lower_bound(k, t) > settings.alpha
         rows.append(
             [
-                flag.metric.key,
-                flag.model.key,
-                str(flag.n),
-                f"{flag.level:g} x",
-                f"{cal.worsening(drop):.5f}",
-                f"{drop:.5f}",
-                f"false {flag.what}",
+                *row,
                 f"{flag.count / flag.trials:.3f} ({flag.count}/{flag.trials})",
                 f"{k / t:.3f} ({k}/{t})",
+                f"{counts[UNCHANGED] / t:.3f}" if flag.what == PASS else "-",
                 f"{lower_bound(k, t):.3f}",
-                "yes" if lower_bound(k, t) > settings.alpha else "no",
+                "yes" if confirmed else "no",
             ]
         )
     report.table(
@@ -797,11 +946,11 @@ def recheck(
             "model",
             "n",
             "true worsening",
-            "=",
             "drop share s",
             "error",
             "first run",
             "re-run",
+            "of which unchanged",
             "re-run 95% lower",
             "confirmed > alpha",
         ],
@@ -857,7 +1006,8 @@ def power_statement(
     )
     for i, metric in enumerate(METRICS):
         models = models_of(metric)
-        sources = (1, 2, 3) if metric.key == "hit@5" else (0,)
+        binary = metric.key == "hit@5"
+        sources = (1, 2, 3) if binary else (0, 1)
         report.subheading(f"{metric.label}, limit {metric.limit}")
         rows = []
         for j in sources:
@@ -870,7 +1020,9 @@ def power_statement(
                 claimed = detectable_worsening(before, after, metric.limit, settings.alpha)
                 row = [source.key, str(n), f"{np.mean(before != after):.3f}"]
                 if not math.isfinite(claimed):
-                    rows.append([*row, "inf", "-", "-", *("-" for _ in models)])
+                    rows.append(
+                        [*row, "inf", "-", "-", *("-" for _ in range(binary + len(models)))]
+                    )
                     continue
                 k = docstring_model_catch(
                     gate, before, after, claimed, metric.limit, settings.trials, rng
@@ -879,6 +1031,11 @@ def power_statement(
                 low, high = lower_bound(k, t, 0.975), upper_bound(k, t, 0.975)
                 row += [f"{claimed:.4f}", f"{claimed / metric.limit:.2f}"]
                 row.append(f"{k / t:.3f} [{low:.3f}, {high:.3f}]")
+                if binary:
+                    churn = float(np.mean(before != after)) / 2.0
+                    p_bad = churn + claimed
+                    exact = exact_binary(gate, n, p_bad, churn, metric.limit, FAIL, ExactCheck())
+                    row.append(f"{exact:.4f}")
                 for m, other in enumerate(models):
                     drop = cals[(i, m)].drop_for(claimed)
                     if drop is None:
@@ -896,6 +1053,7 @@ def power_statement(
                 "claimed drop",
                 "x limit",
                 "caught (same model)",
+                *(["exact (same model)"] if binary else []),
                 *(f"other: {m.key}" for m in models),
             ],
             rows,

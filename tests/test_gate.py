@@ -9,7 +9,7 @@ import pytest
 
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
-from llm_eval.stats import MarginTest
+from llm_eval.stats import MarginTest, holm, holm_levels
 from llm_eval.wording import power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
@@ -111,8 +111,8 @@ def test_verdict(statuses: tuple[str, ...], expected: str) -> None:
             make_gate(threshold=0.85, scope=Scope(tags=("howto",))),
             0.80,
             0.90,
-            "recall@5 (tag howto) dropped from 90.0% to 80.0% (−10.0 pp): "
-            "more than the 3.0 pp allowed, and is 80.0%, below the floor 85.0%",
+            "recall@5 (tag howto) is 80.0%, below the floor 85.0%, and dropped from 90.0% to "
+            "80.0% (−10.0 pp): more than the 3.0 pp allowed",
         ),
         (
             make_gate(metric="ndcg@10", threshold=0.5, regression_max=None),
@@ -127,10 +127,22 @@ def test_plain_words(gate: Gate, value: float, baseline: float | None, text: str
     assert sentence(decide(gate, value, n, baseline)) == text
 
 
-def against_limit(low: float, high: float, n: int = 100, p_beyond: float = 0.5) -> MarginTest:
-    """A test of the worsening (baseline - value) with one-sided bounds low and high."""
+def against_limit(
+    low: float, high: float, n: int = 100, p_beyond: float | None = None, limit: float = 0.03
+) -> MarginTest:
+    """A test of the worsening (baseline - value) with one-sided bounds low and high, and
+    the p-values that go with them: a bound beyond the limit rejects that side."""
     return MarginTest(
-        n, (low + high) / 2, low, high, 0.9, p_beyond, 1 - p_beyond, 0.3, 0.3, "bootstrap-t"
+        n=n,
+        worsening=(low + high) / 2,
+        low=low,
+        high=high,
+        confidence=0.9,
+        p_beyond=p_beyond if p_beyond is not None else (0.01 if low > limit else 0.5),
+        p_within=0.01 if high <= limit else 0.5,
+        spread=0.3,
+        method="betting",
+        changed=n,
     )
 
 
@@ -190,6 +202,12 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
         SliceInput("e", 50, 0.86, 0.90, against_limit(0.0, 0.08, 50, 0.3)),
         SliceInput("d", 12, 0.10, 0.90, against_limit(0.7, 0.9, 12, 0.0001)),
     ]
+    raw = [0.01, 0.02, 0.9, 0.3]
+    adjusted, levels = holm(raw), holm_levels(raw, 0.05)
+    inputs = [
+        replace(piece, p_adjusted=p, level=level)
+        for piece, p, level in zip(inputs, [*adjusted, None], [*levels, None], strict=True)
+    ]
     a, b, c, e, d = decide_slices(gate, inputs)
     # Holm over four judged slices: 0.01 * 4, max(0.04, 0.02 * 3), ...
     assert [a.p_adjusted, b.p_adjusted] == pytest.approx([0.04, 0.06])
@@ -223,7 +241,9 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
     assert slice_sentence(result, result.slices[4]) == (
         "recall@5 (tag d): too few queries (n=12) to judge"
     )
-    assert slice_sentence(result, result.slices[1]) is None
+    assert slice_sentence(result, result.slices[1]).endswith(  # type: ignore[union-attr]
+        "whether it dropped by more than the 3.0 pp allowed cannot be told"
+    )
     assert slice_sentence(result, result.slices[0]) == (
         "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp; 90% CI −15.0 to −5.0 pp, "
         "Holm-adjusted p = 0.040): more than the 3.0 pp allowed"
@@ -241,13 +261,13 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
         gate, 0.81, 24, 0.87, power=Power(0.2, 140), margin=against_limit(0.01, 0.11, 24)
     )
     assert sentence(unsure) == (
-        "recall@5 (tier A) cannot tell whether it dropped by more than 3.0 pp: dropped from "
-        "87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); 24 queries are fewer than the 30 "
-        "needed to judge (blocks the merge)"
+        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
+        "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
+        "fewer than the 30 needed to judge (blocks the merge)"
     )
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
-        "60 queries are too few; about 140 are needed (blocks the merge)"
+        "60 queries are too few; about 140 are needed (see `llm-eval gold plan`) (blocks the merge)"
     )  # type: ignore[union-attr]
 
 

@@ -49,7 +49,7 @@ def test_an_inconclusive_gate_says_it_cannot_tell() -> None:
     report = load("failure_stats")
     report["gates"][0]["status"] = "inconclusive"
     rows = gate_table(report, 80).splitlines()
-    assert rows[2].endswith("UNSURE")  # short, so the limits column fits at 80
+    assert rows[2].endswith("CANNOT TELL")
 
 
 def test_colour_marks_the_status_cells_without_moving_columns() -> None:
@@ -57,7 +57,7 @@ def test_colour_marks_the_status_cells_without_moving_columns() -> None:
     plain = gate_table(report, 80)
     coloured = gate_table(report, 80, coloured=True)
     assert "\033[31mFAIL\033[0m" in coloured
-    assert "\033[33mWARN\033[0m" in coloured
+    assert "\033[33mWARNING\033[0m" in coloured
     assert coloured.replace("\033[31m", "").replace("\033[33m", "").replace("\033[0m", "") == plain
     assert "\033" not in render_text(report, 80)
 
