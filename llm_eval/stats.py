@@ -521,7 +521,7 @@ def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     means = np.cumsum(x, axis=-1) / (seen + 1.0)
     squares = np.cumsum((x - means) ** 2, axis=-1)
     variance = (1.0 + squares) / (seen + 1.0)
-    before = np.concatenate([np.ones(x.shape[:-1] + (1,)), variance[..., :-1]], axis=-1)
+    before = np.concatenate([np.ones((*x.shape[:-1], 1)), variance[..., :-1]], axis=-1)
     return np.asarray(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * before)), dtype=np.float64)
 
 

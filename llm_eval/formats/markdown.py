@@ -316,26 +316,42 @@ def _lead(report: Mapping[str, Any]) -> list[str]:
 
 
 def _plain(gate: Mapping[str, Any]) -> str:
-    """The gate's own sentence when it misses a limit or cannot tell, else a plain line
-    for its reason: unchanged, improved, or within its limits (the record decides)."""
-    status = gate["status"]
-    if gate.get("sentence"):
-        return f"{STATUS_ICON[status]} {gate['sentence']}."
+    """`recall@5 on tier A fell from 41.1% to 33.1%: 8.1 points, more than the 3.0
+    allowed.` One line in plain words for the gate's reason (the record decides)."""
+    status, reason = gate["status"], gate.get("reason")
     metric, where = gate["metric"], f"{gate['metric_label']} on {gate['scope']}"
     now, before = value(metric, gate["value"]), value(metric, gate["baseline"])
-    reason = gate.get("reason")
+    loss = _loss(metric, gate["delta"])
+    allowed = gate.get("regression_max")
+    limit_words = (
+        "" if allowed is None else _amount(metric, allowed, gate.get("regression_relative"))
+    )
+    if reason == "no_data" and gate.get("sentence"):
+        return f"{STATUS_ICON[status]} {gate['sentence']}."
     if reason == "unchanged":
         text = f"{where}: no query's score changed ({now})"
-    elif gate["baseline"] is None:
+    elif gate["baseline"] is None or loss is None:
         text = f"{where} is {now}"
-    elif reason == "improved":
-        verb = "fell" if parse_metric(metric).lower_is_better else "rose"
-        text = f"{where} {verb} from {before} to {now}"
-    elif reason == "slice":
-        text = f"{where} is {now} (baseline {before}), but some tags dropped beyond the limit"
+    elif loss > 0:
+        moved = "rose" if parse_metric(metric).lower_is_better else "fell"
+        text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
+    elif loss < 0:
+        moved = "fell" if parse_metric(metric).lower_is_better else "rose"
+        text = f"{where} {moved} from {before} to {now}"
     else:
-        text = f"{where} is {now} (baseline {before}), within its limits"
-    return f"{STATUS_ICON[status]} {text}."
+        text = f"{where} stayed at {now}"
+    if reason in ("regression", "both"):
+        text += f", more than the {limit_words} allowed"
+    if gate.get("decision") == "inconclusive" and allowed is not None:
+        text += (
+            f"; too few questions to tell whether it dropped by more than the {limit_words} allowed"
+        )
+    if reason in ("floor", "both") and gate.get("threshold") is not None:
+        text += f"; it is below the minimum of {value(metric, gate['threshold'])}"
+    if reason == "slice":
+        text += "; some tags dropped beyond the limit"
+    warning = " (a warning: it does not block the merge)" if status == "warn" else ""
+    return f"{STATUS_ICON[status]} {text}{warning}."
 
 
 def _amount(metric: str, number: float, relative: bool | None = False) -> str:
