@@ -57,14 +57,15 @@ def test_the_demo_sweep_writes_the_table_words_and_picture(demo: tuple[Path, str
         assert values["error_rate"] == 0
         assert "score_discrimination@10" in values and "rank_correlation@10" in values
         assert variant["pareto_front"] in (True, False)
-    # Mistuned BM25 loses recall@5 significantly, as the degraded demo does.
+    # Mistuned BM25 loses recall@5; a better run is named only when the test says so.
     mistuned = document["variants"][2]["versus_reference"]["recall@5"]
-    assert mistuned["delta"] < -0.03 and mistuned["better"] == "reference"
+    assert mistuned["delta"] < -0.03
+    assert mistuned["better"] in ("reference", "no significant difference")
     assert any(v["pareto_front"] for v in document["variants"])
     markdown = (out / "experiment.md").read_text()
     assert "![recall@5 against p95 latency](experiment-pareto.png)" in markdown
     assert document["recommendation"] in markdown
-    assert "`k1=2.0 b=0.9`" in document["recommendation"]
+    assert any(f"`{v['name']}`" in document["recommendation"] for v in document["variants"])
     assert (out / "experiment-pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (out / "experiment-pareto.svg").read_bytes()
     rows = list(csv.DictReader((out / "experiment.csv").open()))

@@ -372,7 +372,7 @@ def test_against_a_baseline_rejection_gates_are_paired_and_pooled_ones_are_not(
     rejection = gates["rejection"]
     assert (rejection["baseline"], rejection["value"]) == (pytest.approx(2 / 3), 1.0)
     assert rejection["stats"]["n"] == 3
-    assert rejection["stats"]["method"] == "tango-score"
+    assert rejection["stats"]["method"] == "exact-unconditional"
     assert rejection["stats"]["miss_to_hit"] == 1
     stale = gates["stale_context"]
     # p1 now has 1 stale of 5 positions, r3 none: 1/(5+2+0+1+2+2+0) overall.
