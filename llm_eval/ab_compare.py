@@ -18,7 +18,7 @@ from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement
 from llm_eval.slices import members, standard_scopes
-from llm_eval.stats import holm, margin_tests
+from llm_eval.stats import holm, holm_levels, margin_tests
 from llm_eval.wording import delta
 
 
@@ -35,9 +35,12 @@ class Row:
     """Two-sided p-value of the gate's paired test (Holm-adjusted across tags)."""
     ci_low: float
     ci_high: float
-    """The (1 - alpha) interval of B − A from the same test."""
+    """The interval of B − A from the same test, at `confidence`."""
     winner: str
     """`A`, `B`, or `no significant difference`."""
+    confidence: float
+    """1 - alpha; for tag rows the Holm-consistent level, so that the interval excludes
+    zero exactly when the adjusted p-value is below alpha."""
 
     @property
     def delta(self) -> float:
@@ -58,7 +61,7 @@ def compare_runs(
     (`stats.margin_tests` with no allowed change, two one-sided tests at alpha / 2) so
     that `compare` and `gate` never disagree on the same pair; tag rows Holm-corrected
     per metric."""
-    rows = []
+    rows, pairs = [], []
     for kind, label, scope in standard_scopes(gold.queries):
         name = kind if kind == "overall" else f"{kind} {label}"
         members_of_scope = members(gold.queries, scope)
@@ -75,7 +78,8 @@ def compare_runs(
             before = np.array([a.per_query[q][metric] for q in ids])
             after = np.array([b.per_query[q][metric] for q in ids])
             rows.append(_row(name, metric, before, after, alpha, seed))
-    return _holm_on_tags(rows, alpha)
+            pairs.append((before, after))
+    return _holm_on_tags(rows, pairs, alpha, seed)
 
 
 def _row(
@@ -85,9 +89,16 @@ def _row(
     after: np.ndarray,
     alpha: float,
     seed: int,
+    level: float | None = None,
 ) -> Row:
+    """Two one-sided tests at alpha / 2 against no change; the interval's two-sided level
+    is `level` (default alpha)."""
     worse = (after, before) if parse_metric(metric).lower_is_better else (before, after)
-    test = margin_tests(*worse, [0.0], alpha=alpha / 2, seed=seed)[0]
+    two_sided = alpha if level is None else level
+    span = parse_metric(metric).span
+    test = margin_tests(
+        *worse, [0.0], alpha=alpha / 2, seed=seed, span=span, levels=[two_sided / 2]
+    )[0]
     low, high = delta_interval(metric, test)
     p_value = min(1.0, 2.0 * min(test.p_beyond, test.p_within))
     return Row(
@@ -100,6 +111,7 @@ def _row(
         low,
         high,
         winner(metric, p_value, low, high, alpha),
+        1.0 - two_sided,
     )
 
 
@@ -111,23 +123,22 @@ def winner(metric: str, p_value: float, low: float, high: float, alpha: float) -
     return "B" if b_higher != parse_metric(metric).lower_is_better else "A"
 
 
-def _holm_on_tags(rows: list[Row], alpha: float) -> list[Row]:
-    """Tag rows of one metric are many chances of a fluke: Holm-adjust their p-values
-    and decide their winners on the adjusted ones."""
-    adjusted: dict[int, float] = {}
+def _holm_on_tags(
+    rows: list[Row], pairs: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int
+) -> list[Row]:
+    """Tag rows of one metric are many chances of a fluke: Holm-adjust their p-values,
+    decide their winners on the adjusted ones, and draw each interval at the level that
+    agrees with that decision (`stats.holm_levels`)."""
+    out = list(rows)
     for metric in dict.fromkeys(r.metric for r in rows):
         tags = [i for i, r in enumerate(rows) if r.metric == metric and r.slice.startswith("tag ")]
-        adjusted |= dict(zip(tags, holm([rows[i].p_value for i in tags]), strict=True))
-    return [
-        replace(
-            r,
-            p_value=adjusted[i],
-            winner=winner(r.metric, adjusted[i], r.ci_low, r.ci_high, alpha),
-        )
-        if i in adjusted
-        else r
-        for i, r in enumerate(rows)
-    ]
+        raw = [rows[i].p_value for i in tags]
+        for i, p, level in zip(tags, holm(raw), holm_levels(raw, alpha), strict=True):
+            row = _row(rows[i].slice, metric, *pairs[i], alpha, seed, level)
+            out[i] = replace(
+                row, p_value=p, winner=winner(metric, p, row.ci_low, row.ci_high, alpha)
+            )
+    return out
 
 
 def verdict_line(rows: Sequence[Row]) -> str:

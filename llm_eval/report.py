@@ -506,7 +506,8 @@ def _notes(
         )
     for name in ("corpus", "retriever", "criteria", "scoring", "versions"):
         if baseline.fingerprints.get(name) != fingerprints.get(name):
-            notes.append(f"The {name} differs from the baseline's.")
+            verb = "differ" if name in ("criteria", "versions") else "differs"
+            notes.append(f"The {name} {verb} from the baseline's.")
     return notes
 
 

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from llm_eval.baseline import load_baseline
@@ -417,15 +418,21 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
 
 
 def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
-    from llm_eval.ab_compare import Row, _holm_on_tags
+    from llm_eval.ab_compare import _holm_on_tags, _row
+    from llm_eval.stats import holm
 
-    rows = [
-        Row("overall", "mrr", 100, 0.5, 0.4, 0.01, -0.15, -0.05, "A"),
-        Row("tag x", "mrr", 40, 0.5, 0.4, 0.01, -0.15, -0.05, "A"),
-        Row("tag y", "mrr", 40, 0.5, 0.45, 0.03, -0.09, -0.01, "A"),
-        Row("tag z", "mrr", 40, 0.5, 0.5, 0.9, -0.05, 0.05, "no significant difference"),
-    ]
-    adjusted = _holm_on_tags(rows, 0.05)
-    assert [r.p_value for r in adjusted] == pytest.approx([0.01, 0.03, 0.06, 0.9])
-    unsure = "no significant difference"
-    assert [r.winner for r in adjusted] == ["A", "A", unsure, unsure]
+    rng = np.random.default_rng(4)
+    pairs, rows = [], []
+    for name, drop in (("overall", 0.2), ("tag x", 0.3), ("tag y", 0.1), ("tag z", 0.0)):
+        before = rng.random(120)
+        after = np.clip(before - drop * (rng.random(120) < 0.6), 0.0, 1.0)
+        pairs.append((before, after))
+        rows.append(_row(name, "mrr", before, after, 0.05, 0))
+    adjusted = _holm_on_tags(rows, pairs, 0.05, 0)
+    assert adjusted[0] == rows[0]  # the overall row is one test, not adjusted
+    assert [r.p_value for r in adjusted[1:]] == pytest.approx(holm([r.p_value for r in rows[1:]]))
+    for row in adjusted[1:]:
+        excludes_zero = row.ci_low > 0.0 or row.ci_high < 0.0
+        assert (row.winner != "no significant difference") == excludes_zero
+        assert row.confidence >= 0.95
+    assert adjusted[1].winner == "A" and adjusted[3].winner == "no significant difference"

@@ -33,10 +33,19 @@ def _cells(row: Row) -> list[str]:
         value(metric, row.mean_a),
         value(metric, row.mean_b),
         delta(metric, row.delta),
-        f"{low} to {delta(metric, row.ci_high)}",
+        f"{low} to {delta(metric, row.ci_high)}" + _level(row),
         format_p(row.p_value),
         row.winner,
     ]
+
+
+def _level(row: Row) -> str:
+    """The interval's level where Holm widened it (tag rows)."""
+    return (
+        ""
+        if row.slice == "overall" or not row.slice.startswith("tag ")
+        else (f" ({row.confidence * 100:.1f}%)")
+    )
 
 
 def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> str:
@@ -47,8 +56,10 @@ def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> st
         f"**{verdict_line(rows)}**",
         "",
         f"Winner: the better run where the {(1 - alpha) * 100:g}% interval of B − A excludes "
-        f"zero (p < {alpha:g}), by the paired tests the gate uses (Tango's score test for 0/1 "
-        "scores, bootstrap-t for graded ones); tag rows Holm-corrected per metric.",
+        f"zero (p < {alpha:g}), by the paired tests the gate uses (an exact test for 0/1 "
+        "scores, a betting test for graded ones, both valid at every number of queries); "
+        "tag rows Holm-corrected per metric, each interval drawn at the level that agrees "
+        "with its adjusted p-value (shown in brackets).",
         "",
         "| " + " | ".join(_HEADER) + " |",
         "|" + "---|" * len(_HEADER),

@@ -47,7 +47,9 @@ def headline(report: Mapping[str, Any]) -> str:
         return "PASS: no query's score changed since the baseline"
     if len(gates) == 1:
         return "PASS: the gate passes"
-    return f"PASS: all {len(gates)} gates pass"
+    if len(gates) == 2:
+        return "PASS: both gates pass"
+    return f"PASS: all {len(gates):,} gates pass"
 
 
 def missing_lines(report: Mapping[str, Any]) -> list[str]:
@@ -105,13 +107,16 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
             "are not calibrated."
         )
     else:
+        lines.append(
+            f"The judge ({judge['model']}) agrees with your labels on "
+            f"{calibration['agreement'] * 100:.0f}% of {calibration['chunks']:,} chunks: "
+            f"{_strength(calibration['kappa'])}."
+        )
         kappa = "n/a" if calibration["kappa"] is None else f"{calibration['kappa']:.2f}"
         lines.append(
-            f"Judge {judge['model']} agrees with the gold labels on "
-            f"{calibration['agreement'] * 100:.1f}% of {calibration['chunks']:,} chunks (Cohen's "
-            f"kappa {kappa}): {_share(calibration['precision'])} of the chunks it calls useful "
-            f"are labelled relevant, and it calls useful {_share(calibration['recall'])} of the "
-            "relevant ones."
+            f"  (Cohen's kappa {kappa}; {_share(calibration['precision'])} of the chunks it "
+            f"calls useful are labelled relevant; it calls useful "
+            f"{_share(calibration['recall'])} of the relevant ones.)"
         )
     tokens = judge["prompt_tokens"] + judge["completion_tokens"]
     unscored = judge["unscored_count"]
@@ -120,8 +125,8 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
     )
     lines.append(
         f"Judge cost: {judge['calls']:,} calls made, {judge['cached']:,} answered from the "
-        f"cache, {judge['failed']:,} failed; {tokens:,} tokens, {judge['cost']:.4f} at the "
-        f"configured prices{left}."
+        f"cache, {judge['failed']:,} failed; {tokens:,} tokens, costing {judge['cost']:.4f} "
+        f"in the currency of the configured prices{left}."
     )
     if judge.get("repeats", 1) > 1:
         spread = ", ".join(
@@ -142,6 +147,15 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
         )
         lines.append(f"Judged (advisory), all queries: {values}.")
     return lines
+
+
+def _strength(kappa: float | None) -> str:
+    """Cohen's kappa in words (bands of Landis & Koch 1977, merged to three)."""
+    if kappa is None or kappa < 0.4:
+        return "weak agreement, treat judged numbers as rough"
+    if kappa < 0.6:
+        return "moderate agreement, judged numbers show direction more than size"
+    return "strong agreement"
 
 
 def _share(value: float | None) -> str:
