@@ -20,7 +20,7 @@ import click
 from llm_eval import __version__, defaults
 from llm_eval.errors import ExitCode, LlmEvalError
 from llm_eval.formats import format_names
-from llm_eval.output import degrade_unencodable_output
+from llm_eval.output import degrade_unencodable_output, encodes
 
 METRIC_HELP = "Metric name, repeatable (`llm-eval metrics` lists them)."
 
@@ -267,7 +267,8 @@ def gate(
     if for_tools:
         _echo(get_format(output_format).render(outcome.report, RenderOptions()).rstrip("\n"))
     else:
-        _echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ)))
+        plain = not encodes(sys.stdout, "Δ−≥✓✗…")
+        _echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ), plain))
     for line in publish(outcome.report, os.environ, Path.cwd()):
         _echo(line, err=for_tools)  # the runner reads workflow commands on both streams
     return outcome.exit_code

@@ -116,6 +116,21 @@ def _spell_in_ascii(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ASCII_FALLBACK, _spell_in_ascii)
 
 
+def in_ascii(text: str) -> str:
+    """`text` as the ASCII fallback would print it (`Δ` as `delta`, `−` as `-`)."""
+    return text.encode("ascii", errors=ASCII_FALLBACK).decode("ascii")
+
+
+def encodes(stream: object, text: str) -> bool:
+    """Whether `stream`'s encoding can write `text` as it is."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
 def degrade_unencodable_output() -> None:
     """Let stdout and stderr write what their encoding cannot (latin-1, ascii) in ASCII.
 

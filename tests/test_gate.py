@@ -346,3 +346,47 @@ def test_lower_is_better_metrics(
     result = decide(gate, value, 100, baseline)
     assert result.status == status
     assert sentence(result) == text
+
+
+def _unchanged(n: int) -> MarginTest:
+    return replace(against_limit(-0.1, 0.1, n), changed=0, worsening=0.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "baseline", "threshold", "margin", "status", "reason"),
+    [
+        # no query's score moved: a plain pass, whatever the size (24 < min_n)
+        (0.9, 0.9, 0.85, _unchanged(24), "pass", "unchanged"),
+        (0.95, 0.9, 0.85, against_limit(-0.1, -0.01, 100), "pass", "improved"),
+        (0.89, 0.9, 0.85, against_limit(-0.02, 0.02, 100), "pass", "within"),
+        (0.84, 0.86, 0.85, against_limit(-0.02, 0.02, 100), "fail", "floor"),
+        (0.80, 0.86, 0.85, against_limit(0.04, 0.08, 100), "fail", "both"),
+        (0.88, 0.94, 0.85, against_limit(0.04, 0.08, 100), "fail", "regression"),
+        (0.88, 0.94, 0.85, against_limit(0.01, 0.08, 100), "inconclusive", "cannot_tell"),
+        (0.84, 0.86, 0.85, against_limit(0.01, 0.08, 100), "fail", "floor"),
+        (float("nan"), 0.9, 0.85, None, "fail", "no_data"),
+    ],
+)
+def test_one_reason_per_gate(
+    value: float,
+    baseline: float,
+    threshold: float,
+    margin: MarginTest | None,
+    status: str,
+    reason: str,
+) -> None:
+    n = 0 if math.isnan(value) else (margin.n if margin else 50)
+    result = decide(make_gate(threshold=threshold), value, n, baseline, margin=margin)
+    assert (result.status, result.reason) == (status, reason)
+    said = sentence(result)
+    assert (said is None) == (reason in ("unchanged", "improved", "within"))
+    if reason == "floor" and result.decision == "inconclusive":
+        assert said is not None and "cannot be told" in said and "below the floor" in said
+
+
+def test_an_improvement_is_never_called_a_drop() -> None:
+    gate = make_gate(threshold=None)
+    unsure = decide(gate, 0.924, 40, 0.889, margin=against_limit(-0.12, 0.05, 40))
+    assert unsure.reason == "cannot_tell"
+    assert "rose from 88.9% to 92.4% (+3.5 pp" in str(sentence(unsure))
+    assert "dropped from" not in str(sentence(unsure))

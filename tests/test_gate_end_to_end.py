@@ -55,8 +55,8 @@ def test_the_degraded_config_fails_with_a_plain_sentence(
     out = capsys.readouterr().out
     assert code == 1
     assert "llm-eval gate: FAIL" in out
-    assert "✗ recall@5 (tier A) dropped from" in out
-    assert "more than the 3.0 pp allowed" in out
+    assert "✗ recall@5 (tier A) is 33.1%, below the floor 38.0%" in out
+    assert "more than the 0.050 allowed (warning)" in out  # MRR, beyond its limit
 
 
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(

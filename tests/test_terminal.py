@@ -113,3 +113,14 @@ def test_an_inconclusive_tag_is_information_not_a_warning() -> None:
     for piece in report["gates"][1]["slices"]:
         piece["status"] = "inconclusive"
     assert "! MRR (tag " not in render_text(report, 200)
+
+
+@pytest.mark.parametrize("name", ["failure_stats", "inconclusive", "warning"])
+def test_the_ascii_fallback_keeps_the_table_aligned_within_80_columns(name: str) -> None:
+    text = render_text(load(name), 80, ascii=True)
+    assert text.isascii()
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    table = lines[lines.index("") + 1 :]
+    table = table[: table.index("")] if "" in table else table
+    assert len({len(line) for line in table}) == 1  # every row as wide as the header

@@ -30,9 +30,10 @@ class GateOutcome:
     report_path: Path
     exit_code: int
 
-    def text(self, width: int = 80, coloured: bool = False) -> str:
+    def text(self, width: int = 80, coloured: bool = False, ascii: bool = False) -> str:
         """The terminal rendering at this width, with the retrieval notes and the path."""
-        verdict = get_format("text").render(self.report, RenderOptions(width, coloured))
+        options = RenderOptions(width, coloured, ascii=ascii)
+        verdict = get_format("text").render(self.report, options)
         return "\n".join([verdict, *self.notes, f"Report: {self.report_path}"])
 
 

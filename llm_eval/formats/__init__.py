@@ -28,6 +28,9 @@ class RenderOptions:
     """Columns of the terminal (text)."""
     coloured: bool = False
     """ANSI colour (text)."""
+    ascii: bool = False
+    """Spell symbols in ASCII before laying out (text), so columns stay aligned on a
+    terminal that cannot show them."""
     links: Links | None = None
     """Links to the repository and the CI run (Markdown); None: none."""
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -11,7 +11,7 @@ from typing import Any
 
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
-from llm_eval.output import colour, plural, render_table, table_width, wrap
+from llm_eval.output import colour, in_ascii, plural, render_table, table_width, wrap
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
 
@@ -58,11 +58,15 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
     return f"{level} {interval}, {format_p(stats['p_value'])}"
 
 
-def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) -> str:
+def gate_table(
+    report: Mapping[str, Any], width: int, coloured: bool = False, ascii: bool = False
+) -> str:
     """The gates as a table no wider than `width`: less important columns are left out
-    until it fits (the gate's name and status always stay)."""
-    rows = _gate_rows(report)
-    titles = {column: column for column in _GATE_COLUMNS} | {"CI": "CI, p (vs limit)"}
+    until it fits (the gate's name and status always stay). `ascii` spells the symbols
+    out before the columns are measured."""
+    spell = in_ascii if ascii else str
+    rows = [{k: spell(v) for k, v in row.items()} for row in _gate_rows(report)]
+    titles = {column: spell(column) for column in _GATE_COLUMNS} | {"CI": "CI, p (vs limit)"}
     columns = [*_GATE_COLUMNS, "status"]
 
     def cells(cols: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -75,9 +79,9 @@ def gate_table(report: Mapping[str, Any], width: int, coloured: bool = False) ->
     last = len(columns) - 1
 
     def paint(index: int, text: str) -> str:
-        if index != last or text not in _WORD_STATUS:
+        if index != last or text.strip() not in _WORD_STATUS:
             return text
-        return colour(text, _STATUS_COLOUR[_WORD_STATUS[text]])
+        return colour(text, _STATUS_COLOUR[_WORD_STATUS[text.strip()]])
 
     return render_table(*cells(columns), style=paint if coloured else None)
 
@@ -104,9 +108,12 @@ def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = False) -> str:
+def render_text(
+    report: Mapping[str, Any], width: int = 80, coloured: bool = False, ascii: bool = False
+) -> str:
     """The terminal rendering, no line wider than `width`: verdict, gates table, one
-    sentence per gate not passing. `coloured` adds ANSI colour to the statuses."""
+    sentence per gate not passing. `coloured` adds ANSI colour to the statuses; `ascii`
+    spells symbols out before laying out (see `gate_table`)."""
     title = f"llm-eval gate: {headline(report)}"
     if coloured:
         title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
@@ -117,7 +124,7 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
         why = report["summary"][:1] or ["The gold set differs from the baseline's."]
         lines += [*why, *gold_change_lines(report["gold_changes"]), ""]
         lines.append("On the unchanged queries, for information:")
-    lines.append(gate_table(report, width, coloured))
+    lines.append(gate_table(report, width, coloured, ascii))
     sentences = []
     for gate in report["gates"]:
         mark = _STATUS_MARK[gate["status"]]
@@ -149,7 +156,8 @@ def render_text(report: Mapping[str, Any], width: int = 80, coloured: bool = Fal
     lines += missing_lines(report)
     lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]
-    rows = (row for line in lines for row in line.split("\n"))
+    spell = in_ascii if ascii else str
+    rows = (spell(row) for line in lines for row in line.split("\n"))
     return "\n".join(fitted for row in rows for fitted in _fit(row, width))
 
 
@@ -169,7 +177,7 @@ class Text:
 
     def render(self, report: Mapping[str, Any], options: RenderOptions) -> str:
         """`render_text` at the options' width and colour."""
-        return render_text(report, options.width, options.coloured)
+        return render_text(report, options.width, options.coloured, options.ascii)
 
 
 FORMAT = Text()
