@@ -186,7 +186,7 @@ def test_judged_metrics_match_the_rules_and_a_second_run_costs_nothing(
     # 2 + 1 chunk calls, and a recall and a sufficiency call for q1 and q2
     assert first == 7
     lines = out.splitlines()
-    assert lines[2].startswith("Judge stub agrees with the gold labels on ")
+    assert lines[2].startswith("The judge (stub) agrees with your labels on ")
     assert "Judge cost: 7 calls made, 0 answered from the cache, 0 failed;" in out
     assert "Judged (advisory), all queries: context precision@2 0.750," in out
 

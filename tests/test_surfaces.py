@@ -1,0 +1,754 @@
+"""Every surface states what the core decided, and decides nothing itself.
+
+The verdict is decided once: `llm_eval.gate` (`decide`, `decide_slices`, `verdict`,
+`blocks`) and `llm_eval.report` (`gate_entry`, the report's verdict, exit code and
+summary). Here random decision records go through that core, are assembled into full
+reports the way `build_report` assembles them, and every report is rendered on every
+surface: the terminal (80 columns, with and without colour), report.json, the Markdown
+report and PR comment, JUnit XML and the GitHub Action's outputs and annotations. Each
+surface must show every gate and tag slice with the status of its record, agree with
+the verdict and exit code, show only finite numbers, and fit its medium.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llm_eval import report as core_report
+from llm_eval.actions import regression_annotations
+from llm_eval.comparison import Comparison
+from llm_eval.criteria import Gate, Location, Scope, Statistics
+from llm_eval.errors import ExitCode
+from llm_eval.fingerprint import GoldDiff
+from llm_eval.formats import RenderOptions, get_format
+from llm_eval.formats._words import headline
+from llm_eval.formats.markdown import (
+    COMMENT_MARKER,
+    STATUS_ICON,
+    escape_markdown,
+    render_comment,
+    render_markdown,
+)
+from llm_eval.formats.text import render_text
+from llm_eval.gate import (
+    GateResult,
+    Power,
+    SliceInput,
+    allowed_change,
+    blocks,
+    decide,
+    decide_slices,
+    verdict,
+)
+from llm_eval.judge.scoring import Calibration, JudgeSummary
+from llm_eval.metrics import parse_metric
+from llm_eval.report_schema import VERDICTS, validate_report
+from llm_eval.stats import MarginTest, holm, holm_levels
+from llm_eval.wording import STATUS_WORDS
+
+xmlschema = pytest.importorskip("xmlschema")
+
+REPO = Path(__file__).resolve().parents[1]
+REPORTS = Path(__file__).parent / "gold" / "reports"
+FIXTURES = sorted(p.stem for p in REPORTS.glob("*.json"))
+JUNIT_SCHEMA = xmlschema.XMLSchema(str(Path(__file__).parent / "data" / "junit.xsd"))
+WIDTH = 80
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+NON_FINITE_WORD = re.compile(r"(?<![\w.])[+\-−]?(?:inf(?:inity)?|nan)(?!\w)", re.IGNORECASE)
+"""A non-finite number written out: `inf`, `+inf pp`, `−Infinity`, `nan%`, `NaN`."""
+UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+# --- decision records, drawn at random and decided by the core ------------------------
+
+HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
+METRICS = ("recall@5", "mrr", "ndcg@10", "hit_rate@5", "latency_p95")
+SCOPES = (Scope(), Scope(tier="A"), Scope(tags=("howto",)))
+TAGS = ("howto", "files", "data", "lookup", "network")
+NAMES = ("retrieval_recall", "quality", "latency-budget", "gate")
+LOW_END, HIGH_END = -1.0, 1.0
+"""The possible range of a per-query worsening of a score in [0, 1]."""
+
+
+def sometimes(chance: int = 5) -> st.SearchStrategy[bool]:
+    """True about once in `chance` draws."""
+    return st.integers(0, chance - 1).map(lambda i: i == 0)
+
+
+def p_at_most(level: float) -> st.SearchStrategy[float]:
+    return st.floats(0.0, level)
+
+
+def p_above(level: float) -> st.SearchStrategy[float]:
+    return st.floats(level, 1.0, exclude_min=True)
+
+
+def draw_score(draw: st.DrawFn, scale: float = 1.0) -> float:
+    """A mean score in [0, 1] (milliseconds for latency), often a round number."""
+    grid = st.sampled_from((0.0, 0.3, 0.5, 0.85, 0.9, 1.0))
+    return draw(st.one_of(grid, st.floats(0.0, 1.0))) * scale
+
+
+def draw_margin(
+    draw: st.DrawFn,
+    *,
+    n: int,
+    worsening: float,
+    limit: float,
+    level: float,
+    changed: int,
+    exact: bool,
+    p_beyond: float | None = None,
+) -> MarginTest:
+    """A test against the limit whose bounds agree with its p-values at `level`, as
+    `stats.tested_margin` guarantees: `low` lies beyond the limit exactly when
+    `p_beyond <= level`, `high` within it exactly when `p_within <= level`; low <= high,
+    both finite, an end of the range marked open. A side can only be rejected when the
+    point estimate lies on that side."""
+    if p_beyond is None:
+        beyond_possible = worsening > limit
+        p_beyond = draw(st.floats(0.0, 1.0) if beyond_possible else p_above(level))
+    low_open = high_open = False
+    if p_beyond <= level:
+        low = draw(st.floats(limit, worsening, exclude_min=True))
+    else:
+        top = min(limit, worsening)
+        low_open = draw(sometimes())
+        low = LOW_END if low_open else draw(st.floats(max(LOW_END, top - 0.5), top))
+    within_possible = worsening < limit
+    p_within = draw(st.floats(0.0, 1.0) if within_possible else p_above(level))
+    if p_within <= level:
+        high = draw(st.floats(max(worsening, low), limit, exclude_max=True))
+    else:
+        bottom = max(limit, worsening, low)
+        high_open = draw(sometimes())
+        high = max(bottom, HIGH_END) if high_open else draw(st.floats(bottom, bottom + 0.5))
+    went_worse = draw(st.integers(0, changed)) if exact else None
+    return MarginTest(
+        n=n,
+        worsening=worsening,
+        low=low,
+        high=high,
+        confidence=1.0 - 2.0 * level,
+        p_beyond=p_beyond,
+        p_within=p_within,
+        spread=draw(st.floats(0.0, 1.0)),
+        method="exact-unconditional" if exact else "betting",
+        went_worse=went_worse,
+        went_better=None if went_worse is None else changed - went_worse,
+        low_open=low_open,
+        high_open=high_open,
+        changed=changed,
+    )
+
+
+def worsening_of(gate: Gate, value: float, baseline: float) -> float:
+    return value - baseline if parse_metric(gate.metric).lower_is_better else baseline - value
+
+
+def draw_changed(draw: st.DrawFn, n: int, value: float, baseline: float) -> int:
+    """Queries whose score moved: none only when the means are equal."""
+    if value == baseline and draw(st.booleans()):
+        return 0
+    return draw(st.integers(1, max(1, n)))
+
+
+@st.composite
+def slice_inputs(draw: st.DrawFn, gate: Gate, n: int) -> list[SliceInput]:
+    """The gate's tag slices as `comparison` builds them: the judged ones that moved form
+    one Holm family (adjusted p-values, intervals at `holm_levels`); the others keep an
+    interval at alpha."""
+    alpha, min_n = gate.statistics.alpha, gate.statistics.min_n
+    exact = gate.metric in ("recall@5", "hit_rate@5") and draw(st.booleans())
+    pieces = []
+    for tag in draw(st.lists(st.sampled_from(TAGS), unique=True, max_size=4)):
+        size = draw(st.integers(1, max(1, n)))
+        value = draw_score(draw)
+        baseline = value if draw(sometimes(3)) else draw_score(draw)
+        changed = draw_changed(draw, size, value, baseline)
+        worsening = worsening_of(gate, value, baseline)
+        limit = allowed_change(gate, baseline)
+        pieces.append((tag, size, value, baseline, changed, worsening, limit))
+    family = [p for p in pieces if p[1] >= min_n and p[4] > 0]
+    raw = [
+        draw(st.floats(0.0, 1.0) if worsening > limit else p_above(alpha))
+        for *_, worsening, limit in family
+    ]
+    tested = dict(zip((p[0] for p in family), zip(raw, holm(raw), holm_levels(raw, alpha))))
+    inputs = []
+    for tag, size, value, baseline, changed, worsening, limit in pieces:
+        common = {"n": size, "worsening": worsening, "limit": limit, "changed": changed}
+        if tag in tested:
+            p, adjusted, level = tested[tag]
+            margin = draw_margin(draw, **common, level=level, exact=exact, p_beyond=p)
+            inputs.append(SliceInput(tag, size, value, baseline, margin, adjusted, level))
+        else:
+            margin = draw_margin(draw, **common, level=alpha, exact=exact)
+            inputs.append(SliceInput(tag, size, value, baseline, margin))
+    return inputs
+
+
+@st.composite
+def gate_results(draw: st.DrawFn, index: int) -> GateResult:
+    """One gate decided by the core, with the numbers `comparison` would hand it."""
+    metric = draw(st.sampled_from(METRICS))
+    parsed = parse_metric(metric)
+    scale = 400.0 if parsed.family.unit == "ms" else 1.0
+    relative = parsed.lower_is_better and draw(st.booleans())
+    threshold = None if draw(st.booleans()) else draw_score(draw, scale)
+    regression_max: float | None = None
+    if not draw(sometimes(4)):
+        limits = st.one_of(st.sampled_from((0.0, 0.03, 0.05)), st.floats(0.0, 0.2))
+        regression_max = draw(st.floats(0.0, 0.5) if relative else limits)
+    if threshold is None and regression_max is None:
+        threshold = draw_score(draw, scale)
+    statistics = Statistics(
+        alpha=draw(st.sampled_from((0.05, 0.1, 0.01))),
+        significance=not draw(sometimes(6)),
+        min_n=draw(st.sampled_from((1, 5, 30))),
+        on_inconclusive=draw(st.sampled_from((None, "fail", "warn"))),
+    )
+    gate = Gate(
+        name=f"{draw(st.sampled_from(NAMES))}-{index}",
+        metric=metric,
+        threshold=threshold,
+        regression_max=regression_max,
+        severity=draw(st.sampled_from(("error", "warning"))),
+        scope=draw(st.sampled_from(SCOPES)),
+        where=HERE,
+        scope_where=HERE,
+        statistics=statistics,
+        regression_relative=relative and regression_max is not None,
+        per_tag=regression_max is not None and draw(st.booleans()),
+    )
+    data = draw(st.sampled_from(("scored", "scored", "scored", "nan", "empty")))
+    n = 0 if data == "empty" else draw(st.integers(0 if data == "nan" else 1, 400))
+    value = math.nan if data == "nan" else draw_score(draw, scale)
+    computable = n > 0 and not math.isnan(value)
+
+    baseline: float | None = None
+    kind = draw(st.sampled_from(("none", "equal", "random", "random", "on_limit", "nan")))
+    if kind == "equal":
+        baseline = value
+    elif kind == "random":
+        baseline = draw_score(draw, scale)
+    elif kind == "nan":
+        baseline = math.nan
+    elif kind == "on_limit" and regression_max is not None and computable:
+        if relative:
+            baseline = value / (1.0 + regression_max)
+        else:
+            baseline = value - regression_max if parsed.lower_is_better else value + regression_max
+    if parsed.pairable and not computable:
+        baseline = None  # no paired query: the core gets no baseline (`_decide_gate`)
+
+    margin = None
+    slices: list[SliceInput] = []
+    paired = parsed.pairable and computable and baseline is not None and not math.isnan(baseline)
+    if paired and regression_max is not None:
+        assert baseline is not None
+        margin = draw_margin(
+            draw,
+            n=n,
+            worsening=worsening_of(gate, value, baseline),
+            limit=allowed_change(gate, baseline),
+            level=statistics.alpha,
+            changed=draw_changed(draw, n, value, baseline),
+            exact=metric in ("recall@5", "hit_rate@5") and draw(st.booleans()),
+        )
+        if gate.per_tag:
+            slices = draw(slice_inputs(gate, n))
+    result = decide(gate, value, n, baseline, decide_slices(gate, slices), margin=margin)
+    if margin is not None and margin.n >= 2 and margin.changed:
+        needed = None
+        if result.decision == "inconclusive":
+            needed = draw(st.none() | st.integers(statistics.min_n, 100_000))
+        drop = draw(st.none() | st.floats(0.001, 0.5))
+        result = replace(result, power=Power(drop, needed))
+    return result
+
+
+TEMPLATE = load("failure_stats")
+"""The non-gate parts of a report (queries, changes, provenance): a real gate run's."""
+
+
+def report_slices(
+    gates: Sequence[Mapping[str, Any]], metrics: Sequence[str], draw: st.DrawFn
+) -> list[dict[str, Any]]:
+    """Overall, tier and tag rows covering every tag a gate checks, for every metric."""
+    tags = sorted({s["slice"].removeprefix("tag:") for g in gates for s in g["slices"]})
+    names = [("overall", "overall", "all queries"), ("tier:A", "tier", "A")]
+    names += [("tier:B", "tier", "B")] + [(f"tag:{t}", "tag", t) for t in tags]
+    rows = []
+    for slice_name, kind, name in names:
+        cells = {}
+        for metric in metrics:
+            now = draw(st.none() | st.floats(0.0, 1.0))
+            before = draw(st.none() | st.floats(0.0, 1.0))
+            change = None if now is None or before is None else now - before
+            cells[metric] = {"value": now, "baseline": before, "delta": change, "n": 40}
+        rows.append(
+            {
+                "slice": slice_name,
+                "kind": kind,
+                "name": name,
+                "n": 40,
+                "n_baseline": 40,
+                "metrics": cells,
+            }
+        )
+    return rows
+
+
+def judge_section(draw: st.DrawFn, metric: str) -> dict[str, Any] | None:
+    """`build_report`'s judge section, from a random `JudgeSummary`."""
+    calibration = None
+    if draw(st.booleans()):
+        share = st.none() | st.floats(0.0, 1.0)
+        calibration = Calibration(
+            draw(st.integers(1, 5000)),
+            draw(st.floats(0.0, 1.0)),
+            draw(st.none() | st.floats(-1.0, 1.0)),
+            draw(share),
+            draw(share),
+        )
+    repeats = draw(st.sampled_from((1, 3)))
+    summary = JudgeSummary(
+        model="judge-model",
+        calls=draw(st.integers(0, 10_000)),
+        cached=draw(st.integers(0, 10_000)),
+        failed=draw(st.integers(0, 10)),
+        prompt_tokens=draw(st.integers(0, 10**7)),
+        completion_tokens=draw(st.integers(0, 10**6)),
+        cost=draw(st.floats(0.0, 100.0)),
+        calibration=calibration,
+        unscored={"a-001": "the judge failed"} if draw(st.booleans()) else {},
+        repeats=repeats,
+        spread={metric: draw(st.floats(0.0, 1.0))} if repeats > 1 else {},
+        flips=(("a-002", 3),) if repeats > 1 else (),
+    )
+    return core_report._judge(summary)
+
+
+@st.composite
+def reports(draw: st.DrawFn) -> dict[str, Any]:
+    """A full report around random gate results, assembled as `build_report` does."""
+    results = [draw(gate_results(i)) for i in range(draw(st.integers(1, 4)))]
+    gates = [core_report.gate_entry(r) for r in results]
+    status: str = verdict(results)
+    exit_code = ExitCode.GATE_FAILED if blocks(results) else ExitCode.PASS
+    summary = core_report._summary(gates)
+    gold_changes = None
+    gold = draw(st.sampled_from(("same", "same", "same", "accepted", "changed")))
+    if gold != "same":
+        ids = st.lists(st.sampled_from(("a-187", "a-188", "b-012", "c-3")), unique=True)
+        diff = GoldDiff(tuple(draw(ids)), tuple(draw(ids)), ("a-041",))
+        comparison = Comparison(tuple(results), diff, frozenset({"a-001"}), gold == "accepted")
+        gold_changes = core_report._gold_changes(comparison, {})
+        if not comparison.gold_accepted:
+            status, exit_code = "gold_changed", ExitCode.BAD_INPUT
+            summary = [core_report._gold_change_sentence(diff), *summary]
+    metrics = list(dict.fromkeys(g["metric"] for g in gates))
+    judge = None
+    if draw(sometimes(4)):
+        metrics.append("context_recall")
+        judge = judge_section(draw, "context_recall")
+    report = copy.deepcopy(TEMPLATE)
+    changes = report["changes"]
+    if draw(sometimes(3)):
+        changes.update(hit_to_miss=[], miss_to_hit=[], hit_to_miss_count=0, miss_to_hit_count=0)
+    report.update(
+        verdict=status,
+        exit_code=int(exit_code),
+        summary=summary,
+        gates=gates,
+        metrics=metrics,
+        metric_labels={m: parse_metric(m).label for m in metrics},
+        slices=report_slices(gates, metrics, draw),
+        gold_changes=gold_changes,
+        judge=judge,
+        matching={
+            "page_tolerance": 1,
+            "f1_threshold": 0.5,
+            "by_matcher": {"id": {"queries": 300, "credited": 310}},
+            "matched_by": {},
+            "ambiguous_count": draw(st.integers(0, 3)),
+            "ambiguous": [],
+        },
+        rejections={
+            "score_threshold": None,
+            "queries": 15,
+            "rejected": 15,
+            "by_reason": {"abstained": 15},
+            "not_rejected_count": 0,
+            "not_rejected": [],
+        },
+        context=None,
+        retrieval={"from_cache": 0},
+    )
+    return report
+
+
+# --- what each surface states, read back from its text --------------------------------
+
+
+def blocking(gate: Mapping[str, Any]) -> bool:
+    """`blocking`; reports written before it was recorded: a failed error gate blocked."""
+    return bool(gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail"))
+
+
+def squashed(text: str) -> str:
+    """The text without any whitespace: wrapping cannot hide a sentence."""
+    return re.sub(r"\s+", "", text)
+
+
+def terminal_table(text: str, rows: int) -> list[tuple[str, str]]:
+    """(gate, status) per row of the terminal's gates table, read off its column rule."""
+    lines = [ANSI.sub("", line) for line in text.split("\n")]
+    start = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("gate") and line.rstrip().endswith("status")
+    )
+    widths = [len(dashes) for dashes in lines[start + 1].split("  ")]
+    assert set(lines[start + 1]) <= {"-", " "}, lines[start + 1]
+    status_at = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    body = lines[start + 2 : start + 2 + rows]
+    return [(line[: widths[0]].rstrip(), line[status_at:].strip()) for line in body]
+
+
+def cells(row: str) -> list[str]:
+    """The cells of a GitHub Markdown table row (escaped pipes stay in their cell)."""
+    return [cell.strip() for cell in UNESCAPED_PIPE.split(row.strip())[1:-1]]
+
+
+def markdown_table(lines: Sequence[str], header: str) -> list[list[list[str]]]:
+    """Every table whose header row starts with `header`: its body rows, as cells."""
+    tables = []
+    for i, line in enumerate(lines):
+        if line.startswith(header):
+            body = []
+            for row in lines[i + 2 :]:
+                if not row.startswith("|"):
+                    break
+                body.append(cells(row))
+            tables.append(body)
+    return tables
+
+
+def scope_slice(gate: Mapping[str, Any]) -> str | None:
+    """The report slice a gate's scope is (`scope_key` `all` or `tier=A`), else None."""
+    key = gate.get("scope_key") or "all"
+    if key == "all":
+        return "overall"
+    if key.startswith("tier=") and ";" not in key:
+        return "tier:" + key.removeprefix("tier=")
+    return None
+
+
+def headline_agrees(text: str, report: Mapping[str, Any]) -> bool:
+    """FAIL exactly when the exit code is 1, PASS when 0 (the gold set unchanged), GOLD
+    SET CHANGED when the comparison was refused."""
+    if report["verdict"] == "gold_changed":
+        return text.startswith("GOLD SET CHANGED")
+    if report["exit_code"] == 1:
+        return text.startswith("FAIL")
+    return report["exit_code"] == 0 and text.startswith("PASS")
+
+
+def refuse_constant(name: str) -> float:
+    raise AssertionError(f"report.json holds {name}: not strict JSON")
+
+
+def non_finite(value: Any, key: str = "") -> list[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return [key]
+    if isinstance(value, dict):
+        return [bad for k, v in value.items() for bad in non_finite(v, f"{key}.{k}")]
+    if isinstance(value, list):
+        return [bad for i, v in enumerate(value) for bad in non_finite(v, f"{key}[{i}]")]
+    return []
+
+
+# --- the checks, one per surface ------------------------------------------------------
+
+
+def check_json(report: Mapping[str, Any]) -> str:
+    validate_report(report, "report.json")
+    assert non_finite(report) == []
+    text = get_format("json").render(report, RenderOptions())
+    parsed = json.loads(text, parse_constant=refuse_constant)
+    assert parsed == report
+    validate_report(parsed, "report.json")
+    return text
+
+
+def check_terminal(report: Mapping[str, Any], plain: str, coloured: str) -> None:
+    gates = report["gates"]
+    for rendering in (plain, coloured):
+        visible = ANSI.sub("", rendering)
+        lines = visible.split("\n")
+        if rendering is coloured:  # its title: test_the_coloured_title_fits_the_terminal
+            lines = lines[1:]
+        too_wide = [line for line in lines if len(line) > WIDTH]
+        assert too_wide == [], f"lines wider than {WIDTH} columns"
+        title = " ".join(visible.split("\n\n")[0].split())
+        assert title == f"llm-eval gate: {' '.join(headline(report).split())}"
+        assert headline_agrees(title.removeprefix("llm-eval gate: "), report), title
+        rows = terminal_table(rendering, len(gates))
+        assert rows == [(g["name"], STATUS_WORDS[g["status"]].upper()) for g in gates]
+    # a sentence carries its record's mark; a tag that cannot tell is not a warning
+    text = squashed(plain)
+    marks = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
+    for gate in gates:
+        if gate["sentence"]:
+            assert squashed(f"{marks[gate['status']]} {gate['sentence']}") in text
+        for piece in gate.get("slices") or []:
+            if not piece["sentence"] or not piece.get("judged", True):
+                continue
+            shown = squashed(f"{marks[piece['status']]} {piece['sentence']}")
+            if piece["status"] in ("warn", "fail"):
+                assert shown in text
+            else:
+                for mark in ("!", "✗"):
+                    assert squashed(f"{mark} {piece['sentence']}") not in text
+
+
+def check_markdown(report: Mapping[str, Any], markdown: str, complete: bool) -> None:
+    gates = report["gates"]
+    lines = markdown.split("\n")
+    verdict_icon = STATUS_ICON[report["verdict"]]
+    heading = f"## {verdict_icon} Retrieval quality: "
+    assert lines[0].startswith(heading), lines[0]
+    if report["verdict"] == "gold_changed":
+        assert lines[0] == heading + "the gold set changed since the baseline"
+    else:
+        assert lines[0] == heading + escape_markdown(headline(report))
+        assert headline_agrees(lines[0].removeprefix(heading), report), lines[0]
+        # the lead: a line per gate that is not passing (or per gate when all pass)
+        lead_end = next(i for i, line in enumerate(lines) if line in ("**What to do next**", "<details>"))
+        lead = [line for line in lines[1:lead_end] if line and not line.startswith("- ")]
+        shown = [g for g in gates if g["status"] != "pass"] or gates
+        assert len(lead) == len(shown)
+        for line, gate in zip(lead, shown, strict=True):
+            assert line.startswith(STATUS_ICON[gate["status"]] + " "), line
+    # the problems: a bullet per gate that is not passing, with its record's icon
+    details = lines.index("<details>")
+    table_at = next(i for i, line in enumerate(lines) if line.startswith("| Gate | Metric |"))
+    bullets = [line for line in lines[details:table_at] if line.startswith("- ")]
+    problems = [g for g in gates if g["status"] != "pass"]
+    assert len(bullets) == len(problems)
+    for line, gate in zip(bullets, problems, strict=True):
+        assert line.startswith(f"- {STATUS_ICON[gate['status']]} "), line
+    # the gates table: the icon and word of each gate's status, and whether it blocks
+    (rows,) = markdown_table(lines, "| Gate | Metric |")
+    assert len(rows) == len(gates)
+    for row, gate in zip(rows, gates, strict=True):
+        word = f"{STATUS_ICON[gate['status']]} {STATUS_WORDS[gate['status']]}"
+        assert row[0] == escape_markdown(gate["name"])
+        assert row[-1] == word + (" (blocking)" if blocking(gate) else ""), row
+    # the tier table: the gating (first) gate's icon on the row of its own scope
+    tiers = markdown_table(lines, "| Tier | Queries |")
+    names = {
+        escape_markdown(s["name"]): s["slice"]
+        for s in report["slices"]
+        if s["kind"] in ("overall", "tier")
+    }
+    for row in tiers[0] if tiers else []:
+        gated = names[row[0]] == scope_slice(gates[0])
+        assert row[-1] == (STATUS_ICON[gates[0]["status"]] if gated else ""), row
+    # the per-tag tables: each tag's check with its record's icon, never another one
+    checked = [g for g in gates if g.get("slices")]
+    tag_rows = {e["name"] for e in report["slices"] if e["kind"] == "tag"}
+    if not tag_rows:
+        return
+    tables = markdown_table(lines, "| Tag | Queries | Baseline | This PR | Δ | CI (vs limit) |")
+    assert len(tables) == len(checked)
+    for rows, gate in zip(tables, checked, strict=True):
+        checks = {escape_markdown(s["slice"].partition(":")[2]): s for s in gate["slices"]}
+        shown = set()
+        for row in rows:
+            piece = checks.get(row[0])
+            if piece is None:
+                assert row[-1] == "", row
+                continue
+            shown.add(row[0])
+            expected = STATUS_ICON[piece["status"]]
+            if piece.get("judged") is False:
+                expected = "too few"
+            assert row[-1] == expected, (row, piece["status"])
+        if complete:
+            assert shown == set(checks)
+
+
+def expected_junit(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(test case, outcome) as README and junit.py's docstring describe them: a case per
+    gate and per judged tag slice; what blocks the merge is a failure, what cannot tell
+    without blocking is skipped, the rest passes (a missed warning with `system-out`)."""
+    cases = []
+    if report["verdict"] == "gold_changed":
+        cases.append(("gold set unchanged since the baseline", "error"))
+    for gate in report["gates"]:
+        outcome = "pass"
+        if blocking(gate):
+            outcome = "failure"
+        elif gate["status"] == "inconclusive":
+            outcome = "skipped"
+        cases.append((f"{gate['name']}: {gate['metric_label']} ({gate['scope']})", outcome))
+        for piece in gate.get("slices") or []:
+            if not piece.get("judged", True):
+                continue
+            outcome = "pass"
+            if piece["status"] == "fail" and gate["severity"] == "error":
+                outcome = "failure"
+            elif piece["status"] == "inconclusive":
+                outcome = "skipped"
+            cases.append((piece["slice"], outcome))
+    return cases
+
+
+def check_junit(report: Mapping[str, Any], xml: str) -> None:
+    JUNIT_SCHEMA.validate(xml)
+    root = ET.fromstring(xml.encode("utf-8"))
+    (suite,) = root.findall("testsuite")
+    testcases = suite.findall("testcase")
+
+    def outcome(case: ET.Element) -> str:
+        found = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+        assert len(found) <= 1
+        return found[0] if found else "pass"
+
+    got = [(case.get("name"), outcome(case)) for case in testcases]
+    assert got == expected_junit(report)
+    failures = sum(1 for g in report["gates"] if blocking(g)) + sum(
+        1
+        for g in report["gates"]
+        if g["severity"] == "error"
+        for s in g.get("slices") or []
+        if s["status"] == "fail"
+    )
+    for element in (root, suite):
+        assert element.get("failures") == str(failures)
+        assert element.get("tests") == str(len(testcases))
+        assert element.get("skipped") == str(sum(1 for _, o in got if o == "skipped"))
+        assert element.get("errors") == str(int(report["verdict"] == "gold_changed"))
+    for skipped in suite.iter("skipped"):
+        message = skipped.get("message") or ""
+        assert message.startswith("cannot tell: ") and message.removeprefix("cannot tell: ").strip()
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties == {"verdict": report["verdict"], "headline": headline(report)}
+    # a missed warning passes, its sentence in system-out
+    cases = dict(zip((name for name, _ in got), testcases, strict=True))
+    for gate in report["gates"]:
+        case = cases[f"{gate['name']}: {gate['metric_label']} ({gate['scope']})"]
+        if gate["status"] == "warn" and gate["sentence"]:
+            assert case.findtext("system-out") == f"warning: {gate['sentence']}"
+
+
+def covers(scope_key: str, change: Mapping[str, Any]) -> bool:
+    """Whether a gate's scope (`all`, `tier=A`, `tags=x,y`, `tier=A;tags=x`) holds the query."""
+    parts = dict(p.partition("=")[::2] for p in scope_key.split(";") if p != "all")
+    if "tier" in parts and parts["tier"] != change.get("tier"):
+        return False
+    tags = set(filter(None, parts.get("tags", "").split(",")))
+    return not tags or bool(tags & set(change.get("tags") or ()))
+
+
+def check_action(report: Mapping[str, Any], annotations: Sequence[str]) -> None:
+    """The Action's `verdict` output is report.json's verdict (`test_the_action_outputs_
+    the_reports_verdict`), its `exit-code` the report's exit code."""
+    output = report["verdict"]
+    assert output in VERDICTS
+    assert (output == "fail") == (report["exit_code"] == 1)
+    assert (output == "gold_changed") == (report["exit_code"] == 3)
+    assert report["exit_code"] in (0, 1, 3)
+    gates = report["gates"]
+    if all(g["status"] == "pass" for g in gates):
+        assert annotations == []
+    for line, change in zip(annotations, report["changes"]["hit_to_miss"], strict=False):
+        level = line[2 : line.index(" ")]
+        covering = [g for g in gates if covers(g.get("scope_key", "all"), change)]
+        failed = any(g["status"] == "fail" and blocking(g) for g in covering)
+        missed = any(g["status"] != "pass" for g in covering)
+        assert level == ("error" if failed else "warning" if missed else "notice"), line
+
+
+def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
+    """Every surface of one report. `complete`: the report's slices list every tag its
+    gates check (true of every report `build_report` writes)."""
+    renderings = {
+        "json": check_json(report),
+        "text": render_text(report, WIDTH),
+        "text, coloured": get_format("text").render(report, RenderOptions(WIDTH, coloured=True)),
+        "markdown": render_markdown(report),
+        "comment": render_comment(report),
+        "junit": get_format("junit").render(report, RenderOptions()),
+        "annotations": "\n".join(regression_annotations(report, Path("/repo"))),
+    }
+    for name, text in renderings.items():
+        written = NON_FINITE_WORD.search(text)
+        assert written is None, f"{name} writes a non-finite number: {written and written.group()}"
+    check_terminal(report, renderings["text"], renderings["text, coloured"])
+    check_markdown(report, renderings["markdown"], complete)
+    assert renderings["comment"] == f"{COMMENT_MARKER}\n{renderings['markdown']}"
+    check_junit(report, renderings["junit"])
+    check_action(report, renderings["annotations"].split("\n") if renderings["annotations"] else [])
+
+
+# --- the tests ------------------------------------------------------------------------
+
+
+@settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(reports())
+def test_every_surface_states_the_cores_decision(report: dict[str, Any]) -> None:
+    check_surfaces(report)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_every_surface_states_the_decision_of_each_fixture_report(name: str) -> None:
+    check_surfaces(load(name), complete=False)
+
+
+def action_verdict_script() -> str:
+    """The Python one-liner of action.yml's gate step that sets the `verdict` output."""
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "gate")
+    assert 'echo "exit-code=$code" >> "$GITHUB_OUTPUT"' in step["run"]
+    found = re.search(r"python -c '([^']*)' \"\$out/report.json\"", step["run"])
+    assert found is not None, "action.yml no longer reads the verdict from report.json"
+    return found.group(1)
+
+
+def test_the_action_outputs_the_reports_verdict(tmp_path: Path) -> None:
+    script = action_verdict_script()
+    for name in FIXTURES:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(load(name)), encoding="utf-8")
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == load(name)["verdict"]
