@@ -323,3 +323,14 @@ def test_queries_to_catch_inverts_detectable_drop(n: int) -> None:
 def test_queries_to_catch_needs_a_drop_beyond_the_margin() -> None:
     with pytest.raises(ValueError, match="must exceed the margin"):
         queries_to_catch(0.03, 0.0, 0.03, 0.05)
+
+
+@pytest.mark.parametrize("n", [30, 100, 176, 500])
+def test_the_planning_estimate_is_on_the_safe_side_of_the_exact_test(n: int) -> None:
+    """`gold plan` sizes with the normal approximation; the exact test, with no churn,
+    catches that drop at least as often: its own detectable drop is no larger."""
+    from llm_eval.stats import _exact_detectable
+
+    exact = _exact_detectable(n, 0.0, 0.03, 0.05)
+    planned = detectable_drop(n, 0.0, 0.03, 0.05)
+    assert exact <= planned <= exact + 0.03
