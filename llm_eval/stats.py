@@ -49,7 +49,7 @@ NUISANCE_GRID = 48
 parameter (the share of queries that changed), before a local refinement."""
 REFINE_STEPS = 12
 """Golden-section steps refining that maximum between its neighbouring grid points."""
-BET_CAP = 0.5
+BET_CAP = 0.75
 """The largest share of the wealth bet on one query (c in Waudby-Smith & Ramdas)."""
 BET_ORDERS = 16
 """Fixed orders of the queries over which the betting wealth is averaged."""

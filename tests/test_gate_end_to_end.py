@@ -436,3 +436,53 @@ def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
         assert (row.winner != "no significant difference") == excludes_zero
         assert row.confidence >= 0.95
     assert adjusted[1].winner == "A" and adjusted[3].winner == "no significant difference"
+
+
+def test_one_slightly_worse_query_is_reported_and_commented_on(
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The run that made the old interval infinite: one query's relevant document moved
+    from rank 5 to rank 10. The report is strict JSON, `comment` accepts it, and
+    every surface states the same status for each gate."""
+    from llm_eval.report_schema import validate_report
+
+    monkeypatch.chdir(project)
+    assert main(["retrieve", "--out", str(tmp_path / "run.jsonl")]) == 0
+    gold = {
+        json.loads(line)["query_id"]: json.loads(line)
+        for line in (project / "gold" / "python-docs-A.jsonl").read_text().splitlines()
+    }
+    lines = []
+    moved = False
+    for line in (tmp_path / "run.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        relevant = gold.get(record["query_id"], {}).get("relevant") or {}
+        ids = [r["doc_id"] for r in record["results"]]
+        if not moved and len(ids) >= 10 and ids[4] in relevant:
+            results = record["results"]
+            results.insert(9, results.pop(4))  # rank 5 -> rank 10
+            moved = True
+        lines.append(json.dumps(record))
+    assert moved
+    (tmp_path / "moved.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    code = gate(project, monkeypatch, "--run", str(tmp_path / "moved.jsonl"), "--out", "moved")
+    out = capsys.readouterr().out
+    text = (project / "moved" / "report.json").read_text()
+    report = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in report"))
+    validate_report(report, "report.json")
+    assert code == report["exit_code"] == (1 if report["verdict"] == "fail" else 0)
+    assert report["gates"][0]["stats"]["changed"] == 1  # recall@5 of tier A
+    for entry in report["gates"]:
+        stats = entry["stats"]
+        assert (entry["reason"] == "unchanged") == (stats["changed"] == 0)
+        assert -1.0 <= stats["ci_low"] <= stats["ci_high"] <= 1.0
+        word = {"pass": "PASS", "warn": "WARNING", "fail": "FAIL", "inconclusive": "CANNOT TELL"}
+        row = next(line for line in out.splitlines() if line.startswith(entry["name"]))
+        assert row.endswith(word[entry["status"]])
+    assert "inf" not in (project / "moved" / "report.md").read_text()
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    assert main(["comment", "--report", "moved/report.json", "--dry-run"]) == 0
