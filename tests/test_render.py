@@ -192,7 +192,7 @@ def test_statistics_are_shown_in_plain_words() -> None:
 
 def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
     text = render_comment(load("inconclusive"))
-    assert "| 90% CI −5.0 to +2.2 pp, p = 1.000 |" in text
+    assert "| 90% CI −4.0 to +1.2 pp, p = 1.000 |" in text
     assert "95%" not in text
 
 

@@ -41,7 +41,7 @@ def test_the_interval_is_labelled_from_the_report() -> None:
     report = load("failure_stats")
     for gate in report["gates"]:
         gate["stats"]["confidence"] = 0.9
-    assert "90% −13.2 to −2.7 pp, p = 0.062" in gate_table(report, 400)
+    assert "90% −13.1 to −2.8 pp, p = 0.059" in gate_table(report, 400)
     assert "95%" not in gate_table(report, 400)
 
 
