@@ -193,9 +193,10 @@ def _margin_tests(
     """
     results: dict[tuple[str, str | None], _Tested] = {}
     for gate, scopes in plans:
-        if gate.regression_max is None or not parse_metric(gate.metric).testable:
-            continue
         settings = gate.statistics
+        testable = parse_metric(gate.metric).testable
+        if gate.regression_max is None or not testable or not settings.significance:
+            continue  # the point estimate decides: no test to run or to report
         span = parse_metric(gate.metric).span
         family: list[tuple[str | None, ColumnTest, FloatArray, FloatArray, float]] = []
         for piece in scopes:

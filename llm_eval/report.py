@@ -501,7 +501,7 @@ def _notes(
         notes.append(
             f"The gold set changed since the baseline; compared on the {unchanged}."
             if comparison.gold_accepted
-            else f"The gold set changed since the baseline; the gates above are on the "
+            else f"The gold set changed since the baseline; the gates shown are on the "
             f"{unchanged}, for information only."
         )
     for name in ("corpus", "retriever", "criteria", "scoring", "versions"):

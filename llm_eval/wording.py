@@ -130,7 +130,7 @@ def _cannot_tell_reason(result: GateResult) -> str:
         return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
     if needed is None:
         return f"the change sits on the limit with {n:,} queries"
-    return f"{n:,} queries are too few; about {needed:,} are needed (see `llm-eval gold plan`)"
+    return f"{n:,} queries are too few; about {needed:,} are needed (llm-eval gold plan lists them)"
 
 
 def _regression_clause(result: GateResult) -> str | None:

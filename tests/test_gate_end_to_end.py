@@ -328,7 +328,7 @@ gates:
         (
             ", on_inconclusive: warn",
             0,
-            "llm-eval gate: PASS with warnings: 1 gate cannot tell (not blocking)\n",
+            "llm-eval gate: CANNOT TELL: 1 gate cannot tell (not blocking)\n",
         ),
     ],
 )

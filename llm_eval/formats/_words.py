@@ -33,16 +33,20 @@ def headline(report: Mapping[str, Any]) -> str:
             "gates",
         )
         + " cannot tell (not blocking)",
-        plural(count("warning", "warn"), "warning gate", "warning gates") + " not met",
+        plural(count("warning", "warn"), "warning gate", "warning gates")
+        + " not met (not blocking)",
     ]
     blocked = [part for part in blocked if not part.startswith("0 ")]
     reported = [part for part in reported if not part.startswith("0 ")]
-    if report["verdict"] == "gold_changed":
+    verdict = report["verdict"]
+    if verdict == "gold_changed":
         return "GOLD SET CHANGED: not compared with the baseline (see below)"
-    if report["exit_code"] == 1 or report["verdict"] == "fail":
+    if report["exit_code"] == 1 or verdict == "fail":
         return "FAIL: " + ", ".join(blocked + reported)
-    if reported:
-        return "PASS with warnings: " + ", ".join(reported)
+    if verdict == "inconclusive":
+        return "CANNOT TELL: " + ", ".join(reported)
+    if verdict == "warn":
+        return "WARNING: " + ", ".join(reported)
     if gates and all(g.get("reason") == "unchanged" for g in gates):
         return "PASS: no query's score changed since the baseline"
     if len(gates) == 1:
@@ -50,6 +54,17 @@ def headline(report: Mapping[str, Any]) -> str:
     if len(gates) == 2:
         return "PASS: both gates pass"
     return f"PASS: all {len(gates):,} gates pass"
+
+
+def deciding_p(decision: str | None, stats: Mapping[str, Any]) -> float | None:
+    """The p-value of the one-sided test that decided the regression check: against
+    "within the limit" when it failed, against "beyond it" when it passed; none when
+    the data could not tell."""
+    if decision == "fail":
+        return stats.get("p_value")
+    if decision == "pass":
+        return stats.get("p_within")
+    return None
 
 
 def missing_lines(report: Mapping[str, Any]) -> list[str]:

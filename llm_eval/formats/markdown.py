@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
+from llm_eval.formats._words import (
+    deciding_p,
+    detail_lines,
+    headline,
+    judge_lines,
+    missing_lines,
+)
 from llm_eval.gate import worst_status
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural
@@ -305,7 +311,7 @@ def _lead(report: Mapping[str, Any]) -> list[str]:
         return [
             f"{STATUS_ICON['fail']} The check is red: the gold set differs from the "
             f"baseline's ({', '.join(counts)}), so the gate cannot compare it honestly. "
-            "Accept the change with one of the commands below; the gates further down are "
+            "Accept the change with one of the commands below; the gates in the details are "
             "on the unchanged questions, for information only."
         ]
     gates = report["gates"]
@@ -321,23 +327,23 @@ def _plain(gate: Mapping[str, Any]) -> str:
     status, reason = gate["status"], gate.get("reason")
     metric, where = gate["metric"], f"{gate['metric_label']} on {gate['scope']}"
     now, before = value(metric, gate["value"]), value(metric, gate["baseline"])
-    loss = _loss(metric, gate["delta"])
     allowed = gate.get("regression_max")
     limit_words = (
         "" if allowed is None else _amount(metric, allowed, gate.get("regression_relative"))
     )
     if reason == "no_data" and gate.get("sentence"):
         return f"{STATUS_ICON[status]} {gate['sentence']}."
-    if reason == "unchanged":
+    moved = _moved_words(metric, gate["delta"], before, now)
+    if reason in ("floor", "both") and gate.get("threshold") is not None:
+        text = f"{where} is {now}, below the minimum of {value(metric, gate['threshold'])}"
+        if moved:
+            text += f"; it {moved}"
+    elif reason == "unchanged":
         text = f"{where}: no query's score changed ({now})"
-    elif gate["baseline"] is None or loss is None:
+    elif moved:
+        text = f"{where} {moved}"
+    elif gate["baseline"] is None:
         text = f"{where} is {now}"
-    elif loss > 0:
-        moved = "rose" if parse_metric(metric).lower_is_better else "fell"
-        text = f"{where} {moved} from {before} to {now}: {_amount(metric, gate['delta'])}"
-    elif loss < 0:
-        moved = "fell" if parse_metric(metric).lower_is_better else "rose"
-        text = f"{where} {moved} from {before} to {now}"
     else:
         text = f"{where} stayed at {now}"
     if reason in ("regression", "both"):
@@ -346,12 +352,23 @@ def _plain(gate: Mapping[str, Any]) -> str:
         text += (
             f"; too few questions to tell whether it dropped by more than the {limit_words} allowed"
         )
-    if reason in ("floor", "both") and gate.get("threshold") is not None:
-        text += f"; it is below the minimum of {value(metric, gate['threshold'])}"
     if reason == "slice":
         text += "; some tags dropped beyond the limit"
     warning = " (a warning: it does not block the merge)" if status == "warn" else ""
     return f"{STATUS_ICON[status]} {text}{warning}."
+
+
+def _moved_words(metric: str, change: float | None, before: str, now: str) -> str:
+    """`fell from 41.1% to 33.1%: 8.1 points`, `rose from 0.50 to 0.55`; empty when
+    there is no change or no baseline."""
+    loss = _loss(metric, change)
+    if loss is None or loss == 0 or change is None:
+        return ""
+    lower = parse_metric(metric).lower_is_better
+    if loss > 0:
+        verb = "rose" if lower else "fell"
+        return f"{verb} from {before} to {now}: {_amount(metric, change)}"
+    return f"{'fell' if lower else 'rose'} from {before} to {now}"
 
 
 def _amount(metric: str, number: float, relative: bool | None = False) -> str:
@@ -393,7 +410,6 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         ]
     reasons = {g.get("reason") for g in report["gates"]}
-    reasons |= {s.get("reason") for g in report["gates"] for s in g.get("slices") or []}
     steps: list[dict[str, Any]] = []
     if report["changes"]["hit_to_miss_count"]:
         steps.append(
@@ -463,21 +479,23 @@ def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
         "baseline": value(metric, gate["baseline"]),
         "value": value(metric, gate["value"]),
         "delta": delta(metric, gate["delta"]),
-        "stats": _stats_words(metric, gate.get("stats")),
+        "stats": _stats_words(metric, gate.get("stats"), gate.get("decision")),
         "limits": limits or "—",
         "status": f"{STATUS_ICON[gate['status']]} {STATUS_WORDS[gate['status']]}{blocking}",
     }
 
 
-def _stats_words(metric: str, stats: Mapping[str, Any] | None) -> str:
-    """`90% CI −8.1 to −3.9 pp, p < 0.001` (the test against the limit); `—` without it."""
+def _stats_words(metric: str, stats: Mapping[str, Any] | None, decision: str | None) -> str:
+    """`90% CI −8.1 to −3.9 pp, p < 0.001` (the test against the limit, with the p-value
+    of the side that decided); `—` without it."""
     # Reports written before `confidence` was recorded carried 95% intervals.
     if not stats or stats.get("confidence", 0.95) is None:
         return "—"
     level = f"{stats.get('confidence', 0.95) * 100:g}%"
     parts = [f"{level} CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
-    if stats.get("p_value") is not None:
-        parts.append(format_p(stats["p_value"]))
+    p = deciding_p(decision, stats)
+    if p is not None:
+        parts.append(format_p(p))
     return ", ".join(parts)
 
 
@@ -567,10 +585,24 @@ def _slice_row(
         "value": value(metric, cell.get("value")),
         "delta": delta(metric, cell.get("delta")),
         "status": status,
-        "ci": ci_range(metric, check.get("ci_low"), check.get("ci_high")) if check else "",
-        "p": format_p(check["p_adjusted"]) if check and check.get("p_adjusted") is not None else "",
+        "ci": _check_interval(metric, check),
+        "p": format_p(check["p_adjusted"])
+        if check and check.get("p_adjusted") is not None and check["status"] in ("warn", "fail")
+        else "",
         "loss": loss,
     }
+
+
+def _check_interval(metric: str, check: Mapping[str, Any] | None) -> str:
+    """A tag's interval with its level (Holm-adjusted levels differ by tag); `unchanged`
+    when no query of the tag moved."""
+    if not check:
+        return ""
+    if check.get("reason") == "unchanged":
+        return "unchanged"
+    interval = ci_range(metric, check.get("ci_low"), check.get("ci_high"))
+    level = check.get("confidence")
+    return interval if level is None else f"{interval} ({level * 100:.3g}%)"
 
 
 def _scope_slice(gate: Mapping[str, Any]) -> str:
@@ -598,8 +630,12 @@ def _check_legend(gate: Mapping[str, Any]) -> str:
     smallest = (gate.get("statistics") or {}).get("min_n")
     few = f"fewer than {smallest} queries" if smallest else "too few queries"
     return (
-        f"Status: the per-tag checks of the gate {gate['name']}; p adjusted for the number "
-        f"of tags checked; “too few”: {few}, not judged."
+        f"Status: the per-tag checks of the gate {gate['name']}: {STATUS_ICON['pass']} within "
+        f"the limit or unchanged, {STATUS_ICON['inconclusive']} cannot tell, "
+        f"{STATUS_ICON['warn']}/{STATUS_ICON['fail']} beyond it. Each interval is drawn at "
+        "the level (in brackets) that corrects for the number of tags checked, and p, "
+        f"adjusted the same way, is shown where a tag is beyond the limit; “too few”: {few}, "
+        "not judged."
     )
 
 
@@ -611,13 +647,13 @@ def _drilldown(changes: Mapping[str, Any], baseline: Any, blob: str | None) -> l
     lost, gained = changes["hit_to_miss_count"], changes["miss_to_hit_count"]
     return [
         {
-            "title": f"{STATUS_ICON['fail']} {plural(lost, 'query', 'queries')} lost "
+            "title": f"🔻 {plural(lost, 'query', 'queries')} lost "
             f"their relevant result from the top {k} (hit → miss)",
             "count": lost,
             "rows": [_change_row(c, blob) for c in changes["hit_to_miss"]],
         },
         {
-            "title": f"{STATUS_ICON['pass']} {plural(gained, 'query', 'queries')} gained "
+            "title": f"🔺 {plural(gained, 'query', 'queries')} gained "
             f"a relevant result in the top {k} (miss → hit)",
             "count": gained,
             "rows": [_change_row(c, blob) for c in changes["miss_to_hit"]],

@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import detail_lines, headline, judge_lines, missing_lines
+from llm_eval.formats._words import (
+    deciding_p,
+    detail_lines,
+    headline,
+    judge_lines,
+    missing_lines,
+)
 from llm_eval.output import colour, in_ascii, plural, render_table, table_width, wrap
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
@@ -55,7 +61,8 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
     metric = gate["metric"]
     level = f"{stats.get('confidence', 0.95) * 100:g}%"
     interval = ci_range(metric, stats["ci_low"], stats["ci_high"])
-    return f"{level} {interval}, {format_p(stats['p_value'])}"
+    p = deciding_p(gate.get("decision"), stats)
+    return f"{level} {interval}" + ("" if p is None else f", {format_p(p)}")
 
 
 def gate_table(
