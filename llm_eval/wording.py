@@ -82,7 +82,7 @@ def interval(
     """`90% CI −8.1 to −3.9 pp` from the test against the limit (with a p-value when
     given, e.g. Holm's)."""
     low, high = delta_interval(metric, margin)
-    text = f"{margin.confidence * 100:g}% CI {ci_range(metric, low, high)}"
+    text = f"{margin.confidence * 100:.3g}% CI {ci_range(metric, low, high)}"
     return text if p_value is None else f"{text}, {p_label}{format_p(p_value)}"
 
 

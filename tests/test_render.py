@@ -177,23 +177,29 @@ def unescaped_pipes(row: str) -> list[int]:
 
 def test_statistics_are_shown_in_plain_words() -> None:
     text = render_comment(load("failure_stats"))
-    assert "| 95% CI −12.0 to −4.1 pp, p &lt; 0.001 |" in text  # `<` as an entity
-    assert "| 95% CI −0.165 to −0.090, p &lt; 0.001 |" in text
-    assert "p-values: the paired sign-flip randomisation test (recall@5, MRR)." in text
-    assert "  - ⚠️ MRR: 11 tags missed the limit (builtins, comparison, conceptual," in text
-    assert "| text | 33 | 0.545 | 0.326 | −0.219 | −0.353 to −0.083 | p = 0.022 | ⚠️ |" in text
-    assert "| network | 26 | 0.421 | 0.339 | −0.081 | −0.237 to +0.074 |  | too few |" in text
+    assert "| 90% CI −35.0 to −20.6 pp, p &lt; 0.001 |" in text  # `<` as an entity
+    assert "| 90% CI −0.423 to −0.290, p &lt; 0.001 |" in text
+    assert "p-values: a betting test of a bounded mean (recall@5, MRR)." in text
+    assert "  - ⚠️ MRR: 8 tags missed the limit (data, files, howto, language, lookup," in text
+    # a tag's interval at its Holm level; p shown where the tag is beyond the limit
+    assert (
+        "| text | 33 | 0.545 | 0.159 | −0.386 | −0.642 to −0.110 (97.5%) | p = 0.015 | ⚠️ |" in text
+    )
+    assert "| network | 26 | 0.421 | 0.019 | −0.401 | −0.621 to −0.155 (90%) |  | too few |" in text
     statistics = text.split("<summary>How sure is this?")[1].split("</details>")[0]
-    assert "\nrecall@5 (tier A): with 176 queries, drops smaller than 7.6 pp" in statistics
+    assert "\nrecall@5 (tier A): with 176 queries, a drop of 15.2 pp is caught 4 times in 5" in (
+        statistics
+    )
     before = text.split("<summary>How sure is this?")[0]
     for word in ("alpha", "Holm", "power", "regression_max", " pp"):
         assert word not in before
 
 
 def test_the_interval_is_labelled_at_the_level_the_report_states() -> None:
-    text = render_comment(load("inconclusive"))
-    assert "| 90% CI −4.0 to +1.2 pp, p = 1.000 |" in text
-    assert "95%" not in text
+    report = load("inconclusive")
+    report["gates"][0]["stats"]["confidence"] = 0.8  # as a report with alpha 0.1 states
+    text = render_comment(report)
+    assert "| 80% CI −4.0 to +1.2 pp |" in text  # cannot tell: no side decided, no p
 
 
 def test_without_statistics_there_is_no_confidence_column() -> None:
@@ -376,5 +382,5 @@ def test_inconclusive_tags_are_not_reported_as_missed() -> None:
     report = load("failure_stats")
     for piece in report["gates"][1]["slices"]:
         piece["status"] = "inconclusive"
-    assert "MRR: 11 tags missed the limit" in render_comment(load("failure_stats"))
+    assert "MRR: 8 tags missed the limit" in render_comment(load("failure_stats"))
     assert "tags missed the limit" not in render_comment(report)

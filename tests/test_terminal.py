@@ -40,9 +40,9 @@ def test_columns_are_dropped_least_important_first() -> None:
 def test_the_interval_is_labelled_from_the_report() -> None:
     report = load("failure_stats")
     for gate in report["gates"]:
-        gate["stats"]["confidence"] = 0.9
-    assert "90% −13.1 to −2.8 pp, p = 0.059" in gate_table(report, 400)
-    assert "95%" not in gate_table(report, 400)
+        gate["stats"]["confidence"] = 0.8
+    assert "80% −35.0 to −20.6 pp, p < 0.001" in gate_table(report, 400)
+    assert "90%" not in gate_table(report, 400)
 
 
 def test_an_inconclusive_gate_says_it_cannot_tell() -> None:
