@@ -291,10 +291,7 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
 
 
 def _title(report: Mapping[str, Any]) -> str:
-    """The verdict in a few words: `headline`, which counts gates, except when nothing
-    was compared because the gold set changed."""
-    if report["verdict"] == "gold_changed":
-        return "the gold set changed since the baseline"
+    """The verdict in a few words: `headline`, as the terminal prints it."""
     return headline(report)
 
 
@@ -422,7 +419,7 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "commands": [Code("llm-eval baseline refresh")],
             }
         )
-    if "floor" in reasons:
+    if reasons & {"floor", "both"}:
         steps.append(
             {
                 "text": "The value is below a gate's floor: raise it, or lower the "
