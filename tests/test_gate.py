@@ -267,7 +267,7 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     )
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
-        "60 queries are too few; about 140 are needed (see `llm-eval gold plan`) (blocks the merge)"
+        "60 queries are too few; about 140 are needed (llm-eval gold plan lists them) (blocks the merge)"
     )  # type: ignore[union-attr]
 
 
