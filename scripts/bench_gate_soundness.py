@@ -52,8 +52,9 @@ Generative model of a retriever (section A)
     same draws for every branch (either-way branches are exactly 0; their Monte Carlo
     mean is checked to be within 5 standard errors of 0). The drop share s is then
     found by bisection so that the true worsening is 0, 1/2, 1, 3/2 or 2 times the
-    limit; its standard error is printed (of the order 1e-4 of the limit's units).
-    A target a model cannot reach is reported as n/a.
+    limit; the Monte Carlo standard error of the true worsening at the limit is
+    printed (1e-5 to 1e-4, well under 1% of a limit). A target a model cannot reach
+    is reported as n/a.
 
 Error rates and detection (section B)
     Per (metric, model, n) with n = 30, 50, 100, 200 (small scopes, tag slices) and 500,
@@ -87,9 +88,9 @@ The power statement (section D)
     P(bad) = that + drop; for graded ones the observed queries resampled, each change
     flipped at random, a share drop / mean(max(before, after)) of them set to (max, 0)),
     `--trials` samples; for 0/1 scores also exactly (as in section B). Separately
-    labelled: the catch rate at the same claimed drop
-    under each change model of section A for that metric (a different model: the
-    claim is not made for it), `--side-trials` samples each.
+    labelled: the catch rate at the same claimed drop under each change model of
+    section A for that metric (a different model: the claim is not made for it),
+    `--side-trials` samples each.
 
 Holm-corrected tag slices (section E)
     10 disjoint slices of 50 queries, the true worsening at the limit in every slice
@@ -108,9 +109,10 @@ Timing (section F)
 
 Usage:
     python scripts/bench_gate_soundness.py [--trials 2000] [--side-trials 1000] [--seed 0]
-        [--markdown PATH] [--quick]
+        [--calibration-draws 2000000] [--markdown PATH] [--quick]
 
 `--quick` (smoke runs only) shrinks the grid, the trials and the calibration draws.
+Others edit `llm_eval/stats.py`: the output names the SHA-256 of the file measured.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import hashlib  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -134,6 +137,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
+from llm_eval import stats  # noqa: E402
 from llm_eval.stats import (  # noqa: E402
     column_test,
     detectable_worsening,
@@ -166,6 +170,8 @@ CHUNK = 200_000
 RECHECK_FACTOR = 5
 
 FAIL, PASS, CANNOT, UNCHANGED = "fail", "pass", "cannot tell", "unchanged"
+STATS_SHA256 = hashlib.sha256(Path(stats.__file__).read_bytes()).hexdigest()
+"""The statistics measured (others edit `llm_eval/stats.py`): its hash when imported."""
 
 
 # --- the retriever model -----------------------------------------------------------------
@@ -1163,6 +1169,10 @@ def main() -> None:
             args.trials, args.side_trials, args.seed, SIZES, args.calibration_draws, POWER_SIZES
         )
     report = Report()
+    report.text(
+        f"llm_eval/stats.py SHA-256 {STATS_SHA256[:16]}, BET_CAP {stats.BET_CAP}, "
+        f"BET_ORDERS {stats.BET_ORDERS}, POWER_SIMULATIONS {stats.POWER_SIMULATIONS}"
+    )
     gate = Gate(settings.alpha)
     seconds: list[tuple[str, float]] = []
 
@@ -1191,8 +1201,10 @@ def main() -> None:
             "# Gate soundness: error rates, power statement, speed",
             "",
             f"Produced by `{command}` on {datetime.date.today().isoformat()} "
-            f"({total:,.0f} CPU seconds). What every section means: the docstring of "
-            "`scripts/bench_gate_soundness.py`.",
+            f"({total:,.0f} CPU seconds), measuring `llm_eval/stats.py` with SHA-256 "
+            f"`{STATS_SHA256[:16]}` (BET_CAP {stats.BET_CAP}, BET_ORDERS {stats.BET_ORDERS}, "
+            f"POWER_SIMULATIONS {stats.POWER_SIMULATIONS}). What every section means: the "
+            "docstring of `scripts/bench_gate_soundness.py`.",
             "",
         ]
         args.markdown.write_text("\n".join(header + report.markdown) + "\n", encoding="utf-8")
