@@ -186,13 +186,21 @@ def _bound(
     if not rejected_at_margin and p_value(far) > level:
         return far, True  # nothing rejected: the data cannot bound this side
     inside, outside = (margin, far) if rejected_at_margin else (far, margin)
-    for _ in range(BISECTION_STEPS):
+    return _bisect(lambda delta: p_value(delta) <= level, inside, outside), False
+
+
+def _bisect(
+    holds: Callable[[float], bool], inside: float, outside: float, steps: int = BISECTION_STEPS
+) -> float:
+    """Halve [inside, outside], where `holds` is true at `inside` and false at `outside`
+    and changes once between them; returns the end of the last bracket where it holds."""
+    for _ in range(steps):
         middle = (inside + outside) / 2.0
-        if p_value(middle) <= level:
+        if holds(middle):
             inside = middle
         else:
             outside = middle
-    return inside, False
+    return inside
 
 
 def margin_tests(
@@ -580,14 +588,7 @@ def _critical_z(n: int, margin: float, alpha: float) -> float:
         thresholds = test._thresholds(counts, margin, critical)
         return _maximise(lambda s: test._probability(s, margin, counts, thresholds), margin)
 
-    low, high = 0.0, 40.0
-    for _ in range(BISECTION_STEPS):
-        middle = (low + high) / 2.0
-        if size(middle) <= alpha:
-            high = middle
-        else:
-            low = middle
-    return high
+    return _bisect(lambda critical: size(critical) <= alpha, 40.0, 0.0)
 
 
 def _simulated_detectable(
@@ -627,16 +628,10 @@ def _simulated_detectable(
 
 def _bisect_drop(power: Callable[[float], float], margin: float, largest: float) -> float:
     """The smallest drop in (margin, largest] with power >= POWER (inf: none)."""
-    low, high = max(margin, 0.0), largest
-    if high <= low or power(high) < POWER:
+    low = max(margin, 0.0)
+    if largest <= low or power(largest) < POWER:
         return math.inf
-    for _ in range(16):
-        middle = (low + high) / 2.0
-        if power(middle) >= POWER:
-            high = middle
-        else:
-            low = middle
-    return high
+    return _bisect(lambda drop: power(drop) >= POWER, largest, low, steps=12)
 
 
 def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | None:
