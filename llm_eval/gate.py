@@ -268,8 +268,10 @@ def decide(
     if exceeded is not None and baseline is not None:
         decision = _zone(gate, exceeded, margin)
         statuses.append(_ZONE_STATUS[decision] if decision != "fail" else _by_severity(gate))
-    if floor_ok is False or not computable:
-        statuses.append(_by_severity(gate))
+    missed = floor_ok is False or not computable
+    if missed:
+        # A missed floor is certain: it is not hidden behind "cannot tell" on the drop.
+        statuses = [_by_severity(gate)]
     # A slice that cannot tell is information; only a slice beyond the limit counts.
     statuses += [s.status for s in slices if s.status in ("warn", "fail")]
     regression_ok = None if exceeded is None else not exceeded

@@ -390,3 +390,10 @@ def test_an_improvement_is_never_called_a_drop() -> None:
     assert unsure.reason == "cannot_tell"
     assert "rose from 88.9% to 92.4% (+3.5 pp" in str(sentence(unsure))
     assert "dropped from" not in str(sentence(unsure))
+
+
+def test_a_missed_floor_is_not_hidden_behind_cannot_tell() -> None:
+    """A warning gate below its floor warns even when its drop cannot be told."""
+    gate = make_gate(threshold=0.5, severity="warning", metric="mrr", regression_max=0.05)
+    result = decide(gate, 0.45, 100, 0.52, margin=against_limit(0.01, 0.12, 100, limit=0.05))
+    assert (result.decision, result.status, result.reason) == ("inconclusive", "warn", "floor")
