@@ -24,7 +24,7 @@ QUERY_MAX_CHARS = 300
 
 _DATA_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A"}
 _PROPERTY_ESCAPES = {**_DATA_ESCAPES, ":": "%3A", ",": "%2C"}
-_LEVEL = {"fail": "error", "warn": "warning"}
+_LEVEL = {"fail": "error", "warn": "warning", "inconclusive": "warning"}
 
 
 def links_from_env(environ: Mapping[str, str]) -> Links:

@@ -154,7 +154,11 @@ def _limit(node: Node, metric: str) -> float:
     """A threshold: a proportion, a number for a ratio, for latency milliseconds."""
     if parse_metric(metric).family.unit == "ms":
         value = node.value
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 <= value < 1e12  # also refuses .inf and .nan
+        ):
             raise node.error(f"must be a number of milliseconds >= 0, got {value!r}")
         return float(value)
     if parse_metric(metric).family.unit == "ratio":
@@ -177,7 +181,10 @@ def _regression(node: Node, metric: str) -> tuple[float, bool]:
             if parse_metric(metric).lower_is_better:
                 reason = f"expected a number or a relative limit like '+20%', got {node.value!r}"
             raise node.error(reason)
-        return float(match.group(1)) / 100, True
+        share = float(match.group(1)) / 100
+        if not math.isfinite(share) or share > 1e9:
+            raise node.error(f"expected a relative limit like '+20%', got {node.value!r}")
+        return share, True
     return _limit(node, metric), False
 
 

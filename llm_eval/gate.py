@@ -325,13 +325,14 @@ def decide_slices(gate: Gate, inputs: Sequence[SliceInput]) -> tuple[SliceResult
 def _slice_result(gate: Gate, piece: SliceInput) -> SliceResult:
     margin = piece.margin
     unchanged = margin is not None and margin.changed == 0
-    judged = piece.n >= gate.statistics.min_n and margin is not None and piece.baseline is not None
+    tested = margin is not None or not gate.statistics.significance  # off: point estimate
+    judged = piece.n >= gate.statistics.min_n and tested and piece.baseline is not None
     exceeded = bool(judged and _exceeded(gate, piece.value, piece.baseline))
     status: Status = "inconclusive"
     reason: Reason = "cannot_tell"
     if unchanged:
         status, reason = "pass", "unchanged"
-    elif judged and margin is not None and piece.baseline is not None:
+    elif judged and piece.baseline is not None:
         status, reason = _slice_status(gate, exceeded, piece, piece.baseline)
     return SliceResult(
         piece.tag,
@@ -353,8 +354,7 @@ def _slice_status(
 ) -> tuple[Status, Reason]:
     settings = gate.statistics
     margin = piece.margin
-    assert margin is not None
-    if not settings.significance:
+    if not settings.significance or margin is None:
         return (_by_severity(gate), "regression") if exceeded else ("pass", "within")
     if piece.p_adjusted is not None and piece.p_adjusted <= settings.alpha:
         return _by_severity(gate), "regression"

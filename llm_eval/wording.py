@@ -12,6 +12,7 @@ import math
 from llm_eval.criteria import Gate
 from llm_eval.gate import GateResult, SliceResult, allowed_change, delta_interval
 from llm_eval.metrics import parse_metric
+from llm_eval.output import plural
 from llm_eval.stats import MarginTest, format_p
 
 MINUS = "−"
@@ -129,7 +130,7 @@ def _cannot_tell_reason(result: GateResult) -> str:
     if n < gate.statistics.min_n:
         return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
     if needed is None:
-        return f"the change sits on the limit with {n:,} queries"
+        return f"the change sits on the limit with {plural(n, 'query', 'queries')}"
     return f"{n:,} queries are too few; about {needed:,} are needed (llm-eval gold plan lists them)"
 
 
@@ -201,9 +202,13 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
     name = subject(metric, f"tag {piece.tag}")
     if not piece.judged:
         return f"{name}: too few queries (n={piece.n}) to judge"
-    if piece.status not in ("fail", "warn", "inconclusive") or piece.margin is None:
+    if piece.status not in ("fail", "warn", "inconclusive"):
         return None
-    details = interval(metric, piece.margin, "Holm-adjusted ", piece.p_adjusted)
+    details = (
+        ""  # significance off: the point estimate decided, there is no interval
+        if piece.margin is None
+        else interval(metric, piece.margin, "Holm-adjusted ", piece.p_adjusted)
+    )
     clause = _moved(gate, piece.baseline, piece.value, details)
     if piece.status == "inconclusive":
         return (

@@ -347,7 +347,8 @@ def _plain(gate: Mapping[str, Any]) -> str:
         text += f", more than the {limit_words} allowed"
     if gate.get("decision") == "inconclusive" and allowed is not None:
         text += (
-            f"; too few questions to tell whether it dropped by more than the {limit_words} allowed"
+            f"; the questions cannot tell yet whether it dropped by more than the {limit_words} "
+            "allowed"
         )
     if reason == "slice":
         text += "; some tags dropped beyond the limit"

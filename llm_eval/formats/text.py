@@ -122,8 +122,11 @@ def render_text(
     sentence per gate not passing. `coloured` adds ANSI colour to the statuses; `ascii`
     spells symbols out before laying out (see `gate_table`)."""
     title = f"llm-eval gate: {headline(report)}"
-    if coloured:
-        title = colour(title, _STATUS_COLOUR.get(report["verdict"], "bold"))
+    if ascii:
+        title = in_ascii(title)
+    if coloured:  # wrapped first: a line with colour codes is not wrapped later
+        paint = _STATUS_COLOUR.get(report["verdict"], "bold")
+        title = "\n".join(colour(row, paint) for row in _fit(title, width))
     lines = [title, ""]
     if report.get("judge"):
         lines += [*judge_lines(report), ""]
