@@ -101,7 +101,7 @@ def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
         "id",
     }
     assert all("description" in spec for spec in action["inputs"].values())
-    assert set(action["outputs"]) == {"verdict", "report"}
+    assert set(action["outputs"]) == {"verdict", "report", "exit-code"}
     assert action["runs"]["using"] == "composite"
     for step in steps(action):
         assert ("run" in step) != ("uses" in step), step
