@@ -8,9 +8,11 @@ of zeros for a ref that does not exist on that side. What changed is the differe
 between the trees of the remote's commit and the one pushed, limited to the watched
 paths (git pathspecs); for a ref new on the remote, between the pushed commit and
 the commits it builds on that the remote already has. Nothing changed there: the
-gate is skipped. Otherwise the gate runs on the commit being pushed, checked out
-into a temporary `git worktree` (removed afterwards), never on the working tree,
-whose uncommitted edits are not what the remote receives. This module only starts
+gate is skipped. Otherwise the gate runs on the commit at the tip of each pushed ref,
+checked out into a temporary `git worktree` (removed afterwards), never on the working
+tree, whose uncommitted edits are not what the remote receives. Its reports are
+written to `.llm-eval/pre-push/` in the working tree, where the gate's last line says
+they are, and stay there after the worktree is gone. This module only starts
 `git` and the gate; it imports nothing heavy, so a skipped check costs one
 interpreter start and a git call or two.
 """
@@ -156,9 +158,16 @@ def pre_push(remote: str, stdin: str, watch: Sequence[str], gate_options: Sequen
     return 0
 
 
+REPORTS = Path(".llm-eval") / "pre-push"
+"""Where the hook's gate writes its reports, relative to the working tree's top."""
+
+
 def gate_on_commit(sha: str, gate_options: Sequence[str]) -> int:
-    """The gate's exit code on `sha`, checked out into a temporary worktree; INTERNAL (5)
-    when the worktree cannot be made (the push is then refused: nothing was checked)."""
+    """The gate's exit code on `sha`, checked out into a temporary worktree, its reports
+    written to `REPORTS` in the working tree; INTERNAL (5) when the worktree cannot be
+    made (the push is then refused: nothing was checked)."""
+    top = _git("rev-parse", "--show-toplevel").stdout.strip()
+    reports = (Path(top) if top else Path.cwd()) / REPORTS
     with tempfile.TemporaryDirectory(prefix="llm-eval-pre-push-") as parent:
         tree = Path(parent) / "tree"
         added = _git("worktree", "add", "--detach", "--quiet", str(tree), sha)
@@ -166,7 +175,9 @@ def gate_on_commit(sha: str, gate_options: Sequence[str]) -> int:
             print(f"{PREFIX} cannot check out {sha[:12]}: {added.stderr.strip()}")
             return ExitCode.INTERNAL
         try:
-            gate = [sys.executable, "-m", "llm_eval.cli", "gate", *gate_options]
+            gate = [
+                sys.executable, "-m", "llm_eval.cli", "gate", *gate_options, "--out", str(reports)
+            ]  # fmt: skip
             done = subprocess.run(gate, cwd=tree, stdin=subprocess.DEVNULL, check=False)
             return done.returncode
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -344,6 +345,11 @@ def test_a_push_with_a_regression_is_refused(project: Project) -> None:
         pushed.stdout
     )
     assert project.remote_sha("tuning") == before
+    # The report is where the gate's last line says, after the worktree is gone.
+    said = next(line for line in pushed.stdout.splitlines() if line.startswith("Report: "))
+    report = Path(said.removeprefix("Report: "))
+    assert report == project.root / ".llm-eval" / "pre-push" / "report.json"
+    assert json.loads(report.read_text(encoding="utf-8"))["verdict"] == "fail"
 
 
 def test_a_watched_change_without_regression_goes_through(project: Project) -> None:
