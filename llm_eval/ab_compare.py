@@ -161,15 +161,22 @@ def per_query_metrics(names: Sequence[str], explicit: bool) -> tuple[list[str], 
     """The metrics compare can pair per query, and the ones it leaves out.
 
     Service metrics (latency, error rate) and pooled ones (stale_rate@k) are aggregates
-    over queries, not per-query values: asking for one explicitly is an error.
+    over queries, not per-query values, and an unbounded score (score_discrimination@k)
+    has no paired test valid at every size: asking for one explicitly is an error.
     """
     kept, skipped = [], []
     for name in (parse_metric(n).name for n in names):
-        if not parse_metric(name).pairable:
+        metric = parse_metric(name)
+        if not metric.testable:
             if explicit:
+                why = (
+                    "is unbounded, so no paired test valid at every size exists for it"
+                    if metric.pairable
+                    else "is an aggregate over queries"
+                )
                 raise InputError(
-                    f"compare pairs per-query values, and {name} is an aggregate over "
-                    "queries; gate it with `llm-eval gate` instead"
+                    f"compare pairs per-query values, and {name} {why}; gate it with "
+                    "`llm-eval gate` instead"
                 )
             skipped.append(name)
         else:

@@ -58,7 +58,8 @@ class VariantRow:
     values: Mapping[str, float | None]
     """Every metric over all gold queries, service metrics included."""
     pairs: Mapping[str, Pair]
-    """Per pairable metric, against the reference (empty for the reference)."""
+    """Per metric with a paired test (bounded per-query values), against the reference
+    (empty for the reference)."""
     slices: tuple[Row, ...]
     """Tier and tag rows against the reference, worst first."""
     on_front: bool | None
@@ -86,6 +87,7 @@ class Experiment:
     quality: str
     metrics: tuple[str, ...]
     pairable: tuple[str, ...]
+    """The metrics with a paired test: pairable, with bounded per-query values."""
     lifts: tuple[LiftRow, ...]
     alpha: float
 
@@ -108,7 +110,7 @@ def compare_variants(
     """Measure and pair every variant; `lifts` are (name, metric, base, variant)."""
     by_name = {v.name: v for v in variants}
     ref = by_name[reference]
-    pairable = tuple(m for m in metrics if parse_metric(m).pairable)
+    pairable = tuple(m for m in metrics if parse_metric(m).testable)
     ids = [q.query_id for q in gold.queries]
     shown = tuple(dict.fromkeys([*metrics, *SERVICE]))
     rows_of: dict[str, list[Row]] = {}

@@ -235,7 +235,10 @@ def margin_tests(
 def column_test(
     before: FloatArray, after: FloatArray, alpha: float, seed: int = 0, span: float = 1.0
 ) -> ColumnTest:
-    """The test the gate uses for one column: exact for 0/1 scores, betting otherwise."""
+    """The test the gate uses for one column: exact for 0/1 scores, betting otherwise.
+    Scores outside a range of width `span` are refused: no test here would be valid."""
+    if not np.all(np.abs(before - after) <= span * (1.0 + 1e-12)):
+        raise ValueError(f"per-query differences must lie within ±{span:g}")
     if is_binary(before, after):
         bad = int(np.sum((before == 1.0) & (after == 0.0)))
         good = int(np.sum((before == 0.0) & (after == 1.0)))

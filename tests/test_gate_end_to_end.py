@@ -244,6 +244,12 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
         "llm-eval: error: compare pairs per-query values, and latency_p95 is an aggregate "
         "over queries; gate it with `llm-eval gate` instead\n"
     )
+    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "score_discrimination@10"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: compare pairs per-query values, and score_discrimination@10 is "
+        "unbounded, so no paired test valid at every size exists for it; gate it with "
+        "`llm-eval gate` instead\n"
+    )
     args = ["compare", "a.jsonl", "a.jsonl", "-m", "rejection_accuracy", "--out", "rej"]
     assert main(args) == 0
     rows = (project / "rej" / "compare.csv").read_text().splitlines()
