@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_eval.errors import InputError
-from llm_eval.gate import delta_interval
+from llm_eval.gate import delta_interval, worsening_pair
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement
@@ -93,7 +93,7 @@ def _row(
 ) -> Row:
     """Two one-sided tests at alpha / 2 against no change; the interval's two-sided level
     is `level` (default alpha)."""
-    worse = (after, before) if parse_metric(metric).lower_is_better else (before, after)
+    worse = worsening_pair(metric, before, after)
     two_sided = alpha if level is None else level
     span = parse_metric(metric).span
     test = margin_tests(

@@ -28,6 +28,7 @@ from llm_eval.gate import (
     allowed_change,
     decide,
     decide_slices,
+    worsening_pair,
 )
 from llm_eval.gold import GoldQuery
 from llm_eval.judgments import FloatArray
@@ -202,7 +203,7 @@ def _margin_tests(
         for piece in scopes:
             if piece.pairs is None:
                 continue
-            before, after = _oriented(gate, piece.pairs)
+            before, after = worsening_pair(gate.metric, *piece.pairs)
             limit = allowed_change(gate, float(piece.pairs[0].mean()))
             test = column_test(before, after, settings.alpha, settings.seed, span)
             in_family = piece.tag is not None and piece.n >= settings.min_n
@@ -219,14 +220,6 @@ def _margin_tests(
             margin = tested_margin(test, before, after, limit, level)
             results[(gate.name, tag)] = _Tested(margin, p, level)
     return results
-
-
-def _oriented(gate: Gate, pairs: tuple[FloatArray, FloatArray]) -> tuple[FloatArray, FloatArray]:
-    """(before, after) so that before - after is the worsening."""
-    before, after = pairs
-    if parse_metric(gate.metric).lower_is_better:
-        return after, before
-    return before, after
 
 
 def _decide_gate(
@@ -333,7 +326,7 @@ def _power(
         needed = queries_to_decide(margin, limit, settings.alpha)
         if needed is not None:
             needed = max(needed, settings.min_n)
-    before, after = _oriented(gate, pairs)
+    before, after = worsening_pair(gate.metric, *pairs)
     span = parse_metric(gate.metric).span
     drop = detectable_worsening(
         before,

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from llm_eval.criteria import Gate
 from llm_eval.metrics import parse_metric
 from llm_eval.stats import MarginTest
 
+T = TypeVar("T")
 Status = Literal["pass", "warn", "inconclusive", "fail"]
 Decision = Literal["pass", "fail", "inconclusive"]
 Reason = Literal[
@@ -160,6 +161,12 @@ def allowed_change(gate: Gate, baseline: float) -> float:
     """The largest allowed move against the metric's direction, in metric units."""
     assert gate.regression_max is not None
     return gate.regression_max * baseline if gate.regression_relative else gate.regression_max
+
+
+def worsening_pair(metric: str, before: T, after: T) -> tuple[T, T]:
+    """(before, after) ordered so that `first - second` is the worsening: swapped for
+    lower-is-better metrics, whose worsening is a rise."""
+    return (after, before) if parse_metric(metric).lower_is_better else (before, after)
 
 
 def delta_interval(metric: str, margin: MarginTest) -> tuple[float, float]:

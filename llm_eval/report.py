@@ -95,14 +95,15 @@ def _stats_entry(result: GateResult) -> dict[str, Any] | None:
     if margin is None:
         return None
     low, high = delta_interval(result.gate.metric, margin)
+    low_open, high_open = _open_ends(result.gate.metric, margin)
     # Raw 0/1 values: for a lower-is-better metric the bad value is 1.
     flipped = parse_metric(result.gate.metric).lower_is_better
     return {
         "n": margin.n,
         "ci_low": low,
         "ci_high": high,
-        "ci_low_open": _open_ends(result.gate.metric, margin)[0],
-        "ci_high_open": _open_ends(result.gate.metric, margin)[1],
+        "ci_low_open": low_open,
+        "ci_high_open": high_open,
         "confidence": margin.confidence,
         "changed": margin.changed,
         "p_value": margin.p_beyond,
@@ -124,6 +125,7 @@ def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:
 def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
     margin = piece.margin
     low, high = (None, None) if margin is None else delta_interval(result.gate.metric, margin)
+    open_ends = (None, None) if margin is None else _open_ends(result.gate.metric, margin)
     return {
         "slice": f"tag:{piece.tag}",
         "n": piece.n,
@@ -138,8 +140,8 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
         "p_adjustment": "holm",
         "ci_low": low,
         "ci_high": high,
-        "ci_low_open": None if margin is None else _open_ends(result.gate.metric, margin)[0],
-        "ci_high_open": None if margin is None else _open_ends(result.gate.metric, margin)[1],
+        "ci_low_open": open_ends[0],
+        "ci_high_open": open_ends[1],
         "confidence": margin.confidence if margin is not None else None,
         "level": piece.level,
         "sentence": slice_sentence(result, piece),

@@ -510,12 +510,17 @@ class Betting(ColumnTest):
 
     def _log_wealth(self, m: float, side: float) -> float:
         """log of the mean wealth betting that the mean is above m (side +1) or below."""
-        m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
-        cap = BET_CAP / (1.0 + side * m)
-        bets = np.minimum(self._bets, cap)
-        logs = np.log1p(bets * side * (self._x - m)).sum(axis=1)
-        top = float(logs.max())
-        return top + math.log(float(np.mean(np.exp(logs - top))))
+        return float(_log_mean_wealth(self._x, self._bets, m, side))
+
+
+def _log_mean_wealth(x: FloatArray, bets: FloatArray, m: float, side: float) -> FloatArray:
+    """log of the wealth averaged over the orders (axis -2) of `x` (..., orders, n),
+    betting `bets` capped at c / (1 -+ m) that the mean is above m (side +1) or below."""
+    m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
+    capped = np.minimum(bets, BET_CAP / (1.0 + side * m))
+    logs = np.log1p(capped * side * (x - m)).sum(axis=-1)
+    top = logs.max(axis=-1)
+    return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
 
 
 def _orders(n: int, seed: int) -> IntArray:
@@ -566,26 +571,20 @@ def detectable_worsening(
 
 def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> float:
     """The exact test's detectable worsening with P(good) = churn, P(bad) = churn + D."""
-    critical = _critical_z(n, margin, alpha)
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
+    critical = _critical_z(test, counts, margin, alpha)
+    thresholds = test._thresholds(counts, margin, critical)  # the region the test rejects
 
     def power(drop: float) -> float:
-        thresholds = _z_thresholds(test, counts, margin, critical)
         share = np.array([min(2.0 * churn + drop, 1.0 - EDGE)])
         return float(test._probability(share, drop, counts, thresholds)[0])
 
     return _bisect_drop(power, margin, 1.0 - 2.0 * churn)
 
 
-def _z_thresholds(test: ExactPairs, counts: IntArray, margin: float, critical: float) -> IntArray:
-    return test._thresholds(counts, margin, critical)
-
-
-def _critical_z(n: int, margin: float, alpha: float) -> float:
+def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
     """The smallest Tango statistic (at the margin) whose exact p-value is <= alpha."""
-    test = ExactPairs(n, 0, 0)
-    counts = np.arange(n + 1)
 
     def size(critical: float) -> float:
         thresholds = test._thresholds(counts, margin, critical)
@@ -620,10 +619,7 @@ def _simulated_detectable(
         share = min(drop / mean_whole, 1.0)
         worse = np.where(lose < share, whole, churn) / span
         x = worse[:, orders]  # (simulations, orders, n)
-        bets = np.minimum(_plug_in_bets(x, alpha), BET_CAP / (1.0 + margin / span))
-        logs = np.log1p(bets * (x - margin / span)).sum(axis=2)
-        top = logs.max(axis=1)
-        wealth = top + np.log(np.mean(np.exp(logs - top[:, None]), axis=1))
+        wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin / span, +1.0)
         return float(np.mean(wealth >= math.log(1.0 / alpha)))
 
     return _bisect_drop(power, margin, mean_whole)

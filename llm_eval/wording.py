@@ -110,11 +110,12 @@ def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
     really took: a gain reads `rose` (or `fell` for latency), no change `stayed at`."""
     metric = gate.metric
     extra = f"; {details}" if details else ""
+    aside = f" ({details})" if details else ""
     if before is None:
-        return f"is {value(metric, after)}{f' ({details})' if details else ''}"
+        return f"is {value(metric, after)}{aside}"
     change = after - before
     if abs(change) <= 1e-12:
-        return f"stayed at {value(metric, after)}{f' ({details})' if details else ''}"
+        return f"stayed at {value(metric, after)}{aside}"
     lower = parse_metric(metric).lower_is_better
     verb = "rose" if change > 0 else ("fell" if lower else "dropped")
     return (
@@ -145,10 +146,13 @@ def _regression_clause(result: GateResult) -> str | None:
     moved = _moved(gate, result.baseline, result.value, details)
     if decision == "fail":
         return f"{moved}: more than the {allowed} allowed"
-    return (
-        f"{moved}; whether it {_worsened(gate.metric)} by more than the {allowed} allowed "
-        f"cannot be told: {_cannot_tell_reason(result)}"
-    )
+    return f"{moved}; {_cannot_be_told(gate, result.baseline)}: {_cannot_tell_reason(result)}"
+
+
+def _cannot_be_told(gate: Gate, before: float | None) -> str:
+    """`whether it dropped by more than the 3.0 pp allowed cannot be told`."""
+    allowed = _allowed(gate, before)
+    return f"whether it {_worsened(gate.metric)} by more than the {allowed} allowed cannot be told"
 
 
 def main_check_failed(result: GateResult) -> bool:
@@ -180,13 +184,6 @@ def sentence(result: GateResult) -> str | None:
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
 
 
-def unchanged_sentence(results: list[GateResult]) -> str | None:
-    """`No query's score changed: …` when every tested gate saw no change at all."""
-    if not results or any(r.reason != "unchanged" for r in results):
-        return None
-    return "No query's score changed since the baseline: nothing to compare, nothing dropped."
-
-
 def _suffix(result: GateResult) -> str:
     if result.gate.severity == "warning":
         return " (warning)"
@@ -211,10 +208,7 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
     )
     clause = _moved(gate, piece.baseline, piece.value, details)
     if piece.status == "inconclusive":
-        return (
-            f"{name} {clause}; whether it {_worsened(metric)} by more than the "
-            f"{_allowed(gate, piece.baseline)} allowed cannot be told"
-        )
+        return f"{name} {clause}; {_cannot_be_told(gate, piece.baseline)}"
     suffix = " (warning)" if gate.severity == "warning" else ""
     return f"{name} {clause}: more than the {_allowed(gate, piece.baseline)} allowed{suffix}"
 

@@ -41,11 +41,7 @@ def _cells(row: Row) -> list[str]:
 
 def _level(row: Row) -> str:
     """The interval's level where Holm widened it (tag rows)."""
-    return (
-        ""
-        if row.slice == "overall" or not row.slice.startswith("tag ")
-        else (f" ({row.confidence * 100:.1f}%)")
-    )
+    return f" ({row.confidence * 100:.1f}%)" if row.slice.startswith("tag ") else ""
 
 
 def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> str:

@@ -68,7 +68,7 @@ STATUS_ICON = {
     "gold_changed": "📝",
 }
 _FINGERPRINT_NAMES = {"gold": "gold set"}
-"""Values within this of a limit are on it, as in the gate decision."""
+"""How the footer names a fingerprint whose key is not its name."""
 
 # GitHub links `@name`, `#12`, `GH-12`, `owner/repo#12`, URLs and e-mail addresses in
 # the text of the rendered HTML, after entities and backslash escapes are decoded, so
@@ -274,7 +274,6 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "tiers": {
             "label": _label(report, metric),
             "rows": tier_rows[:1] + _worst_first(tier_rows[1:]),
-            "legend": "",
         },
         "tag_tables": tag_tables,
         "drilldown": _drilldown(
