@@ -682,12 +682,19 @@ def hook() -> None:
     help="Run the gate only when a push changes this path (repeatable; a git pathspec "
     "from the repository root). Default: config/, gold/ and the files the config names.",
 )
+@click.option(
+    "--each-commit",
+    is_flag=True,
+    help="Gate every pushed commit that changes a watched path (oldest first), not only "
+    "the tip of each pushed branch.",
+)
 @click.option("--force", is_flag=True, help="Replace a pre-push hook llm-eval did not write.")
 def hook_install(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None,
     watch: tuple[str, ...],
+    each_commit: bool,
     force: bool,
 ) -> None:
     """Install the pre-push hook that runs the gate (honours core.hooksPath)."""
@@ -699,6 +706,7 @@ def hook_install(
         baseline_path=baseline_path,
         watch=watch,
         force=force,
+        each_commit=each_commit,
     )
     _echo(outcome.text)
 

@@ -8,9 +8,11 @@ of zeros for a ref that does not exist on that side. What changed is the differe
 between the trees of the remote's commit and the one pushed, limited to the watched
 paths (git pathspecs); for a ref new on the remote, between the pushed commit and
 the commits it builds on that the remote already has. Nothing changed there: the
-gate is skipped. Otherwise the gate runs on the commit at the tip of each pushed ref,
-checked out into a temporary `git worktree` (removed afterwards), never on the working
-tree, whose uncommitted edits are not what the remote receives. Its reports are
+gate is skipped. Otherwise the gate runs on the commit at the tip of each pushed ref
+or, with `--each-commit`, on every pushed commit that itself changes a watched path
+(oldest first, stopping at the first refusal), each checked out into a temporary
+`git worktree` (removed afterwards), never on the working tree, whose uncommitted
+edits are not what the remote receives. Its reports are
 written to `.llm-eval/pre-push/` in the working tree, where the gate's last line says
 they are, and stay there after the worktree is gone. This module only starts
 `git` and the gate; it imports nothing heavy, so a skipped check costs one
@@ -81,11 +83,16 @@ def split_rev_list(output: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def render_script(
-    python: str, watch: Sequence[str], gate_options: Sequence[tuple[str, str]]
+    python: str,
+    watch: Sequence[str],
+    gate_options: Sequence[tuple[str, str]],
+    *,
+    each_commit: bool = False,
 ) -> str:
     """The hook file: a POSIX shell script calling `python -m llm_eval.hook`."""
     command = [f'{shlex.quote(python)} -m llm_eval.hook "$@"']
     command += [f"--watch {shlex.quote(path)}" for path in watch]
+    command += ["--each-commit"] if each_commit else []
     command += [f"{option} {shlex.quote(value)}" for option, value in gate_options]
     python_quoted = shlex.quote(python)
     gone = f"{PREFIX} {python} is gone; run llm-eval hook install --force"
@@ -135,27 +142,93 @@ def change_to_check(ref: PushedRef, remote: str, watch: Sequence[str]) -> str | 
     return None
 
 
-def pre_push(remote: str, stdin: str, watch: Sequence[str], gate_options: Sequence[str]) -> int:
-    """Skip, or run the gate on each pushed commit that changes the watched paths and
-    return 1 when the push must be refused."""
+def pushed_commits(ref: PushedRef, remote: str) -> tuple[str, ...] | None:
+    """The commits this push sends for `ref`, oldest first; None when git cannot list
+    them (the remote's commit is not here: fetch first) or when the remote has none of
+    the ref's history (every commit would be new: only the tip is worth gating)."""
+    if ref.creates:
+        listed = _git(
+            "rev-list", "--boundary", "--reverse", "--topo-order",
+            ref.local_sha, "--not", f"--remotes={remote}",
+        )  # fmt: skip
+    else:
+        listed = _git(
+            "rev-list", "--boundary", "--reverse", "--topo-order",
+            f"{ref.remote_sha}..{ref.local_sha}",
+        )  # fmt: skip
+    if listed.returncode != 0:
+        return None
+    commits, bases = split_rev_list(listed.stdout)
+    return commits if bases else None
+
+
+def changes_watched(sha: str, watch: Sequence[str]) -> bool:
+    """Whether `sha` itself changes a watched path: against its first parent; True
+    when git cannot tell."""
+    parents = _git("rev-list", "--parents", "-n", "1", sha).stdout.split()[1:]
+    if not parents:
+        return True
+    return _git("diff", "--quiet", parents[0], sha, "--", *watch).returncode != 0
+
+
+def plan_checks(
+    ref: PushedRef, remote: str, watch: Sequence[str], each_commit: bool
+) -> tuple[str, tuple[str, ...]] | None:
+    """Why and on which commits the gate runs for a pushed ref, or None when it need
+    not: the tip when the push changes a watched path or, with `each_commit`, every
+    pushed commit that itself changes one, oldest first (so a mistuned commit pushed
+    with its revert is still caught). Where the pushed commits cannot be listed, the
+    tip."""
+    commits = pushed_commits(ref, remote) if each_commit else None
+    if commits is None:
+        why = change_to_check(ref, remote, watch)
+        return (why, (ref.local_sha,)) if why else None
+    touching = tuple(sha for sha in commits if changes_watched(sha, watch))
+    if not touching:
+        return None
+    of = f"{len(touching)} of {len(commits)} pushed commit{'s' if len(commits) != 1 else ''}"
+    return f"{ref.local_ref} changes {', '.join(watch)} in {of}", touching
+
+
+def pre_push(
+    remote: str,
+    stdin: str,
+    watch: Sequence[str],
+    gate_options: Sequence[str],
+    *,
+    each_commit: bool = False,
+) -> int:
+    """Skip, or run the gate on the pushed commits that must be checked (see
+    `plan_checks`) and return 1 when the push must be refused."""
     refs = [ref for ref in parse_push_lines(stdin) if not ref.deletes]
-    to_check = [(ref, why) for ref in refs if (why := change_to_check(ref, remote, watch))]
-    if not to_check:
+    plans = [(ref, plan) for ref in refs if (plan := plan_checks(ref, remote, watch, each_commit))]
+    if not plans:
         print(f"{PREFIX} nothing under {', '.join(watch)} changed; gate skipped.")
         return 0
-    for ref, reason in to_check:
-        print(f"{PREFIX} {reason}; running the gate on {ref.local_sha[:12]}.")
-        sys.stdout.flush()
-        code = gate_on_commit(ref.local_sha, gate_options)
-        if code in BLOCKING_EXIT_CODES:
-            print(
-                f"{PREFIX} push refused (the gate exited {code} on {ref.local_ref}). Fix it, "
-                "or push once without the check: git push --no-verify"
-            )
-            return 1
-        if code != ExitCode.PASS:
-            print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
+    gated: set[str] = set()
+    for ref, (reason, commits) in plans:
+        fresh = [sha for sha in commits if sha not in gated]
+        for sha in fresh:
+            gated.add(sha)
+            subject = f" ({_subject(sha)})" if len(commits) > 1 else ""
+            print(f"{PREFIX} {reason}; running the gate on {sha[:12]}{subject}.")
+            sys.stdout.flush()
+            code = gate_on_commit(sha, gate_options)
+            if code in BLOCKING_EXIT_CODES:
+                where = f"{sha[:12]} of {ref.local_ref}" if len(commits) > 1 else ref.local_ref
+                print(
+                    f"{PREFIX} push refused (the gate exited {code} on {where}). Fix it, "
+                    "or push once without the check: git push --no-verify"
+                )
+                return 1
+            if code != ExitCode.PASS:
+                print(f"{PREFIX} the gate could not run (exit {code}); pushing anyway.")
     return 0
+
+
+def _subject(sha: str) -> str:
+    """A commit's subject line, for the hook's progress lines."""
+    return _git("log", "-1", "--format=%s", sha).stdout.strip()
 
 
 REPORTS = Path(".llm-eval") / "pre-push"
@@ -190,6 +263,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("remote", help="The remote's name (or URL), from git.")
     parser.add_argument("url", nargs="?", help="The remote's URL, from git.")
     parser.add_argument("--watch", action="append", required=True, help="A git pathspec.")
+    parser.add_argument(
+        "--each-commit",
+        action="store_true",
+        help="Gate every pushed commit that changes a watched path, not only each tip.",
+    )
     for option in ("--config", "--criteria", "--baseline"):
         parser.add_argument(option, help=f"Passed to `llm-eval gate {option}`.")
     return parser
@@ -203,7 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None:
             options += [f"--{name}", value]
-    return pre_push(args.remote, sys.stdin.read(), args.watch, options)
+    return pre_push(
+        args.remote, sys.stdin.read(), args.watch, options, each_commit=args.each_commit
+    )
 
 
 if __name__ == "__main__":

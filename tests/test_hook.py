@@ -140,8 +140,9 @@ def test_install_writes_an_executable_hook_running_this_python(
     assert main(["hook", "install"]) == 0
     hook = repo / ".git" / "hooks" / "pre-push"
     assert capsys.readouterr().out == (
-        "Installed .git/hooks/pre-push: runs `llm-eval gate` before a push that changes "
-        "config/, gold/, data/queries.jsonl; `git push --no-verify` skips it once.\n"
+        "Installed .git/hooks/pre-push: runs `llm-eval gate` on the tip of each pushed branch "
+        "when the push changes config/, gold/, data/queries.jsonl; `git push --no-verify` "
+        "skips it once.\n"
     )
     assert os.access(hook, os.X_OK)
     script = hook.read_text(encoding="utf-8")
@@ -423,6 +424,78 @@ def test_a_clean_commit_goes_through_though_the_working_tree_is_broken(
     assert pushed.returncode == 0, pushed.stdout
     assert "llm-eval gate: PASS" in pushed.stdout
     assert project.remote_sha("clean-commit") == project.git("rev-parse", "clean-commit")
+
+
+def _install(project: Project, *options: str) -> str:
+    install = [sys.executable, "-m", "llm_eval.cli", "hook", "install", "--force", *options]
+    done = subprocess.run(
+        install, cwd=project.root, env=project.environ, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def test_a_mistuned_commit_pushed_with_its_revert_is_caught_only_with_each_commit(
+    project: Project,
+) -> None:
+    """By default the tip of each pushed branch is gated, so a mistake undone before the
+    push is not seen; `--each-commit` gates every pushed commit touching a watched path,
+    oldest first, and refuses the push at the mistuned one."""
+    project.git("switch", "-q", "-c", "tune-and-revert", "main")
+    project.commit("NOTES", "tuning ahead\n", "Start tuning")
+    assert "gate skipped" in project.push("tune-and-revert").stdout
+    before = project.remote_sha("tune-and-revert")
+    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    mistuned = config.replace("k1: 0.9", "k1: 3.0").replace("b: 0.4", "b: 1.0")
+    project.commit("config/llm-eval.yaml", mistuned, "Tune BM25")
+    project.commit("README", "notes\n", "Unrelated")
+    project.commit("config/llm-eval.yaml", config, "Revert the tuning")
+
+    tip_only = project.push("--dry-run", "tune-and-revert")
+    assert tip_only.returncode == 0, tip_only.stdout
+    assert "nothing under config/, gold/ changed; gate skipped." in tip_only.stdout
+
+    said = _install(project, "--each-commit")
+    assert "on each pushed commit that changes config/, gold/" in said
+    try:
+        pushed = project.push("tune-and-revert")
+    finally:
+        _install(project)
+    assert pushed.returncode != 0, pushed.stdout
+    mistuned_sha = project.git("rev-parse", "tune-and-revert~2")[:12]
+    assert (
+        "refs/heads/tune-and-revert changes config/, gold/ in 2 of 3 pushed commits; "
+        f"running the gate on {mistuned_sha} (Tune BM25)." in pushed.stdout
+    )
+    assert "✗ recall@5 (tier A) is 33.1%, below the floor 38.0%" in pushed.stdout
+    assert (
+        f"push refused (the gate exited 1 on {mistuned_sha} of refs/heads/tune-and-revert)"
+        in pushed.stdout
+    )
+    assert "(Revert the tuning)" not in pushed.stdout  # stopped at the first refusal
+    assert project.remote_sha("tune-and-revert") == before
+
+
+def test_each_commit_gates_every_touching_commit_and_lets_a_clean_series_through(
+    project: Project,
+) -> None:
+    project.git("switch", "-q", "-c", "series", "main")
+    project.commit("NOTES", "series\n", "Start")
+    assert project.push("series").returncode == 0
+    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    project.commit("config/llm-eval.yaml", config + "# one\n", "One")
+    project.commit("docs/x.md", "x\n", "Docs")
+    project.commit("config/llm-eval.yaml", config + "# one\n# two\n", "Two")
+    _install(project, "--each-commit")
+    try:
+        pushed = project.push("series")
+    finally:
+        _install(project)
+    assert pushed.returncode == 0, pushed.stdout
+    assert pushed.stdout.count("llm-eval gate: PASS") == 2
+    assert "in 2 of 3 pushed commits; running the gate on" in pushed.stdout
+    assert "(One)." in pushed.stdout and "(Two)." in pushed.stdout
+    assert "(Docs)" not in pushed.stdout
+    assert project.remote_sha("series") == project.git("rev-parse", "series")
 
 
 def test_deleting_a_remote_branch_skips_the_gate(project: Project) -> None:

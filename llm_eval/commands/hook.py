@@ -36,6 +36,7 @@ def install(
     baseline_path: Path | None = None,
     watch: tuple[str, ...] = (),
     force: bool = False,
+    each_commit: bool = False,
     python: str = sys.executable,
 ) -> HookOutcome:
     """Write the pre-push hook; refuse to replace one llm-eval did not write."""
@@ -50,10 +51,16 @@ def install(
     options = [("--config", config_path.as_posix()), ("--criteria", criteria_path.as_posix())]
     if baseline_path is not None:
         options.append(("--baseline", baseline_path.as_posix()))
-    write_atomic(hook, render_script(Path(python).as_posix(), paths, options))
+    script = render_script(Path(python).as_posix(), paths, options, each_commit=each_commit)
+    write_atomic(hook, script)
     hook.chmod(hook.stat().st_mode | 0o111)
+    what = (
+        "on each pushed commit that changes"
+        if each_commit
+        else "on the tip of each pushed branch when the push changes"
+    )
     return HookOutcome(
-        f"Installed {hook}: runs `llm-eval gate` before a push that changes "
+        f"Installed {hook}: runs `llm-eval gate` {what} "
         f"{', '.join(paths)}; `git push --no-verify` skips it once."
     )
 
