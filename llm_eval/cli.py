@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -750,6 +750,14 @@ def hook_uninstall() -> None:
     help="Keep a comment of its own for this gate (letters, digits, . _ -), e.g. the "
     "config's name when several gates run on one pull request.",
 )
+@click.option(
+    "--when",
+    type=click.Choice(defaults.COMMENT_WHEN_CHOICES),
+    default=defaults.COMMENT_WHEN,
+    show_default=True,
+    help="When to post a new comment: every run; unless the gate passed and no query's "
+    "score moved; only when the check fails. A comment already there is always updated.",
+)
 def comment_command(
     report_path: Path,
     repo: str | None,
@@ -758,9 +766,10 @@ def comment_command(
     dry_run: bool,
     strict: bool,
     marker_id: str | None,
+    when: str,
 ) -> None:
     """Post or update the pull request's one llm-eval comment (token: $GITHUB_TOKEN)."""
-    from llm_eval.commands.comment import comment
+    from llm_eval.commands.comment import When, comment
     from llm_eval.formats.markdown import MARKER_ID
 
     if pr is not None and head_sha:
@@ -776,6 +785,7 @@ def comment_command(
         head_sha=head_sha,
         dry_run=dry_run,
         strict=strict,
+        when=cast("When", when),
     )
     _echo(outcome.text, err=outcome.to_stderr)
 

@@ -19,3 +19,8 @@ METRICS = ("recall@5", "mrr")
 """What is reported when the config (or `evaluate -m`) names no metrics."""
 TOP_K = 10
 """Results asked of the retriever per query."""
+COMMENT_WHEN_CHOICES = ("always", "on_change", "on_fail")
+"""When `llm-eval comment` posts a new comment: on every run; unless the gate passed and
+no query's score moved; only when the check fails. An existing one is updated in each."""
+COMMENT_WHEN = "on_change"
+"""The default of `llm-eval comment --when` and of the action's `comment` input."""

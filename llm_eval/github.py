@@ -58,11 +58,14 @@ def upsert_comment(
     marker: str,
     pr: int | None = None,
     head_sha: str | None = None,
-) -> Posted:
+    create: bool = True,
+) -> Posted | None:
     """Create the comment on the pull request, or update the one this token wrote.
 
     The pull request is `pr`, or the open one whose head commit is `head_sha`. An
-    unchanged body is not written again.
+    unchanged body is not written again. With `create` false an existing comment is
+    still updated (it must not show a stale state), but none is created: the answer
+    is then None.
     """
     _check_token(token)
     _check_api_url(api_url)
@@ -77,6 +80,8 @@ def upsert_comment(
         with _failures(token, f"reading the comments of pull request #{number}"):
             existing = _own_comment(pull, login, marker)
         with _failures(token, f"writing the comment on pull request #{number}"):
+            if existing is None and not create:
+                return None
             return _write(pull, existing, body, number)
     except AssertionError:
         # PyGithub refuses, with `assert`, a URL off its base URL: what a redirect to

@@ -6,12 +6,14 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from fake_github import FakeGitHub, serve
 
+from llm_eval import defaults
 from llm_eval.cli import main
-from llm_eval.commands.comment import Target, resolve_target
+from llm_eval.commands.comment import Target, When, resolve_target, withheld_because
 from llm_eval.errors import InputError
 from llm_eval.formats.markdown import COMMENT_MARKER, render_comment
 from llm_eval.github import CommentNotPosted
@@ -351,3 +353,114 @@ def test_resolve_target_failures(tmp_path: Path) -> None:
     broken.write_text("{")
     with pytest.raises(InputError, match=r"event\.json:1: invalid JSON: Expecting property name"):
         resolve_target({"GITHUB_EVENT_PATH": str(broken)}, "o/r", None, None)
+
+
+# --- when a new comment is posted (--when) -------------------------------------------
+
+
+def test_an_unchanged_pass_posts_no_new_comment(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert comment(report="pass") == 0
+    assert github.comments[7] == []
+    assert github.writes() == []
+    assert capsys.readouterr().out == (
+        "llm-eval comment: not posted: unchanged pass (comment: on_change)\n"
+    )
+
+
+def test_an_unchanged_pass_updates_the_comment_already_there(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nthe failure of a run before")
+    assert comment(report="pass") == 0
+    assert github.comments[7] == [own]
+    assert own.body == body("pass")
+    assert [r.method for r in github.writes()] == ["PATCH"]
+    assert capsys.readouterr().out == (
+        f"llm-eval comment: updated: https://github.example/octo/demo/pull/7#issuecomment-{own.id}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("when", "report", "posted"),
+    [
+        ("on_change", "failure", True),
+        ("on_change", "warning", True),
+        ("on_change", "inconclusive", True),
+        ("on_change", "no_baseline", True),  # nothing to tell a change by: not "unchanged"
+        ("on_change", "gold_changed", True),
+        ("on_change", "pass", False),
+        ("on_fail", "failure", True),
+        ("on_fail", "gold_changed", True),
+        ("on_fail", "warning", False),
+        ("on_fail", "inconclusive", False),
+        ("on_fail", "pass", False),
+        ("always", "pass", True),
+        ("always", "warning", True),
+    ],
+)
+def test_when_a_new_comment_is_posted(
+    github: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    when: str,
+    report: str,
+    posted: bool,
+) -> None:
+    assert comment("--when", when, report=report) == 0
+    out = capsys.readouterr().out
+    if posted:
+        (created,) = github.comments[7]
+        assert created.body == body(report)
+        assert out == (
+            "llm-eval comment: posted: "
+            f"https://github.example/octo/demo/pull/7#issuecomment-{created.id}\n"
+        )
+    else:
+        assert github.writes() == []
+        assert out.startswith("llm-eval comment: not posted: ")
+        assert out.endswith(f" (comment: {when})\n")
+
+
+def test_on_fail_updates_the_comment_already_there_to_the_pass(github: FakeGitHub) -> None:
+    assert comment("--when", "on_fail", report="failure") == 0
+    (created,) = github.comments[7]
+    assert comment("--when", "on_fail", report="warning") == 0
+    assert github.comments[7] == [created]
+    assert created.body == body("warning")
+
+
+@pytest.mark.parametrize(
+    ("when", "report", "withheld"),
+    [
+        ("on_change", "pass", "unchanged pass"),
+        ("on_fail", "pass", "the check passes (pass)"),
+        ("on_fail", "warning", "the check passes (warning)"),
+        ("on_fail", "inconclusive", "the check passes (cannot tell)"),
+        ("on_change", "inconclusive", None),
+        ("on_fail", "failure", None),
+        ("always", "pass", None),
+    ],
+)
+def test_withheld_because(when: When, report: str, withheld: str | None) -> None:
+    data = json.loads((REPORTS / f"{report}.json").read_text(encoding="utf-8"))
+    assert withheld_because(data, when) == withheld
+
+
+def test_a_pass_in_which_one_gate_moved_is_a_change() -> None:
+    data = json.loads((REPORTS / "pass.json").read_text(encoding="utf-8"))
+    data["gates"][1]["reason"] = "within"
+    assert withheld_because(data, "on_change") is None
+
+
+def test_the_when_choices_are_the_commands() -> None:
+    assert get_args(When) == defaults.COMMENT_WHEN_CHOICES
+    assert defaults.COMMENT_WHEN in defaults.COMMENT_WHEN_CHOICES
+
+
+def test_an_unknown_when_is_a_usage_error(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert comment("--when", "sometimes") == 2
+    assert "'sometimes' is not one of 'always', 'on_change', 'on_fail'" in capsys.readouterr().err
+    assert github.requests == []

@@ -4,6 +4,13 @@ Where to comment comes from the options or from GitHub Actions' environment:
 `GITHUB_REPOSITORY`, the `pull_request` event in `GITHUB_EVENT_PATH`, `GITHUB_TOKEN`
 and `GITHUB_API_URL`. A comment that cannot be posted is a warning, not a failure:
 the verdict is the gate's job. `--strict` makes it exit 4.
+
+`--when` keeps a pull request quiet when a comment would say nothing new: `on_change`
+(the default) posts no new comment for a pass in which no query's score moved,
+`on_fail` posts one only when the check fails, `always` on every run. Whatever it
+says, a comment already there is updated, so it never shows a stale state. What
+counts as a pass or a change is read from the report (its verdict and each gate's
+reason), never decided again here.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from llm_eval.actions import links_from_env
 from llm_eval.errors import InputError
@@ -21,8 +28,14 @@ from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import read_json_file
+from llm_eval.wording import STATUS_WORDS
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+When = Literal["always", "on_change", "on_fail"]
+"""When a new comment is posted (`llm_eval.defaults.COMMENT_WHEN_CHOICES`)."""
+FAILING_VERDICTS = ("fail", "gold_changed")
+"""Verdicts whose check fails (exit 1 or 3): a comment is posted under every `when`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +65,13 @@ def comment(
     dry_run: bool = False,
     strict: bool = False,
     marker_id: str | None = None,
+    when: When = "on_change",
 ) -> CommentOutcome:
-    """Render the report as the PR comment and post it (or, with `dry_run`, print it)."""
-    body = render_report(load_report(report_path), report_path, links_from_env(environ), marker_id)
+    """Render the report as the PR comment and post it (or, with `dry_run`, print it);
+    when `when` withholds a new comment, only update the one already there."""
+    report = load_report(report_path)
+    body = render_report(report, report_path, links_from_env(environ), marker_id)
+    withheld = withheld_because(report, when)
     if dry_run:
         return CommentOutcome(body.rstrip("\n"))
     try:
@@ -72,6 +89,7 @@ def comment(
             marker=comment_marker(marker_id),
             pr=target.pr,
             head_sha=target.head_sha,
+            create=withheld is None,
         )
     except CommentNotPosted as exc:
         if strict:
@@ -81,8 +99,26 @@ def comment(
             "--strict makes this an error)",
             to_stderr=True,
         )
-    done = {"created": "created", "updated": "updated", "unchanged": "unchanged, not rewritten"}
+    if posted is None:
+        return CommentOutcome(f"llm-eval comment: not posted: {withheld} (comment: {when})")
+    done = {"created": "posted", "updated": "updated", "unchanged": "unchanged, not rewritten"}
     return CommentOutcome(f"llm-eval comment: {done[posted.action]}: {posted.url}")
+
+
+def withheld_because(report: Mapping[str, Any], when: When) -> str | None:
+    """Why `when` posts no new comment on this report, in words; None when it posts one.
+
+    A failing check (a blocking gate, one that cannot tell with `on_inconclusive: fail`
+    included, or a gold set changed without `--allow-gold-change`) is always posted.
+    """
+    verdict = str(report["verdict"])
+    if when == "always" or verdict in FAILING_VERDICTS:
+        return None
+    if when == "on_fail":
+        return f"the check passes ({STATUS_WORDS.get(verdict, verdict)})"
+    if verdict == "pass" and all(gate["reason"] == "unchanged" for gate in report["gates"]):
+        return "unchanged pass"
+    return None
 
 
 def load_report(path: Path) -> Mapping[str, Any]:
