@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fake_github import FakeGitHub, serve
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -345,3 +346,103 @@ def test_the_last_step_fails_with_the_gates_exit_code(code: str) -> None:
     )
     assert str(done.returncode) == code
     assert done.stdout.startswith(f"llm-eval gate exited with {code} (1: a blocking gate failed;")
+
+
+# --- the action's comment step -------------------------------------------------------
+
+COMMENT_TOKEN = "ghp_action-token-0123456789abcdefghijklmnopqrstu"
+
+
+def test_the_comment_input_defaults_to_on_change_and_only_false_skips_the_step() -> None:
+    action = load(ACTION)
+    assert action["inputs"]["comment"]["default"] == "on_change"
+    step = next(s for s in steps(action) if s.get("name") == "Comment on the pull request")
+    assert step["if"].startswith("inputs.comment != 'false' && ")
+    assert step["env"]["LLM_EVAL_COMMENT"] == "${{ inputs.comment }}"
+
+
+@pytest.mark.parametrize(
+    ("value", "report", "posted"),
+    [
+        ("true", "pass", False),  # true is the command's default, on_change
+        ("on_change", "pass", False),
+        ("on_change", "warning", True),
+        ("always", "pass", True),
+        ("on_fail", "warning", False),
+        ("on_fail", "failure", True),
+    ],
+)
+def test_the_comment_step_posts_by_the_comment_input(
+    tmp_path: Path, value: str, report: str, posted: bool
+) -> None:
+    github = FakeGitHub(users={COMMENT_TOKEN: "llm-eval-bot"})
+    github.add_pull(7, "9f" * 20)
+    with serve(github):
+        done = run_comment_step(tmp_path, github, LLM_EVAL_COMMENT=value, report=report)
+    assert done.returncode == 0, done.stderr
+    assert len(github.comments[7]) == int(posted)
+    if not posted:
+        assert done.stdout.startswith("llm-eval comment: not posted: ")
+
+
+def test_the_comment_step_updates_the_comment_already_there_and_keeps_ids_apart(
+    tmp_path: Path,
+) -> None:
+    github = FakeGitHub(users={COMMENT_TOKEN: "llm-eval-bot"})
+    github.add_pull(7, "9f" * 20)
+    with serve(github):
+        run_comment_step(tmp_path, github, "failure", LLM_EVAL_COMMENT="always", LLM_EVAL_ID="docs")
+        done = run_comment_step(tmp_path, github, LLM_EVAL_COMMENT="on_fail", LLM_EVAL_ID="docs")
+        assert done.stdout.startswith("llm-eval comment: updated: ")
+        other = run_comment_step(tmp_path, github, LLM_EVAL_COMMENT="on_fail", LLM_EVAL_ID="api")
+    assert (
+        other.stdout == "llm-eval comment: not posted: the check passes (pass) (comment: on_fail)\n"
+    )
+    (only,) = github.comments[7]
+    assert [r.method for r in github.writes()] == ["POST", "PATCH"]
+    assert "docs" in only.body.splitlines()[0]
+
+
+def test_the_comment_step_refuses_a_value_that_is_no_mode(tmp_path: Path) -> None:
+    github = FakeGitHub(users={COMMENT_TOKEN: "llm-eval-bot"})
+    github.add_pull(7, "9f" * 20)
+    with serve(github):
+        done = run_comment_step(tmp_path, github, LLM_EVAL_COMMENT="yes")
+    assert done.returncode == 2
+    assert "'yes' is not one of 'always', 'on_change', 'on_fail'" in done.stderr
+    assert github.requests == []
+
+
+def run_comment_step(
+    tmp_path: Path, github: FakeGitHub, report: str = "pass", **inputs: str
+) -> subprocess.CompletedProcess[str]:
+    """Run the action's comment step as the runner would, on a pull_request event."""
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "LLM_EVAL_"))}
+    environ |= {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_TOKEN": COMMENT_TOKEN,
+        "GITHUB_API_URL": github.base_url,
+        "GITHUB_REPOSITORY": github.repo,
+        "GITHUB_EVENT_PATH": str(event),
+        "LLM_EVAL_REPORT": str(REPO / "tests" / "gold" / "reports" / f"{report}.json"),
+        "LLM_EVAL_ARTIFACT_URL": "",
+        "LLM_EVAL_ID": "",
+        **inputs,
+    }
+    return subprocess.run(
+        [
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-eo",
+            "pipefail",
+            "-c",
+            action_script("Comment on the pull request"),
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
