@@ -267,8 +267,9 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     )
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
-        "60 queries are too few; about 140 are needed (llm-eval gold plan lists them) (blocks the merge)"
-    )  # type: ignore[union-attr]
+        "60 queries are too few; about 140 are needed (llm-eval gold plan lists them) "
+        "(blocks the merge)"
+    )
 
 
 def test_power_sentence_says_what_the_scope_catches() -> None:

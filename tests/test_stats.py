@@ -340,5 +340,5 @@ def test_the_planning_estimate_is_on_the_safe_side_of_the_exact_test(n: int) -> 
 def test_scores_outside_the_declared_range_are_refused() -> None:
     """An unbounded score (score discrimination) has no valid test here: refused, never
     scored with a wealth that is not a supermartingale."""
-    with pytest.raises(ValueError, match="^per-query differences must lie within ±1$"):
+    with pytest.raises(ValueError, match=r"^per-query differences must lie within ±1$"):
         margin_tests([0.5, 2.0, 3.1], [0.4, 0.1, 3.5], [0.0], alpha=0.05)

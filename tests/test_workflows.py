@@ -223,17 +223,55 @@ def test_the_baseline_refresh_proposes_a_pull_request_and_never_pushes_the_defau
     assert "gh pr edit" in scripts
 
 
-def test_ci_runs_lint_types_tests_and_the_gate() -> None:
+def test_ci_runs_the_ci_script_and_the_gate() -> None:
+    """GitHub's CI and a clean clone run the same script: nothing to keep in step."""
     workflow = load(REPO / ".github" / "workflows" / "ci.yml")
     commands = {
         name: [step.get("run") or step.get("uses") for step in job["steps"]]
         for name, job in workflow["jobs"].items()
     }
-    assert "ruff format --check ." in commands["lint"]
-    assert "ruff check ." in commands["lint"]
-    assert "mypy" in commands["typecheck"]
-    assert "pytest" in commands["test"]
+    assert commands["check"][-1] == ".ci/run"
     assert commands["gate"][-1] == "./"
+
+
+@pytest.mark.parametrize("failing", ["ruff format", "ruff check", "mypy", "pytest", "pip"])
+def test_the_ci_script_fails_when_any_check_fails(tmp_path: Path, failing: str) -> None:
+    """`.ci/run` under stand-in tools, one of them failing: the run fails, and nothing
+    after the failing check runs. (In `a && b && c` under `set -e`, a failing `a` or `b`
+    would be ignored.)"""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(REPO / ".ci" / "run", tmp_path / ".ci" / "run")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    log = tmp_path / "ran.log"
+    venv_maker = (
+        f"#!/bin/sh\nmkdir -p .venv/bin\nprintf 'PATH={tools}:$PATH\\n' > .venv/bin/activate\n"
+    )
+    for name in ("ruff", "mypy", "pytest", "pip", "python"):
+        (tools / name).write_text(
+            f'#!/bin/sh\nwhat="{name} $*"\necho "$what" >> {log}\n'
+            f'case "$what" in "{failing}"*) exit 1;; esac\nexit 0\n'
+        )
+    (tools / "python3").write_text(venv_maker)
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    environ = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "run")], env=environ, capture_output=True, check=False
+    )
+    ran = log.read_text().splitlines()
+    assert done.returncode != 0, ran
+    assert ran[-1].startswith(failing), ran
+    if failing == "pytest":
+        assert ran[-2] == "pip install -e .[test]"
+
+
+def test_the_ci_script_ends_with_the_readme_test_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    test_command = readme.split("```sh\n", 1)[1].split("\n")[1]
+    assert test_command == 'pip install -e ".[test]" && pytest'
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert lines[-1] == test_command
 
 
 # --- the action's scripts ------------------------------------------------------------
