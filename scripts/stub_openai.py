@@ -19,6 +19,7 @@ Usage is counted as words. `faults` are answered before anything else, one per
 request (a status, optional headers and body, or a delay), to test retries.
 
     python scripts/stub_openai.py --port 8765      # serves until Ctrl-C
+    python scripts/stub_openai.py --port 0         # a free port, printed on the first line
 """
 
 from __future__ import annotations
@@ -219,10 +220,21 @@ def serve(state: StubOpenAI | None = None, port: int = 0) -> Iterator[StubOpenAI
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--port", type=int, default=8765, help="Port on 127.0.0.1; 0 picks a free one."
+    )
     port = parser.parse_args().port
-    with serve(port=port) as state:
-        print(f"stub OpenAI-compatible server at {state.url} (Ctrl-C stops it)", flush=True)
+    with contextlib.ExitStack() as stack:
+        try:
+            state = stack.enter_context(serve(port=port))
+        except OSError as error:
+            message = f"cannot listen on 127.0.0.1:{port}: {error.strerror}"
+            parser.exit(2, f"stub_openai: {message}; pass --port 0 for a free port\n")
+        bound = state.url.rsplit(":", 1)[1].split("/")[0]
+        print(
+            f"stub OpenAI-compatible server at {state.url} (port {bound}; Ctrl-C stops it)",
+            flush=True,
+        )
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
 

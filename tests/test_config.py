@@ -323,3 +323,70 @@ def test_the_metric_is_read_from_names_with_or_without_the_prefix(
 ) -> None:
     text = GOOD_GATES.replace("name: retrieval_mrr", f"name: {name}")
     assert load_criteria(write(tmp_path, "c.yaml", text)).gates[1].metric == metric
+
+
+JUDGED = (
+    "gold: [g.jsonl]\nmetrics: [recall@5, context_recall]\njudge:\n  model: m\n  base_url: {url}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "expected"),
+    [
+        ("http://127.0.0.1:${PORT:-8765}/v1", {}, "http://127.0.0.1:8765/v1"),
+        ("http://127.0.0.1:${PORT:-8765}/v1", {"PORT": ""}, "http://127.0.0.1:8765/v1"),
+        ("http://127.0.0.1:${PORT:-8765}/v1", {"PORT": "9001"}, "http://127.0.0.1:9001/v1"),
+        ("${JUDGE_URL}", {"JUDGE_URL": "https://judge.example/v1"}, "https://judge.example/v1"),
+        ("http://h/${A:-x}/${B:-}", {"B": "b"}, "http://h/x/b"),
+    ],
+)
+def test_endpoint_settings_read_the_environment_with_defaults(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    environ: dict[str, str],
+    expected: str,
+) -> None:
+    for name in ("PORT", "JUDGE_URL", "A", "B"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    config = load_config(write(tmp_path, "c.yaml", JUDGED.format(url=url)))
+    assert config.judge is not None
+    assert config.judge["base_url"] == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "${JUDGE_URL}",
+            "FILE:5: judge.base_url: environment variable JUDGE_URL is not set (used by the "
+            "base_url setting)",
+        ),
+        (
+            "http://h:${1PORT:-1}/v1",
+            "FILE:5: judge.base_url: ${1PORT:-1} is not a variable reference (write ${NAME} or "
+            "${NAME:-default}; used by the base_url setting)",
+        ),
+        (
+            "${JUDGE_URL:-ftp://x}",
+            "FILE:5: judge.base_url: must be an http:// or https:// URL, got 'ftp://x'",
+        ),
+    ],
+)
+def test_an_unset_variable_or_a_bad_reference_names_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, message: str
+) -> None:
+    monkeypatch.delenv("JUDGE_URL", raising=False)
+    assert error_of(load_config, write(tmp_path, "c.yaml", JUDGED.format(url=url))) == message
+
+
+def test_an_http_retriever_url_reads_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCH_HOST", "search.internal")
+    text = "gold: [g.jsonl]\nretriever:\n  kind: http\n  url: http://${SEARCH_HOST}/q\n"
+    config = load_config(write(tmp_path, "c.yaml", text))
+    assert config.retriever is not None
+    assert config.retriever.settings["url"] == "http://search.internal/q"

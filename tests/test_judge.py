@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -474,9 +475,10 @@ def test_the_readme_shows_the_real_judged_demo_output(
     example = tmp_path / "config" / "examples" / "judged.yaml"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "80")
+    assert "base_url: http://127.0.0.1:${JUDGE_PORT:-8765}/v1" in example.read_text()
     with stub.serve() as server:
-        text = example.read_text().replace("http://127.0.0.1:8765/v1", server.url)
-        example.write_text(text)
+        # The example reads its port from the environment: no file is edited.
+        monkeypatch.setenv("JUDGE_PORT", server.url.split(":")[2].split("/")[0])
         assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
         assert capsys.readouterr().out == shown
         asked = len(server.requests)
@@ -519,3 +521,44 @@ def test_bad_judge_settings_name_the_key(
     (root / "llm-eval.yaml").write_text(json.dumps(settings))
     assert gate(root, monkeypatch) == 3
     assert capsys.readouterr().err == f"llm-eval: error: {message}\n"
+
+
+def test_the_stub_binds_a_free_port_with_port_0_and_prints_it() -> None:
+    import socket
+    import subprocess
+    import urllib.request
+
+    script = [sys.executable, str(REPO / "scripts" / "stub_openai.py")]
+    with subprocess.Popen([*script, "--port", "0"], stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            match = re.fullmatch(
+                r"stub OpenAI-compatible server at (http://127\.0\.0\.1:(\d+)/v1) "
+                r"\(port (\d+); Ctrl-C stops it\)\n",
+                line,
+            )
+            assert match is not None, line
+            assert match[2] == match[3] != "0"
+            request = urllib.request.Request(
+                match[1] + "/embeddings",
+                data=json.dumps({"model": "m", "input": ["a b c"]}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                assert len(json.load(answer)["data"][0]["embedding"]) == 64
+        finally:
+            server.terminate()
+    # A busy port: one line saying so and what to do, exit 2 (not a traceback).
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [*script, "--port", str(port)], capture_output=True, text=True, check=False
+        )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"stub_openai: cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "pass --port 0 for a free port\n"
+    )

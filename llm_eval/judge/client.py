@@ -22,10 +22,10 @@ from typing import Any
 
 import httpx
 
+from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import digest
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
-from llm_eval.retrievers.pool import expand_environment
 from llm_eval.textio import load_json, write_atomic
 
 _CACHE_FORMAT = 1

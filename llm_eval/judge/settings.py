@@ -34,8 +34,14 @@ def _optional_text(value: Any) -> str | None:
 
 
 SETTINGS: Mapping[str, Setting] = {
-    "base_url": Setting(None, _url, "The API root, e.g. https://api.openai.com/v1.", True),
-    "model": Setting(None, _text, "The model name the endpoint serves.", True),
+    "base_url": Setting(
+        None,
+        _url,
+        "The API root, e.g. https://api.openai.com/v1 (${VAR:-default} reads the environment).",
+        True,
+        environ=True,
+    ),
+    "model": Setting(None, _text, "The model name the endpoint serves.", True, environ=True),
     "api_key": Setting(None, _optional_text, "Bearer token; write ${ENV_VAR} to read it."),
     "temperature": Setting(0.0, number_check(0, 2), "Sampling temperature; 0 for steady verdicts."),
     "seed": Setting(0, whole_check(0, 2**31 - 1), "Sampling seed, for endpoints that honour it."),

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.runs import RankedResult, Run
@@ -117,6 +119,9 @@ class Setting:
     help: str
     required: bool = False
     """The config must give it (the default is not used)."""
+    environ: bool = False
+    """A text value reads `${NAME}` / `${NAME:-default}` from the environment when the
+    config is loaded (endpoints and model names, which differ between a laptop and CI)."""
 
 
 Check = Callable[[Any], "str | None"]
@@ -157,7 +162,10 @@ def checked_settings(
     for name, setting in declared.items():
         if setting.required and name not in settings:
             raise InputError(f"missing required key {name!r}")
-        values[name] = value = settings.get(name, setting.default)
+        value = settings.get(name, setting.default)
+        if setting.environ and isinstance(value, str):
+            value = expand_environment(value, os.environ, f"the {name} setting", name)
+        values[name] = value
         reason = setting.check(value)
         if reason is not None:
             raise InputError(reason, key=name)

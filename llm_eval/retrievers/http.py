@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, whole_check
@@ -45,7 +46,6 @@ from llm_eval.retrievers.pool import (
     QueryFailed,
     Search,
     check_concurrency,
-    expand_environment,
     ranked_result,
     resolved_cache_key,
 )
@@ -136,7 +136,13 @@ check_retries = whole_check(0, 10)
 
 
 SETTINGS: Mapping[str, Setting] = {
-    "url": Setting(None, check_url, "The search endpoint; each query is POSTed to it.", True),
+    "url": Setting(
+        None,
+        check_url,
+        "The search endpoint; each query is POSTed to it (${VAR:-default} reads the environment).",
+        True,
+        environ=True,
+    ),
     "body": Setting(
         dict(DEFAULT_BODY),
         check_body,

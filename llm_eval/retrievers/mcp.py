@@ -95,7 +95,9 @@ def check_cwd(value: Any) -> str | None:
 SETTINGS: Mapping[str, Setting] = {
     "command": Setting(None, check_command, "A stdio server: the program and its arguments."),
     "cwd": Setting(None, check_cwd, "The stdio server's working folder (default: this one)."),
-    "url": Setting(None, check_optional_url, "A streamable HTTP server's URL (…/mcp)."),
+    "url": Setting(
+        None, check_optional_url, "A streamable HTTP server's URL (…/mcp).", environ=True
+    ),
     "headers": Setting(
         {}, check_headers, "HTTP headers; values may hold ${ENV_VAR} (read at run time)."
     ),

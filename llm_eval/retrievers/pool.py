@@ -10,14 +10,13 @@ is recorded with its error and no results, never as an empty result.
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from llm_eval.errors import InputError
+from llm_eval.environment import expand_environment
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import Hits, ResultCache, Setting, whole_check
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -179,17 +178,6 @@ CACHE_KEY = Setting(
     "Part of the retrieval cache's key: change it (e.g. ${INDEX_VERSION}) when the answers "
     "change in ways the cache cannot see.",
 )
-
-ENV_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
-
-
-def expand_environment(template: str, environ: Mapping[str, str], used_by: str, key: str) -> str:
-    """`${NAME}` replaced from the environment; a variable that is not set raises
-    InputError naming it and what uses it (never a value)."""
-    for ref in ENV_PLACEHOLDER.findall(template):
-        if ref not in environ:
-            raise InputError(f"environment variable {ref} is not set (used by {used_by})", key=key)
-    return ENV_PLACEHOLDER.sub(lambda m: environ[m.group(1)], template)
 
 
 def resolved_cache_key(value: str | None, environ: Mapping[str, str]) -> str | None:

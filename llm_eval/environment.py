@@ -1,0 +1,39 @@
+"""`${NAME}` and `${NAME:-default}` in config values, read from the environment.
+
+As in a POSIX shell, `${NAME:-default}` gives the default when NAME is unset or
+empty; `${NAME}` with NAME unset is an error naming the variable and the setting that
+uses it, never a silent empty string. Values are never echoed in errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from llm_eval.errors import InputError
+
+PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def expand_environment(template: str, environ: Mapping[str, str], used_by: str, key: str) -> str:
+    """`template` with each `${NAME}` / `${NAME:-default}` replaced from `environ`;
+    InputError (naming the variable and `used_by`, at `key`) for a malformed reference
+    or an unset variable without a default."""
+
+    def value(match: re.Match[str]) -> str:
+        name, has_default, default = match.group(1).partition(":-")
+        if not _NAME.fullmatch(name):
+            raise InputError(
+                f"${{{match.group(1)}}} is not a variable reference (write ${{NAME}} or "
+                f"${{NAME:-default}}; used by {used_by})",
+                key=key,
+            )
+        found = environ.get(name)
+        if has_default:
+            return found if found else default
+        if found is None:
+            raise InputError(f"environment variable {name} is not set (used by {used_by})", key=key)
+        return found
+
+    return PLACEHOLDER.sub(value, template)
