@@ -1,30 +1,60 @@
-"""A one-line progress bar on stderr, drawn only on a terminal.
+"""Progress on stderr: a line redrawn in place on a terminal, a plain line now and then elsewhere.
 
     [##########----------]  171/342 queries  38.2/s  ETA 4s
 
-It redraws at most ten times a second and erases itself when done. When stderr is
-not a terminal (CI logs, a pipe) it writes nothing at all.
+On a terminal the line is redrawn at most ten times a second, fitted to the terminal's
+width at each redraw (read again each time, so a resize is followed), and erased when
+done. It never reaches the last column: a line that fills the width makes the terminal
+wrap, and the next redraw, which only returns to the start of its own row, would leave
+the first part stacked above it. When stderr is not a terminal (CI logs, a pipe) the
+same line is written as a line of its own every ten seconds, with a last one at the end
+when any was written: a short run writes nothing.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-_WIDTH = 20
-_INTERVAL_S = 0.1
+from llm_eval.output import terminal_width
+
+_BAR_WIDTH = 20
+_BAR_MIN = 8
+"""A narrower bar says too little to be worth its columns."""
+_REDRAW_S = 0.1
+_LOG_EVERY_S = 10.0
+_CLEAR_TO_END = "\x1b[K"
+"""ECMA-48 EL (erase in line): clears what a longer earlier line left to the right."""
 
 
-def progress_line(done: int, total: int, rate: float) -> str:
-    """The bar, the counts, the rate (queries a second) and the time left."""
-    filled = _WIDTH * done // total if total else _WIDTH
-    bar = "#" * filled + "-" * (_WIDTH - filled)
-    eta = f"ETA {duration((total - done) / rate)}" if rate > 0 and done < total else ""
-    width = len(str(total))
-    return f"[{bar}] {done:>{width}}/{total} queries  {rate:.1f}/s  {eta}".rstrip()
+def progress_line(done: int, total: int, rate: float, columns: int | None = None) -> str:
+    """The bar, the counts, the rate (queries a second) and the time left, in fewer than
+    `columns` columns (all of it when None).
+
+    What does not fit goes, least important first: the bar narrows (down to 8), then
+    the rate goes, then the word "queries", then the bar, then the time left; the
+    counts stay, cut only on a terminal narrower than they are.
+    """
+    counts = f"{done:>{len(str(total))}}/{total}"
+    eta = f"  ETA {duration((total - done) / rate)}" if rate > 0 and done < total else ""
+    room = None if columns is None else columns - 1
+    for tail in (f" queries  {rate:.1f}/s{eta}", f" queries{eta}", eta):
+        text = counts + tail
+        width = _BAR_WIDTH if room is None else min(_BAR_WIDTH, room - len(text) - 3)
+        if width >= _BAR_MIN:
+            return f"[{_bar(done, total, width)}] {text}"
+    assert room is not None  # with no limit the first layout is taken
+    counts = counts.lstrip()  # aligned to nothing without the bar
+    return next((text for text in (counts + eta, counts) if len(text) <= room), counts[:room])
+
+
+def _bar(done: int, total: int, width: int) -> str:
+    filled = width * done // total if total else width
+    return "#" * filled + "-" * (width - filled)
 
 
 def duration(seconds: float) -> str:
@@ -39,44 +69,66 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def stream_columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` writes to (stdout may be redirected when stderr
+    is not); `terminal_width()` when the stream's own cannot be read."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = 0  # a pseudo-terminal nobody sized answers 0 too
+    return columns if columns > 0 else terminal_width()
+
+
 class Progress:
-    """Draws `progress_line` on a terminal; a no-op elsewhere."""
+    """Shows `progress_line`: redrawn in place on a terminal, logged now and then elsewhere."""
 
     def __init__(
         self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = self.stream.isatty()
+        self.on_terminal = self.stream.isatty()
         self.clock = clock
         self.first: tuple[float, int] | None = None
         """When the first update came, and its count: the rate is measured from there, so
         that the time spent before the first query (loading, indexing) does not count."""
-        self.drawn_at: float | None = None
-        self.width = 0
+        self.shown_at: float | None = None
+        self.drawn = False
+        """Whether a line is on the terminal to erase."""
 
     def update(self, done: int, total: int) -> None:
-        """Record that `done` of `total` queries are finished (redraws now and then)."""
-        if not self.enabled:
-            return
+        """Record that `done` of `total` queries are finished (shows it now and then)."""
         now = self.clock()
         if self.first is None:
             self.first = (now, done)
-        if self.drawn_at is not None and now - self.drawn_at < _INTERVAL_S and done < total:
+        if not self._due(now, done >= total):
             return
-        self.drawn_at = now
+        self.shown_at = now
         started, counted = self.first
         rate = (done - counted) / (now - started) if now > started else 0.0
-        line = progress_line(done, total, rate)
-        self.stream.write("\r" + line.ljust(self.width))
+        if self.on_terminal:
+            line = progress_line(done, total, rate, stream_columns(self.stream))
+            self.stream.write(f"\r{line}{_CLEAR_TO_END}")
+            self.drawn = True
+        else:
+            self.stream.write(progress_line(done, total, rate) + "\n")
         self.stream.flush()
-        self.width = len(line)
+
+    def _due(self, now: float, finished: bool) -> bool:
+        """On a terminal: the first, the last, and one each 0.1 s. Logged: one each 10 s,
+        and the last when any came before it."""
+        assert self.first is not None
+        if self.on_terminal:
+            return finished or self.shown_at is None or now - self.shown_at >= _REDRAW_S
+        if self.shown_at is None:
+            return now - self.first[0] >= _LOG_EVERY_S
+        return finished or now - self.shown_at >= _LOG_EVERY_S
 
     def close(self) -> None:
-        """Erase the bar, leaving the cursor at the start of an empty line."""
-        if self.enabled and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
+        """Erase the line on a terminal, leaving the cursor at the start of an empty row."""
+        if self.drawn:
+            self.stream.write(f"\r{_CLEAR_TO_END}")
             self.stream.flush()
-            self.width = 0
+            self.drawn = False
 
     def __enter__(self) -> Progress:
         return self
