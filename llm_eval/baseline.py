@@ -1,7 +1,10 @@
 """The committed baseline: aggregates and per-query scores of the accepted state.
 
 Per-query scores are kept so that comparisons can be paired and restricted to the
-queries that did not change. Written atomically (temp file + rename).
+queries that did not change. Written atomically (temp file + rename), and only when
+something the gate reads moved (`llm_eval.commands.baseline.changes`): the per-query
+latencies are those of the refresh that last wrote the file, so that an unchanged
+retriever, whose latency differs on every run, leaves the file as it is.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class Baseline:
     aggregates: Mapping[str, Mapping[str, float | int]]
     """`{"overall"|"tier:A"|"tag:x": {"n": n, metric: mean}}`."""
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
-    """Per query: latency and whether it failed (for service metrics)."""
+    """Per query: latency and whether it failed (for service metrics), as measured by the
+    refresh that last wrote the file."""
     source: str | None = field(default=None, compare=False)
     """The file it was read from (None for one computed in memory)."""
 

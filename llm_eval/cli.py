@@ -290,7 +290,7 @@ def baseline_refresh(
     run_path: Path | None,
     force: bool,
 ) -> int:
-    """Recompute the baseline and write it atomically."""
+    """Recompute the baseline; write it atomically when a score moved."""
     from llm_eval.commands.baseline import refresh
 
     outcome = refresh(
@@ -301,7 +301,7 @@ def baseline_refresh(
         force=force,
     )
     _echo(outcome.text)
-    return ExitCode.PASS if outcome.written else ExitCode.GATE_FAILED
+    return ExitCode.GATE_FAILED if outcome.refused else ExitCode.PASS
 
 
 @baseline.command("show")

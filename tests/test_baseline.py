@@ -1,15 +1,24 @@
-"""The baseline file: round trip, atomic replacement, and corrupt files."""
+"""The baseline file (round trip, atomic replacement, corrupt files) and its refresh,
+which rewrites it only when something the gate reads moved."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from llm_eval.baseline import Baseline, load_baseline, save_baseline
+from llm_eval.cli import main
+from llm_eval.commands.baseline import changes
+from llm_eval.criteria import Gate, Location, Scope
 from llm_eval.errors import InputError
+from llm_eval.gold import GoldQuery
+from llm_eval.service import ServiceRecord
 
 
 def sample(**changes: object) -> Baseline:
@@ -160,3 +169,233 @@ def test_a_baseline_path_that_is_a_folder_is_an_input_error(tmp_path: Path) -> N
     with pytest.raises(InputError) as caught:
         load_baseline(tmp_path)
     assert str(caught.value) == f"{tmp_path}: is a directory, expected a file"
+
+
+# --- what a refresh counts as moved ----------------------------------------------------
+
+HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
+QUERIES = [
+    GoldQuery(q, "?", "A", (), (("d", 1),), False, None, None, "gold.jsonl", i + 1)
+    for i, q in enumerate(["q1", "q2"])
+]
+
+
+def latency_gate(regression_max: float | None, relative: bool = False) -> Gate:
+    return Gate(
+        "latency",
+        "latency_p50",
+        None,
+        regression_max,
+        "warning",
+        Scope(),
+        HERE,
+        HERE,
+        regression_relative=relative,
+    )
+
+
+def timed(*latencies: float | None, error: bool = False) -> dict[str, ServiceRecord]:
+    return {f"q{i + 1}": ServiceRecord(ms, error) for i, ms in enumerate(latencies)}
+
+
+def with_scores(q1: dict[str, float]) -> dict[str, dict[str, float]]:
+    return {**sample().per_query, "q1": q1}
+
+
+@pytest.mark.parametrize(
+    ("changed", "moved"),
+    [
+        ({}, ()),
+        # provenance is not a move
+        ({"created_at": "2026-11-24T05:00:00+00:00", "git_commit": None}, ()),
+        ({"tool_version": "0.2.0"}, ()),
+        # nor is latency: it differs on every run of the same retriever
+        ({"service": timed(40.0, 2.5)}, ()),
+        (
+            {"aggregates": {"overall": {"n": 2, "recall@5": 0.5, "mrr": 0.25, "latency_p50": 9.0}}},
+            (),
+        ),
+        ({"per_query": with_scores({"recall@5": 1.0, "mrr": 1.0})}, ("the scores of 1 query",)),
+        ({"first_relevant_rank": {"q1": 3, "q2": 1}}, ("the scores of 2 queries",)),
+        ({"service": timed(1.0, None, error=True)}, ("the scores of 2 queries",)),
+        (
+            {"aggregates": {"overall": {"n": 2, "recall@5": 0.4, "mrr": 0.25}}},
+            ("the slice values",),
+        ),
+        (
+            {"fingerprints": {"gold": "g", "corpus": "c", "retriever": "r2", "criteria": "k2"}},
+            ("fingerprints (retriever, criteria)",),
+        ),
+        (
+            {"fingerprints": {"gold": "g", "corpus": "c", "retriever": "r"}},
+            ("fingerprints (criteria)",),
+        ),
+        ({"metrics": ("recall@5", "mrr", "ndcg@10")}, ("the metrics",)),
+        ({"relevance_level": 2, "gating_k": 10}, ("the relevance level", "the hit cutoff")),
+    ],
+)
+def test_what_a_refresh_counts_as_moved(changed: dict[str, object], moved: tuple[str, ...]) -> None:
+    old = sample(service=timed(10.0, 20.0))
+    new = sample(**{"service": timed(10.0, 20.0), **changed})
+    assert changes(old, new, QUERIES, []) == moved
+
+
+def test_a_slice_without_scores_has_not_moved(tmp_path: Path) -> None:
+    """Its mean is NaN, which the file keeps: NaN read back equals NaN computed."""
+    empty = {"overall": {"n": 0, "recall@5": math.nan, "mrr": math.nan}}
+    save_baseline(tmp_path / "baseline.json", sample(aggregates=empty))
+    old = load_baseline(tmp_path / "baseline.json")
+    assert old is not None
+    assert changes(old, sample(aggregates=empty), QUERIES, []) == ()
+
+
+@pytest.mark.parametrize(
+    ("gate", "before", "after", "moved"),
+    [
+        # the median of q1 and q2: 15.0 ms before
+        (latency_gate(5.0), (10.0, 20.0), (14.0, 26.0), ()),  # +5.0 ms: at the limit
+        (latency_gate(5.0), (10.0, 20.0), (10.0, 10.0), ()),  # −5.0 ms
+        (
+            latency_gate(5.0),
+            (10.0, 20.0),
+            (16.0, 26.0),
+            ("latency p50 from 15.0 ms to 21.0 ms, more than the +5.0 ms its gate allows",),
+        ),
+        (
+            latency_gate(5.0),
+            (10.0, 20.0),
+            (4.0, 14.0),
+            ("latency p50 from 15.0 ms to 9.0 ms, more than the +5.0 ms its gate allows",),
+        ),
+        (latency_gate(0.2, relative=True), (10.0, 20.0), (12.0, 24.0), ()),  # +20%
+        (
+            latency_gate(0.2, relative=True),
+            (10.0, 20.0),
+            (13.0, 24.0),
+            ("latency p50 from 15.0 ms to 18.5 ms, more than the +20% its gate allows",),
+        ),
+        # a ceiling without a regression limit does not read the baseline's latency
+        (latency_gate(None), (10.0, 20.0), (100.0, 200.0), ()),
+        # a baseline without latencies gets them
+        (
+            latency_gate(5.0),
+            (None, None),
+            (10.0, 20.0),
+            ("latency p50 from n/a to 15.0 ms, more than the +5.0 ms its gate allows",),
+        ),
+    ],
+)
+def test_a_latency_moves_only_beyond_the_limit_of_a_gate_that_reads_it(
+    gate: Gate,
+    before: tuple[float | None, ...],
+    after: tuple[float | None, ...],
+    moved: tuple[str, ...],
+) -> None:
+    old, new = sample(service=timed(*before)), sample(service=timed(*after))
+    assert changes(old, new, QUERIES, [gate]) == moved
+
+
+# --- `llm-eval baseline refresh` on the bundled demo -----------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+NOTHING_MOVED = (
+    "Nothing moved: {path} already holds these scores (327 scored queries); left as it is.\n"
+)
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the demo project, the working folder of the test."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "gold", tmp_path / "gold")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def refresh(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["baseline", "refresh", *args])
+    return code, capsys.readouterr().out
+
+
+def change_k1(demo: Path) -> None:
+    """A real score change: BM25's term-frequency saturation, 0.9 → 1.2."""
+    config = demo / "config" / "llm-eval.yaml"
+    config.write_text(config.read_text().replace("k1: 0.9", "k1: 1.2"))
+
+
+def test_two_refreshes_of_an_unchanged_setup_leave_the_file_byte_identical(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert refresh(capsys, "--baseline", "fresh.json")[1].startswith(
+        "Wrote fresh.json (327 scored queries).\n\nNew values:\n"
+    )
+    written = (demo / "fresh.json").read_bytes()
+    for _ in range(2):
+        assert refresh(capsys, "--baseline", "fresh.json") == (
+            0,
+            NOTHING_MOVED.format(path="fresh.json"),
+        )
+        assert (demo / "fresh.json").read_bytes() == written
+
+
+def test_a_score_change_rewrites_the_file_and_says_what_moved(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refresh(capsys, "--baseline", "fresh.json")
+    before = (demo / "fresh.json").read_bytes()
+    change_k1(demo)
+    code, out = refresh(capsys, "--baseline", "fresh.json")
+    assert code == 0
+    assert out.startswith(
+        "Wrote fresh.json (327 scored queries); moved: fingerprints (retriever), "
+        "the scores of 74 queries.\n\nWhat moved (new value, change):\n"
+    )
+    after = load_baseline(demo / "fresh.json")
+    assert after is not None and after.aggregates != json.loads(before)["aggregates"]
+    assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED.format(path="fresh.json")
+
+
+def test_the_readme_shows_what_refresh_prints(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the committed baseline: nothing moved; after the change the README names, what
+    moved."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(
+        r"^```console\n\$ llm-eval baseline refresh(.*?)\n(.*?)^```$", readme, re.M | re.S
+    )
+    (unchanged, after_k1) = blocks
+    assert unchanged == ("", refresh(capsys)[1])
+    assert (demo / "gold" / "baseline.json").read_bytes() == (
+        REPO / "gold" / "baseline.json"
+    ).read_bytes()
+    assert "k1: 0.9 → 1.2" in after_k1[0]
+    change_k1(demo)
+    assert after_k1[1] == refresh(capsys)[1]
+
+
+def test_a_baseline_that_cannot_be_read_is_replaced(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (demo / "old.json").write_text('{"schema_version": 2}')
+    code, out = refresh(capsys, "--baseline", "old.json")
+    assert code == 0
+    assert out.startswith(
+        "Wrote old.json (327 scored queries), in place of a file that could not be read:\n"
+        "  old.json: schema_version: corrupt baseline: version 2 is not supported"
+    )
+    assert load_baseline(demo / "old.json") is not None
+
+
+def test_a_move_below_a_floor_is_refused_but_a_state_that_did_not_move_is_not(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    degraded = ["--config", "config/examples/degraded.yaml", "--baseline", "b.json"]
+    refresh(capsys, "--baseline", "b.json")
+    written = (demo / "b.json").read_bytes()
+    code, out = refresh(capsys, *degraded)
+    assert code == 1
+    assert out.startswith("Not writing b.json: an error gate's floor fails on this state.\n")
+    assert (demo / "b.json").read_bytes() == written
+    assert refresh(capsys, *degraded, "--force")[0] == 0
+    assert refresh(capsys, *degraded) == (0, NOTHING_MOVED.format(path="b.json"))

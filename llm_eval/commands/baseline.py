@@ -2,32 +2,46 @@
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from llm_eval import __version__
 from llm_eval.baseline import Baseline, load_baseline, save_baseline
+from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import fingerprints, query_fingerprints
-from llm_eval.gate import decide
+from llm_eval.gate import TOLERANCE, allowed_change, decide
 from llm_eval.gitinfo import head_commit
-from llm_eval.metrics import parse_metric
-from llm_eval.output import render_table
+from llm_eval.gold import GoldQuery
+from llm_eval.metrics import families, parse_metric
+from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Inputs, load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
-from llm_eval.wording import delta, sentence, value
+from llm_eval.wording import delta, limit, sentence, subject, value
 
 
 @dataclass(frozen=True, slots=True)
 class RefreshOutcome:
-    """The new baseline (written unless refused) and the text to print."""
+    """The recomputed baseline, what moved, whether it was written, and the text to print."""
 
     baseline: Baseline
+    moved: tuple[str, ...]
+    """What differs from the baseline on disk, in words; empty when nothing moved."""
     written: bool
+    """False when nothing moved (the file is left as it is, byte for byte) or when refused."""
     text: str
+
+    @property
+    def refused(self) -> bool:
+        """Something moved, but an error gate's floor fails and `force` was not given."""
+        return bool(self.moved) and not self.written
 
 
 def refresh(
@@ -38,22 +52,43 @@ def refresh(
     run_path: Path | None = None,
     force: bool = False,
 ) -> RefreshOutcome:
-    """Recompute the baseline; refuse to write one below an error gate's floor."""
+    """Recompute the baseline and write it when something the gate reads moved; refuse
+    to write one below an error gate's floor."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
-    old = load_baseline(path)
+    old, unreadable = _previous(path)
     measurement = measure(inputs, obtain_run(inputs, run_path))
     new = _baseline(inputs, measurement, run_path)
+    scored = plural(len(measurement.per_query), "scored query", "scored queries")
+    if old is not None:
+        found = changes(old, new, inputs.gold.queries, inputs.criteria.gates)
+        head = f"Wrote {path} ({scored}); moved: {', '.join(found)}."
+    else:
+        found = ("the file could not be read",) if unreadable else ("there was no baseline",)
+        replaced = f", in place of a file that could not be read:\n  {unreadable}"
+        head = f"Wrote {path} ({scored})" + (replaced if unreadable else ".")
+    if not found:
+        text = f"Nothing moved: {path} already holds these scores ({scored}); left as it is."
+        return RefreshOutcome(new, found, False, text)
     blocking = _floors_failed(inputs, measurement)
     if blocking and not force:
         lines = [f"Not writing {path}: an error gate's floor fails on this state."]
         lines += [f"✗ {s}" for s in blocking]
         lines.append("Fix the regression, or pass --force to accept it as the new baseline.")
-        return RefreshOutcome(new, False, "\n".join(lines))
+        return RefreshOutcome(new, found, False, "\n".join(lines))
     save_baseline(path, new)
-    text = [f"Wrote {path} ({len(measurement.per_query)} scored queries).", ""]
-    text.append(moved(old, new))
-    return RefreshOutcome(new, True, "\n".join(text).rstrip())
+    return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip())
+
+
+def _previous(path: Path) -> tuple[Baseline | None, str | None]:
+    """The baseline on disk (None when there is none), or why it cannot be read: an
+    unreadable file (another schema version, a broken merge) is what a refresh repairs."""
+    try:
+        return load_baseline(path), None
+    except InputError as exc:
+        if Path(path).is_dir():
+            raise
+        return None, str(exc)
 
 
 def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -> Baseline:
@@ -84,6 +119,94 @@ def _floors_failed(inputs: Inputs, measurement: Measurement) -> list[str]:
         if text is not None:
             failed.append(text)
     return failed
+
+
+TIMED = frozenset(f.name for f in families() if f.unit == "ms")
+"""Latency metrics: measured in time, so they differ on every run of the same retriever."""
+
+_SETTINGS = {
+    "metrics": "the metrics",
+    "relevance_level": "the relevance level",
+    "gating_k": "the hit cutoff",
+}
+"""The settings a baseline records, in the words that say they moved."""
+
+
+def changes(
+    old: Baseline, new: Baseline, queries: Sequence[GoldQuery], gates: Sequence[Gate]
+) -> tuple[str, ...]:
+    """What moved from `old` to `new`, in words; empty when nothing the gate reads moved.
+
+    Everything but the provenance (when, at which commit, by which version) and the
+    latencies is compared exactly: fingerprints, settings, each query's scores, first
+    relevant rank and failure, and the slice values. A latency moves only when a gate
+    with a regression limit reads it and it changed by more than that limit allows.
+    """
+    found = []
+    names = dict.fromkeys([*old.fingerprints, *new.fingerprints])
+    differ = [n for n in names if old.fingerprints.get(n) != new.fingerprints.get(n)]
+    if differ:
+        found.append(f"fingerprints ({', '.join(differ)})")
+    found += [words for key, words in _SETTINGS.items() if getattr(old, key) != getattr(new, key)]
+    count = _queries_moved(old, new)
+    if count:
+        found.append(f"the scores of {plural(count, 'query', 'queries')}")
+    elif not _same(_untimed(old.aggregates), _untimed(new.aggregates)):
+        found.append("the slice values")
+    return tuple(found + _latencies_moved(old, new, queries, gates))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON (NaN, which a slice without scores has, equals NaN)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _untimed(aggregates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The slice values without the latencies."""
+    return {s: {m: v for m, v in row.items() if m not in TIMED} for s, row in aggregates.items()}
+
+
+def _queries_moved(old: Baseline, new: Baseline) -> int:
+    """The queries whose scores, first relevant rank or failure differ."""
+
+    def row(baseline: Baseline, query_id: str) -> Any:
+        scores = baseline.per_query.get(query_id)
+        record = baseline.service.get(query_id)
+        return (
+            dict(scores) if scores is not None else None,
+            baseline.first_relevant_rank.get(query_id),
+            record is not None and record.error,
+        )
+
+    ids = {*old.per_query, *new.per_query, *old.first_relevant_rank, *new.first_relevant_rank}
+    ids |= {*old.service, *new.service}
+    return sum(1 for q in ids if not _same(row(old, q), row(new, q)))
+
+
+def _latencies_moved(
+    old: Baseline, new: Baseline, queries: Sequence[GoldQuery], gates: Sequence[Gate]
+) -> list[str]:
+    found = []
+    for gate in gates:
+        if gate.metric not in TIMED or gate.regression_max is None:
+            continue
+        ids = members(queries, gate.scope)
+        before = value_over(old.table, ids, gate.metric).value
+        after = value_over(new.table, ids, gate.metric).value
+        if _beyond(gate, before, after):
+            allowed = limit(gate.metric, gate.regression_max, gate.regression_relative)
+            found.append(
+                f"{subject(gate.metric, gate.scope.label())} from {value(gate.metric, before)} "
+                f"to {value(gate.metric, after)}, more than the {allowed} its gate allows"
+            )
+    return found
+
+
+def _beyond(gate: Gate, before: float, after: float) -> bool:
+    """Whether a latency moved, either way, by more than the gate allows a rise."""
+    if math.isnan(before) or math.isnan(after):
+        return math.isnan(before) != math.isnan(after)
+    return abs(after - before) > allowed_change(gate, before) + TOLERANCE
 
 
 def moved(old: Baseline | None, new: Baseline) -> str:
