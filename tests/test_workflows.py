@@ -223,6 +223,90 @@ def test_the_baseline_refresh_proposes_a_pull_request_and_never_pushes_the_defau
     assert "gh pr edit" in scripts
 
 
+# --- the baseline refresh's "moved" decision ------------------------------------------
+
+REFRESH = REPO / ".github" / "workflows" / "baseline-refresh.yml"
+
+
+def refresh_script() -> str:
+    step = next(s for s in steps(load(REFRESH)) if s.get("name") == "Recompute the baseline")
+    script: str = step["run"]
+    return script
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def pushed(tmp_path: Path) -> Path:
+    """The default branch after a push: the demo in a git repository, baseline committed."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "config", repo / "config")
+    shutil.copytree(REPO / "gold", repo / "gold")
+    git(repo, "init", "--quiet")
+    git(repo, "add", "config", "gold")
+    git(repo, "commit", "--quiet", "--message", "demo")
+    return repo
+
+
+def run_refresh_step(repo: Path, tmp_path: Path, baseline: str = "gold/baseline.json") -> str:
+    """Run the workflow's refresh step as the runner would; return its `moved` output."""
+    output = tmp_path / "github_output"
+    output.write_text("")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    environ |= {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(output),
+        "BASELINE": baseline,
+    }
+    subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", refresh_script()],
+        cwd=repo,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert (tmp_path / "refresh.txt").exists()  # the pull request's text
+    return outputs["moved"]
+
+
+def test_the_refresh_step_passes_shellcheck() -> None:
+    done = subprocess.run(
+        [tool("shellcheck"), "--shell=bash", "-"],
+        input=refresh_script(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def test_the_refresh_step_says_not_moved_until_a_score_moves(pushed: Path, tmp_path: Path) -> None:
+    for _ in range(2):
+        assert run_refresh_step(pushed, tmp_path) == "false"
+        assert git(pushed, "status", "--porcelain", "--", "gold") == ""
+    config = pushed / "config" / "llm-eval.yaml"
+    config.write_text(config.read_text().replace("k1: 0.9", "k1: 1.2"))  # recall moves
+    git(pushed, "commit", "--quiet", "--all", "--message", "BM25 k1 1.2")
+    assert run_refresh_step(pushed, tmp_path) == "true"
+    assert git(pushed, "status", "--porcelain", "--", "gold") == " M gold/baseline.json\n"
+
+
+def test_the_refresh_step_says_moved_for_a_first_baseline(pushed: Path, tmp_path: Path) -> None:
+    assert run_refresh_step(pushed, tmp_path, baseline="gold/first.json") == "true"
+
+
 def test_ci_runs_the_ci_script_and_the_gate() -> None:
     """GitHub's CI and a clean clone run the same script: nothing to keep in step."""
     workflow = load(REPO / ".github" / "workflows" / "ci.yml")
