@@ -25,7 +25,8 @@ from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSet, GoldSource
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
-from llm_eval.retrievers import RetrieverKind, checked_settings, retriever_kind
+from llm_eval.retrievers import RetrieverKind, retriever_kind
+from llm_eval.settings import checked_settings
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 
@@ -106,7 +107,7 @@ class EvalConfig:
     versions: Path | None = None
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
     judge: Mapping[str, Any] | None = None
-    """The judge model's checked settings (`llm_eval.judge.settings`), for judged metrics."""
+    """The judge model's checked settings (`llm_eval.endpoints.settings`), for judged metrics."""
     embeddings: Mapping[str, Any] | None = None
     """The embeddings model's checked settings, for answer relevance and novelty."""
     gain: Weights = field(default_factory=Weights)
@@ -304,8 +305,8 @@ def _gain(node: Node) -> Weights:
 
 
 def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
-    """A model endpoint's settings, checked against `llm_eval.judge.settings.<table>`."""
-    from llm_eval.judge import settings as declared
+    """A model endpoint's settings, checked against `llm_eval.endpoints.settings.<table>`."""
+    from llm_eval.endpoints import settings as declared
 
     known = getattr(declared, table)
     keys = node.mapping(frozenset(known))

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llm_eval.digest import digest, file_digest
 from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.retrievers import retriever_kind
-from llm_eval.textio import require_file
 
 if TYPE_CHECKING:
     from llm_eval.config import EvalConfig
     from llm_eval.pipeline import Inputs
-
-
-def digest(value: Any) -> str:
-    """sha256 of the canonical JSON of a value (first 16 hex digits)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def file_digest(path: str | Path) -> str:
-    """sha256 of a file's bytes (first 16 hex digits)."""
-    with require_file(path).open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
 
 
 def query_fingerprint(query: GoldQuery) -> str:

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_eval.digest import digest
 from llm_eval.errors import InputError
-from llm_eval.fingerprint import digest
 from llm_eval.retrievers.pool import Hits
 from llm_eval.run_io import dump_jsonl, load_run
 from llm_eval.runs import QueryResults, Run

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.corpus import Document, iter_corpus
+from llm_eval.endpoints.client import EmbeddingClient, EndpointFailed
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import chunks, gain, novelty, unit_rows
-from llm_eval.judge.client import EmbeddingClient, JudgeFailed
 from llm_eval.metrics import parse_metric
 from llm_eval.output import plural, render_table
 from llm_eval.pipeline import Inputs, load_inputs, measure
@@ -36,7 +36,7 @@ def _text(document: Document) -> str:
 def _embed(client: EmbeddingClient, texts: Sequence[str]) -> list[list[float]]:
     try:
         return client.embed(texts)
-    except JudgeFailed as failure:
+    except EndpointFailed as failure:
         raise ExternalError(f"the embeddings endpoint failed: {failure}") from None
 
 

@@ -26,12 +26,12 @@ from typing import Any
 
 from llm_eval.commands.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.corpus import Document
+from llm_eval.digest import digest
+from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.fingerprint import digest
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import iter_gold_file
 from llm_eval.gold_plan import plan
-from llm_eval.judge.client import ChatClient, JudgeFailed, Message, Session, price
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.judge.scoring import BadVerdict, answer_json, verdict
@@ -201,7 +201,7 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
 
 
 def _question(session: Session, call: Call) -> str:
-    """The question the model wrote; JudgeFailed or BadVerdict when it wrote none."""
+    """The question the model wrote; EndpointFailed or BadVerdict when it wrote none."""
     answer = session.ask(call.key, call.messages())
     value = answer_json(answer.content).get("question")
     if not isinstance(value, str) or not value.strip():
@@ -228,7 +228,7 @@ def _ask(
         def attempt(call: Call) -> str | None:
             try:
                 return _question(session, call)
-            except (JudgeFailed, BadVerdict):
+            except (EndpointFailed, BadVerdict):
                 return None
 
         results = list(pool.map(attempt, calls))
@@ -277,7 +277,7 @@ def _check_rejection(
         try:
             answer = session.ask(template.key, template.messages(**values))
             verdicts.append(verdict(answer.content))
-        except (JudgeFailed, BadVerdict):
+        except (EndpointFailed, BadVerdict):
             verdicts.append(None)
     return verdicts
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 
+from llm_eval.digest import digest
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
-from llm_eval.fingerprint import digest
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.textio import load_json, write_atomic
 
@@ -85,7 +85,7 @@ def price(settings: Mapping[str, Any], prompt_tokens: int, answer_tokens: int) -
     ) / 1000
 
 
-class JudgeFailed(Exception):
+class EndpointFailed(Exception):
     """A call that failed for good, or an answer that is not what was asked for."""
 
 
@@ -138,7 +138,7 @@ class Session:
     breaker: Breaker
 
     def ask(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> Answer:
-        """The model's answer (from the cache when it was asked before); JudgeFailed.
+        """The model's answer (from the cache when it was asked before); EndpointFailed.
         Each `repeat` is a call of its own, to see how steady the model is."""
         key = self.client.key(prompt, messages, repeat)
         cached = self._cached(key)
@@ -147,7 +147,7 @@ class Session:
             return cached
         try:
             answer = self._call(messages)
-        except JudgeFailed:
+        except EndpointFailed:
             self.client.usage.add(None)
             raise
         self.client.usage.add(answer)
@@ -168,7 +168,7 @@ class Session:
                 self.http, self.client.url, payload, _policy(settings), self.breaker
             )
         except CallFailed as failure:
-            raise JudgeFailed(str(failure)) from None
+            raise EndpointFailed(str(failure)) from None
         return _parse_completion(response.content)
 
     def _cached(self, key: str) -> Answer | None:
@@ -235,7 +235,7 @@ class EmbeddingClient:
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; JudgeFailed when the endpoint fails."""
+        """One vector per text, in order; EndpointFailed when the endpoint fails."""
         vectors: dict[str, list[float]] = {}
         for text in dict.fromkeys(texts):
             cached = self._cached(text)
@@ -258,7 +258,7 @@ class EmbeddingClient:
             response, _ = post_json(http, self.url, payload, _policy(self.settings), breaker)
         except CallFailed as failure:
             self.usage.add(None)
-            raise JudgeFailed(str(failure)) from None
+            raise EndpointFailed(str(failure)) from None
         try:
             body = load_json(response.content.decode("utf-8", errors="replace"), "embeddings")
             rows = sorted(body["data"], key=lambda row: row["index"])
@@ -266,10 +266,10 @@ class EmbeddingClient:
             tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
         except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
             self.usage.add(None)
-            raise JudgeFailed(f"malformed embeddings: {type(exc).__name__}") from None
+            raise EndpointFailed(f"malformed embeddings: {type(exc).__name__}") from None
         if len(found) != len(batch) or not all(found) or len({len(v) for v in found}) != 1:
             self.usage.add(None)
-            raise JudgeFailed("malformed embeddings: not one vector per text")
+            raise EndpointFailed("malformed embeddings: not one vector per text")
         self.usage.add(Answer("", tokens, 0))
         for text, vector in zip(batch, found, strict=True):
             self._store(text, vector)
@@ -320,7 +320,7 @@ def _parse_completion(content: bytes) -> Answer:
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
     except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
-        raise JudgeFailed(f"malformed answer: {type(exc).__name__}") from None
+        raise EndpointFailed(f"malformed answer: {type(exc).__name__}") from None
     if not isinstance(text, str):
-        raise JudgeFailed("malformed answer: no message content")
+        raise EndpointFailed("malformed answer: no message content")
     return Answer(text, prompt_tokens, completion_tokens)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from llm_eval.retrievers import Setting, number_check, whole_check
+from llm_eval.settings import Setting, number_check, whole_check
 
 
 def _text(value: Any) -> str | None:

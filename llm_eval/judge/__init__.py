@@ -1,8 +1,8 @@
 """Model-judged diagnostics: a judge model reads the retrieved chunks.
 
-- `settings`: the `judge:` section of llm-eval.yaml, checked like a retriever's settings;
-- `client`: an OpenAI-compatible chat client with retries (`llm_eval.httpcall`), a
-  disk cache of every call, and token and cost accounting;
+The model endpoint itself (its settings, the cached chat client) is
+`llm_eval.endpoints`, shared with the embedding retriever and gold synthesis.
+
 - `prompts/`: the versioned prompt templates, each citing the definition it implements;
 - `scoring`: the metric arithmetic from the judge's verdicts, and the judge's agreement
   with the gold labels (pure);

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from llm_eval.endpoints.client import ChatClient, EmbeddingClient, Usage
 from llm_eval.errors import InputError
-from llm_eval.judge.client import ChatClient, EmbeddingClient, Usage
 from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
 from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.matching import match_run

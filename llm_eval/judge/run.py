@@ -17,16 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
-from llm_eval.errors import ExternalError
-from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.judge.client import (
+from llm_eval.endpoints.client import (
     ChatClient,
     EmbeddingClient,
-    JudgeFailed,
+    EndpointFailed,
     Session,
     Usage,
     price,
 )
+from llm_eval.errors import ExternalError
+from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.scoring import (
     BadVerdict,
@@ -178,7 +178,7 @@ def _relevance(
     unique = list(dict.fromkeys(texts))
     try:
         vectors = dict(zip(unique, embeddings.embed(unique), strict=True))
-    except JudgeFailed as failure:
+    except EndpointFailed as failure:
         raise ExternalError(f"the embeddings endpoint failed: {failure}") from None
     return lambda query, generated: answer_relevance(
         vectors[query], [vectors[g] for g in generated]
@@ -349,7 +349,7 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
         try:
             answer = session.ask(template.key, template.messages(**call.values), repeat)
             return call.parse(answer.content)
-        except JudgeFailed as failure:
+        except EndpointFailed as failure:
             return f"judge call failed: {failure}"
         except BadVerdict as bad:
             return f"judge answer unreadable: {bad}"

@@ -32,10 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_eval.corpus import check_fields, field_text, iter_corpus
+from llm_eval.digest import digest, file_digest
+from llm_eval.endpoints.settings import EMBEDDING_SETTINGS
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.fingerprint import digest, file_digest
-from llm_eval.judge.settings import EMBEDDING_SETTINGS
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
+from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     Hits,
@@ -45,6 +45,7 @@ from llm_eval.retrievers.pool import (
     resolved_cache_key,
 )
 from llm_eval.runs import RankedResult
+from llm_eval.settings import Setting
 from llm_eval.textio import write_atomic
 
 Matrix = npt.NDArray[np.float32]
@@ -99,7 +100,7 @@ class EmbeddingSearcher:
     """Embeds one query and scores it against the corpus matrix."""
 
     client: Any
-    """A `llm_eval.judge.client.EmbeddingClient`."""
+    """A `llm_eval.endpoints.client.EmbeddingClient`."""
     doc_ids: tuple[str, ...]
     texts: tuple[str, ...]
     matrix: Matrix = field(repr=False)
@@ -112,12 +113,12 @@ class EmbeddingSearcher:
 
     def search(self, query: str, k: int) -> Hits:
         """The k documents nearest the query; QueryFailed when it cannot be embedded."""
-        from llm_eval.judge.client import JudgeFailed
+        from llm_eval.endpoints.client import EndpointFailed
 
         started = time.perf_counter()
         try:
             vector = self.client.embed([self.query_prefix + query])[0]
-        except JudgeFailed as failure:
+        except EndpointFailed as failure:
             raise QueryFailed(str(failure)) from None
         if len(vector) != self.matrix.shape[1]:
             raise QueryFailed(
@@ -134,7 +135,7 @@ class EmbeddingSearcher:
 
 def corpus_matrix(client: Any, texts: list[str], folder: Path, key: Mapping[str, Any]) -> Matrix:
     """The documents' unit vectors, from the cache or embedded now and cached."""
-    from llm_eval.judge.client import JudgeFailed
+    from llm_eval.endpoints.client import EndpointFailed
 
     path = folder / f"{digest(key)}.npy"
     with contextlib.suppress(OSError, ValueError):
@@ -143,7 +144,7 @@ def corpus_matrix(client: Any, texts: list[str], folder: Path, key: Mapping[str,
             return np.asarray(cached, dtype=np.float32)
     try:
         vectors = client.embed(texts)
-    except JudgeFailed as failure:
+    except EndpointFailed as failure:
         raise ExternalError(f"embedding the corpus failed: {failure}") from None
     if len({len(v) for v in vectors}) > 1:
         raise ExternalError("embedding the corpus failed: vectors of different lengths")
@@ -157,7 +158,7 @@ def corpus_matrix(client: Any, texts: list[str], folder: Path, key: Mapping[str,
 
 def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
     """Embed the corpus (or read its cached matrix) and the searcher over it."""
-    from llm_eval.judge.client import EmbeddingClient
+    from llm_eval.endpoints.client import EmbeddingClient
 
     if context.corpus_path is None:
         raise InputError("the embedding retriever needs a `corpus` file in the config")

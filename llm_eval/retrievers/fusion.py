@@ -41,11 +41,10 @@ from llm_eval.retrievers import (
     Retriever,
     RetrieverContext,
     RetrieverKind,
-    Setting,
-    number_check,
     retriever_kind,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.settings import Setting, number_check
 
 METHODS = ("rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")

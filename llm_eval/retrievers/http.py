@@ -37,7 +37,7 @@ import httpx
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting, whole_check
+from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     RESULT_FIELDS,
@@ -50,6 +50,7 @@ from llm_eval.retrievers.pool import (
     resolved_cache_key,
 )
 from llm_eval.runs import RankedResult
+from llm_eval.settings import Setting, whole_check
 from llm_eval.textio import load_json
 
 PLACEHOLDERS = ("query", "top_k")

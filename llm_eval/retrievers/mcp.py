@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
+from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.http import (
     DEFAULT_BODY,
     _getter,
@@ -60,6 +60,7 @@ from llm_eval.retrievers.pool import (
     ranked_result,
     resolved_cache_key,
 )
+from llm_eval.settings import Setting
 
 INSTALL = "the mcp retriever needs the MCP SDK: pip install 'llm-eval[mcp]'"
 

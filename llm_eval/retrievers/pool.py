@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from llm_eval.environment import expand_environment
 from llm_eval.gold import GoldQuery
-from llm_eval.retrievers import Hits, ResultCache, Setting, whole_check
+from llm_eval.retrievers import Hits, ResultCache
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.settings import Setting, whole_check
 from llm_eval.textio import is_finite_number
 
 RESULT_FIELDS = ("doc_id", "score", "text", "document", "page")

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_eval.digest import digest, file_digest
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.fingerprint import digest, file_digest
-from llm_eval.retrievers import RetrieverContext, RetrieverKind, Setting
+from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
     Hits,
@@ -40,6 +40,7 @@ from llm_eval.retrievers.pool import (
     ranked_result,
     resolved_cache_key,
 )
+from llm_eval.settings import Setting
 
 # --- settings -------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from llm_eval.judge.client import Message
+from llm_eval.endpoints.client import Message
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

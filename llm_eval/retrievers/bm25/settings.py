@@ -10,7 +10,7 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
 from llm_eval.corpus import FIELDS, check_fields
-from llm_eval.retrievers import Setting, number_check
+from llm_eval.settings import Setting, number_check
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 STOPWORD_LISTS: Mapping[str, frozenset[str]] = {"en": frozenset(STOPWORDS_EN)}
