@@ -154,18 +154,25 @@ def test_corpus_without_indexable_words(tmp_path: Path) -> None:
     assert search(retriever, "the anything") == []
 
 
-def test_every_query_is_answered_in_one_batch_or_many(
+def test_each_query_is_ranked_as_in_a_batch_and_timed_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     corpus = texts(*((f"d{i}", f"w{i % 7} w{i % 3} common") for i in range(40)))
     retriever = build(write_corpus(tmp_path, corpus), **PLAIN)
     queries = [query(f"w{i} common", f"q{i}") for i in range(9)]
-    whole = retriever.retrieve(queries, 5)
-    monkeypatch.setattr(bm25_index, "MAX_POSTINGS_PER_BATCH", 1)
-    assert retriever.retrieve(queries, 5).ranked() == whole.ranked()
-    latencies = {q.latency_ms for q in whole.queries.values()}
-    assert len(latencies) == 1
-    assert next(iter(latencies)) is not None
+    terms = [retriever.index.term_ids(retriever.analyzer.terms(q.query)) for q in queries]
+    together = bm25_index._rank_batch(retriever.index, terms, 5)
+    ids = retriever.index.doc_ids
+    expected = [[ids[i] for i in docs.tolist()] for docs, _ in together]
+    # A clock whose reading moves by i ms while the i-th query is answered.
+    readings = iter(np.cumsum([0.001 * (i // 2 + 1) * (i % 2) for i in range(18)]).tolist())
+    monkeypatch.setattr(bm25.time, "perf_counter", lambda: next(readings))
+    run = retriever.retrieve(queries, 5)
+    monkeypatch.undo()
+    assert [[r.doc_id for r in run.queries[q.query_id].results] for q in queries] == expected
+    assert [run.queries[q.query_id].latency_ms for q in queries] == pytest.approx(
+        [float(i) for i in range(1, 10)]
+    )
 
 
 # --- documents ------------------------------------------------------------------------

@@ -9,15 +9,15 @@ bm25s uses exact lengths, so long documents score slightly differently. On the
 demo gold set this changes 16% of top-10 lists a little (98% of top-10 documents
 shared with Lucene 8.7); with Lucene's rounding emulated every ranking was identical.
 
-Retrieval scores every query from bm25s's precomputed score matrix in one batch,
-so that ranking is exact and deterministic: score descending, equal scores by doc id
-descending (trec_eval's order), only documents that share a term with the query and
-score above zero.
+Retrieval scores one query at a time from bm25s's precomputed score matrix (so that
+each query's latency is its own); ranking is exact and deterministic: score
+descending, equal scores by doc id descending (trec_eval's order), only documents
+that share a term with the query and score above zero.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +30,6 @@ from llm_eval.retrievers.bm25.settings import BM25Config
 
 IntArray = npt.NDArray[np.int64]
 ScoreArray = npt.NDArray[np.float32]
-
-MAX_POSTINGS_PER_BATCH = 1 << 21
-"""Bounds the memory of one scoring batch (about 50 bytes a posting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,31 +89,9 @@ def build_model(documents: Sequence[Sequence[int]], vocab_size: int, config: BM2
     return model
 
 
-def rank(
-    index: Index, queries: Sequence[IntArray], top_k: int
-) -> list[tuple[IntArray, ScoreArray]]:
-    """For each query (term ids), its best documents (positions in the index) and scores."""
-    ranked: list[tuple[IntArray, ScoreArray]] = []
-    for start, stop in _batches(index, queries):
-        ranked.extend(_rank_batch(index, queries[start:stop], top_k))
-    return ranked
-
-
-def _postings(index: Index, terms: IntArray) -> int:
-    indptr = index.model.scores["indptr"]
-    return int((indptr[terms + 1] - indptr[terms]).sum())
-
-
-def _batches(index: Index, queries: Sequence[IntArray]) -> Iterator[tuple[int, int]]:
-    start, size = 0, 0
-    for i, terms in enumerate(queries):
-        postings = _postings(index, terms)
-        if i > start and size + postings > MAX_POSTINGS_PER_BATCH:
-            yield start, i
-            start, size = i, 0
-        size += postings
-    if start < len(queries):
-        yield start, len(queries)
+def rank(index: Index, terms: IntArray, top_k: int) -> tuple[IntArray, ScoreArray]:
+    """One query's (term ids) best documents (positions in the index) and scores."""
+    return _rank_batch(index, [terms], top_k)[0]
 
 
 def _rank_batch(
