@@ -689,3 +689,42 @@ def queries_to_catch(
     z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
     sigma = math.sqrt(spread**2 + drop * (1.0 - drop))
     return max(2, math.ceil((z_sum * sigma / (drop - margin)) ** 2))
+
+
+# --- a quantile: the order-statistic interval ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileInterval:
+    """A confidence interval of a quantile; a side no order statistic reaches is open."""
+
+    low: float | None
+    """None: open below (too few values to bound it)."""
+    high: float | None
+    """None: open above."""
+
+    def below(self, other: QuantileInterval) -> bool:
+        """Whether this interval lies wholly below the other (they do not overlap)."""
+        return self.high is not None and other.low is not None and self.high < other.low
+
+
+def quantile_interval(values: npt.ArrayLike, q: float, alpha: float) -> QuantileInterval:
+    """The distribution-free interval [x_(l), x_(u)] of the q-quantile from the sorted
+    values x_(1..n) (Conover, Practical Nonparametric Statistics, 3rd ed., §3.2): the
+    number of values below the quantile is Binomial(n, q), so with l the largest rank
+    with P(B <= l - 1) <= alpha / 2 and u the smallest with P(B >= u) <= alpha / 2 the
+    interval covers the quantile with probability at least 1 - alpha, whatever the
+    distribution. A side without such a rank among 1..n is open."""
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    n = x.size
+    if n == 0 or not 0.0 < q < 1.0:
+        raise ValueError(f"needs values and 0 < q < 1, got {n} values and q = {q}")
+    k = np.arange(n + 1)
+    lf = _log_factorials(n)
+    log_pmf = lf[n] - lf[k] - lf[n - k] + k * math.log(q) + (n - k) * math.log1p(-q)
+    cdf = np.cumsum(np.exp(log_pmf))
+    lower = np.flatnonzero(cdf <= alpha / 2)  # candidates for l - 1
+    upper = np.flatnonzero(cdf >= 1.0 - alpha / 2)  # candidates for u - 1
+    low = float(x[lower[-1]]) if lower.size else None
+    high = float(x[upper[0]]) if upper.size and upper[0] < n else None
+    return QuantileInterval(low, high)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from llm_eval.stats import (
     Betting,
@@ -23,6 +24,7 @@ from llm_eval.stats import (
     holm_levels,
     is_binary,
     margin_tests,
+    quantile_interval,
     queries_to_catch,
     queries_to_decide,
     tango_z,
@@ -342,3 +344,50 @@ def test_scores_outside_the_declared_range_are_refused() -> None:
     scored with a wealth that is not a supermartingale."""
     with pytest.raises(ValueError, match=r"^per-query differences must lie within ±1$"):
         margin_tests([0.5, 2.0, 3.1], [0.4, 0.1, 3.5], [0.0], alpha=0.05)
+
+
+# --- the interval of a quantile ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "q", "low", "high"),
+    [
+        (100, 0.5, 40, 61),  # Conover, Practical Nonparametric Statistics, table A3
+        (20, 0.5, 6, 15),
+        (327, 0.95, 303, 319),
+        (100, 0.95, 90, 100),
+        (71, 0.95, 63, None),  # 0.95^71 > 0.025: no rank bounds the p95 from above
+        (72, 0.95, 64, 72),
+        (5, 0.5, None, None),  # too few values to bound the median at 95%
+    ],
+)
+def test_quantile_interval_takes_the_order_statistics_of_the_binomial_rule(
+    n: int, q: float, low: int | None, high: int | None
+) -> None:
+    interval = quantile_interval(np.arange(1, n + 1)[::-1], q, 0.05)  # any order
+    assert (interval.low, interval.high) == (low, high)
+
+
+@given(st.integers(1, 400), st.sampled_from([0.05, 0.5, 0.9, 0.95, 0.99]))
+@settings(max_examples=200, deadline=None)
+def test_quantile_interval_covers_at_least_one_minus_alpha(n: int, q: float) -> None:
+    interval = quantile_interval(np.arange(1, n + 1), q, 0.05)
+    below = scipy_stats.binom(n, q)
+    l_rank = 0 if interval.low is None else int(interval.low)  # the values are the ranks
+    u_rank = n + 1 if interval.high is None else int(interval.high)
+    # The interval misses when fewer than l or u or more values lie below the quantile.
+    miss = below.cdf(l_rank - 1) + below.sf(u_rank - 1)
+    assert miss <= 0.05 + 1e-12
+
+
+def test_intervals_apart_only_when_one_ends_before_the_other_starts() -> None:
+    a, b = (
+        quantile_interval(np.arange(1, 101), 0.95, 0.05),
+        quantile_interval(np.arange(1, 101) + 9.0, 0.95, 0.05),
+    )
+    assert (a.low, a.high, b.low, b.high) == (90, 100, 99, 109)
+    assert not a.below(b) and not b.below(a)
+    c = quantile_interval(np.arange(1, 101) + 10.5, 0.95, 0.05)
+    assert a.below(c) and not c.below(a)
+    open_above = quantile_interval(np.arange(1, 11), 0.95, 0.05)
+    assert open_above.high is None and not open_above.below(c)
