@@ -66,20 +66,38 @@ def compare_runs(
         name = kind if kind == "overall" else f"{kind} {label}"
         members_of_scope = members(gold.queries, scope)
         for metric in metrics:
-            # Each metric is paired over the queries it scores in both runs (relevance
-            # metrics on answerable queries, rejection metrics on rejection queries).
-            ids = [
-                q
-                for q in members_of_scope
-                if metric in a.per_query.get(q, {}) and metric in b.per_query.get(q, {})
-            ]
-            if len(ids) < 2:
+            paired = scored_pairs(a, b, members_of_scope, metric)
+            if paired is None:
                 continue
-            before = np.array([a.per_query[q][metric] for q in ids])
-            after = np.array([b.per_query[q][metric] for q in ids])
-            rows.append(_row(name, metric, before, after, alpha, seed))
-            pairs.append((before, after))
+            rows.append(_row(name, metric, *paired, alpha, seed))
+            pairs.append(paired)
     return _holm_on_tags(rows, pairs, alpha, seed)
+
+
+def scored_pairs(
+    a: Measurement, b: Measurement, ids: Sequence[str], metric: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values of `metric` in A and B over the queries of `ids` that both score (relevance
+    metrics on answerable queries, rejection metrics on rejection queries); None below two."""
+    both = [q for q in ids if metric in a.per_query.get(q, {}) and metric in b.per_query.get(q, {})]
+    if len(both) < 2:
+        return None
+    before = np.array([a.per_query[q][metric] for q in both])
+    return before, np.array([b.per_query[q][metric] for q in both])
+
+
+def compare_pair(
+    a: Measurement,
+    b: Measurement,
+    ids: Sequence[str],
+    metric: str,
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> Row | None:
+    """`compare_runs`'s overall row for one metric over `ids`; None below two queries."""
+    paired = scored_pairs(a, b, ids, metric)
+    return None if paired is None else _row("overall", metric, *paired, alpha, seed)
 
 
 def _row(

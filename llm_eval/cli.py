@@ -232,8 +232,8 @@ def gate(
     from llm_eval.actions import publish
     from llm_eval.commands.gate import run_gate
     from llm_eval.formats import RenderOptions, get_format
+    from llm_eval.inputs import JudgeOptions
     from llm_eval.output import terminal_width, use_colour, wrap
-    from llm_eval.pipeline import JudgeOptions
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
@@ -315,7 +315,7 @@ def baseline_refresh(
 def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     """Print the baseline's provenance and aggregates."""
     from llm_eval.commands.baseline import show
-    from llm_eval.config import load_config
+    from llm_eval.config_io import load_config
 
     _echo(show(baseline_path or load_config(config_path).baseline))
 
@@ -549,6 +549,10 @@ def compare_command(
     help="The metric of the Pareto front and the recommendation (default: the first "
     "relevance metric of the config).",
 )
+@click.option(
+    "--tier",
+    help="Measure only this tier's gold queries, as a gate scoped to it does (default: all tiers).",
+)
 @_ALPHA_OPTION
 @_CACHE_OPTION
 @click.option(
@@ -561,6 +565,7 @@ def experiment_command(
     configs: tuple[Path, ...],
     reference: str | None,
     quality: str | None,
+    tier: str | None,
     alpha: float,
     use_cache: bool | None,
     out_dir: Path | None,
@@ -581,6 +586,7 @@ def experiment_command(
             quality=quality,
             use_cache=use_cache,
             alpha=alpha,
+            tier=tier,
             progress=progress.update,
             width=terminal_width(),
         )

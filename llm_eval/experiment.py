@@ -6,23 +6,39 @@ Every variant is paired with the reference variant by the gate's own paired test
 (`llm_eval.ab_compare.compare_runs`, the code behind `llm-eval compare`), so an
 experiment, `compare` and the gate never disagree on the same pair; the overall
 p-values are then Holm-adjusted across the variants, per metric. Slices (tiers and
-tags) are listed worst first. The Pareto front is taken over the quality metric and
-the p95 latency; `recommendation` says in words what the numbers mean.
+tags) are listed worst first. `recommendation` says in words what the numbers mean.
+
+The Pareto front is taken over the quality metric and the p95 latency, and a
+difference inside the measured noise is a tie, never a win:
+
+- quality: A is better than B when the paired test of the two (the same test, at
+  alpha, not adjusted: the front is a screen; the Holm-adjusted table is the claim)
+  says so; a metric without a paired test compares the values;
+- latency: A is faster than B when the distribution-free 1 − alpha (95%) intervals of
+  their p95 latencies (`stats.quantile_interval`, over each query's own latency) do
+  not overlap: a conservative rule, since non-overlap of two such intervals is a test
+  at a level well below alpha.
+
+A variant is dominated when another is better on one axis and not worse on the
+other; the front is every variant no other dominates. Two variants with neither
+better on either axis are tied within noise. So when latencies are within noise the
+front depends on the scores alone.
+
 `llm_eval.commands.experiment` retrieves, measures and writes the files.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from llm_eval.ab_compare import Row, compare_runs, winner
+from llm_eval.ab_compare import Row, compare_pair, compare_runs, winner
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement
 from llm_eval.slices import value_over
-from llm_eval.stats import format_p, holm
+from llm_eval.stats import QuantileInterval, format_p, holm, quantile_interval
 from llm_eval.wording import delta, value
 
 SERVICE = ("latency_p50", "latency_p95", "error_rate")
@@ -64,6 +80,10 @@ class VariantRow:
     """Tier and tag rows against the reference, worst first."""
     on_front: bool | None
     """On the quality-versus-p95-latency front; None without a latency."""
+    ties: tuple[str, ...]
+    """The other variants tied with it within noise on both quality and latency."""
+    latency_interval: QuantileInterval | None
+    """The 1 − alpha interval of the p95 latency; None without a latency."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +110,10 @@ class Experiment:
     """The metrics with a paired test: pairable, with bounded per-query values."""
     lifts: tuple[LiftRow, ...]
     alpha: float
+    scope: str
+    """Which gold queries every value is over: `all tiers` or `tier A`."""
+    queries: int
+    """How many of them the quality metric scores (answerable queries, for relevance)."""
 
     def row(self, name: str) -> VariantRow:
         """The row of a variant."""
@@ -106,8 +130,10 @@ def compare_variants(
     *,
     alpha: float = 0.05,
     seed: int = 0,
+    scope: str = "all tiers",
 ) -> Experiment:
-    """Measure and pair every variant; `lifts` are (name, metric, base, variant)."""
+    """Measure and pair every variant; `lifts` are (name, metric, base, variant); `scope`
+    names the gold queries given (all of them, or one tier's)."""
     by_name = {v.name: v for v in variants}
     ref = by_name[reference]
     pairable = tuple(m for m in metrics if parse_metric(m).testable)
@@ -126,10 +152,8 @@ def compare_variants(
             )
     adjusted = _holm_across_variants(rows_of, pairable)
     values = {v.name: _values(v.measurement, ids, shown) for v in variants}
-    front = pareto_front(
-        {v.name: (values[v.name][quality], values[v.name]["latency_p95"]) for v in variants},
-        parse_metric(quality).lower_is_better,
-    )
+    intervals = {v.name: _latency_interval(v.measurement, ids, alpha) for v in variants}
+    standings = _standings(variants, values, intervals, quality, ids, alpha, seed)
     rows = []
     for variant in variants:
         overall = {r.metric: r for r in rows_of.get(variant.name, []) if r.slice == "overall"}
@@ -142,6 +166,7 @@ def compare_variants(
             for m, r in overall.items()
         }
         others = [r for r in rows_of.get(variant.name, []) if r.slice != "overall"]
+        on_front, ties = standings.get(variant.name, (None, ()))
         rows.append(
             VariantRow(
                 variant.name,
@@ -149,7 +174,9 @@ def compare_variants(
                 values[variant.name],
                 pairs,
                 tuple(sorted(others, key=_worst_first)),
-                front.get(variant.name),
+                on_front,
+                ties,
+                intervals[variant.name],
             )
         )
     lift_rows = tuple(
@@ -164,7 +191,10 @@ def compare_variants(
         )
         for name, metric, base, over in lifts
     )
-    return Experiment(tuple(rows), reference, quality, tuple(shown), pairable, lift_rows, alpha)
+    scored = sum(quality in ref.measurement.per_query.get(q, {}) for q in ids)
+    return Experiment(
+        tuple(rows), reference, quality, tuple(shown), pairable, lift_rows, alpha, scope, scored
+    )
 
 
 def _values(
@@ -205,24 +235,86 @@ def _worst_first(row: Row) -> tuple[float, str, str]:
     return (worse, row.metric, row.slice)
 
 
-def pareto_front(
-    points: Mapping[str, tuple[float | None, float | None]], lower_is_better: bool = False
-) -> dict[str, bool | None]:
-    """Per name: whether no other point is at least as good on both quality and
-    latency and better on one (None when either is unknown)."""
-    known = {
-        n: (-q if lower_is_better else q, lat)
-        for n, (q, lat) in points.items()
-        if q is not None and lat is not None
+def _latency_interval(
+    measurement: Measurement, ids: Sequence[str], alpha: float
+) -> QuantileInterval | None:
+    """The interval of the p95 latency over the queries that answered with a latency."""
+    records = [measurement.service[q] for q in ids if q in measurement.service]
+    latencies = [r.latency_ms for r in records if r.latency_ms is not None and not r.error]
+    return quantile_interval(latencies, 0.95, alpha) if latencies else None
+
+
+def _better_pairs(
+    measured: Mapping[str, Measurement],
+    values: Mapping[str, float],
+    quality: str,
+    ids: Sequence[str],
+    alpha: float,
+    seed: int,
+) -> set[tuple[str, str]]:
+    """(A, B) for every A better than B on `quality` beyond the noise: the paired test
+    of the two (`compare`'s, unadjusted), or the values when it has no paired test."""
+    metric = parse_metric(quality)
+    better: set[tuple[str, str]] = set()
+    names = list(measured)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if metric.testable:
+                row = compare_pair(measured[a], measured[b], ids, quality, alpha=alpha, seed=seed)
+                side = "" if row is None else row.winner
+            else:
+                higher = "B" if values[b] > values[a] else "A"
+                side = "" if values[a] == values[b] else higher
+                side = {"A": "B", "B": "A"}.get(side, side) if metric.lower_is_better else side
+            if side in ("A", "B"):
+                better.add((a, b) if side == "A" else (b, a))
+    return better
+
+
+def _standings(
+    variants: Sequence[Measured],
+    values: Mapping[str, Mapping[str, float | None]],
+    intervals: Mapping[str, QuantileInterval | None],
+    quality: str,
+    ids: Sequence[str],
+    alpha: float,
+    seed: int,
+) -> dict[str, tuple[bool | None, tuple[str, ...]]]:
+    """Per variant with a quality value and a latency: on the front, and its ties."""
+    measured, points, spans = {}, {}, {}
+    for v in variants:
+        q, span = values[v.name][quality], intervals[v.name]
+        if q is not None and span is not None:
+            measured[v.name], points[v.name], spans[v.name] = v.measurement, q, span
+    better = _better_pairs(measured, points, quality, ids, alpha, seed)
+    faster = {(a, b) for a in spans for b in spans if spans[a].below(spans[b])}
+    front = pareto_front(list(spans), better, faster)
+    return {
+        n: (front[n], tuple(o for o in spans if o != n and tied(n, o, better, faster)))
+        for n in spans
     }
-    front: dict[str, bool | None] = dict.fromkeys(points)
-    for name, (q, lat) in known.items():
-        front[name] = not any(
-            q2 >= q and l2 <= lat and (q2 > q or l2 < lat)
-            for other, (q2, l2) in known.items()
-            if other != name
-        )
-    return front
+
+
+def dominates(
+    a: str, b: str, better: Collection[tuple[str, str]], faster: Collection[tuple[str, str]]
+) -> bool:
+    """A is better than B on one axis and B is better than A on neither."""
+    return (b, a) not in better and (b, a) not in faster and ((a, b) in better or (a, b) in faster)
+
+
+def tied(
+    a: str, b: str, better: Collection[tuple[str, str]], faster: Collection[tuple[str, str]]
+) -> bool:
+    """Neither is better than the other on either axis: tied within noise."""
+    return not ({(a, b), (b, a)} & (set(better) | set(faster)))
+
+
+def pareto_front(
+    names: Sequence[str], better: Collection[tuple[str, str]], faster: Collection[tuple[str, str]]
+) -> dict[str, bool]:
+    """Per name: whether no other dominates it. `better` and `faster` hold the pairs
+    (A, B) where A is beyond the noise better in quality, or faster."""
+    return {b: not any(dominates(a, b, better, faster) for a in names if a != b) for b in names}
 
 
 def _lift(
@@ -270,12 +362,58 @@ def _significance(p: float, result: str, alpha: float) -> str:
     return f"significant, {shown}"
 
 
-def _times(ratio: float | None) -> str:
-    if ratio is None:
+def _times(experiment: Experiment, name: str, base: str, ratio: float | None) -> str:
+    """The p95 latency of `name` against `base`'s: tied within noise, or the ratio."""
+    mine, theirs = experiment.row(name).latency_interval, experiment.row(base).latency_interval
+    if ratio is None or mine is None or theirs is None:
         return "at an unknown latency"
-    if 0.95 <= ratio <= 1.05:
-        return "at about the same p95 latency"
-    return f"at {ratio:.1f}× the p95 latency"
+    if not (mine.below(theirs) or theirs.below(mine)):
+        return f"at a p95 latency tied with `{base}`'s within noise"
+    return f"at {ratio:.1f}× the p95 latency of `{base}`"
+
+
+def tie_groups(rows: Sequence[VariantRow]) -> list[list[str]]:
+    """The front's variants that are tied within noise, joined through their ties (two
+    or more a group), in table order."""
+    order = [r.name for r in rows if r.on_front]
+    ties = {r.name: [t for t in r.ties if t in order] for r in rows if r.on_front}
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for start in order:
+        if start in seen or not ties[start]:
+            continue
+        group, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name not in group:
+                group.add(name)
+                todo += ties[name]
+        seen |= group
+        groups.append(sorted(group, key=order.index))
+    return groups
+
+
+def _front_words(experiment: Experiment) -> list[str]:
+    """Who is on the front, and which of them are tied within noise."""
+    front = [r.name for r in experiment.rows if r.on_front]
+    if not front:
+        return []
+    label = parse_metric(experiment.quality).label
+    groups = tie_groups(experiment.rows)
+    noise = f"overlapping p95 latency intervals, no significant difference in {label}"
+    lead = (
+        f"On the front of {label} against p95 latency (no other variant is better beyond the "
+        f"noise on one and not worse on the other): {_names(front)}"
+    )
+    if len(front) > 1 and groups == [front]:
+        return [f"{lead}, all tied within noise ({noise})."]
+    return [f"{lead}."] + [f"{_names(g)} are tied within noise ({noise})." for g in groups]
+
+
+def _names(names: Sequence[str]) -> str:
+    """`a`, `b` and `c`."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
 def recommendation(experiment: Experiment) -> str:
@@ -302,30 +440,27 @@ def recommendation(experiment: Experiment) -> str:
         best = max(better, key=quality_of)
         pair = best.pairs[q]
         sentences.append(
-            f"`{best.name}` is the best variant on {label}: {value(q, best.values[q])} against "
+            f"`{best.name}` is the best variant on {label} over {experiment.scope} "
+            f"({experiment.queries} queries): {value(q, best.values[q])} against "
             f"`{ref}`'s {value(q, reference.values[q])} ({delta(q, pair.row.delta)}, "
             f"{_significance(pair.p_holm, pair.winner, experiment.alpha)} after Holm across "
             f"{len(experiment.rows) - 1} variants), "
-            f"{_times(_ratio(best.values, reference.values))} of `{ref}`."
+            f"{_times(experiment, best.name, ref, _ratio(best.values, reference.values))}."
         )
         if len(better) > 1:
             others = ", ".join(f"`{r.name}`" for r in better if r is not best)
             sentences.append(f"Also significantly better on {label}: {others}.")
     else:
         sentences.append(
-            f"No variant is significantly better than `{ref}` on {label} "
-            f"({value(q, reference.values[q])}); keep `{ref}` unless another metric or the "
+            f"No variant is significantly better than `{ref}` on {label} over "
+            f"{experiment.scope} ({value(q, reference.values[q])}, {experiment.queries} "
+            f"queries); keep `{ref}` unless another metric or the "
             "latency decides."
         )
     if worse:
         names = ", ".join(f"`{r.name}` ({delta(q, r.pairs[q].row.delta)})" for r in worse)
         sentences.append(f"Significantly worse than `{ref}` on {label}: {names}.")
-    front = [r.name for r in experiment.rows if r.on_front]
-    if front:
-        sentences.append(
-            f"On the front of {label} against p95 latency (no other variant is both as good "
-            f"and as fast): {', '.join(f'`{n}`' for n in front)}."
-        )
+    sentences += _front_words(experiment)
     for lift in experiment.lifts:
         if lift.row is None:
             sentences.append(f"{lift.name}: too few queries scored by both to compare.")
@@ -339,6 +474,6 @@ def recommendation(experiment: Experiment) -> str:
             f"{lift.name}: `{lift.variant}` {direction} {parse_metric(m).label} over "
             f"`{lift.base}` by {delta(m, lift.row.delta).lstrip('+').lstrip('−')} "
             f"({_significance(lift.row.p_value, result, experiment.alpha)}), "
-            f"{_times(lift.latency_ratio)}."
+            f"{_times(experiment, lift.variant, lift.base, lift.latency_ratio)}."
         )
     return " ".join(sentences)

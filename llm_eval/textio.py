@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import json
 import math
 import numbers
@@ -388,3 +389,9 @@ def iter_unique_records(
             )
         first_line[value] = line
         yield record
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes (first 16 hex digits)."""
+    with require_file(path).open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]

@@ -1,16 +1,19 @@
 """The layout ARCHITECTURE.md describes: a pure core that reads no file.
 
-The core (metrics, stats, gate, slices, matching, wording) decides and words the
-verdict from records; reading YAML, JSONL, run files and the network happens at
-the edges. Each import is checked in a fresh interpreter, so that what another
-test imported cannot hide a dependency.
+The core (metrics, stats, gate, comparison, report, slices, matching, wording and the
+records they read) decides and words the verdict from records; reading YAML, JSONL,
+run files and the network happens at the edges. Each import is checked in a fresh
+interpreter, so that what another test imported cannot hide a dependency. No module
+imports itself through others.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,18 +35,34 @@ CORE = [
     "llm_eval.gold_plan",
     "llm_eval.synthesis",
     "llm_eval.versions",
+    # the verdict path and its records
+    "llm_eval.comparison",
+    "llm_eval.report",
+    "llm_eval.judgments",
+    "llm_eval.evaluation",
+    "llm_eval.rejection",
+    "llm_eval.service",
+    "llm_eval.inputs",
+    "llm_eval.config",
+    "llm_eval.baseline",
+    "llm_eval.fingerprint",
+    "llm_eval.digest",
+    "llm_eval.settings",
 ]
 IO_MODULES = {
     "yaml",
     "httpx",
     "jinja2",
     "github",
-    "llm_eval.config",
+    "llm_eval.config_io",
+    "llm_eval.criteria_io",
+    "llm_eval.yamlvalues",
     "llm_eval.yamlfile",
     "llm_eval.textio",
     "llm_eval.gold_io",
     "llm_eval.run_io",
-    "llm_eval.baseline",
+    "llm_eval.baseline_io",
+    "llm_eval.fingerprint_io",
     "llm_eval.versions_io",
     "llm_eval.pipeline",
 }
@@ -62,4 +81,93 @@ def test_the_core_imports_no_io_module(module: str) -> None:
 
 def test_the_check_sees_an_io_import() -> None:
     """The same check flags a module that does read files, so it can fail."""
-    assert {"yaml", "llm_eval.yamlfile"} <= loaded_after_import("llm_eval.config")
+    assert {"yaml", "llm_eval.yamlfile"} <= loaded_after_import("llm_eval.config_io")
+
+
+# --- no import circles -----------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parent.parent / "llm_eval"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere (at the top or inside a
+    function, but not under `if TYPE_CHECKING:`); `from package import module` counts
+    as importing the module."""
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        pending: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+        while pending:
+            node = pending.pop()
+            if _type_checking_only(node):
+                continue
+            pending.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    target = sub if sub in paths else node.module
+                    if target in paths and target != name:
+                        graph[name].add(target)
+            elif isinstance(node, ast.Import):
+                graph[name] |= {a.name for a in node.names if a.name in paths} - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    graph = import_graph()
+    graph["llm_eval.metrics"].add("llm_eval.gate")  # gate imports metrics
+    assert ["llm_eval.gate", "llm_eval.metrics"] in circles(graph)
+
+
+def test_judge_and_retrievers_do_not_import_each_other() -> None:
+    graph = import_graph()
+    for name, targets in graph.items():
+        if name.startswith("llm_eval.judge"):
+            assert not any(t.startswith("llm_eval.retrievers") for t in targets), name
+        if name.startswith("llm_eval.retrievers"):
+            assert not any(t.startswith("llm_eval.judge") for t in targets), name

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.baseline import Baseline, load_baseline, save_baseline
+from llm_eval.baseline import Baseline
+from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.cli import main
 from llm_eval.commands.baseline import changes
 from llm_eval.criteria import Gate, Location, Scope

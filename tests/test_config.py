@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.config import (
-    check_against_gold,
-    load_config,
-    load_criteria,
-)
+from llm_eval.config_io import load_config
 from llm_eval.criteria import Scope, Statistics
+from llm_eval.criteria_io import check_against_gold, load_criteria
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import valid_metric_names

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_eval.baseline import load_baseline
+from llm_eval.baseline_io import load_baseline
 from llm_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

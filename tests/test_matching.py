@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llm_eval
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery, GoldReference, GoldSet, GoldSource
 from llm_eval.gold_io import load_gold

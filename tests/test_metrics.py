@@ -228,7 +228,7 @@ def test_a_registered_metric_is_known_to_config_wording_and_help(
     pick it up without another change."""
     from llm_eval import metrics
     from llm_eval.commands.metrics import metric_table
-    from llm_eval.config import load_criteria
+    from llm_eval.criteria_io import load_criteria
     from llm_eval.wording import delta, value
 
     monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))

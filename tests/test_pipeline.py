@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.fingerprint import fingerprints
+from llm_eval.fingerprint_io import fingerprints
 from llm_eval.pipeline import load_inputs
 
 REPO = Path(__file__).resolve().parents[1]

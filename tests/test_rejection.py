@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.rejection import (

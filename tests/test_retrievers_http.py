@@ -23,7 +23,7 @@ from servers import (
 )
 
 from llm_eval.cli import main
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, backoff_seconds, retry_after_seconds
 from llm_eval.retrievers.http import parse_hits, render_body, resolve_headers

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.config import check_against_config, load_config, load_criteria
+from llm_eval.config_io import load_config
+from llm_eval.criteria_io import check_against_config, load_criteria
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.runs import QueryResults, RankedResult, Run

@@ -11,16 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import __version__
-from llm_eval.baseline import Baseline, load_baseline, save_baseline
+from llm_eval.baseline import Baseline
+from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
-from llm_eval.fingerprint import fingerprints, query_fingerprints
+from llm_eval.fingerprint import query_fingerprints
+from llm_eval.fingerprint_io import fingerprints
 from llm_eval.gate import TOLERANCE, allowed_change, decide
 from llm_eval.gitinfo import head_commit
 from llm_eval.gold import GoldQuery
+from llm_eval.inputs import Inputs
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import plural, render_table
-from llm_eval.pipeline import Inputs, load_inputs, measure
+from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llm_eval.ab_compare import Row, compare_runs, per_query_metrics, verdict_line
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table

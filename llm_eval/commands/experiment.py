@@ -18,9 +18,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from llm_eval.config import EvalConfig, Variant, load_config
+from llm_eval.config import EvalConfig, Variant
+from llm_eval.config_io import load_config
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.experiment import Experiment, Measured, VariantRow, compare_variants, recommendation
+from llm_eval.experiment import (
+    SERVICE,
+    Experiment,
+    Measured,
+    VariantRow,
+    compare_variants,
+    recommendation,
+    tie_groups,
+)
+from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
@@ -78,6 +88,7 @@ def run_experiment(
     quality: str | None = None,
     use_cache: bool | None = None,
     alpha: float = 0.05,
+    tier: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     width: int = 80,
 ) -> str:
@@ -103,7 +114,7 @@ def run_experiment(
                     f"{name} needs",
                     path=base.path,
                 )
-    gold = load_gold(base.gold)
+    gold, scope = in_scope(load_gold(base.gold), tier)
     scoring = scoring_for(base)
     measured = []
     timings = {}
@@ -122,7 +133,9 @@ def run_experiment(
         m = score_run(gold, retrieval.run, metrics, base.relevance_level, scoring)
         measured.append(Measured(variant.name, m, variant.top_k))
     lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
-    result = compare_variants(gold, measured, metrics, reference, quality, lifts, alpha=alpha)
+    result = compare_variants(
+        gold, measured, metrics, reference, quality, lifts, alpha=alpha, scope=scope
+    )
     folder = out_dir or base.output / "experiment"
     words = recommendation(result)
     picture = draw_pareto(result, folder)
@@ -131,6 +144,16 @@ def run_experiment(
     write_atomic(folder / "experiment.json", to_json(result, words, timings))
     elapsed = time.perf_counter() - started
     return terminal_text(result, words, folder, picture, elapsed, width)
+
+
+def in_scope(gold: GoldSet, tier: str | None) -> tuple[GoldSet, str]:
+    """The gold queries of one tier (a gate scoped to it measures those), or all; and
+    the words for which."""
+    if tier is None:
+        return gold, "all tiers"
+    if tier not in gold.tiers():
+        raise InputError(f"no gold query is in tier {tier!r} (tiers: {', '.join(gold.tiers())})")
+    return GoldSet(tuple(q for q in gold.queries if q.tier == tier)), f"tier {tier}"
 
 
 def _first_relevance(metrics: Sequence[str]) -> str:
@@ -144,7 +167,12 @@ def _first_relevance(metrics: Sequence[str]) -> str:
 
 
 def draw_pareto(result: Experiment, folder: Path) -> Path | None:
-    """experiment-pareto.png and .svg, when matplotlib is installed; None without it."""
+    """experiment-pareto.png and .svg, when matplotlib is installed; None without it.
+
+    Both axes start at zero and the quality axis spans the metric's whole range (0 to
+    100% for a share), so that a gap of half a point looks like one; each variant's p95
+    latency carries its 95% interval, the noise the front allows for. Names stand beside
+    the plot, joined to their points, so that close points keep readable names."""
     try:
         import matplotlib
 
@@ -153,35 +181,38 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
     except ImportError:
         return None
     q = result.quality
-    points: list[tuple[str, float, float, bool]] = []
+    scale = 100.0 if parse_metric(q).percent else 1.0
+    points = []
     for r in result.rows:
         latency, quality = r.values.get("latency_p95"), r.values.get(q)
         if latency is not None and quality is not None:
-            points.append((r.name, latency, quality, bool(r.on_front)))
+            points.append((r, latency, quality * scale))
     if not points:
         return None
-    scale = 100.0 if parse_metric(q).percent else 1.0
-    figure, axes = plt.subplots(figsize=(7.5, 4.5), dpi=120)
-    for name, latency, quality, front in points:
-        axes.scatter(
-            latency,
-            quality * scale,
-            s=60 if front else 36,
-            color="#1f6feb" if front else "#8b949e",
-            zorder=3,
-        )
-        axes.annotate(
-            name, (latency, quality * scale), textcoords="offset points", xytext=(6, 4), fontsize=8
-        )
-    line = sorted((lat, qual * scale) for _, lat, qual, front in points if front)
-    if len(line) > 1:
-        axes.plot(*zip(*line, strict=True), color="#1f6feb", linewidth=1.2, zorder=2)
-    axes.set_xlabel("p95 latency per query (ms)")
+    groups = tie_groups(result.rows)
+    figure, axes = plt.subplots(figsize=(8.4, 4.6), dpi=120)
+    figure.subplots_adjust(left=0.09, right=0.66, top=0.88, bottom=0.13)
+    right = _latency_axis_end(result)
+    for row, latency, quality in points:
+        color = "#1f6feb" if row.on_front else "#8b949e"
+        span = row.latency_interval
+        if span is not None:
+            low = 0.0 if span.low is None else span.low
+            high = right if span.high is None else span.high
+            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
+        axes.scatter(latency, quality, s=40, color=color, zorder=3)
+    axes.set_xlim(0, right)
+    axes.set_ylim(*_quality_axis(q, scale, [quality for _, _, quality in points]))
+    _name_points(axes, points, groups)
+    axes.set_xlabel("p95 latency per query (ms), with its 95% interval")
     unit = " (%)" if scale == 100.0 else ""
-    axes.set_ylabel(f"{parse_metric(q).label}{unit}")
-    axes.set_title(f"{parse_metric(q).label} against p95 latency; blue: the Pareto front")
+    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
+    axes.set_title(
+        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
+        "≈: tied within noise with another front variant",
+        fontsize=10,
+    )
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{PICTURE}.png"
     for suffix in (".png", ".svg"):
@@ -190,6 +221,59 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
         write_atomic(png.with_suffix(suffix), buffer.getvalue())
     plt.close(figure)
     return png
+
+
+def _latency_axis_end(result: Experiment) -> float:
+    """A little beyond the largest p95 or closed interval end."""
+    ends = [r.values.get("latency_p95") or 0.0 for r in result.rows]
+    ends += [r.latency_interval.high or 0.0 for r in result.rows if r.latency_interval]
+    return max(max(ends) * 1.1, 1e-3)
+
+
+def _quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[float, float]:
+    """The whole range of a mean of per-query values; from zero to a little above the
+    largest value for anything unbounded (a latency)."""
+    parsed = parse_metric(metric)
+    bounds = parsed.family.score_range
+    if bounds is not None and parsed.pairable:
+        return bounds[0] * scale, bounds[1] * scale
+    return min(0.0, min(values)), max(values) * 1.1 or 1.0
+
+
+LABEL_GAP = 0.065
+"""The least distance between two names beside the plot, in axes heights."""
+
+
+def _name_points(
+    axes: Any, points: Sequence[tuple[VariantRow, float, float]], groups: list[list[str]]
+) -> None:
+    """Names in a column right of the plot, each at its point's height when there is
+    room, pushed apart when points are close, and joined to its point by a line."""
+    tied = {name for group in groups for name in group}
+    bottom, top = axes.get_ylim()
+    ordered = sorted(points, key=lambda p: (p[2], -p[1], p[0].name))
+    heights = _spread([(quality - bottom) / (top - bottom) for _, _, quality in ordered])
+    for (row, latency, quality), height in zip(ordered, heights, strict=True):
+        axes.annotate(
+            f"{row.name}{' ≈' if row.name in tied else ''}",
+            xy=(latency, quality),
+            xytext=(1.04, height),
+            textcoords="axes fraction",
+            va="center",
+            fontsize=8,
+            color="#1f6feb" if row.on_front else "#57606a",
+            arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8},
+            annotation_clip=False,
+        )
+
+
+def _spread(heights: Sequence[float]) -> list[float]:
+    """Ascending heights moved apart to LABEL_GAP at least, kept within [0, 1]."""
+    placed: list[float] = []
+    for height in heights:
+        placed.append(max(height, placed[-1] + LABEL_GAP) if placed else height)
+    overflow = max(0.0, placed[-1] - 1.0) if placed else 0.0
+    return [max(0.0, h - overflow) for h in placed]
 
 
 def _fixed_metadata(suffix: str) -> dict[str, Any]:
@@ -211,8 +295,20 @@ def _p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _front_cell(row: VariantRow) -> str:
+def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
+    if row.on_front and any(row.name in g for g in groups):
+        return "yes, tied"
     return {True: "yes", False: "", None: "n/a"}[row.on_front]
+
+
+def _latency_cell(row: VariantRow) -> str:
+    """`0.27 ms (0.25–0.31)`: the p95 and its interval, open sides as `…`."""
+    span = row.latency_interval
+    if span is None:
+        return "n/a"
+    low = "…" if span.low is None else _ms(span.low).removesuffix(" ms")
+    high = "…" if span.high is None else _ms(span.high).removesuffix(" ms")
+    return f"{_ms(row.values.get('latency_p95'))} ({low}–{high})"
 
 
 def _versus(row: VariantRow, metric: str) -> str:
@@ -223,52 +319,69 @@ def _versus(row: VariantRow, metric: str) -> str:
     return f"{delta(metric, pair.row.delta)}{mark}"
 
 
+def short_label(metric: str) -> str:
+    """The metric's label, long ones by their initials: `score discrimination@10` is
+    `SD@10` (the tables carry a legend)."""
+    label = parse_metric(metric).label
+    if len(label) <= 12:
+        return label
+    words, _, cutoff = label.partition("@")
+    initials = "".join(w[0].upper() for w in words.split())
+    return f"{initials}@{cutoff}" if cutoff else initials
+
+
+def _legend(metrics: Sequence[str]) -> str:
+    shortened = [m for m in metrics if short_label(m) != parse_metric(m).label]
+    return "; ".join(f"{short_label(m)}: {parse_metric(m).label}" for m in shortened)
+
+
+def _row_line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
 def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
-    """The report: recommendation, table, pairs, lifts, slices, picture."""
+    """The report: recommendation, the decision table, the other metrics, pairs, lifts,
+    slices, picture. Tables are kept narrow enough for GitHub's 880-pixel column."""
     q, ref = result.quality, result.reference
-    metrics = [m for m in result.metrics if m not in ("latency_p50", "latency_p95", "error_rate")]
-    header = [
-        "variant",
-        f"Δ {parse_metric(q).label}",
-        "front",
-        *(parse_metric(m).label for m in metrics),
-        "latency p50 / p95",
-        "errors",
-    ]
+    label = parse_metric(q).label
+    groups = tie_groups(result.rows)
     lines = [
         f"## Experiment: {len(result.rows)} variants, reference `{ref}`",
         "",
+        f"Every value is over {result.scope} ({result.queries} queries scored on {label}); "
+        "`--tier` measures one tier, as a gate scoped to it does.",
+        "",
         words,
         "",
-        "| " + " | ".join(header) + " |",
-        "|---|---:|:---:|" + "---:|" * (len(header) - 3),
+        f"| variant | {label} ({result.scope}) | Δ | p95 latency (95% CI) | front |",
+        "|---|---:|---:|---:|:---:|",
     ]
     for row in result.rows:
         cells = [
             f"`{row.name}`",
+            value(q, row.values.get(q)),
             _versus(row, q),
-            _front_cell(row),
-            *(value(m, row.values.get(m)) for m in metrics),
-            f"{_ms(row.values.get('latency_p50')).removesuffix(' ms')} / "
-            f"{_ms(row.values.get('latency_p95'))}",
-            value("error_rate", row.values.get("error_rate")),
+            _latency_cell(row),
+            _front_cell(row, groups),
         ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append(_row_line(cells))
     lines += [
         "",
         f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
-        f"variants. Front: no other variant has both a better {parse_metric(q).label} and a "
-        "lower p95 latency.",
+        f"variants. Front: no other variant is better beyond the noise on {label} (paired "
+        "test) or p95 latency (intervals apart) and not worse on the other; tied: within "
+        "noise of another front variant on both.",
         "",
     ]
     if picture is not None:
-        lines += [f"![{parse_metric(q).label} against p95 latency]({picture.name})", ""]
+        lines += [f"![{label} against p95 latency]({picture.name})", ""]
     else:
         lines += [
             "_No picture: matplotlib is not installed "
             "(`pip install 'llm-eval[plots]'` draws experiment-pareto.png)._",
             "",
         ]
+    lines += _other_metrics_markdown(result)
     lines += _pairs_markdown(result)
     if result.lifts:
         lines += _lifts_markdown(result)
@@ -276,27 +389,47 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _other_metrics_markdown(result: Experiment) -> list[str]:
+    metrics = [m for m in result.metrics if m not in (*SERVICE, result.quality)]
+    lines = [
+        f"### Every metric ({result.scope})",
+        "",
+        "| variant | " + " | ".join(short_label(m) for m in metrics) + " | p50 | errors |",
+        "|---|" + "---:|" * (len(metrics) + 2),
+    ]
+    for row in result.rows:
+        cells = [
+            f"`{row.name}`",
+            *(value(m, row.values.get(m)) for m in metrics),
+            _ms(row.values.get("latency_p50")),
+            value("error_rate", row.values.get("error_rate")),
+        ]
+        lines.append(_row_line(cells))
+    legend = _legend(metrics)
+    return [*lines, "", *([legend + "; p50: median latency.", ""] if legend else [])]
+
+
 def _pairs_markdown(result: Experiment) -> list[str]:
     lines = [
-        f"### Paired differences to `{result.reference}`",
+        f"### Paired differences to `{result.reference}` ({result.scope})",
         "",
-        "The gate's paired tests, as `llm-eval compare` runs them (Tango's score test for "
-        "0/1 scores, bootstrap-t for graded ones); p Holm-adjusted across the variants.",
+        "The gate's paired tests, as `llm-eval compare` runs them (Tango's exact test for "
+        "0/1 scores, the betting test for graded ones); p Holm-adjusted across the "
+        "variants, \\* where that stays significant.",
         "",
-        "| variant | metric | n | Δ | 95% CI | p | p (Holm) | better |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| variant | metric | n | Δ | 95% CI | p | p Holm |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in result.rows:
         for metric, pair in row.pairs.items():
             r = pair.row
             low = delta(metric, r.ci_low).removesuffix(" pp")
-            better = {"reference": f"`{result.reference}`", "variant": f"`{row.name}`"}
             lines.append(
-                f"| `{row.name}` | {parse_metric(metric).label} | {r.n} | {delta(metric, r.delta)} "
-                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value)} "
-                f"| {_p(pair.p_holm)} | {better.get(pair.winner, 'neither')} |"
+                f"| `{row.name}` | {short_label(metric)} | {r.n} | {_versus(row, metric)} "
+                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value)} | {_p(pair.p_holm)} |"
             )
-    return [*lines, ""]
+    legend = _legend(result.pairable)
+    return [*lines, "", *([legend, ""] if legend else [])]
 
 
 def _lifts_markdown(result: Experiment) -> list[str]:
@@ -313,7 +446,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
         r, m = lift.row, lift.row.metric
         ratio = "n/a" if lift.latency_ratio is None else f"{lift.latency_ratio:.1f}×"
         lines.append(
-            f"| {lift.name} | {parse_metric(m).label} | {value(m, r.mean_a)} "
+            f"| {lift.name} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
             f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
             f"| {_p(r.p_value)} | {ratio} |"
@@ -358,10 +491,23 @@ def to_csv(result: Experiment) -> str:
         for m in result.pairable
         for part in ("delta", "ci_low", "ci_high", "p", "p_holm")
     ]
-    writer.writerow(["variant", "top_k", *result.metrics, *paired, "pareto_front"])
+    writer.writerow(
+        [
+            "variant",
+            "top_k",
+            *result.metrics,
+            "latency_p95_low",
+            "latency_p95_high",
+            *paired,
+            "pareto_front",
+            "tied_with",
+        ]
+    )
     for row in result.rows:
         cells: list[Any] = [row.name, row.top_k]
         cells += ["" if row.values.get(m) is None else row.values[m] for m in result.metrics]
+        span = row.latency_interval
+        cells += ["", ""] if span is None else [_blank(span.low), _blank(span.high)]
         for metric in result.pairable:
             pair = row.pairs.get(metric)
             cells += (
@@ -376,8 +522,13 @@ def to_csv(result: Experiment) -> str:
                 ]
             )
         cells.append("" if row.on_front is None else str(row.on_front).lower())
+        cells.append(";".join(row.ties))
         writer.writerow(cells)
     return out.getvalue()
+
+
+def _blank(number: float | None) -> float | str:
+    return "" if number is None else number
 
 
 def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
@@ -399,6 +550,8 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
     document = {
         "reference": result.reference,
         "quality": result.quality,
+        "scope": result.scope,
+        "queries": result.queries,
         "alpha": result.alpha,
         "recommendation": words,
         "variants": [
@@ -406,7 +559,11 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "name": row.name,
                 "top_k": row.top_k,
                 "values": dict(row.values),
+                "latency_p95_interval": None
+                if row.latency_interval is None
+                else {"low": row.latency_interval.low, "high": row.latency_interval.high},
                 "pareto_front": row.on_front,
+                "tied_with": list(row.ties),
                 "seconds": round(timings.get(row.name, 0.0), 3),
                 "versus_reference": {
                     m: {**row_json(p.row), "p_holm": p.p_holm, "better": p.winner}
@@ -441,6 +598,7 @@ def terminal_text(
     """A narrow table and the recommendation, wrapped to the terminal."""
     q = result.quality
     header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95", "front"]
+    groups = tie_groups(result.rows)
     rows = []
     for row in result.rows:
         pair = row.pairs.get(q)
@@ -451,15 +609,19 @@ def terminal_text(
                 "reference" if pair is None else _versus(row, q),
                 "" if pair is None else _p(pair.p_holm),
                 _ms(row.values.get("latency_p95")),
-                _front_cell(row),
+                _front_cell(row, groups),
             ]
         )
     written = [folder / "experiment.md", folder / "experiment.csv", folder / "experiment.json"]
     if picture is not None:
         written += [picture, picture.with_suffix(".svg")]
     lines = [
-        f"llm-eval experiment: {len(result.rows)} variants in {seconds:.1f} s, "
-        f"reference {result.reference}",
+        *wrap(
+            f"llm-eval experiment: {len(result.rows)} variants over {result.scope} in "
+            f"{seconds:.1f} s, reference {result.reference}",
+            width,
+            "",
+        ),
         "",
         render_table(header, rows),
         "",

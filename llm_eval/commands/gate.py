@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_eval import __version__
-from llm_eval.baseline import load_baseline
+from llm_eval.baseline_io import load_baseline
 from llm_eval.comparison import compare
-from llm_eval.fingerprint import fingerprints
+from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
-from llm_eval.pipeline import JudgeOptions, load_inputs, measure
+from llm_eval.inputs import JudgeOptions
+from llm_eval.pipeline import load_inputs, measure
 from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git
 from llm_eval.hook import is_ours, render_script

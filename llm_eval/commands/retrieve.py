@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_eval.config import load_config
+from llm_eval.config_io import load_config
 from llm_eval.gold_io import load_gold
 from llm_eval.retrieval import RetrieveOptions, retrieval_notes, retrieve_gold
 from llm_eval.run_io import dump_jsonl

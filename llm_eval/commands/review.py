@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.commands.gold_growth import neighbours_of
-from llm_eval.config import EvalConfig, load_config
+from llm_eval.config import EvalConfig
+from llm_eval.config_io import load_config
 from llm_eval.corpus import Document, iter_corpus
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_eval.corpus import check_fields, field_text, iter_corpus
-from llm_eval.digest import digest, file_digest
+from llm_eval.digest import digest
 from llm_eval.endpoints.settings import EMBEDDING_SETTINGS
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
@@ -46,7 +46,7 @@ from llm_eval.retrievers.pool import (
 )
 from llm_eval.runs import RankedResult
 from llm_eval.settings import Setting
-from llm_eval.textio import write_atomic
+from llm_eval.textio import file_digest, write_atomic
 
 Matrix = npt.NDArray[np.float32]
 

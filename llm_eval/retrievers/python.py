@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_eval.digest import digest, file_digest
+from llm_eval.digest import digest
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
@@ -41,6 +41,7 @@ from llm_eval.retrievers.pool import (
     resolved_cache_key,
 )
 from llm_eval.settings import Setting
+from llm_eval.textio import file_digest
 
 # --- settings -------------------------------------------------------------------------
 

@@ -15,13 +15,14 @@ from pathlib import Path
 import bm25s
 
 from llm_eval.corpus import field_text, iter_corpus
-from llm_eval.digest import digest, file_digest
+from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.bm25.analyzer import Analyzer
 from llm_eval.retrievers.bm25.index import Index, Vocabulary, build_model
 from llm_eval.retrievers.bm25.settings import BM25Config
 from llm_eval.textio import (
     TEMP_SUFFIX,
+    file_digest,
     read_json_file,
     sweep_stale_temporaries,
     temporary_prefix,

@@ -1,0 +1,58 @@
+"""The fingerprints a baseline carries: what it depends on (gold set, corpus file,
+retriever settings or run file, criteria, scoring), digested from the inputs and the
+files they name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llm_eval.config import EvalConfig
+from llm_eval.digest import digest
+from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
+from llm_eval.inputs import Inputs
+from llm_eval.retrievers import retriever_kind
+from llm_eval.textio import file_digest
+
+
+def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]:
+    """Fingerprints of what a baseline depends on."""
+    config = inputs.config
+    retriever = _retriever_fingerprint(config, run_path)
+    gates = [
+        {
+            "name": g.name,
+            "metric": g.metric,
+            "threshold": g.threshold,
+            "regression_max": g.regression_max,
+            "severity": g.severity,
+            "scope": g.scope.key(),
+        }
+        for g in inputs.criteria.gates
+    ]
+    scoring = {
+        "relevance_level": config.relevance_level,
+        "page_tolerance": config.matching.page_tolerance,
+        "f1_threshold": config.matching.f1_threshold,
+        "rejection_score_threshold": config.rejection_score_threshold,
+    }
+    return {
+        "gold": gold_fingerprint(query_fingerprints(inputs.gold)),
+        "corpus": file_digest(config.corpus) if config.corpus is not None else None,
+        "retriever": retriever,
+        "criteria": digest(gates),
+        "scoring": digest(scoring),
+        "versions": file_digest(config.versions) if config.versions is not None else None,
+    }
+
+
+def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | None:
+    """A run file counts by its content (also as `kind: run`); a retriever by its settings."""
+    retriever = config.retriever
+    if run_path is None and retriever is not None:
+        run_path = retriever_kind(retriever.kind).answers_file(retriever.settings)
+    if run_path is not None:
+        return "run:" + file_digest(run_path)
+    if retriever is None:
+        return None
+    settings = {"kind": retriever.kind, **retriever.settings}
+    return digest({"retriever": settings, "top_k": config.top_k})
