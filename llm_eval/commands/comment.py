@@ -116,7 +116,8 @@ def withheld_because(report: Mapping[str, Any], when: When) -> str | None:
         return None
     if when == "on_fail":
         return f"the check passes ({STATUS_WORDS.get(verdict, verdict)})"
-    if verdict == "pass" and all(gate["reason"] == "unchanged" for gate in report["gates"]):
+    # `reason` is optional in the schema: a report without it is not known to be unchanged.
+    if verdict == "pass" and all(gate.get("reason") == "unchanged" for gate in report["gates"]):
         return "unchanged pass"
     return None
 
