@@ -568,3 +568,20 @@ def run_comment_step(
         text=True,
         check=False,
     )
+
+
+def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
+    """The distribution is llm-eval-ci (the index refuses llm-eval); every `pip install
+    "NAME @ git+..."` hint, in the README and in the workflows init writes, says so."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "llm-eval-ci"
+    texts = [REPO / "README.md", *(REPO / ".github" / "workflows").glob("*.yml")]
+    texts += (REPO / "llm_eval" / "scaffold").rglob("*.yml")
+    hints = [
+        name
+        for path in texts
+        for name in re.findall(r'pip install "([\w.-]+) @ git\+', path.read_text(encoding="utf-8"))
+    ]
+    assert hints and set(hints) == {"llm-eval-ci"}
