@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.formats.markdown import NO_LINKS, Links
+from llm_eval.formats._markup import NO_LINKS, Links
 from llm_eval.textio import read_json_file
 
 ANNOTATIONS_MAX = 10
@@ -123,7 +123,8 @@ def _level(gates: Sequence[Mapping[str, Any]], change: Mapping[str, Any]) -> str
 
 
 def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path, root: Path) -> str:
-    from llm_eval.formats.markdown import clip, rank_words
+    from llm_eval.formats._markup import clip
+    from llm_eval.formats.markdown import rank_words
 
     message = (
         f"{clip(str(change['query']), QUERY_MAX_CHARS)}\n"

@@ -32,10 +32,10 @@ from typing import Literal, TypeVar
 
 from llm_eval.criteria import Gate
 from llm_eval.metrics import parse_metric
+from llm_eval.report_types import Status
 from llm_eval.stats import MarginTest
 
 T = TypeVar("T")
-Status = Literal["pass", "warn", "inconclusive", "fail"]
 Decision = Literal["pass", "fail", "inconclusive"]
 Reason = Literal[
     "floor",
@@ -150,11 +150,6 @@ class GateResult:
 
 def _by_severity(gate: Gate) -> Status:
     return "fail" if gate.severity == "error" else "warn"
-
-
-def worst(statuses: Iterable[Status]) -> Status:
-    """The most severe status (pass when there is none)."""
-    return max(statuses, key=_RANK.__getitem__, default="pass")
 
 
 def allowed_change(gate: Gate, baseline: float) -> float:
@@ -291,7 +286,7 @@ def decide(
         baseline,
         floor_ok,
         regression_ok,
-        worst(statuses),
+        worst_status(statuses),
         tuple(slices),
         power,
         margin,
@@ -378,7 +373,7 @@ def verdict(results: Iterable[GateResult]) -> Status:
     gates = list(results)
     if blocks(gates):
         return "fail"
-    return worst(r.status for r in gates)
+    return worst_status(r.status for r in gates)
 
 
 def blocks(results: Iterable[GateResult]) -> bool:

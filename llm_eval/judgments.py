@@ -98,12 +98,12 @@ class Judgments:
         first = np.zeros(len(self.query_ids), dtype=np.int64)
         relevant = self.hit_relevant
         queries, ranks = self.hit_query[relevant], self.hit_rank[relevant]
-        starts = _group_starts(queries)
+        starts = group_starts(queries)
         first[queries[starts]] = ranks[starts]
         return first
 
 
-def _group_starts(sorted_keys: IntArray) -> IntArray:
+def group_starts(sorted_keys: IntArray) -> IntArray:
     """Indices where a run of equal values begins in a sorted key array."""
     if sorted_keys.size == 0:
         return np.zeros(0, dtype=np.int64)

@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 
 from llm_eval.errors import InputError
-from llm_eval.judgments import FloatArray, IntArray, Judgments, _group_starts
+from llm_eval.judgments import FloatArray, IntArray, Judgments, group_starts
 from llm_eval.service import ServiceRecord, error_rate, latency_percentile
 
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
@@ -192,7 +192,7 @@ def _reciprocal_rank(j: Judgments, k: int | None) -> FloatArray:
 def _average_precision(j: Judgments, k: int | None) -> FloatArray:
     relevant = j.hit_relevant
     queries, ranks = j.hit_query[relevant], j.hit_rank[relevant]
-    starts = _group_starts(queries)
+    starts = group_starts(queries)
     group_start = np.repeat(starts, np.diff(np.append(starts, queries.size)))
     relevant_so_far = np.arange(queries.size) - group_start + 1
     precision_at_hit = relevant_so_far / ranks

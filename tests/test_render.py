@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 
 from llm_eval.actions import links_from_env
+from llm_eval.formats._markup import Links, escape_markdown
 from llm_eval.formats.markdown import (
     CHANGES_SHOWN,
     COMMENT_MARKER,
     COMMENT_MAX_CHARS,
     SUMMARY_MAX_BYTES,
-    Links,
-    escape_markdown,
     render_comment,
     render_markdown,
 )

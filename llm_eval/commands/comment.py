@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from llm_eval.actions import links_from_env
 from llm_eval.errors import InputError
-from llm_eval.formats.markdown import NO_LINKS, Links, comment_marker, render_comment
+from llm_eval.formats._markup import NO_LINKS, Links
+from llm_eval.formats.markdown import comment_marker, render_comment
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.report_schema import validate_report

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from llm_eval.errors import InputError
 
 if TYPE_CHECKING:
-    from llm_eval.formats.markdown import Links
+    from llm_eval.formats._markup import Links
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from llm_eval.formats import RenderOptions
+from llm_eval.formats._fit import fitted
+from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, finalize
 from llm_eval.formats._words import (
     deciding_p,
     detail_lines,
@@ -57,9 +58,6 @@ SUMMARY_MAX_BYTES = 1_000_000
 """GitHub takes at most 1 MiB (1,048,576 bytes) of job summary from one step."""
 CHANGES_SHOWN = 25
 """Queries listed in each drill-down (hit→miss, miss→hit) when there is room."""
-FIELD_MAX_CHARS = 400
-"""Any one value is clipped to this many characters before it is escaped."""
-
 STATUS_ICON = {
     "pass": "✅",
     "warn": "⚠️",
@@ -69,97 +67,6 @@ STATUS_ICON = {
 }
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 """How the footer names a fingerprint whose key is not its name."""
-
-# GitHub links `@name`, `#12`, `GH-12`, `owner/repo#12`, URLs and e-mail addresses in
-# the text of the rendered HTML, after entities and backslash escapes are decoded, so
-# neither `\@` nor `&#64;` stops a ping. An invisible zero-width joiner right after
-# `@` or `#` (or inside `://`, `www.`, `GH-`) breaks every one of those patterns in the
-# raw text and in the rendered text alike, and keeps the text readable. It goes only
-# where GitHub would link: an `@` after a word character (`recall@5`) is no mention
-# unless it reads as an e-mail address, and `#` links only before digits, at the start
-# of a word or after `owner/repo`. Ids and commands are code spans, where nothing links.
-_ZWJ = "\u200d"
-_LINKABLE = re.compile(
-    r"(?<!\w)@|@(?=[\w-]+\.\w)|(?:\b[\w.-]+/[\w.-]+|(?<!\w))#(?=\d)"
-    r"|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)",
-    re.IGNORECASE,
-)
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-"""Bidirectional controls: they can make text read differently from what it is."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_HTML_SPECIAL = re.compile("[&<>]")
-_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]|~$]")
-
-
-def escape_markdown(text: object) -> str:
-    """`text` as inert GitHub Markdown: one line, no markup, no HTML, nothing linked.
-
-    Line breaks and control characters become spaces (a table cell stays one cell),
-    the text is clipped to `FIELD_MAX_CHARS`, `& < >` become HTML entities,
-    ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
-    get a zero-width joiner (see `_LINKABLE`).
-    """
-    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
-    line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
-    line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
-    return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
-
-
-class Code(str):
-    """A value the templates print as a code span (ids, commands): copyable as is."""
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """A value the templates print as a Markdown link; plain text when the URL is unsafe."""
-
-    text: str | Code
-    url: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Links:
-    """Where the reader can go from the comment; all unknown outside GitHub Actions."""
-
-    run: str | None = None
-    artifact: str | None = None
-    blob: str | None = None
-    """`https://github.com/OWNER/REPO/blob/SHA/`: gold files at the PR's head commit."""
-    head_sha: str | None = None
-    """The pull request's head commit (a pull_request run checks out a merge commit)."""
-
-
-NO_LINKS = Links()
-"""Outside GitHub Actions there is nowhere to link to."""
-_SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
-
-
-def code_span(text: object) -> str:
-    """`text` as an inline code span: one line, no bidi controls, fenced with more
-    backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
-    GFM splits table cells on it even inside code, and shows `\\|` there as `|`
-    (backslashes right before it are doubled so the pipe stays escaped)."""
-    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
-    line = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", line)
-    longest = max((len(run) for run in re.findall("`+", line)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if line.startswith("`") or line.endswith("`") else ""
-    return f"{fence}{pad}{line}{pad}{fence}"
-
-
-def _finalize(value: object) -> str:
-    if isinstance(value, Link):
-        text = _finalize(value.text)
-        if value.url is None or not _SAFE_URL.fullmatch(value.url):
-            return text
-        return f"[{text}]({value.url})"
-    return code_span(value) if isinstance(value, Code) else escape_markdown(value)
-
-
-def clip(text: str, max_chars: int) -> str:
-    """`text`, cut to `max_chars` with an ellipsis when longer."""
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def render_markdown(report: Mapping[str, Any], links: Links = NO_LINKS) -> str:
@@ -178,9 +85,6 @@ def render_comment(
     return marker + _fitted("report.md.j2", report, links, lambda text: len(text) <= room)
 
 
-# --- fitting the size limit ---------------------------------------------------------
-
-
 def _fitted(
     template: str, report: Mapping[str, Any], links: Links, fits: Callable[[str], bool]
 ) -> str:
@@ -195,41 +99,7 @@ def _fitted(
             .render(view, changes_shown=changes, tags_shown=tag_rows)
         )
 
-    text = attempt(CHANGES_SHOWN, tags)
-    if fits(text):
-        return text
-    changes = _largest(lambda n: fits(attempt(n, tags)), CHANGES_SHOWN - 1)
-    if changes is not None:
-        return attempt(changes, tags)
-    tag_rows = _largest(lambda n: fits(attempt(0, n)), tags - 1)
-    if tag_rows is not None:
-        return attempt(0, tag_rows)
-    return _cut(attempt(0, 0), fits)
-
-
-def _largest(fits: Callable[[int], bool], high: int) -> int | None:
-    """The largest n in [0, high] for which `fits(n)` holds (it holds up to some n)."""
-    low, best = 0, None
-    while low <= high:
-        middle = (low + high) // 2
-        if fits(middle):
-            best, low = middle, middle + 1
-        else:
-            high = middle - 1
-    return best
-
-
-_CUT_NOTE = "_…cut here to stay under GitHub's size limit; `report.json` has everything._"
-
-
-def _cut(text: str, fits: Callable[[str], bool]) -> str:
-    """The last resort, when even the gates alone are too long: whole lines, then a note."""
-    lines = text.splitlines()
-
-    def head(n: int) -> str:
-        return "\n".join([*lines[:n], "", _CUT_NOTE]) + "\n"
-
-    return head(_largest(lambda n: fits(head(n)), len(lines)) or 0)
+    return fitted(attempt, CHANGES_SHOWN, tags, fits)
 
 
 @functools.cache
@@ -242,7 +112,7 @@ def _environment() -> jinja2.Environment:
         # every `{{ … }}` a template prints, so no field can be left unescaped by mistake.
         # Markup lives only in the templates' literal text.
         autoescape=False,
-        finalize=_finalize,
+        finalize=finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

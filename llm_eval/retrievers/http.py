@@ -248,11 +248,11 @@ def parse_hits(
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
             raise QueryFailed(f"malformed result: hits[{index}] is not an object")
-        results.append(ranked_result(_getter(hit, fields), f"hits[{index}]"))
+        results.append(ranked_result(hit_getter(hit, fields), f"hits[{index}]"))
     return tuple(results)
 
 
-def _getter(hit: Mapping[str, Any], fields: Mapping[str, str]) -> Callable[[str], Any]:
+def hit_getter(hit: Mapping[str, Any], fields: Mapping[str, str]) -> Callable[[str], Any]:
     return lambda name: dig(hit, fields.get(name, name))
 
 

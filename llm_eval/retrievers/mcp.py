@@ -39,13 +39,13 @@ from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.http import (
     DEFAULT_BODY,
-    _getter,
     check_body,
     check_fields,
     check_headers,
     check_results_path,
     check_timeout,
     check_url,
+    hit_getter,
     hit_list,
     render_body,
     resolve_headers,
@@ -262,7 +262,7 @@ class McpSearcher:
         for index, hit in enumerate(hits):
             if not isinstance(hit, dict):
                 raise QueryFailed(f"malformed result: hits[{index}] is not an object")
-            results.append(ranked_result(_getter(hit, self.fields), f"hits[{index}]"))
+            results.append(ranked_result(hit_getter(hit, self.fields), f"hits[{index}]"))
         return Hits(tuple(results), latency_ms)
 
 

@@ -1,0 +1,106 @@
+"""Inert GitHub Markdown: every value a rendering prints, escaped, clipped, and linked
+only where a link is meant.
+
+A report can come from another job (a `workflow_run` reads it from an artifact a
+pull request built), so every value in it is treated as untrusted text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FIELD_MAX_CHARS = 400
+"""Any one value is clipped to this many characters before it is escaped."""
+
+# GitHub links `@name`, `#12`, `GH-12`, `owner/repo#12`, URLs and e-mail addresses in
+# the text of the rendered HTML, after entities and backslash escapes are decoded, so
+# neither `\@` nor `&#64;` stops a ping. An invisible zero-width joiner right after
+# `@` or `#` (or inside `://`, `www.`, `GH-`) breaks every one of those patterns in the
+# raw text and in the rendered text alike, and keeps the text readable. It goes only
+# where GitHub would link: an `@` after a word character (`recall@5`) is no mention
+# unless it reads as an e-mail address, and `#` links only before digits, at the start
+# of a word or after `owner/repo`. Ids and commands are code spans, where nothing links.
+_ZWJ = "\u200d"
+_LINKABLE = re.compile(
+    r"(?<!\w)@|@(?=[\w-]+\.\w)|(?:\b[\w.-]+/[\w.-]+|(?<!\w))#(?=\d)"
+    r"|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)",
+    re.IGNORECASE,
+)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Bidirectional controls: they can make text read differently from what it is."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_HTML_SPECIAL = re.compile("[&<>]")
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]|~$]")
+
+
+def escape_markdown(text: object) -> str:
+    """`text` as inert GitHub Markdown: one line, no markup, no HTML, nothing linked.
+
+    Line breaks and control characters become spaces (a table cell stays one cell),
+    the text is clipped to `FIELD_MAX_CHARS`, `& < >` become HTML entities,
+    ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
+    get a zero-width joiner (see `_LINKABLE`).
+    """
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
+    line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
+    return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
+
+
+class Code(str):
+    """A value the templates print as a code span (ids, commands): copyable as is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A value the templates print as a Markdown link; plain text when the URL is unsafe."""
+
+    text: str | Code
+    url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the reader can go from the comment; all unknown outside GitHub Actions."""
+
+    run: str | None = None
+    artifact: str | None = None
+    blob: str | None = None
+    """`https://github.com/OWNER/REPO/blob/SHA/`: gold files at the PR's head commit."""
+    head_sha: str | None = None
+    """The pull request's head commit (a pull_request run checks out a merge commit)."""
+
+
+NO_LINKS = Links()
+"""Outside GitHub Actions there is nowhere to link to."""
+_SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
+
+
+def code_span(text: object) -> str:
+    """`text` as an inline code span: one line, no bidi controls, fenced with more
+    backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
+    GFM splits table cells on it even inside code, and shows `\\|` there as `|`
+    (backslashes right before it are doubled so the pipe stays escaped)."""
+    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", line)
+    longest = max((len(run) for run in re.findall("`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def finalize(value: object) -> str:
+    """How a template prints a value: a link, a code span or escaped text."""
+    if isinstance(value, Link):
+        text = finalize(value.text)
+        if value.url is None or not _SAFE_URL.fullmatch(value.url):
+            return text
+        return f"[{text}]({value.url})"
+    return code_span(value) if isinstance(value, Code) else escape_markdown(value)
+
+
+def clip(text: str, max_chars: int) -> str:
+    """`text`, cut to `max_chars` with an ellipsis when longer."""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
