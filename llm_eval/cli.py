@@ -465,20 +465,12 @@ def gold_synthesize(
     help="The gold file accepted questions are appended to (instead of --tier's).",
 )
 def gold_review(candidates: Path, config_path: Path, tier: str | None, to: Path | None) -> None:
-    """Review drafted questions one by one: accept (into a tier), edit, retag, relabel or
-    reject. Decisions are saved as they are made; run it again to go on."""
-    from llm_eval.commands.review import review
-    from llm_eval.output import terminal_width
+    """Review drafted questions one screen each: accept (into a tier), edit, retag,
+    relabel, reject, skip or undo, by word or key (`accept` or `a`). Decisions are saved
+    as they are made; run it again to go on."""
+    from llm_eval.commands.review import TerminalConsole, review
 
-    def ask(prompt: str) -> str | None:
-        click.echo(prompt, nl=False)
-        line = sys.stdin.readline()
-        return None if not line else line.rstrip("\n")
-
-    summary = review(
-        candidates, config_path, tier=tier, to=to, ask=ask, say=click.echo, width=terminal_width()
-    )
-    _echo(summary)
+    _echo(review(candidates, config_path, tier=tier, to=to, console=TerminalConsole()))
 
 
 @cli.command("init", short_help="Write a working setup into an empty repository.")

@@ -1,39 +1,162 @@
 """`llm-eval gold review CANDIDATES --tier A`: a person accepts, edits or rejects each
 drafted question before it may gate.
 
-For each candidate not decided yet the terminal shows the question, its tags, the
-chunk it was written from (its labels) and the top 5 BM25 results, then asks:
+Each candidate not decided yet gets a screen of its own, fitted to the terminal (80×24
+is enough): the question, its tags, the documents labelled relevant (marked `*`) and
+BM25's top 5 for the question, numbered, each id shown once. An answer is a whole
+command word or its single key, in any case:
 
-    [a]ccept  [e]dit  [t]ags  [l]abels  [r]eject  [s]kip  [q]uit
+    a accept  r reject  e edit  t tags  l labels  s skip  u undo  q quit  ? help
+
+Anything else, a prefix included, is refused with a hint: "looks good" must never run
+`labels`, nor "thowto, builtins" `tags`. `edit`, `tags` and `labels` put the current
+value on the input line to change (readline, on a terminal; elsewhere the value is
+shown and an empty answer keeps it).
 
 Accepting appends the question, with `reviewed: true`, to the gold file of the chosen
-tier (or `--to FILE`), atomically. Every decision is appended to a sidecar file
-(`CANDIDATES.review.jsonl`), so a review stopped at any point (`q`, Ctrl-D, a closed
-terminal) resumes where it stopped. Input is read line by line, so a script can drive
-it (`printf 'a\\nr\\n' | llm-eval gold review …`).
+tier (or `--to FILE`); each accept and reject is appended to a sidecar
+(`CANDIDATES.review.jsonl`). Both writes are atomic, so a review stopped at any point
+resumes where it stopped. `undo` takes back the session's last accept, reject or skip,
+its lines in both files included, and shows that candidate again. The closing summary
+says how the review ended (all done, `q`, the input ended, Ctrl-C), counts the
+decisions and names the next command: after an accept, `llm-eval baseline refresh`,
+since the gate refuses a gold set that differs from its baseline (exit 3).
+
+Input is read line by line, so a script can drive it
+(`printf 'a\\nr\\n' | llm-eval gold review …`); the screen is cleared only on a terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from llm_eval import defaults
 from llm_eval.commands.gold_growth import neighbours_of
 from llm_eval.config import EvalConfig
 from llm_eval.config_io import load_config
 from llm_eval.corpus import Document, iter_corpus
+from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import iter_gold_file, load_gold
-from llm_eval.output import plural, wrap
-from llm_eval.textio import append_atomic, iter_lines, parse_json_object
+from llm_eval.output import wrap
+from llm_eval.textio import append_atomic, iter_lines, parse_json_object, read_text, write_atomic
 
 SHOWN = 5
-SNIPPET = 160
-MENU = "[a]ccept  [e]dit  [t]ags  [l]abels  [r]eject  [s]kip  [q]uit"
+"""BM25's results shown under the labelled documents."""
+MOST_LINES = 3
+"""Lines a document gets at most, when the screen has room."""
+CLEAR = "\x1b[H\x1b[2J"
+"""Cursor home, erase the screen (ANSI)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One answer the prompt understands: its word or its key."""
+
+    name: str
+    key: str
+    does: str
+
+
+COMMANDS = (
+    Command("accept", "a", "add it to the gold file with reviewed: true"),
+    Command("reject", "r", "leave it out of the gold set"),
+    Command("edit", "e", "change the question (it is put on the input line)"),
+    Command("tags", "t", "change the tags, comma-separated"),
+    Command("labels", "l", "which listed documents are relevant, by number"),
+    Command("skip", "s", "decide later: the next run shows it again"),
+    Command("undo", "u", "take back the last accept, reject or skip"),
+    Command("quit", "q", "stop; the decisions made are kept"),
+    Command("help", "?", "this list"),
+)
+_NAMES = {c.name: c.name for c in COMMANDS} | {c.key: c.name for c in COMMANDS}
+MENU = "  ".join(f"{c.key} {c.name}" for c in COMMANDS)
+HELP = [f"{c.key} {c.name:<7} {c.does}" for c in COMMANDS]
+
+
+def parse_command(answer: str) -> str | None:
+    """The command a whole answer names, by its word or its key in any case; None for
+    anything else. No prefixes: an answer that is not exactly a command runs nothing."""
+    return _NAMES.get(answer.strip().lower())
+
+
+class Console(Protocol):
+    """The review's screen and keyboard."""
+
+    def size(self) -> tuple[int, int]:
+        """Columns and rows to fit a screen in."""
+
+    def show(self, screen: Sequence[str], notice: Sequence[str]) -> None:
+        """A candidate's screen, then the notice about the last answer."""
+
+    def say(self, text: str) -> None:
+        """A line below the screen."""
+
+    def ask(self, prompt: str, value: str = "") -> str | None:
+        """The line typed after `prompt`, starting from `value` to edit (an empty answer
+        keeps it where the line cannot be edited); None when the input has ended."""
+
+
+class TerminalConsole:
+    """stdin and stdout: on a terminal, screens cleared and values edited in place with
+    readline; piped, plain lines with each screen printed once and each answer echoed."""
+
+    def __init__(self) -> None:
+        self.clears = sys.stdout.isatty()
+        self.editing = self.clears and sys.stdin.isatty() and _readline() is not None
+        self._last: list[str] = []
+
+    def size(self) -> tuple[int, int]:
+        columns, rows = shutil.get_terminal_size((80, 24))
+        return columns, rows
+
+    def show(self, screen: Sequence[str], notice: Sequence[str]) -> None:
+        if self.clears:
+            lines, start = [*screen, *notice], CLEAR
+        else:
+            lines, start = [*([] if screen == self._last else ["", *screen]), *notice], ""
+        sys.stdout.write(start + "".join(f"{line}\n" for line in lines))
+        sys.stdout.flush()
+        self._last = list(screen)
+
+    def say(self, text: str) -> None:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def ask(self, prompt: str, value: str = "") -> str | None:
+        if value and not self.editing:
+            self.say(f"Now: {value}")
+            prompt = f"{prompt.rstrip(': ')} (Enter keeps it): "
+        readline = _readline() if self.editing and value else None
+        if readline is not None:
+            readline.set_startup_hook(lambda: readline.insert_text(value))
+        try:
+            answer = input(prompt)
+        except EOFError:
+            return None
+        finally:
+            if readline is not None:
+                readline.set_startup_hook()
+        if not sys.stdin.isatty():
+            self.say(answer)  # what a script answered, so that its transcript reads
+        return answer if answer.strip() or self.editing else value or answer
+
+
+def _readline() -> Any:
+    """The readline module, where Python has one (not on Windows)."""
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - platforms without readline
+        return None
+    return readline
 
 
 def decisions_path(candidates: Path) -> Path:
@@ -71,21 +194,56 @@ class Draft:
     record: dict[str, Any]
     query: GoldQuery
     labels: dict[str, int] = field(default_factory=dict)
-    listed: list[str] = field(default_factory=list)
-    """The documents numbered on screen; it only grows, so numbers stay put."""
+    top: tuple[str, ...] = ()
+    """BM25's top results for `top_of`, the question when they were found."""
+    top_of: str = ""
 
     @property
     def question(self) -> str:
         return str(self.record["query"])
 
+    @property
+    def listed(self) -> list[str]:
+        """The documents on screen, numbered from 1: the labelled ones, then BM25's."""
+        return list(dict.fromkeys([*self.labels, *self.top]))
 
-def _snippet(document: Document | None, doc_id: str) -> str:
-    if document is None:
-        return f"{doc_id}  (not in the corpus)"
-    text = " ".join(document.text.split())
-    text = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
-    title = f"{document.title}: " if document.title else ""
-    return f"{doc_id}  {title}{text}"
+    @property
+    def edited(self) -> bool:
+        """The question, its tags or its labels differ from the candidate's."""
+        tags = list(self.query.tags)
+        return (self.question, self.record.get("tags") or [], self.labels) != (
+            self.query.query,
+            tags,
+            dict(self.query.relevant),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the session did with one candidate, and the lines it wrote, for undo."""
+
+    index: int
+    draft: Draft
+    outcome: str
+    """accepted, rejected or skipped."""
+    sidecar_line: str | None
+    gold_line: str | None
+
+
+class _Ended(Exception):
+    """The reviewer stopped: `q`, the input ended, or Ctrl-C."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+
+
+ENDINGS = {
+    "done": "Every candidate is decided.",
+    "quit": "Stopped with q.",
+    "eof": "The input ended.",
+    "interrupt": "Interrupted (Ctrl-C).",
+}
 
 
 def review(
@@ -94,13 +252,9 @@ def review(
     *,
     tier: str | None,
     to: Path | None,
-    ask: Callable[[str], str | None],
-    say: Callable[[str], None],
-    width: int = 80,
+    console: Console,
 ) -> str:
-    """Go through the undecided candidates; the closing summary.
-
-    `ask(prompt)` returns the line typed, or None when the input has ended."""
+    """Go through the undecided candidates; the closing summary."""
     config = load_config(config_path)
     if to is None and tier is None:
         raise InputError("say where accepted questions go: --tier TIER or --to FILE")
@@ -108,50 +262,234 @@ def review(
     into_tier = tier or _tier_of(config, target)
     if config.corpus is None:
         raise InputError("review shows the corpus's passages: add `corpus:`", path=config.path)
-    pending_records = _records(candidates)
-    sidecar = decisions_path(candidates)
-    decided = _decided(sidecar)
-    present = {q.query_id for q in load_gold(config.gold).queries}
-    if target.is_file():
-        present |= {q.query_id for q in iter_gold_file(target, into_tier)}
-    pending = [(q, r) for q, r in pending_records if q.query_id not in decided]
-    documents = {d.doc_id: d for d in iter_corpus(config.corpus)}
-    counts = {"accepted": 0, "rejected": 0, "skipped": 0}
-    opening = (
-        f"{plural(len(pending_records), 'candidate', 'candidates')} in {candidates}: "
-        f"{len(decided)} decided before, {len(pending)} to review; accepted ones go to "
-        f"{target} (tier {into_tier})."
+    session = Session(config, candidates, target, into_tier, console)
+    try:
+        session.run()
+        how = "done"
+    except _Ended as ended:
+        how = ended.how
+    width, _ = console.size()
+    return "\n".join(
+        line for text in session.summary(how, config_path) for line in wrap(text, width, "")
     )
-    say("\n".join(wrap(opening, width, "")))
-    stopped = False
-    for number, (query, record) in enumerate(pending, 1):
-        draft = Draft(dict(record), query, dict(query.relevant))
-        outcome = _one(draft, number, len(pending), config, documents, ask, say, width)
-        if outcome == "quit":
-            stopped = True
-            break
-        if outcome == "skip":
-            counts["skipped"] += 1
-            continue
-        if outcome == "accept":
-            if draft.record["query_id"] in present:
-                raise InputError(
-                    f"query_id {draft.record['query_id']!r} is already in the gold set",
-                    path=candidates,
-                )
-            _append(target, _accepted(draft, into_tier))
-            present.add(draft.record["query_id"])
-        decision = {"accept": "accepted", "reject": "rejected"}[outcome]
-        counts[decision] += 1
-        _append(sidecar, {"query_id": query.query_id, "decision": decision, "to": str(target)})
-    left = len(pending) - sum(counts.values())
-    summary = (
-        f"Accepted {counts['accepted']} into {target}, rejected {counts['rejected']}, "
-        f"skipped {counts['skipped']}; {left} not reached"
-        + ("" if not (left or counts["skipped"]) else " (run the same command to go on)")
-        + ("." if not stopped else ", stopped on request.")
-    )
-    return "\n".join(wrap(summary, width, ""))
+
+
+class Session:
+    """One sitting of the review: the candidates left, the decisions made, the screen."""
+
+    def __init__(
+        self, config: EvalConfig, candidates: Path, target: Path, tier: str, console: Console
+    ) -> None:
+        assert config.corpus is not None
+        self.config = config
+        self.target = target
+        self.tier = tier
+        self.console = console
+        self.sidecar = decisions_path(candidates)
+        decided = _decided(self.sidecar)
+        records = _records(candidates)
+        self.pending = [(q, r) for q, r in records if q.query_id not in decided]
+        self.present = {q.query_id for q in load_gold(config.gold).queries}
+        if target.is_file():
+            self.present |= {q.query_id for q in iter_gold_file(target, tier)}
+        self.documents = {d.doc_id: d for d in iter_corpus(config.corpus)}
+        self.history: list[Decision] = []
+        self.notice = [
+            f"{plural(len(records), 'candidate', 'candidates')} in {candidates}: "
+            f"{len(decided)} decided before, {len(self.pending)} to review; accepted ones "
+            f"go to {target} (tier {tier})."
+        ]
+
+    def run(self) -> None:
+        """Show each candidate and act on answers, to the end or until `_Ended`."""
+        index, draft = 0, None
+        while index < len(self.pending):
+            draft = draft or self._draft(index)
+            command = self._command(draft, index)
+            if command == "undo":
+                if undone := self._undo():
+                    index, draft = undone.index, undone.draft
+                continue
+            outcome = _ACTIONS[command](self, draft)
+            if outcome is not None:
+                self._decide(index, draft, outcome)
+                index, draft = index + 1, None
+
+    def _draft(self, index: int) -> Draft:
+        query, record = self.pending[index]
+        return Draft(dict(record), query, dict(query.relevant))
+
+    def _command(self, draft: Draft, index: int) -> str:
+        """Ask until the answer is a command; `quit` ends the session."""
+        while True:
+            self._show(draft, index)
+            answer = self._ask("> ")
+            command = parse_command(answer)
+            if command == "quit":
+                raise _Ended("quit")
+            if command == "help":
+                self.notice = HELP
+            elif command is None:
+                shown = answer.strip()
+                self.notice = [
+                    (f"{shown!r} is not a command. " if shown else "")
+                    + "Type a word or its key: a accept, r reject, e edit, ? help."
+                ]
+            else:
+                self.notice = []
+                return command
+
+    def _ask(self, prompt: str, value: str = "") -> str:
+        try:
+            answer = self.console.ask(prompt, value)
+        except KeyboardInterrupt:
+            self.console.say("")
+            raise _Ended("interrupt") from None
+        if answer is None:
+            self.console.say("")
+            raise _Ended("eof")
+        return answer
+
+    def _show(self, draft: Draft, index: int) -> None:
+        if draft.top_of != draft.question:
+            draft.top = neighbours_of(self.config, draft.question, SHOWN)
+            draft.top_of = draft.question
+        width, height = self.console.size()
+        notice = [line for text in self.notice for line in wrap(text, width, "  ")]
+        head = _head(draft, index + 1, len(self.pending), width)
+        menu = wrap(MENU, width, "")
+        rows = height - len(head) - 1 - len(notice) - len(menu) - 1  # a blank, the prompt
+        documents = _documents(draft, self.documents, width, rows)
+        self.console.show([*head, *documents, ""], [*notice, *menu])
+
+    # --- actions: each returns the decision, or None to stay on the candidate ----------
+
+    def accept(self, draft: Draft) -> str | None:
+        if not draft.labels and not draft.query.is_rejection:
+            self.notice = ["It has no relevant document: label one (l) or reject it (r)."]
+            return None
+        if draft.record["query_id"] in self.present:
+            self.notice = [
+                f"{draft.record['query_id']} is already in the gold set: reject or skip it."
+            ]
+            return None
+        return "accepted"
+
+    def reject(self, draft: Draft) -> str | None:
+        return "rejected"
+
+    def skip(self, draft: Draft) -> str | None:
+        return "skipped"
+
+    def edit(self, draft: Draft) -> str | None:
+        text = " ".join(self._ask("Question: ", draft.question).split())
+        if text and text != draft.question:
+            draft.record["query"] = text
+        return None
+
+    def tags(self, draft: Draft) -> str | None:
+        now = ", ".join(draft.record.get("tags") or [])
+        text = self._ask("Tags, comma-separated: ", now)
+        draft.record["tags"] = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+        return None
+
+    def labels(self, draft: Draft) -> str | None:
+        listed = draft.listed
+        now = " ".join(str(number) for number in range(1, len(draft.labels) + 1))
+        picked = _picked(self._ask("Relevant, by number (e.g. 1 3): ", now), listed)
+        if picked is None:
+            self.notice = [f"Give numbers from 1 to {len(listed)}, separated by spaces."]
+        else:
+            draft.labels = {d: draft.labels.get(d, 1) for d in picked}
+        return None
+
+    # --- decisions ------------------------------------------------------------------------
+
+    def _decide(self, index: int, draft: Draft, outcome: str) -> None:
+        query_id = draft.record["query_id"]
+        gold_line = sidecar_line = None
+        if outcome == "accepted":
+            gold_line = _json_line(_accepted(draft, self.tier))
+            append_atomic(self.target, gold_line)
+            self.present.add(query_id)
+        if outcome != "skipped":
+            record = {"query_id": query_id, "decision": outcome, "to": str(self.target)}
+            sidecar_line = _json_line(record)
+            append_atomic(self.sidecar, sidecar_line)
+        self.history.append(Decision(index, draft, outcome, sidecar_line, gold_line))
+        confirmed = {
+            "accepted": f"Accepted {query_id} into {self.target}.",
+            "rejected": f"Rejected {query_id}.",
+            "skipped": f"Skipped {query_id}: the next run shows it again.",
+        }
+        self.notice = [f"{confirmed[outcome]} u undoes it."]
+
+    def _undo(self) -> Decision | None:
+        """Take back the last decision of this session, in the files too."""
+        if not self.history:
+            self.notice = ["Nothing to undo: no decision made in this session yet."]
+            return None
+        last = self.history[-1]
+        query_id = last.draft.record["query_id"]
+        # The reverse of the order written, so a stop in between leaves what a stop
+        # between the two writes of the decision would.
+        changes = [(self.sidecar, last.sidecar_line), (self.target, last.gold_line)]
+        rewritten = [(path, _without_line(path, line)) for path, line in changes if line]
+        if any(text is None for _, text in rewritten):
+            self.notice = [f"Cannot undo: {query_id}'s line was changed by someone else."]
+            return None
+        for path, text in rewritten:
+            write_atomic(path, text or "")
+        self.history.pop()
+        self.present.discard(query_id)
+        taken_back = {
+            "accepted": f"its line is gone from {self.target}",
+            "rejected": "it is no longer rejected",
+            "skipped": "it is no longer skipped",
+        }
+        self.notice = [f"Undone: {query_id} is back; {taken_back[last.outcome]}."]
+        return last
+
+    def summary(self, how: str, config_path: Path) -> list[str]:
+        """How the review ended, what was decided, and what to run next."""
+        count = {o: sum(d.outcome == o for d in self.history) for o in _OUTCOMES}
+        edited = sum(d.outcome == "accepted" and d.draft.edited for d in self.history)
+        kept = count["accepted"] + count["rejected"]
+        left = len(self.pending) - len(self.history)
+        ending = ENDINGS[how]
+        if how != "done":
+            ending += f" {plural(kept, 'decision', 'decisions')} kept in {self.sidecar}."
+        go_on = "run the same command to review the rest" if left or count["skipped"] else ""
+        decided = (
+            f"Accepted {count['accepted']} into {self.target}"
+            + (f" ({edited} edited)" if edited else "")
+            + f", rejected {count['rejected']}, skipped {count['skipped']}; {left} not reached"
+            + (f": {go_on}." if go_on else ".")
+        )
+        return [ending, decided, self._next(count["accepted"], config_path)]
+
+    def _next(self, accepted: int, config_path: Path) -> str:
+        if not accepted:
+            return "Nothing accepted in this session: the gold set is as it was."
+        if self.target not in {Path(s.path) for s in self.config.gold}:
+            return f"{self.target} is not a gold file of the config: nothing gates on it yet."
+        option = "" if config_path == defaults.CONFIG else f" --config {config_path}"
+        return (
+            f"Next: llm-eval baseline refresh{option}, then commit {self.target} and "
+            f"{self.config.baseline}. Until then `llm-eval gate{option}` stops with exit 3: the "
+            "gold set differs from the baseline's."
+        )
+
+
+_OUTCOMES = ("accepted", "rejected", "skipped")
+_ACTIONS: dict[str, Callable[[Session, Draft], str | None]] = {
+    "accept": Session.accept,
+    "reject": Session.reject,
+    "skip": Session.skip,
+    "edit": Session.edit,
+    "tags": Session.tags,
+    "labels": Session.labels,
+}
 
 
 def _tier_of(config: EvalConfig, target: Path) -> str:
@@ -168,84 +506,61 @@ def _records(path: Path) -> list[tuple[GoldQuery, dict[str, Any]]]:
     return list(zip(queries, records, strict=True))
 
 
-def _one(
-    draft: Draft,
-    number: int,
-    total: int,
-    config: EvalConfig,
-    documents: dict[str, Document],
-    ask: Callable[[str], str | None],
-    say: Callable[[str], None],
-    width: int,
-) -> str:
-    """Show one candidate and act on answers until it is decided, skipped or quit."""
-    while True:
-        say("\n".join(_show(draft, number, total, config, documents, width)))
-        answer = ask("> ")
-        if answer is None:
-            return "quit"
-        choice = answer.strip().lower()[:1]
-        if choice == "a":
-            if not draft.labels and not draft.query.is_rejection:
-                say("It has no relevant document: label one ([l]) or reject it.")
-                continue
-            return "accept"
-        if choice == "r":
-            return "reject"
-        if choice == "s":
-            return "skip"
-        if choice == "q":
-            return "quit"
-        if choice == "e":
-            text = ask("Question: ")
-            if text is None:
-                return "quit"
-            if text.strip():
-                draft.record["query"] = " ".join(text.split())
-        elif choice == "t":
-            text = ask("Tags, comma-separated (empty: none): ")
-            if text is None:
-                return "quit"
-            draft.record["tags"] = [t.strip() for t in text.split(",") if t.strip()]
-        elif choice == "l":
-            text = ask("Relevant: numbers from the list above (e.g. 1 3): ")
-            if text is None:
-                return "quit"
-            picked = _picked(text, draft.listed)
-            if picked is None:
-                say(f"Give numbers from 1 to {len(draft.listed)}, separated by spaces.")
-            else:
-                draft.labels = {d: draft.labels.get(d, 1) for d in picked}
-        else:
-            say(MENU)
-
-
-def _show(
-    draft: Draft,
-    number: int,
-    total: int,
-    config: EvalConfig,
-    documents: dict[str, Document],
-    width: int,
-) -> list[str]:
-    """The screen of one candidate; `draft.listed` grows by what it numbers."""
-    top = neighbours_of(config, draft.question, SHOWN)
-    draft.listed[:] = list(dict.fromkeys([*draft.listed, *draft.labels, *top]))
-    listed = draft.listed
+def _head(draft: Draft, number: int, total: int, width: int) -> list[str]:
+    """The lines above the documents."""
     tags = ", ".join(draft.record.get("tags") or []) or "none"
-    kind = "rejection question (nothing in the corpus should answer it)"
-    lines = [
-        "",
+    rejection = draft.query.is_rejection and not draft.labels
+    kind = "; a rejection question (nothing in the corpus should answer it)" if rejection else ""
+    return [
         f"Candidate {number} of {total}: {draft.record['query_id']}",
         *wrap(f"Question: {draft.question}", width, "  "),
-        f"Tags: {tags}" + ("" if draft.labels or not draft.query.is_rejection else f"; {kind}"),
-        "Documents (* = labelled relevant; the rest are BM25's top results):",
+        *wrap(f"Tags: {tags}{kind}", width, "  "),
+        *wrap("Documents (* = labelled relevant; the others are BM25's top 5):", width, "  "),
     ]
-    for i, doc_id in enumerate(listed, 1):
+
+
+def _documents(draft: Draft, documents: dict[str, Document], width: int, rows: int) -> list[str]:
+    """The labelled documents and BM25's top results in `rows` lines at most, numbered as
+    listed: each gets the same share (up to `MOST_LINES`), at least its first line."""
+    shown = draft.listed
+    if not shown:
+        return ["  (none: BM25 finds nothing for the question)"]
+    fit = shown if rows >= len(shown) else shown[: max(rows - 1, 0)]
+    room = rows if fit == shown else rows - 1  # the last row says how many are left out
+    each = max(1, min(MOST_LINES, room // max(len(fit), 1)))
+    lines = []
+    for doc_id in fit:
         mark = "*" if doc_id in draft.labels else " "
-        lines += wrap(f"{mark}{i}. {_snippet(documents.get(doc_id), doc_id)}", width, "     ")
-    lines.append(MENU)
-    return lines
+        about = _about(documents.get(doc_id), doc_id)
+        text = f"{mark}{shown.index(doc_id) + 1}. {doc_id}  {about}"
+        lines += _clipped(wrap(text, width, "    "), each, width)
+    more = len(shown) - len(fit)
+    return lines + ([f"  … {more} more; a taller window shows them"] if more else [])
+
+
+def _about(document: Document | None, doc_id: str) -> str:
+    """What the line says after the document's id, without saying the id again: the
+    title when it is more than the id, and the text with a leading repeat of the id's
+    name (`difflib.SequenceMatcher(…)`) dropped."""
+    if document is None:
+        return "(not in the corpus)"
+    name = doc_id.rsplit("#", 1)[0]
+    title = " ".join(document.title.split())
+    text = " ".join(document.text.split())
+    if re.match(re.escape(name) + r"(?!\w)", text):
+        text = text[len(name) :].lstrip(" :")
+    if title in ("", name, doc_id):
+        return text
+    return f"{title}: {text}" if text else title
+
+
+def _clipped(lines: list[str], most: int, width: int) -> list[str]:
+    """The first `most` lines; an ellipsis at the end when text was left out."""
+    if len(lines) <= most:
+        return lines
+    kept = lines[:most]
+    kept[-1] = kept[-1][: width - 1].rstrip() + "…"
+    return kept
 
 
 def _picked(text: str, listed: Sequence[str]) -> list[str] | None:
@@ -270,6 +585,14 @@ def _accepted(draft: Draft, tier: str) -> dict[str, Any]:
     return record
 
 
-def _append(path: Path, record: dict[str, Any]) -> None:
-    """One JSON line added to the end of a file, atomically (the file is rewritten)."""
-    append_atomic(path, json.dumps(record, ensure_ascii=False) + "\n")
+def _json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _without_line(path: Path, line: str) -> str | None:
+    """The file's text without the last copy of `line`; None when it is not there."""
+    lines = read_text(path).splitlines(keepends=True) if path.is_file() else []
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].rstrip("\r\n") == line.rstrip("\n"):
+            return "".join(lines[:i] + lines[i + 1 :])
+    return None
