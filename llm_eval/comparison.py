@@ -15,6 +15,7 @@ import numpy as np
 
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate, Scope
+from llm_eval.english import listed, plural
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
@@ -30,7 +31,6 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
-from llm_eval.output import listed, plural
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (

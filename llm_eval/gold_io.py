@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.gold import (
     DEFAULT_TIER,
@@ -19,7 +20,6 @@ from llm_eval.gold import (
     GoldSet,
     GoldSource,
 )
-from llm_eval.output import plural
 from llm_eval.textio import iter_lines, json_type, parse_json_object
 
 _FIELDS = {

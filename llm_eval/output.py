@@ -70,17 +70,6 @@ def use_colour(stream: TextIO, environ: Mapping[str, str]) -> bool:
     return bool(isatty and isatty())
 
 
-def listed(items: Sequence[str], shown: int = 10) -> str:
-    """`a, b, c and 5 more`: the first `shown` items, then how many are left out."""
-    text = ", ".join(items[:shown])
-    return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
-
-
-def plural(count: int, singular: str, many: str) -> str:
-    """`1 query`, `2 queries`."""
-    return f"{count} {singular if count == 1 else many}"
-
-
 ASCII_FALLBACK = "llm-eval-ascii"
 """The encoding error handler of `degrade_unencodable_output`."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_eval.baseline import Baseline
 from llm_eval.comparison import Comparison, RankChange, describe_diff, rank_changes
+from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
@@ -22,7 +23,6 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural
 from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values

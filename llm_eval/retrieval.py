@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import EvalConfig
+from llm_eval.english import listed, plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
-from llm_eval.output import listed, plural
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.run_io import load_run

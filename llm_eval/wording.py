@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from llm_eval.criteria import Gate
+from llm_eval.english import plural
 from llm_eval.gate import GateResult, SliceResult, allowed_change, delta_interval
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural
 from llm_eval.stats import MarginTest, format_p
 
 MINUS = "−"

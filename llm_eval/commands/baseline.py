@@ -14,6 +14,7 @@ from llm_eval import __version__
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
+from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import query_fingerprints
 from llm_eval.fingerprint_io import fingerprints
@@ -22,7 +23,7 @@ from llm_eval.gitinfo import head_commit
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.metrics import families, parse_metric
-from llm_eval.output import plural, render_table
+from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_eval.english import listed, plural
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
 from llm_eval.matching import match_run, needs_matching
-from llm_eval.output import listed, plural, render_table
+from llm_eval.output import render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.run_io import detect_format, iter_trec_scores, load_run
 from llm_eval.runs import RunFormat

@@ -17,11 +17,12 @@ from typing import Any
 
 from llm_eval.corpus import Document, iter_corpus
 from llm_eval.endpoints.client import EmbeddingClient, EndpointFailed
+from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import chunks, gain, novelty, unit_rows
 from llm_eval.inputs import Inputs
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural, render_table
+from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 from llm_eval.retrievers import retriever_kind

@@ -11,9 +11,10 @@ from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline
 from llm_eval.corpus import iter_corpus
 from llm_eval.criteria import Gate
+from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.inputs import Inputs
-from llm_eval.output import plural, render_table
+from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import detectable_drop, queries_to_catch

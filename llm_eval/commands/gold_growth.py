@@ -17,12 +17,13 @@ from typing import Any
 from llm_eval.config import EvalConfig
 from llm_eval.corpus import Document, iter_corpus
 from llm_eval.coverage import Coverage, SectionCoverage, coverage
+from llm_eval.english import listed, plural
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_plan import Need, plan
 from llm_eval.inputs import Inputs
 from llm_eval.metrics import parse_metric
-from llm_eval.output import listed, plural, render_table, wrap
+from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
 from llm_eval.textio import write_atomic

@@ -18,8 +18,9 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from llm_eval.english import listed
 from llm_eval.errors import InputError
-from llm_eval.output import listed, wrap
+from llm_eval.output import wrap
 from llm_eval.textio import append_atomic, read_text, write_atomic
 
 SCAFFOLD = "llm_eval.scaffold"

@@ -28,6 +28,7 @@ from llm_eval.commands.gold_growth import lexical_neighbours, measure_coverage, 
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
+from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import iter_gold_file
@@ -35,7 +36,7 @@ from llm_eval.gold_plan import plan
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.judge.scoring import BadVerdict, answer_json, verdict
-from llm_eval.output import plural, wrap
+from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
 from llm_eval.textio import append_atomic

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from llm_eval.english import plural
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural
 from llm_eval.wording import value
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from llm_eval.english import plural
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._fit import fitted
 from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, finalize
@@ -30,7 +31,6 @@ from llm_eval.formats._words import (
 )
 from llm_eval.gate import worst_status
 from llm_eval.metrics import parse_metric
-from llm_eval.output import plural
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, subject, value
 

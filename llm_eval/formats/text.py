@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_eval.english import plural
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import (
     deciding_p,
@@ -17,7 +18,7 @@ from llm_eval.formats._words import (
     judge_lines,
     missing_lines,
 )
-from llm_eval.output import colour, in_ascii, plural, render_table, table_width, wrap
+from llm_eval.output import colour, in_ascii, render_table, table_width, wrap
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
 

@@ -25,6 +25,7 @@ from llm_eval.endpoints.client import (
     Usage,
     price,
 )
+from llm_eval.english import plural
 from llm_eval.errors import ExternalError
 from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.judge.prompts import prompt
@@ -41,7 +42,6 @@ from llm_eval.judge.scoring import (
     verdict,
 )
 from llm_eval.metrics import Metric
-from llm_eval.output import plural
 from llm_eval.runs import Run
 
 
