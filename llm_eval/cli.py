@@ -358,7 +358,7 @@ def gold_coverage(
 ) -> None:
     """Which corpus sections and tags the gold set covers, the share of the corpus no
     question is near, and every label naming a document the corpus lacks."""
-    from llm_eval.commands.gold_growth import run_coverage
+    from llm_eval.commands.coverage import run_coverage
     from llm_eval.output import terminal_width
 
     _echo(run_coverage(config_path, criteria_path, out, terminal_width()))
@@ -387,7 +387,7 @@ def gold_plan(
 ) -> None:
     """How many questions each gated scope needs to catch its gate's drops, and which
     tags and corpus sections to write them for."""
-    from llm_eval.commands.gold_growth import run_plan
+    from llm_eval.commands.plan import run_plan
     from llm_eval.output import terminal_width
 
     _echo(run_plan(config_path, criteria_path, catch, out, terminal_width()))

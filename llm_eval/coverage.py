@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # the record only: its reader is file I/O
     from llm_eval.corpus import Document
 
 
+NEIGHBOURS = 10
+"""A document is near a question when it is among the question's top 10 by BM25."""
+
+
 def section_of(document: Document) -> str:
     """The section a document belongs to: its metadata's `section`, else its id before `#`."""
     given = document.metadata.get("section")

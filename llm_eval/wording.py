@@ -41,6 +41,16 @@ def delta(metric: str, number: float | None) -> str:
     return f"{sign}{abs(number):.3f}"
 
 
+def drop_size(metric: str, value: float) -> str:
+    """The size of a drop in the metric's units, unsigned: "n/a" when unknown (nan), "none"
+    when no number of questions reaches it (inf)."""
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "none"
+    return delta(metric, value).lstrip("+")
+
+
 def limit(metric: str, number: float, relative: bool = False) -> str:
     """A regression limit as the move it allows: `−3.0 pp`, `−0.050`, `+20.0 ms`, `+20%`."""
     if relative:

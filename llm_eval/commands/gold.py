@@ -18,7 +18,7 @@ from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs
 from llm_eval.slices import members, standard_scopes
 from llm_eval.stats import detectable_drop, queries_to_catch
-from llm_eval.wording import delta, power_statement
+from llm_eval.wording import drop_size, power_statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +92,8 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
                 row.gate.name,
                 row.slice,
                 str(row.n),
-                _drop(metric, row.drop),
-                _drop(metric, limit) if limit is not None else "-",
+                drop_size(metric, row.drop),
+                drop_size(metric, limit) if limit is not None else "-",
                 verdict,
             ]
         )
@@ -104,10 +104,6 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
     )
     text.append(render_table(header, rows))
     return "\n".join(text)
-
-
-def _drop(metric: str, value: float) -> str:
-    return "n/a" if math.isnan(value) else delta(metric, value).lstrip("+")
 
 
 def _counts(inputs: Inputs) -> str:
@@ -162,7 +158,8 @@ def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
                 f"{gate.name} per tag: "
                 f"{plural(len(weak), 'judged tag slice', 'judged tag slices')} "
                 "cannot reliably catch a drop of twice the limit "
-                f"({_drop(gate.metric, 2 * (gate.regression_max or 0))}; each needs {min(more)} "
+                f"({drop_size(gate.metric, 2 * (gate.regression_max or 0))}; "
+                f"each needs {min(more)} "
                 f"to {max(more)} more queries; see `llm-eval gold stats`)"
             )
     return warnings
@@ -183,7 +180,7 @@ def _check_labels(inputs: Inputs, corpus: Path) -> None:
 
 def _power_warning(row: Detectability) -> str:
     gate = row.gate
-    twice = _drop(gate.metric, 2 * (gate.regression_max or 0.0))
+    twice = drop_size(gate.metric, 2 * (gate.regression_max or 0.0))
     return (
         f"{gate.name}: {power_statement(gate, row.slice, row.n, row.drop)}; about "
         f"{(row.needed or 0) - row.n} more queries would catch a drop of {twice}"

@@ -24,13 +24,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from llm_eval.commands.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
+from llm_eval.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.gold_io import iter_gold_file
 from llm_eval.gold_plan import plan
 from llm_eval.judge.prompts import prompt

@@ -62,7 +62,9 @@ class Format(Protocol):
 
 def format_names() -> tuple[str, ...]:
     """The registered formats, found without importing them (for `--help`)."""
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] != "_"))
+    return tuple(
+        sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] != "_" and not m.ispkg)
+    )
 
 
 def get_format(name: str) -> Format:

@@ -1,0 +1,25 @@
+"""`llm-eval gold plan`: how many questions each gated scope needs to catch a drop of
+`--catch` times its limit, and the areas to write them for (no baseline needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llm_eval.errors import InputError
+from llm_eval.formats.commands.plan import plan_json, plan_text
+from llm_eval.gold_growth import make_plan
+from llm_eval.pipeline import load_inputs
+from llm_eval.textio import write_atomic
+
+
+def run_plan(
+    config_path: Path, criteria_path: Path, catch: float, out: Path | None, width: int
+) -> str:
+    """Plan, write plan.json, return the terminal text."""
+    if not catch > 1:
+        raise InputError(f"--catch must be above 1 (a multiple of the limit), got {catch:g}")
+    inputs = load_inputs(config_path, criteria_path)
+    needs = make_plan(inputs, catch)
+    path = out or inputs.config.output / "plan.json"
+    write_atomic(path, plan_json(needs, catch))
+    return f"{plan_text(needs, catch, width)}\n\nWrote {path}"
