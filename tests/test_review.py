@@ -52,6 +52,7 @@ CANDIDATES = [
         "is_rejection": True,
     },
 ]
+RUN = "import sys; from llm_eval.cli import main; sys.exit(main(sys.argv[1:]))"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[\r\x07]")
 
 
@@ -136,12 +137,14 @@ def project(demo: Path, tmp_path: Path) -> Path:
 class Terminal:
     """The command in a real pseudo-terminal of 80×24 that is its controlling terminal."""
 
-    def __init__(self, cwd: Path, *args: str, columns: int = 80, rows: int = 24) -> None:
+    def __init__(
+        self, cwd: Path, *args: str, columns: int = 80, rows: int = 24, run: str = RUN
+    ) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "llm_eval.cli", "gold", "review", *args],
+            [sys.executable, "-c", run, "gold", "review", *args],
             cwd=cwd,
             stdin=slave,
             stdout=slave,
@@ -329,6 +332,22 @@ def test_each_candidate_gets_a_cleared_screen_that_fits_80_by_24(terminal: Termi
     assert "*1. secrets.token_hex#0  (nbytes=None) Return a random text string" in "\n".join(
         screens[2]
     )
+
+
+def test_without_readline_edit_shows_the_value_and_enter_keeps_it(project: Path) -> None:
+    without = "import sys; sys.modules['readline'] = None; " + RUN
+    terminal = Terminal(project, "cand.jsonl", "--tier", "A", run=without)
+    terminal.expect("\n> ")
+    said = terminal.answer("e\r", then="Question (Enter keeps it): ")
+    assert f"Now: {CANDIDATES[0]['query']}" in said
+    terminal.answer("\r")
+    terminal.answer("t\r", then="Tags, comma-separated (Enter keeps it): ")
+    terminal.answer("howto, asserts\r")
+    terminal.answer("a\r")
+    terminal.answer("q\r", then="Stopped with q.")
+    assert terminal.finish()[0] == 0
+    added = _lines(project / GOLD_A)[-1]
+    assert (added["query"], added["tags"]) == (CANDIDATES[0]["query"], ["howto", "asserts"])
 
 
 def test_a_short_terminal_still_fits(project: Path) -> None:
