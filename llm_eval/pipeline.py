@@ -43,7 +43,7 @@ def measure(inputs: Inputs, run: Run, judge: JudgeOptions | None = None) -> Meas
     judged = [m for m in map(parse_metric, inputs.metrics) if m.kind == "judged"]
     if not judged:
         return measurement
-    from llm_eval.judge.pipeline import judged_measurement
+    from llm_eval.judge.step import judged_measurement
 
     return judged_measurement(inputs, run, measurement, judged, judge or JudgeOptions())
 

@@ -21,7 +21,7 @@ from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
-from llm_eval.judge.scoring import JudgeSummary
+from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.metrics import parse_metric
 from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement

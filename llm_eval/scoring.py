@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from llm_eval.evaluation import parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
-from llm_eval.judge.scoring import JudgeSummary
+from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from llm_eval.cli import main
-from llm_eval.judge.scoring import (
+from llm_eval.judge.arithmetic import (
     BadVerdict,
     attributions,
     calibration,

@@ -54,7 +54,7 @@ from llm_eval.gate import (
     verdict,
 )
 from llm_eval.gold import GoldQuery
-from llm_eval.judge.scoring import Calibration, JudgeSummary
+from llm_eval.judge.arithmetic import Calibration, JudgeSummary
 from llm_eval.metrics import parse_metric
 from llm_eval.output import in_ascii
 from llm_eval.report_schema import VERDICTS, validate_report

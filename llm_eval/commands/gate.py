@@ -103,7 +103,7 @@ def judge_dry_run(
     repeat: int = 1,
 ) -> str:
     """Retrieve, then say what judging would ask and cost, without asking anything."""
-    from llm_eval.judge.pipeline import judged_metrics, plan_judging
+    from llm_eval.judge.step import judged_metrics, plan_judging
 
     inputs = load_inputs(config_path, criteria_path)
     if not judged_metrics(inputs):

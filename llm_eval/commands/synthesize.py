@@ -33,9 +33,9 @@ from llm_eval.gold import GoldQuery
 from llm_eval.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.gold_io import iter_gold_file
 from llm_eval.gold_plan import plan
+from llm_eval.judge.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
-from llm_eval.judge.scoring import BadVerdict, answer_json, verdict
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets

@@ -28,8 +28,7 @@ from llm_eval.endpoints.client import (
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError
 from llm_eval.gold import GoldQuery, GoldSet
-from llm_eval.judge.prompts import prompt
-from llm_eval.judge.scoring import (
+from llm_eval.judge.arithmetic import (
     BadVerdict,
     Calibration,
     answer_relevance,
@@ -41,6 +40,7 @@ from llm_eval.judge.scoring import (
     statements,
     verdict,
 )
+from llm_eval.judge.prompts import prompt
 from llm_eval.metrics import Metric
 from llm_eval.runs import Run
 

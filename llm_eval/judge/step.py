@@ -8,8 +8,8 @@ from dataclasses import replace
 from llm_eval.endpoints.client import ChatClient, EmbeddingClient, Usage
 from llm_eval.errors import InputError
 from llm_eval.inputs import Inputs, JudgeOptions
+from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
-from llm_eval.judge.scoring import JudgeSummary
 from llm_eval.matching import match_run
 from llm_eval.metrics import Metric, parse_metric
 from llm_eval.runs import Run
