@@ -406,7 +406,7 @@ def _front_words(experiment: Experiment) -> list[str]:
         f"noise on one and not worse on the other): {_names(front)}"
     )
     if len(front) > 1 and groups == [front]:
-        return [f"{lead}, all tied within noise ({noise})."]
+        return [f"{lead}, {'both' if len(front) == 2 else 'all'} tied within noise ({noise})."]
     return [f"{lead}."] + [f"{_names(g)} are tied within noise ({noise})." for g in groups]
 
 

@@ -411,3 +411,12 @@ def test_the_picture_starts_both_axes_at_zero() -> None:
 def test_names_beside_the_picture_keep_apart() -> None:
     assert _spread([0.40, 0.41, 0.42, 0.9]) == pytest.approx([0.40, 0.465, 0.53, 0.9])
     assert _spread([0.95, 0.97, 0.99]) == pytest.approx([0.87, 0.935, 1.0])
+
+
+def test_a_front_of_tied_variants_is_said_once() -> None:
+    gold = GoldSet(tuple(_query(i) for i in range(100)))
+    spread = [1.0 + i / 100 for i in range(100)]
+    variants = [_measured("a", gold, 50, spread), _measured("b", gold, 51, spread[::-1])]
+    words = recommendation(compare_variants(gold, variants, ["mrr"], "a", "mrr"))
+    assert "`a` and `b`, both tied within noise (overlapping p95 latency intervals" in words
+    assert words.count("tied within noise") == 1
