@@ -1,12 +1,17 @@
-"""The hostile-input corpus: every malformed input the tool reads, through the real CLI.
+"""The hostile-input corpus: every malformed input the tool reads, through its command line.
 
 `tests/hostile/manifest.toml` lists the cases. Each copies the small valid project in
 `tests/hostile/base/` to a temporary folder, replaces one file (by a committed case
 file, by one made by `tests/hostile/make_inputs.py`, or by a folder, a symlink loop,
-nothing), runs `python -m llm_eval.cli COMMAND` there, and must end with the expected
-exit code and exactly one line on stderr that contains the expected fragment (the
-file, line and key), and never a traceback. The cases run two at a time, once per
-session; each test then checks one outcome.
+nothing), runs `llm-eval COMMAND` there, and must end with the expected exit code and
+exactly one line on stderr that contains the expected fragment (the file, line and
+key), and never a traceback.
+
+Most cases call `llm_eval.cli.main` in this process, as `scripts/fuzz_inputs.py` does:
+the same error handler, without an interpreter's start-up per case. A sample runs as
+`python -m llm_eval.cli` in a fresh interpreter, so that the real entry point stays
+covered: the first case of each kind, and the cases that set `PYTHONIOENCODING` (an
+interpreter reads it only when it starts).
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import warnings
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +34,8 @@ from fake_github import FakeGitHub
 from fake_github import serve as serve_github
 from servers import Received, Reply
 from servers import serve as serve_http
+
+from llm_eval.cli import main
 
 HOSTILE = Path(__file__).parent / "hostile"
 CASES: list[dict[str, Any]] = tomllib.loads((HOSTILE / "manifest.toml").read_text("utf-8"))["case"]
@@ -88,23 +95,39 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
     assert len({case["name"] for case in CASES}) == len(CASES)
 
 
+def _through_the_entry_point(cases: list[dict[str, Any]]) -> set[str]:
+    """The cases run in a fresh interpreter: the first of each kind, and those that set
+    `PYTHONIOENCODING`."""
+    first_of_kind = {case["kind"]: case["name"] for case in reversed(cases)}
+    encoding = {case["name"] for case in cases if "PYTHONIOENCODING" in case.get("env", {})}
+    return set(first_of_kind.values()) | encoding
+
+
+IN_A_SUBPROCESS = _through_the_entry_point(CASES)
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcome]]:
-    """Every case's outcome, run two at a time (the cases are independent)."""
-    with _services() as services, ThreadPoolExecutor(max_workers=2) as pool:
-        root = tmp_path_factory.mktemp("hostile")
-        runs = {
-            case["name"]: pool.submit(_run_case, case, root / case["name"], services)
-            for case in CASES
-        }
-        yield {name: run.result() for name, run in runs.items()}
+def services() -> Iterator[Services]:
+    with _services() as running:
+        yield running
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
-def test_hostile_input(case: dict[str, Any], outcomes: dict[str, Outcome]) -> None:
+def test_hostile_input(
+    case: dict[str, Any],
+    services: Services,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     if case.get("needs") == "non_root" and os.geteuid() == 0:
         pytest.skip("file permissions do not bind root")
-    outcome = outcomes[case["name"]]
+    project = _prepare(case, tmp_path / "project", services)
+    env = _environment(case, project, services)
+    if case["name"] in IN_A_SUBPROCESS:
+        outcome = _run_subprocess(case, project, env)
+    else:
+        outcome = _run_in_process(case, project, env, monkeypatch, capsys)
     assert "Traceback" not in outcome.out + outcome.err
     assert outcome.code == case["exit"], outcome.err
     if case.get("stream") == "stdout":
@@ -116,7 +139,14 @@ def test_hostile_input(case: dict[str, Any], outcomes: dict[str, Outcome]) -> No
     assert case.get("also", "") in outcome.err
 
 
-def _run_case(case: dict[str, Any], project: Path, services: Services) -> Outcome:
+def test_the_sample_through_the_entry_point_has_every_kind() -> None:
+    kinds = {case["kind"] for case in CASES if case["name"] in IN_A_SUBPROCESS}
+    assert kinds == {case["kind"] for case in CASES}
+    assert len(IN_A_SUBPROCESS) < len(CASES) / 4
+
+
+def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
+    """The base project with the case's input in place; the search server primed."""
     shutil.copytree(HOSTILE / "base", project)
     for folder in case.get("mkdir", []):
         (project / folder).mkdir()
@@ -124,11 +154,14 @@ def _run_case(case: dict[str, Any], project: Path, services: Services) -> Outcom
     for target, source in case.get("replace", {}).items():
         content = _replace(project / target, source)
         served = content if target == "response" else served
-    env = _environment(case, project, services)
     if case.get("config") == "http":
         RESPONSES[case["name"]] = served
         url = f"{services.http_url}/{case['name']}"
         (project / "config" / "llm-eval.yaml").write_text(HTTP_CONFIG.format(url=url))
+    return project
+
+
+def _run_subprocess(case: dict[str, Any], project: Path, env: dict[str, str]) -> Outcome:
     done = subprocess.run(
         [sys.executable, "-m", "llm_eval.cli", *shlex.split(case["command"])],
         cwd=project,
@@ -144,6 +177,39 @@ def _run_case(case: dict[str, Any], project: Path, services: Services) -> Outcom
         done.stdout.decode(decode, "replace"),
         done.stderr.decode(decode, "replace"),
     )
+
+
+HIDDEN_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+"""The warnings Python's default filters do not show."""
+
+
+def _run_in_process(
+    case: dict[str, Any],
+    project: Path,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Outcome:
+    """`main()` with the case's environment and folder. A warning is written to stderr
+    as a fresh interpreter would write it, so the one-line rule still holds it."""
+    for name in os.environ.keys() - env.keys():
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            code = main(shlex.split(case["command"]))
+        except SystemExit as exc:  # read as the interpreter reads it
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    out, err = capsys.readouterr()
+    shown = [w for w in caught if not issubclass(w.category, HIDDEN_BY_DEFAULT)]
+    err += "".join(
+        warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in shown
+    )
+    return Outcome(code, out, err)
 
 
 def _replace(target: Path, source: str) -> bytes:
