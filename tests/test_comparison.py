@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
+from conftest import gold_query
 
 from llm_eval.baseline import Baseline
 from llm_eval.comparison import decide_gates
@@ -18,10 +19,7 @@ HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
 
 def queries(n: int) -> list[GoldQuery]:
-    return [
-        GoldQuery(f"q{i}", "?", "A", (f"t{i % 2}",), (("d", 1),), False, None, None, "g", i + 1)
-        for i in range(n)
-    ]
+    return [gold_query(f"q{i}", (("d", 1),), tags=(f"t{i % 2}",), line=i + 1) for i in range(n)]
 
 
 def baseline(per_query: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> Baseline:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -133,34 +132,26 @@ def test_markup_in_names_stays_text(tmp_path: Path) -> None:
     assert names[0].startswith("recall_<img src=x onerror=alert(1)>")
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("project")
-    shutil.copytree(REPO / "config", root / "config")
-    shutil.copytree(REPO / "gold", root / "gold")
-    return root
-
-
 def test_gate_prints_json_on_stdout_equal_to_report_json(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     code = main(["gate", "--format", "json"])
     out = capsys.readouterr().out
-    written = json.loads((project / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
+    written = json.loads((shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
     assert (code, json.loads(out)) == (written["exit_code"], written)
 
 
 def test_gate_prints_junit_and_writes_it_beside_the_report(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     code = main(["gate", "--format", "junit", "--config", "config/examples/degraded.yaml"])
     out = capsys.readouterr().out
     assert code == 1
-    written = (project / ".llm-eval" / "report.junit.xml").read_text(encoding="utf-8")
+    written = (shared_demo / ".llm-eval" / "report.junit.xml").read_text(encoding="utf-8")
     assert out == written
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(out)
     assert 'failures="1"' in out.splitlines()[1]

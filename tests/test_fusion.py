@@ -9,17 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import gold_query
 from servers import CORPUS, write_project
 
 from llm_eval.cli import main
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 from llm_eval.runs import Run
-
-
-def query(query_id: str) -> GoldQuery:
-    return GoldQuery(query_id, "?", "A", (), (("a", 1),), False, None, None, "g", 1)
 
 
 def run_file(path: Path, answers: Mapping[str, Any]) -> str:
@@ -46,7 +42,7 @@ def fused(tmp_path: Path, components: Mapping[str, Any], top_k: int = 10, **sett
         {"retrievers": entries, **settings}, RetrieverContext(None, tmp_path / "cache")
     )
     ids: Sequence[str] = sorted({q for answers in components.values() for q in answers})
-    return retriever.retrieve([query(q) for q in ids], top_k)
+    return retriever.retrieve([gold_query(q, (("a", 1),)) for q in ids], top_k)
 
 
 TWO = {

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-SCRIPT = Path(__file__).parent.parent / "scripts" / "fuzz_inputs.py"
-
-
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fuzz_inputs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_inputs"] = module
-    spec.loader.exec_module(module)
-    return module
+from conftest import script
 
 
 def test_300_mutated_inputs_end_in_no_exit_5(monkeypatch: pytest.MonkeyPatch) -> None:
-    fuzz = _load_script()
+    fuzz = script("fuzz_inputs")
     monkeypatch.chdir(Path(__file__).parent.parent)
     tally = fuzz.fuzz(count=300, seconds=600, seed=0, keep=None)
     assert tally.total == 300

@@ -3,27 +3,18 @@ the real BM25 retriever and the local OpenAI-compatible stub for embeddings."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import script
 
 from llm_eval.cli import main
 from llm_eval.gain import Weights, chunks, gain, novelty
 
-REPO = Path(__file__).resolve().parents[1]
-if "stub_openai" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(
-        "stub_openai", REPO / "scripts" / "stub_openai.py"
-    )
-    assert _spec is not None and _spec.loader is not None
-    sys.modules["stub_openai"] = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(sys.modules["stub_openai"])
-stub = sys.modules["stub_openai"]
+stub = script("stub_openai")
 
 CORPUS = [
     {"_id": "c1", "title": "sockets", "text": "open a tcp socket and connect to a server port"},

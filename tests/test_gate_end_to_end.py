@@ -15,27 +15,18 @@ from llm_eval.cli import main
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the demo project; the BM25 index cache is shared by the tests here."""
-    root = tmp_path_factory.mktemp("project")
-    shutil.copytree(REPO / "config", root / "config")
-    shutil.copytree(REPO / "gold", root / "gold")
-    return root
-
-
 def gate(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.chdir(project)
     return main(["gate", *args])
 
 
 def test_the_demo_passes(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert gate(project, monkeypatch) == 0
+    assert gate(shared_demo, monkeypatch) == 0
     out = capsys.readouterr().out
     assert out.startswith("llm-eval gate: PASS")
-    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
     assert (report["verdict"], report["exit_code"]) == ("pass", 0)
     assert report["provenance"]["fingerprints_match"] == {
         "gold": True,
@@ -45,13 +36,15 @@ def test_the_demo_passes(
         "scoring": True,
         "versions": True,
     }
-    assert (project / ".llm-eval" / "report.md").read_text().startswith("## ✅ Retrieval quality")
+    assert (
+        (shared_demo / ".llm-eval" / "report.md").read_text().startswith("## ✅ Retrieval quality")
+    )
 
 
 def test_the_degraded_config_fails_with_a_plain_sentence(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = gate(project, monkeypatch, "--config", "config/examples/degraded.yaml")
+    code = gate(shared_demo, monkeypatch, "--config", "config/examples/degraded.yaml")
     out = capsys.readouterr().out
     assert code == 1
     assert "llm-eval gate: FAIL" in out
@@ -60,9 +53,9 @@ def test_the_degraded_config_fails_with_a_plain_sentence(
 
 
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gold = project / "gold" / "python-docs-A.jsonl"
+    gold = shared_demo / "gold" / "python-docs-A.jsonl"
     original = gold.read_text()
     lines = original.splitlines()
     first = json.loads(lines[0])
@@ -70,7 +63,7 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     added = {**json.loads(lines[1]), "query_id": "a-new", "query": "A new question?"}
     try:
         gold.write_text("\n".join([json.dumps(first), *lines[1:], json.dumps(added)]) + "\n")
-        assert gate(project, monkeypatch) == 3
+        assert gate(shared_demo, monkeypatch) == 3
         captured = capsys.readouterr()
         assert captured.err == ""
         assert captured.out.startswith(
@@ -84,7 +77,7 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
             f"added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1}) "
             "changed: a-001 (gold/python-docs-A.jsonl:1)"
         ) in " ".join(captured.out.split())  # wrapped at the terminal's width
-        report = json.loads((project / ".llm-eval" / "report.json").read_text())
+        report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
         assert (report["verdict"], report["exit_code"]) == ("gold_changed", 3)
         assert report["gold_changes"] == {
             "added": ["a-new"],
@@ -98,11 +91,11 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
             },
             "accept_commands": ["llm-eval baseline refresh", "llm-eval gate --allow-gold-change"],
         }
-        markdown = (project / ".llm-eval" / "report.md").read_text()
+        markdown = (shared_demo / ".llm-eval" / "report.md").read_text()
         assert "- Added (1): `a-new` (gold/python-docs-A.jsonl:" in markdown
         assert "  - `llm-eval baseline refresh`\n" in markdown
-        assert gate(project, monkeypatch, "--allow-gold-change") == 0
-        report = json.loads((project / ".llm-eval" / "report.json").read_text())
+        assert gate(shared_demo, monkeypatch, "--allow-gold-change") == 0
+        report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
         assert report["gold_changes"]["accepted"] is True
         assert report["verdict"] != "gold_changed"
         assert report["queries"]["compared"] == report["queries"]["evaluated"] - 2
@@ -111,21 +104,21 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
 
 
 def test_a_corrupt_baseline_exits_3(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    corrupt = project / "corrupt.json"
+    corrupt = shared_demo / "corrupt.json"
     corrupt.write_text('{"schema_version": 1, "per_query": ')
-    assert gate(project, monkeypatch, "--baseline", "corrupt.json") == 3
+    assert gate(shared_demo, monkeypatch, "--baseline", "corrupt.json") == 3
     assert capsys.readouterr().err.startswith(
         "llm-eval: error: corrupt.json:1: corrupt baseline: invalid JSON"
     )
 
 
 def test_without_a_baseline_only_floors_are_checked(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert gate(project, monkeypatch, "--baseline", "none.json") == 0
-    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    assert gate(shared_demo, monkeypatch, "--baseline", "none.json") == 0
+    report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
     assert report["notes"] == [
         "No baseline at none.json: only the absolute floors were checked; "
         "run `llm-eval baseline refresh` to create one."
@@ -133,32 +126,32 @@ def test_without_a_baseline_only_floors_are_checked(
 
 
 def test_baseline_refresh_round_trip_and_refusal(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["baseline", "refresh", "--baseline", "fresh.json"]) == 0
-    fresh = load_baseline(project / "fresh.json")
-    committed = load_baseline(project / "gold" / "baseline.json")
+    fresh = load_baseline(shared_demo / "fresh.json")
+    committed = load_baseline(shared_demo / "gold" / "baseline.json")
     assert fresh is not None and committed is not None
     assert fresh.per_query == committed.per_query
     # The degraded retriever is below the recall floor: refused unless forced.
     args = ["baseline", "refresh", "--config", "config/examples/degraded.yaml"]
     assert main([*args, "--baseline", "degraded.json"]) == 1
-    assert not (project / "degraded.json").exists()
+    assert not (shared_demo / "degraded.json").exists()
     assert "Not writing degraded.json" in capsys.readouterr().out
     assert main([*args, "--baseline", "degraded.json", "--force"]) == 0
-    assert (project / "degraded.json").exists()
+    assert (shared_demo / "degraded.json").exists()
     assert main(["baseline", "show", "--baseline", "degraded.json"]) == 0
     assert "Baseline degraded.json" in capsys.readouterr().out
 
 
 def test_check_quality_gates_script_has_the_same_exit_code(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import runpy
     import sys
 
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     monkeypatch.setattr(
         sys, "argv", ["check_quality_gates.py", "--config", "config/examples/degraded.yaml"]
     )
@@ -168,9 +161,9 @@ def test_check_quality_gates_script_has_the_same_exit_code(
 
 
 def test_retrieve_then_compare_two_runs(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["retrieve", "--out", "a.jsonl"]) == 0
     assert main(["retrieve", "--config", "config/examples/degraded.yaml", "--out", "b.jsonl"]) == 0
     capsys.readouterr()
@@ -179,24 +172,24 @@ def test_retrieve_then_compare_two_runs(
     assert out.startswith("compare: A is better on recall@5 (−9.0 pp)\nA = a.jsonl\n")
     overall = next(line for line in out.splitlines() if line.startswith("overall"))
     assert overall.split()[-1] == "A"  # the mistuned retriever loses, significantly
-    rows = (project / "cmp" / "compare.csv").read_text().splitlines()
+    rows = (shared_demo / "cmp" / "compare.csv").read_text().splitlines()
     assert rows[0] == "slice,metric,n,mean_a,mean_b,delta,ci_low,ci_high,p_value,winner"
     slice_name, metric, _, mean_a, mean_b, change, low, high, p, winner = rows[1].split(",")
     assert (slice_name, metric, winner) == ("overall", "recall@5", "A")
     assert float(low) <= float(change) <= float(high) < 0
     assert float(mean_b) - float(mean_a) == pytest.approx(float(change))
     assert float(p) < 0.05
-    assert (project / "cmp" / "compare.md").read_text().startswith("## A/B comparison")
+    assert (shared_demo / "cmp" / "compare.md").read_text().startswith("## A/B comparison")
     # The same run against itself: no difference anywhere.
     assert main(["compare", "a.jsonl", "a.jsonl", "-m", "mrr", "--out", "same"]) == 0
-    same = (project / "same" / "compare.csv").read_text().splitlines()[1:]
+    same = (shared_demo / "same" / "compare.csv").read_text().splitlines()[1:]
     assert all(line.endswith(",no significant difference") for line in same)
 
 
 def test_gold_validate_and_stats(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["gold", "validate"]) == 0
     out = capsys.readouterr().out
     assert (
@@ -215,15 +208,15 @@ def test_gold_validate_and_stats(
 
 
 def test_gold_validate_rejects_labels_missing_from_the_corpus(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gold = project / "gold" / "python-docs-B.jsonl"
+    gold = shared_demo / "gold" / "python-docs-B.jsonl"
     original = gold.read_text()
     first = json.loads(original.splitlines()[0])
     first["relevant"] = {"no-such-passage#0": 2}
     try:
         gold.write_text(json.dumps(first) + "\n" + "\n".join(original.splitlines()[1:]) + "\n")
-        monkeypatch.chdir(project)
+        monkeypatch.chdir(shared_demo)
         assert main(["gold", "validate"]) == 3
         assert capsys.readouterr().err == (
             "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.no-such-passage#0: "
@@ -234,9 +227,9 @@ def test_gold_validate_rejects_labels_missing_from_the_corpus(
 
 
 def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["retrieve", "--out", "a.jsonl"]) == 0
     capsys.readouterr()
     assert main(["compare", "a.jsonl", "a.jsonl", "-m", "latency_p95"]) == 3
@@ -252,7 +245,7 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     )
     args = ["compare", "a.jsonl", "a.jsonl", "-m", "rejection_accuracy", "--out", "rej"]
     assert main(args) == 0
-    rows = (project / "rej" / "compare.csv").read_text().splitlines()
+    rows = (shared_demo / "rej" / "compare.csv").read_text().splitlines()
     overall = rows[1].split(",")
     assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries
 
@@ -262,14 +255,17 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     ["llm-eval gate", 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'],
 )
 def test_the_readme_shows_the_real_demo_output(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+    shared_demo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
 ) -> None:
     readme = (REPO / "README.md").read_text()
     start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
     shown = readme[start : readme.index("```", start)]
     args = command.removeprefix("llm-eval gate").split(";")[0].split()
     monkeypatch.setenv("COLUMNS", "80")  # the README shows an 80-column terminal
-    code = gate(project, monkeypatch, *args)
+    code = gate(shared_demo, monkeypatch, *args)
     expected = capsys.readouterr().out
     if "echo" in command:
         expected += f"exit {code}\n"
@@ -277,37 +273,37 @@ def test_the_readme_shows_the_real_demo_output(
 
 
 def test_format_json_writes_the_report_to_stdout(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert gate(project, monkeypatch, "--format", "json") == 0
+    assert gate(shared_demo, monkeypatch, "--format", "json") == 0
     out = capsys.readouterr().out
-    written = (project / ".llm-eval" / "report.json").read_text(encoding="utf-8")
+    written = (shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8")
     assert json.loads(out) == json.loads(written)
 
 
 def test_the_output_folder_ignores_itself(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gate(project, monkeypatch)
-    assert (project / ".llm-eval" / ".gitignore").read_text() == "*\n"
+    gate(shared_demo, monkeypatch)
+    assert (shared_demo / ".llm-eval" / ".gitignore").read_text() == "*\n"
 
 
 def test_baseline_show_reads_the_baseline_the_config_names(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
-    config = (project / "config" / "llm-eval.yaml").read_text()
+    monkeypatch.chdir(shared_demo)
+    config = (shared_demo / "config" / "llm-eval.yaml").read_text()
     other = config.replace("baseline: gold/baseline.json", "baseline: gold/other.json")
-    (project / "config" / "other.yaml").write_text(other)
-    shutil.copy(project / "gold" / "baseline.json", project / "gold" / "other.json")
+    (shared_demo / "config" / "other.yaml").write_text(other)
+    shutil.copy(shared_demo / "gold" / "baseline.json", shared_demo / "gold" / "other.json")
     assert main(["baseline", "show", "--config", "config/other.yaml"]) == 0
     assert capsys.readouterr().out.startswith("Baseline gold/other.json\n")
 
 
 def test_gold_stats_counts_without_a_baseline(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["gold", "stats", "--baseline", "none.json"]) == 0
     out = capsys.readouterr().out
     assert "tag troubleshooting" in out
@@ -339,7 +335,7 @@ gates:
     ],
 )
 def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
-    project: Path,
+    shared_demo: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     setting: str,
@@ -348,13 +344,13 @@ def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
 ) -> None:
     """22 datetime questions, the mistuned retriever: below min_n the gate cannot tell,
     and by default an error gate whose estimate is beyond the limit blocks."""
-    criteria = project / "small-criteria.yaml"
+    criteria = shared_demo / "small-criteria.yaml"
     criteria.write_text(SMALL_GATE.replace("ON_INCONCLUSIVE", setting))
     args = ("--config", "config/examples/degraded.yaml", "--criteria", str(criteria))
-    assert gate(project, monkeypatch, *args) == code
+    assert gate(shared_demo, monkeypatch, *args) == code
     out = capsys.readouterr().out
     assert out.startswith(headline)
-    report = json.loads((project / ".llm-eval" / "report.json").read_text())
+    report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
     (entry,) = report["gates"]
     assert (entry["status"], entry["decision"], entry["blocking"]) == (
         "inconclusive",
@@ -380,17 +376,17 @@ def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
     ],
 )
 def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
-    project: Path,
+    shared_demo: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     damage: object,
     message: str,
 ) -> None:
-    data = json.loads((project / "gold" / "baseline.json").read_text())
+    data = json.loads((shared_demo / "gold" / "baseline.json").read_text())
     damage(data)  # type: ignore[operator]
-    broken = project / "broken-baseline.json"
+    broken = shared_demo / "broken-baseline.json"
     broken.write_text(json.dumps(data))
-    assert gate(project, monkeypatch, "--baseline", str(broken)) == 3
+    assert gate(shared_demo, monkeypatch, "--baseline", str(broken)) == 3
     err = capsys.readouterr().err
     assert err.startswith(f"llm-eval: error: {broken}: ")
     assert message in err
@@ -398,25 +394,25 @@ def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
 
 
 def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
-    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert gate(project, monkeypatch) == 0
-    monkeypatch.chdir(project)
+    assert gate(shared_demo, monkeypatch) == 0
+    monkeypatch.chdir(shared_demo)
     assert main(["retrieve", "--out", "good.jsonl"]) == 0
-    lines = (project / "good.jsonl").read_text().splitlines()
+    lines = (shared_demo / "good.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     failed = {"query_id": first["query_id"], "results": [], "error": "timeout"}
-    (project / "failed.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:]]) + "\n")
+    (shared_demo / "failed.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:]]) + "\n")
     capsys.readouterr()
-    assert gate(project, monkeypatch, "--run", "failed.jsonl") == 4
+    assert gate(shared_demo, monkeypatch, "--run", "failed.jsonl") == 4
     err = capsys.readouterr().err
     assert err == (
         "llm-eval: error: failed.jsonl: retriever failed on 1 of 342 queries (0.3% > "
         "max_error_rate 0%): 1 timeout\n"
     )
     other = [{**json.loads(line), "query_id": f"x-{i}"} for i, line in enumerate(lines)]
-    (project / "other.jsonl").write_text("".join(json.dumps(o) + "\n" for o in other))
-    assert gate(project, monkeypatch, "--run", "other.jsonl") == 3
+    (shared_demo / "other.jsonl").write_text("".join(json.dumps(o) + "\n" for o in other))
+    assert gate(shared_demo, monkeypatch, "--run", "other.jsonl") == 3
     assert capsys.readouterr().err == (
         "llm-eval: error: other.jsonl: shares no query id with the gold set (342 queries in "
         "the run, 342 in the gold set): is it a run of another gold set?\n"
@@ -445,7 +441,7 @@ def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
 
 
 def test_one_slightly_worse_query_is_reported_and_commented_on(
-    project: Path,
+    shared_demo: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -455,11 +451,11 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     every surface states the same status for each gate."""
     from llm_eval.report_schema import validate_report
 
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(shared_demo)
     assert main(["retrieve", "--out", str(tmp_path / "run.jsonl")]) == 0
     gold = {
         json.loads(line)["query_id"]: json.loads(line)
-        for line in (project / "gold" / "python-docs-A.jsonl").read_text().splitlines()
+        for line in (shared_demo / "gold" / "python-docs-A.jsonl").read_text().splitlines()
     }
     lines = []
     moved = False
@@ -475,9 +471,9 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     assert moved
     (tmp_path / "moved.jsonl").write_text("\n".join(lines) + "\n")
     capsys.readouterr()
-    code = gate(project, monkeypatch, "--run", str(tmp_path / "moved.jsonl"), "--out", "moved")
+    code = gate(shared_demo, monkeypatch, "--run", str(tmp_path / "moved.jsonl"), "--out", "moved")
     out = capsys.readouterr().out
-    text = (project / "moved" / "report.json").read_text()
+    text = (shared_demo / "moved" / "report.json").read_text()
     report = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in report"))
     validate_report(report, "report.json")
     assert code == report["exit_code"] == (1 if report["verdict"] == "fail" else 0)
@@ -489,6 +485,6 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
         word = {"pass": "PASS", "warn": "WARNING", "fail": "FAIL", "inconclusive": "CANNOT TELL"}
         row = next(line for line in out.splitlines() if line.startswith(entry["name"]))
         assert row.endswith(word[entry["status"]])
-    assert "inf" not in (project / "moved" / "report.md").read_text()
+    assert "inf" not in (shared_demo / "moved" / "report.md").read_text()
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert main(["comment", "--report", "moved/report.json", "--dry-run"]) == 0

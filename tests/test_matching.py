@@ -7,13 +7,14 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import gold_query
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llm_eval
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery, GoldReference, GoldSet, GoldSource
+from llm_eval.gold import GoldReference, GoldSet, GoldSource
 from llm_eval.gold_io import load_gold
 from llm_eval.matching import (
     Ambiguity,
@@ -30,31 +31,6 @@ from llm_eval.matching import (
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.scoring import score_run
-
-
-def query(
-    query_id: str = "q1",
-    relevant: tuple[tuple[str, int], ...] = (),
-    references: tuple[GoldReference, ...] = (),
-    passages: tuple[str, ...] = (),
-    matching: str = "auto",
-) -> GoldQuery:
-    labelled = bool(relevant or references or passages)
-    return GoldQuery(
-        query_id,
-        "?",
-        "A",
-        (),
-        relevant,
-        not labelled,
-        None,
-        None,
-        "gold.jsonl",
-        1,
-        gold_references=references,
-        reference_passages=passages,
-        matching=matching,
-    )
 
 
 def page(document: str, number: int, doc_id: str = "d") -> RankedResult:
@@ -89,7 +65,9 @@ def test_a_page_matches_within_the_tolerance(
     tolerance: int, result_page: int, matches: bool
 ) -> None:
     matched = match_pages(
-        query(references=MANUAL_45), [page("Manual.pdf", result_page)], MatchSettings(tolerance)
+        gold_query(gold_references=MANUAL_45),
+        [page("Manual.pdf", result_page)],
+        MatchSettings(tolerance),
     )
     assert matched.ranked == (("ref:0",) if matches else ("unmatched:1",))
     assert matched.grades == (("ref:0", 1),)
@@ -122,20 +100,22 @@ def test_document_names_are_normalised(name: str, normalised: str) -> None:
     ],
 )
 def test_documents_match_by_normalised_name(document: str, matches: bool) -> None:
-    matched = match_pages(query(references=MANUAL_45), [page(document, 45)], MatchSettings())
+    matched = match_pages(
+        gold_query(gold_references=MANUAL_45), [page(document, 45)], MatchSettings()
+    )
     assert matched.ranked == (("ref:0",) if matches else ("unmatched:1",))
 
 
 def test_a_reference_is_credited_once_to_the_first_result_in_rank_order() -> None:
     results = [page("Other.pdf", 45), page("manual.pdf", 46), page("Manual.pdf", 45)]
-    matched = match_pages(query(references=MANUAL_45), results, MatchSettings())
+    matched = match_pages(gold_query(gold_references=MANUAL_45), results, MatchSettings())
     assert matched.ranked == ("unmatched:1", "ref:0", "unmatched:3")
     assert matched.credited == 1
 
 
 def test_results_without_document_or_page_match_nothing() -> None:
     results = [RankedResult("d", page=45), RankedResult("d", document="Manual.pdf")]
-    matched = match_pages(query(references=MANUAL_45), results, MatchSettings())
+    matched = match_pages(gold_query(gold_references=MANUAL_45), results, MatchSettings())
     assert matched.ranked == ("unmatched:1", "unmatched:2")
 
 
@@ -147,7 +127,7 @@ def test_a_result_near_two_references_takes_the_nearest_and_is_listed_as_ambiguo
     # rank 4, p14: near 2 only: takes 2.
     references = tuple(GoldReference("m.pdf", p) for p in (10, 12, 13))
     results = [page("m.pdf", 12), page("m.pdf", 11), page("m.pdf", 11), page("m.pdf", 14)]
-    matched = match_pages(query(references=references), results, MatchSettings(1))
+    matched = match_pages(gold_query(gold_references=references), results, MatchSettings(1))
     assert matched.ranked == ("ref:1", "ref:0", "unmatched:3", "ref:2")
     assert matched.ambiguous == (
         Ambiguity("q1", 1, "m.pdf", 12, (1, 2), 1),
@@ -158,14 +138,18 @@ def test_a_result_near_two_references_takes_the_nearest_and_is_listed_as_ambiguo
 
 def test_equally_near_references_go_in_gold_order() -> None:
     references = (GoldReference("m.pdf", 12), GoldReference("m.pdf", 10))
-    matched = match_pages(query(references=references), [page("m.pdf", 11)], MatchSettings(1))
+    matched = match_pages(
+        gold_query(gold_references=references), [page("m.pdf", 11)], MatchSettings(1)
+    )
     assert matched.ranked == ("ref:0",)
     assert matched.ambiguous == (Ambiguity("q1", 1, "m.pdf", 11, (0, 1), 0),)
 
 
 def test_references_of_other_documents_are_not_candidates() -> None:
     references = (GoldReference("a.pdf", 5), GoldReference("b.pdf", 5), GoldReference("a.pdf", 50))
-    matched = match_pages(query(references=references), [page("B.pdf", 6)], MatchSettings(1))
+    matched = match_pages(
+        gold_query(gold_references=references), [page("B.pdf", 6)], MatchSettings(1)
+    )
     assert matched.ranked == ("ref:1",)
     assert matched.ambiguous == ()
 
@@ -237,7 +221,9 @@ def test_a_chunk_matches_a_passage_by_f1_or_substring(
     reference: str, text: str | None, threshold: float, matches: bool
 ) -> None:
     matched = match_passages(
-        query(passages=(reference,)), [chunk(text)], MatchSettings(f1_threshold=threshold)
+        gold_query(reference_passages=(reference,)),
+        [chunk(text)],
+        MatchSettings(f1_threshold=threshold),
     )
     assert matched.ranked == (("ref:0",) if matches else ("unmatched:1",))
 
@@ -247,7 +233,7 @@ def test_a_chunk_takes_the_unmatched_passage_with_the_best_f1() -> None:
     # Each chunk {alpha beta gamma delta} scores F1 0.5 with 0 and 1.0 with 1.
     passages = ("alpha beta epsilon zeta", "alpha beta gamma delta")
     results = [chunk("Alpha beta gamma delta.")] * 3
-    matched = match_passages(query(passages=passages), results, MatchSettings())
+    matched = match_passages(gold_query(reference_passages=passages), results, MatchSettings())
     assert matched.ranked == ("ref:1", "ref:0", "unmatched:3")
     assert matched.grades == (("ref:0", 1), ("ref:1", 1))
     assert matched.credited == 2
@@ -262,26 +248,30 @@ REF = (GoldReference("m.pdf", 1),)
 @pytest.mark.parametrize(
     ("labels", "matching", "expected"),
     [
-        ({"relevant": (("d1", 1),), "references": REF, "passages": ("x",)}, "auto", "id"),
-        ({"references": REF, "passages": ("x",)}, "auto", "page"),
-        ({"passages": ("x",)}, "auto", "text"),
+        (
+            {"relevant": (("d1", 1),), "gold_references": REF, "reference_passages": ("x",)},
+            "auto",
+            "id",
+        ),
+        ({"gold_references": REF, "reference_passages": ("x",)}, "auto", "page"),
+        ({"reference_passages": ("x",)}, "auto", "text"),
         ({}, "auto", None),
-        ({"relevant": (("d1", 1),), "references": REF}, "page", "page"),
-        ({"references": REF, "passages": ("x",)}, "text", "text"),
+        ({"relevant": (("d1", 1),), "gold_references": REF}, "page", "page"),
+        ({"gold_references": REF, "reference_passages": ("x",)}, "text", "text"),
         ({}, "text", None),
     ],
 )
 def test_the_matcher_of_a_query(labels: dict, matching: str, expected: str | None) -> None:
-    assert matcher_for(query(matching=matching, **labels)) == expected
+    assert matcher_for(gold_query(matching=matching, **labels)) == expected
 
 
 def test_match_run_keeps_unknown_run_queries_and_leaves_out_failed_ones() -> None:
     gold = GoldSet(
         (
-            query("q1", references=MANUAL_45),
-            query("q2", relevant=(("d1", 1),)),
-            query("q3"),
-            query("q4", passages=(PARIS,)),
+            gold_query("q1", gold_references=MANUAL_45),
+            gold_query("q2", relevant=(("d1", 1),)),
+            gold_query("q3"),
+            gold_query("q4", reference_passages=(PARIS,)),
         )
     )
     run = Run(
@@ -303,7 +293,7 @@ def test_match_run_keeps_unknown_run_queries_and_leaves_out_failed_ones() -> Non
     assert matched.matched_by == {"q1": "page", "q2": "id", "q4": "text"}
     assert matched.credited == {"q1": 1, "q2": 1}
     assert needs_matching(gold)
-    assert not needs_matching(GoldSet((query("q2", relevant=(("d1", 1),)), query("q3"))))
+    assert not needs_matching(GoldSet((gold_query("q2", relevant=(("d1", 1),)), gold_query("q3"))))
 
 
 def test_page_units_feed_every_relevance_metric() -> None:
@@ -311,7 +301,7 @@ def test_page_units_feed_every_relevance_metric() -> None:
     # Ranks: 1 p46 → ref:0; 2 x.pdf → nothing; 3 p47 → nothing (2 pages off); 4 p79 → ref:1.
     references = (GoldReference("m.pdf", 45, 2), GoldReference("m.pdf", 80))
     results = (page("m.pdf", 46), page("x.pdf", 45), page("m.pdf", 47), page("m.pdf", 79))
-    gold = GoldSet((query("q1", references=references),))
+    gold = GoldSet((gold_query("q1", gold_references=references),))
     run = Run({"q1": QueryResults("q1", results)})
     metrics = ["recall@2", "recall@4", "precision@4", "mrr", "ndcg@4", "map"]
     row = score_run(gold, run, metrics, 1).per_query["q1"]
@@ -349,7 +339,7 @@ def test_ids_are_the_identity(cases: dict) -> None:
     """score_run over id-labelled gold equals the engine on the qrels and rankings."""
     gold = GoldSet(
         tuple(
-            query(qid, relevant=tuple((d, g) for d, g in grades.items() if g > 0))
+            gold_query(qid, relevant=tuple((d, g) for d, g in grades.items() if g > 0))
             for qid, (grades, _) in cases.items()
         )
     )

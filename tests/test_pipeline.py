@@ -2,43 +2,30 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.pipeline import load_inputs
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def prints(config: Path) -> dict[str, str | None]:
     return fingerprints(load_inputs(config, Path("config/ship-criteria.yaml")), None)
 
 
-def test_scoring_settings_change_only_the_scoring_fingerprint(project: Path) -> None:
+def test_scoring_settings_change_only_the_scoring_fingerprint(demo_project: Path) -> None:
     base = prints(Path("config/llm-eval.yaml"))
-    changed = project / "config" / "tolerant.yaml"
-    text = (project / "config" / "llm-eval.yaml").read_text()
+    changed = demo_project / "config" / "tolerant.yaml"
+    text = (demo_project / "config" / "llm-eval.yaml").read_text()
     changed.write_text(text + "page_tolerance: 2\n")
     other = prints(changed)
     assert {k for k in base if base[k] != other[k]} == {"scoring"}
 
 
-def test_a_run_file_retriever_counts_by_content(project: Path) -> None:
-    run = project / "run.jsonl"
+def test_a_run_file_retriever_counts_by_content(demo_project: Path) -> None:
+    run = demo_project / "run.jsonl"
     run.write_text('{"query_id": "a-001", "results": ["builtins.sorted#0"]}\n')
-    text = (project / "config" / "llm-eval.yaml").read_text()
-    config = project / "config" / "runfile.yaml"
+    text = (demo_project / "config" / "llm-eval.yaml").read_text()
+    config = demo_project / "config" / "runfile.yaml"
     config.write_text(
         text.replace(
             "  kind: bm25         # BM25 over the corpus (title + text), Lucene's defaults\n"

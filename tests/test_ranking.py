@@ -7,18 +7,15 @@ import random
 
 import numpy as np
 import pytest
+from conftest import gold_query
 from scipy.stats import spearmanr
 
-from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
 from llm_eval.ranking import coefficient_of_variation, spearman_with_grades
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.scoring import score_run
 from llm_eval.slices import ScoreTable, value_over
-
-
-def gold_query(query_id: str, relevant: tuple[tuple[str, int], ...] = ()) -> GoldQuery:
-    return GoldQuery(query_id, "?", "A", ("t",), relevant, not relevant, None, None, "g", 1)
 
 
 def results(*pairs: tuple[str, float | None]) -> tuple[RankedResult, ...]:

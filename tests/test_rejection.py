@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import gold_query
 
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.gold import GoldSet
 from llm_eval.rejection import (
     RejectionOutcome,
     judge_rejection,
@@ -51,10 +52,6 @@ def test_judge_rejection(
     given: QueryResults | None, threshold: float | None, expected: RejectionOutcome
 ) -> None:
     assert judge_rejection("q", given, threshold) == expected
-
-
-def gold_query(query_id: str, relevant: tuple[tuple[str, int], ...] = ()) -> GoldQuery:
-    return GoldQuery(query_id, "?", "A", ("t",), relevant, not relevant, None, None, "g", 1)
 
 
 GOLD = GoldSet(

@@ -4,28 +4,21 @@ numpy reference, the corpus matrix cached on disk, failures per query."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import gold_query, script
 from servers import write_project
 
 from llm_eval.cli import main
 from llm_eval.errors import ExternalError
-from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 from llm_eval.retrievers.embedding import top_k
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("stub_openai", REPO / "scripts" / "stub_openai.py")
-assert _spec is not None and _spec.loader is not None
-stub = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("stub_openai", stub)
-_spec.loader.exec_module(stub)
+stub = script("stub_openai")
 
 DOCS = [
     {"_id": "sort", "title": "Sorting", "text": "sorted returns a new sorted list"},
@@ -40,10 +33,6 @@ def corpus(tmp_path: Path) -> Path:
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     return path
-
-
-def query(query_id: str, text: str) -> GoldQuery:
-    return GoldQuery(query_id, text, "A", (), (), False, None, None, "g", 1)
 
 
 def build(url: str, tmp_path: Path, **settings: Any) -> Any:
@@ -61,7 +50,10 @@ def reference(text: str, k: int) -> list[tuple[str, float]]:
     return [(DOCS[i]["_id"], float(scores[i])) for i in order]
 
 
-QUERIES = [query("q1", "how to sort a list"), query("q2", "read lines of a file")]
+QUERIES = [
+    gold_query("q1", text="how to sort a list"),
+    gold_query("q2", text="read lines of a file"),
+]
 
 
 def test_results_are_the_exact_cosine_top_k(tmp_path: Path) -> None:

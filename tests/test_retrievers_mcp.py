@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import gold_query
 from servers import CORPUS, GOLD_A, SearchService, write_project
 
 from llm_eval.cli import main
@@ -31,7 +32,7 @@ SERVICE = SearchService(CORPUS)
 def gold(n: int = 12) -> list[GoldQuery]:
     lines = GOLD_A.read_text().splitlines()[:n]
     return [
-        GoldQuery(row["query_id"], row["query"], "A", (), (), False, None, None, "g", i)
+        gold_query(row["query_id"], text=row["query"], line=i)
         for i, row in enumerate(map(json.loads, lines), 1)
     ]
 
@@ -114,8 +115,8 @@ def test_streamable_http_server_answers_as_stdio_does(http_server: str) -> None:
 def test_tool_errors_and_timeouts_fail_their_query_only(http_server: str) -> None:
     queries = [
         *gold(2),
-        GoldQuery("broken", "tool-error please", "A", (), (), False, None, None, "g", 9),
-        GoldQuery("late", "slow sorting", "A", (), (), False, None, None, "g", 10),
+        gold_query("broken", text="tool-error please"),
+        gold_query("late", text="slow sorting"),
     ]
     run = retriever(url=http_server, timeout_s=1.0, concurrency=4).retrieve(queries, 3)
     assert run.queries["broken"].error is not None

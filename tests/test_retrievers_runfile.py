@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import gold_query
 from servers import write_project
 
 from llm_eval.cli import main
@@ -62,14 +63,13 @@ def test_a_missing_run_file_is_a_config_error(
 
 
 def test_a_batch_retriever_reports_each_query_and_is_never_cached(tmp_path: Path) -> None:
-    from llm_eval.gold import GoldQuery
     from llm_eval.retrievers import RetrieverContext, retriever_kind
 
     run = tmp_path / "run.jsonl"
     run.write_text('{"query_id": "q1", "results": [{"doc_id": "d"}]}\n')
     kind = retriever_kind("run")
     retriever = kind.create({"path": str(run)}, RetrieverContext(None, tmp_path))
-    queries = [GoldQuery(q, q, "A", (), (("d", 1),), False, None, None, "g", 1) for q in "ab"]
+    queries = [gold_query(q, (("d", 1),), text=q) for q in "ab"]
     done: list[int] = []
     answered = retriever.retrieve(queries, 10, None, lambda: done.append(1))
     assert (list(answered.queries), len(done), retriever.cache_identity) == (["q1"], 2, None)

@@ -27,6 +27,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
+from conftest import gold_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,7 +54,6 @@ from llm_eval.gate import (
     decide_slices,
     verdict,
 )
-from llm_eval.gold import GoldQuery
 from llm_eval.judge.arithmetic import Calibration, JudgeSummary
 from llm_eval.metrics import parse_metric
 from llm_eval.output import in_ascii
@@ -914,18 +914,7 @@ def test_an_infinite_limit_is_refused_with_its_file_line_and_key(
 
 def test_with_significance_off_the_point_estimate_decides_each_tag() -> None:
     queries = [
-        GoldQuery(
-            f"q{i}",
-            "x",
-            "A",
-            ("howto" if i < 50 else "other",),
-            (("d", 1),),
-            False,
-            None,
-            None,
-            "gold/a.jsonl",
-            i + 1,
-        )
+        gold_query(f"q{i}", (("d", 1),), tags=("howto" if i < 50 else "other",), line=i + 1)
         for i in range(100)
     ]
     before = {q.query_id: {"recall@5": 1.0} for q in queries}

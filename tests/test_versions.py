@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import gold_query
 
 from llm_eval.config_io import load_config
 from llm_eval.criteria_io import check_against_config, load_criteria
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.gold import GoldSet
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.scoring import Scoring, score_run
 from llm_eval.slices import ScoreTable, value_over
@@ -164,15 +165,13 @@ def test_a_result_is_looked_up_by_doc_id_then_by_document() -> None:
     assert top.stale == (StaleHit("q", 1, "old", "new", "newer version"),)
 
 
-def gold_query(query_id: str, tier: str) -> GoldQuery:
-    return GoldQuery(query_id, "?", tier, (), (("new", 1),), False, None, None, "g", 1)
-
-
 def test_context_metrics_per_query_and_pooled_over_positions() -> None:
     # q1: 5 positions, 1 stale (rank 2), old and new conflict.
     # q2: 2 positions, 1 stale. q3: no results. q4 failed, q5 missing: not scored.
     # stale_rate@5 pools: (1 + 1 + 0) / (5 + 2 + 0) = 2/7, not the mean of 1/5, 1/2, 0.
-    gold = GoldSet(tuple(gold_query(f"q{i}", "A" if i < 3 else "B") for i in range(1, 6)))
+    gold = GoldSet(
+        tuple(gold_query(f"q{i}", (("new", 1),), tier="A" if i < 3 else "B") for i in range(1, 6))
+    )
     run = Run(
         {
             "q1": QueryResults("q1", hits("new", "old", "x", "y", "z", "w")),
@@ -227,7 +226,7 @@ def test_context_metrics_per_query_and_pooled_over_positions() -> None:
 
 
 def test_without_context_metrics_the_whole_lists_are_inspected() -> None:
-    gold = GoldSet((gold_query("q1", "A"),))
+    gold = GoldSet((gold_query("q1", (("new", 1),)),))
     run = Run({"q1": QueryResults("q1", hits("x", "x", "x", "x", "x", "old"))})
     measured = score_run(gold, run, ["mrr"], 1, Scoring(versions=VERSIONS))
     assert measured.context is not None

@@ -1,0 +1,74 @@
+"""What the test modules share: a gold-query builder, copies of the demo project, and
+the scripts some tests load as modules (`scripts/` is not part of the package).
+
+`gold_query` and `script` are imported by name (`from conftest import gold_query`);
+the fixtures are found by pytest.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from llm_eval.gold import GoldQuery
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def gold_query(
+    query_id: str = "q1",
+    relevant: tuple[tuple[str, int], ...] = (),
+    *,
+    text: str = "?",
+    tier: str = "A",
+    tags: tuple[str, ...] = (),
+    rejection: bool | None = None,
+    path: str = "gold.jsonl",
+    line: int = 1,
+    **fields: Any,
+) -> GoldQuery:
+    """A gold query with what the test leaves out filled in. `rejection` defaults to
+    "nothing answers it": no `relevant`, `gold_references` or `reference_passages`."""
+    labelled = relevant or fields.get("gold_references") or fields.get("reference_passages")
+    is_rejection = not labelled if rejection is None else rejection
+    return GoldQuery(
+        query_id, text, tier, tags, relevant, is_rejection, None, None, path, line, **fields
+    )
+
+
+def script(name: str) -> ModuleType:
+    """`scripts/<name>.py` as the module `<name>`, loaded once for the whole session."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # before it runs: its dataclasses look themselves up
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def copy_demo(root: Path) -> Path:
+    """The demo project (`config/` and `gold/`) copied into `root`; returns `root`."""
+    for folder in ("config", "gold"):
+        shutil.copytree(REPO / folder, root / folder)
+    return root
+
+
+@pytest.fixture
+def demo_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh copy of the demo project, the working directory of the test."""
+    monkeypatch.chdir(copy_demo(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the demo project for all the tests of a module, so that its BM25
+    index is built once; a test that edits a file puts it back."""
+    return copy_demo(tmp_path_factory.mktemp("demo"))
