@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +24,53 @@ def gate(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return main(["gate", *args])
 
 
-def test_the_demo_passes(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert gate(shared_demo, monkeypatch) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("llm-eval gate: PASS")
-    report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
+@dataclass(frozen=True)
+class Gated:
+    """One `llm-eval gate` on the shared demo: what it printed and wrote."""
+
+    code: int
+    out: str
+    written: dict[str, str]
+    """File name → text of each file it wrote to `.llm-eval/`."""
+
+
+@pytest.fixture(scope="module")
+def gated(shared_demo: Path) -> Callable[..., Gated]:
+    """`llm-eval gate ARGS` on the shared demo, run once per ARGS for the module (the
+    tests that read the same run share it), on an 80-column terminal as the README."""
+    runs: dict[tuple[str, ...], Gated] = {}
+
+    def run(*args: str) -> Gated:
+        if args not in runs:
+            with (
+                pytest.MonkeyPatch.context() as patch,
+                contextlib.redirect_stdout(io.StringIO()) as out,
+            ):
+                patch.chdir(shared_demo)
+                patch.setenv("COLUMNS", "80")
+                code = main(["gate", *args])
+            folder = shared_demo / ".llm-eval"
+            written = {path.name: path.read_text() for path in folder.iterdir() if path.is_file()}
+            runs[args] = Gated(code, out.getvalue(), written)
+        return runs[args]
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def demo_run(shared_demo: Path) -> Path:
+    """`a.jsonl`: the demo retriever's run over the gold set, retrieved once for the module."""
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
+        patch.chdir(shared_demo)
+        assert main(["retrieve", "--out", "a.jsonl"]) == 0
+    return shared_demo / "a.jsonl"
+
+
+def test_the_demo_passes(gated: Callable[..., Gated]) -> None:
+    run = gated()
+    assert run.code == 0
+    assert run.out.startswith("llm-eval gate: PASS")
+    report = json.loads(run.written["report.json"])
     assert (report["verdict"], report["exit_code"]) == ("pass", 0)
     assert report["provenance"]["fingerprints_match"] == {
         "gold": True,
@@ -36,20 +80,15 @@ def test_the_demo_passes(
         "scoring": True,
         "versions": True,
     }
-    assert (
-        (shared_demo / ".llm-eval" / "report.md").read_text().startswith("## ✅ Retrieval quality")
-    )
+    assert run.written["report.md"].startswith("## ✅ Retrieval quality")
 
 
-def test_the_degraded_config_fails_with_a_plain_sentence(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = gate(shared_demo, monkeypatch, "--config", "config/examples/degraded.yaml")
-    out = capsys.readouterr().out
-    assert code == 1
-    assert "llm-eval gate: FAIL" in out
-    assert "✗ recall@5 (tier A) is 33.1%, below the floor 38.0%" in out
-    assert "more than the 0.050 allowed (warning)" in out  # MRR, beyond its limit
+def test_the_degraded_config_fails_with_a_plain_sentence(gated: Callable[..., Gated]) -> None:
+    run = gated("--config", "config/examples/degraded.yaml")
+    assert run.code == 1
+    assert "llm-eval gate: FAIL" in run.out
+    assert "✗ recall@5 (tier A) is 33.1%, below the floor 38.0%" in run.out
+    assert "more than the 0.050 allowed (warning)" in run.out  # MRR, beyond its limit
 
 
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(
@@ -161,10 +200,12 @@ def test_check_quality_gates_script_has_the_same_exit_code(
 
 
 def test_retrieve_then_compare_two_runs(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path,
+    demo_run: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["retrieve", "--out", "a.jsonl"]) == 0
     assert main(["retrieve", "--config", "config/examples/degraded.yaml", "--out", "b.jsonl"]) == 0
     capsys.readouterr()
     assert main(["compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp"]) == 0
@@ -227,11 +268,12 @@ def test_gold_validate_rejects_labels_missing_from_the_corpus(
 
 
 def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path,
+    demo_run: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["retrieve", "--out", "a.jsonl"]) == 0
-    capsys.readouterr()
     assert main(["compare", "a.jsonl", "a.jsonl", "-m", "latency_p95"]) == 3
     assert capsys.readouterr().err == (
         "llm-eval: error: compare pairs per-query values, and latency_p95 is an aggregate "
@@ -254,21 +296,14 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     "command",
     ["llm-eval gate", 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'],
 )
-def test_the_readme_shows_the_real_demo_output(
-    shared_demo: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    command: str,
-) -> None:
+def test_the_readme_shows_the_real_demo_output(gated: Callable[..., Gated], command: str) -> None:
     readme = (REPO / "README.md").read_text()
     start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
     shown = readme[start : readme.index("```", start)]
-    args = command.removeprefix("llm-eval gate").split(";")[0].split()
-    monkeypatch.setenv("COLUMNS", "80")  # the README shows an 80-column terminal
-    code = gate(shared_demo, monkeypatch, *args)
-    expected = capsys.readouterr().out
+    run = gated(*command.removeprefix("llm-eval gate").split(";")[0].split())
+    expected = run.out
     if "echo" in command:
-        expected += f"exit {code}\n"
+        expected += f"exit {run.code}\n"
     assert shown == expected
 
 
@@ -281,11 +316,8 @@ def test_format_json_writes_the_report_to_stdout(
     assert json.loads(out) == json.loads(written)
 
 
-def test_the_output_folder_ignores_itself(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    gate(shared_demo, monkeypatch)
-    assert (shared_demo / ".llm-eval" / ".gitignore").read_text() == "*\n"
+def test_the_output_folder_ignores_itself(gated: Callable[..., Gated]) -> None:
+    assert gated().written[".gitignore"] == "*\n"
 
 
 def test_baseline_show_reads_the_baseline_the_config_names(
@@ -394,12 +426,14 @@ def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
 
 
 def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path,
+    gated: Callable[..., Gated],
+    demo_run: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert gate(shared_demo, monkeypatch) == 0
-    monkeypatch.chdir(shared_demo)
-    assert main(["retrieve", "--out", "good.jsonl"]) == 0
-    lines = (shared_demo / "good.jsonl").read_text().splitlines()
+    assert gated().code == 0
+    lines = demo_run.read_text().splitlines()
     first = json.loads(lines[0])
     failed = {"query_id": first["query_id"], "results": [], "error": "timeout"}
     (shared_demo / "failed.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:]]) + "\n")
@@ -442,6 +476,7 @@ def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
 
 def test_one_slightly_worse_query_is_reported_and_commented_on(
     shared_demo: Path,
+    demo_run: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -452,14 +487,13 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     from llm_eval.report_schema import validate_report
 
     monkeypatch.chdir(shared_demo)
-    assert main(["retrieve", "--out", str(tmp_path / "run.jsonl")]) == 0
     gold = {
         json.loads(line)["query_id"]: json.loads(line)
         for line in (shared_demo / "gold" / "python-docs-A.jsonl").read_text().splitlines()
     }
     lines = []
     moved = False
-    for line in (tmp_path / "run.jsonl").read_text().splitlines():
+    for line in demo_run.read_text().splitlines():
         record = json.loads(line)
         relevant = gold.get(record["query_id"], {}).get("relevant") or {}
         ids = [r["doc_id"] for r in record["results"]]
