@@ -6,12 +6,14 @@ Heavy modules (numpy, PyGithub, jinja2) are imported inside the commands so that
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -468,9 +470,27 @@ def gold_review(candidates: Path, config_path: Path, tier: str | None, to: Path 
     """Review drafted questions one screen each: accept (into a tier), edit, retag,
     relabel, reject, skip or undo, by word or key (`accept` or `a`). Decisions are saved
     as they are made; run it again to go on."""
-    from llm_eval.commands.review import TerminalConsole, review
+    with _threads_deaf_to_ctrl_c():
+        import numpy  # noqa: F401  (its BLAS threads start here, and must not take Ctrl-C)
+
+        from llm_eval.commands.review import TerminalConsole, review
 
     _echo(review(candidates, config_path, tier=tier, to=to, console=TerminalConsole()))
+
+
+@contextlib.contextmanager
+def _threads_deaf_to_ctrl_c() -> Iterator[None]:
+    """Threads started inside (numpy's BLAS pool) block SIGINT. The kernel hands a
+    process's SIGINT to any thread that does not block it; when that is a worker, the
+    main thread, waiting for a key at the prompt, only sees Ctrl-C after the next key."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @cli.command("init", short_help="Write a working setup into an empty repository.")
