@@ -3,7 +3,6 @@ review loop driven through its input, and `llm-eval init` in an empty git repo."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import shutil
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import script
 
 from llm_eval.cli import main
 from llm_eval.commands.init import point_workflow, scaffold_text
@@ -22,11 +22,7 @@ from llm_eval.coverage import coverage
 from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("stub_openai", REPO / "scripts" / "stub_openai.py")
-assert _spec is not None and _spec.loader is not None
-stub = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("stub_openai", stub)
-_spec.loader.exec_module(stub)
+stub = script("stub_openai")
 
 
 # --- pure parts -----------------------------------------------------------------------

@@ -3,7 +3,6 @@ server (scripts/stub_openai.py) for the client, the cache, costs and faults."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import script
 
 from llm_eval.cli import main
 from llm_eval.judge.arithmetic import (
@@ -24,11 +24,7 @@ from llm_eval.judge.arithmetic import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("stub_openai", REPO / "scripts" / "stub_openai.py")
-assert _spec is not None and _spec.loader is not None
-stub = importlib.util.module_from_spec(_spec)
-sys.modules["stub_openai"] = stub
-_spec.loader.exec_module(stub)
+stub = script("stub_openai")
 
 
 # --- arithmetic --------------------------------------------------------------------------
