@@ -1,6 +1,6 @@
 """The ship criteria as records: gates, their scopes and statistics settings.
 
-Pure data, read by the gate logic (`llm_eval.gate`, `llm_eval.comparison`) and
+Pure data, read by the gate logic (`llm_eval.gate`, `llm_eval.against_baseline`) and
 built from `config/ship-criteria.yaml` by `llm_eval.config`, which is the only
 module that reads YAML.
 """

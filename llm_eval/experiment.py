@@ -3,7 +3,7 @@
     result = compare_variants(gold, variants, metrics, reference, quality, lifts)
 
 Every variant is paired with the reference variant by the gate's own paired tests
-(`llm_eval.ab_compare.compare_runs`, the code behind `llm-eval compare`), so an
+(`llm_eval.ab_test.compare_runs`, the code behind `llm-eval compare`), so an
 experiment, `compare` and the gate never disagree on the same pair; the overall
 p-values are then Holm-adjusted across the variants, per metric. Slices (tiers and
 tags) are listed worst first. `recommendation` says in words what the numbers mean.
@@ -33,7 +33,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from llm_eval.ab_compare import Row, compare_pair, compare_runs, winner
+from llm_eval.ab_test import Row, compare_pair, compare_runs, winner
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement

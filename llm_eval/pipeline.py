@@ -3,7 +3,7 @@
     inputs = load_inputs(config_path, criteria_path)          # here
     run = obtain_run(inputs, run_path)                         # llm_eval.retrieval
     measurement = measure(inputs, run)                         # here (llm_eval.scoring)
-    comparison = compare(inputs, measurement, baseline)        # llm_eval.comparison
+    comparison = compare(inputs, measurement, baseline)        # llm_eval.against_baseline
 
 Each step takes records and returns records; only `load_inputs` and the retrieval
 step touch files or the retriever.

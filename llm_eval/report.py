@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from llm_eval.against_baseline import Comparison, RankChange, describe_diff, rank_changes
 from llm_eval.baseline import Baseline
-from llm_eval.comparison import Comparison, RankChange, describe_diff, rank_changes
 from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff

@@ -11,7 +11,7 @@ span=1)` -- the same object `margin_tests` reads its p-values from, without the 
 bounds, which the decision does not need. For 0/1 scores the exact test depends only on
 (n, queries that went bad, queries that went good), so its p-values are memoised on those
 counts; that changes nothing but the run time. Nothing else from the package is used:
-`gate.py` and `comparison.py` are not imported.
+`gate.py` and `against_baseline.py` are not imported.
 
 Generative model of a retriever (section A)
     Every query has relevant documents at ranks 1..50 (rank r drawn with probability

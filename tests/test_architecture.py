@@ -28,7 +28,7 @@ CORE = [
     "llm_eval.gold",
     "llm_eval.runs",
     "llm_eval.scoring",
-    "llm_eval.ab_compare",
+    "llm_eval.ab_test",
     "llm_eval.experiment",
     "llm_eval.ranking",
     "llm_eval.coverage",
@@ -36,7 +36,7 @@ CORE = [
     "llm_eval.synthesis",
     "llm_eval.versions",
     # the verdict path and its records
-    "llm_eval.comparison",
+    "llm_eval.against_baseline",
     "llm_eval.report",
     "llm_eval.judgments",
     "llm_eval.evaluation",

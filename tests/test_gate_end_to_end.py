@@ -454,7 +454,7 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
 
 
 def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
-    from llm_eval.ab_compare import _holm_on_tags, _row
+    from llm_eval.ab_test import _holm_on_tags, _row
     from llm_eval.stats import holm
 
     rng = np.random.default_rng(4)

@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 from llm_eval import report as core_report
 from llm_eval.actions import regression_annotations
+from llm_eval.against_baseline import Comparison, decide_gates
 from llm_eval.baseline import Baseline
-from llm_eval.comparison import Comparison, decide_gates
 from llm_eval.criteria import Gate, Location, Scope, Severity, Statistics
 from llm_eval.criteria_io import load_criteria
 from llm_eval.errors import ExitCode, InputError

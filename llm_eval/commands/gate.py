@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_eval import __version__
+from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
-from llm_eval.comparison import compare
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit

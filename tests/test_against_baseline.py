@@ -7,8 +7,8 @@ from dataclasses import fields
 import pytest
 from conftest import gold_query
 
+from llm_eval.against_baseline import decide_gates
 from llm_eval.baseline import Baseline
-from llm_eval.comparison import decide_gates
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.errors import ComparisonError
 from llm_eval.gold import GoldQuery

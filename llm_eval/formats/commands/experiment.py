@@ -1,0 +1,498 @@
+"""`llm-eval experiment`'s results: experiment.md, .csv, .json, the terminal text and the
+quality-versus-latency picture (matplotlib, from the `plots` extra).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llm_eval.experiment import (
+    SERVICE,
+    Experiment,
+    VariantRow,
+    tie_groups,
+)
+from llm_eval.metrics import parse_metric
+from llm_eval.output import render_table, wrap
+from llm_eval.textio import write_atomic
+from llm_eval.wording import delta, value
+
+PICTURE = "experiment-pareto"
+
+
+# --- the picture ----------------------------------------------------------------------
+
+
+def draw_pareto(result: Experiment, folder: Path) -> Path | None:
+    """experiment-pareto.png and .svg, when matplotlib is installed; None without it.
+
+    Both axes start at zero and the quality axis spans the metric's whole range (0 to
+    100% for a share), so that a gap of half a point looks like one; each variant's p95
+    latency carries its 95% interval, the noise the front allows for. Names stand beside
+    the plot, joined to their points, so that close points keep readable names."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    q = result.quality
+    scale = 100.0 if parse_metric(q).percent else 1.0
+    points = []
+    for r in result.rows:
+        latency, quality = r.values.get("latency_p95"), r.values.get(q)
+        if latency is not None and quality is not None:
+            points.append((r, latency, quality * scale))
+    if not points:
+        return None
+    groups = tie_groups(result.rows)
+    figure, axes = plt.subplots(figsize=(8.4, 4.6), dpi=120)
+    figure.subplots_adjust(left=0.09, right=0.66, top=0.88, bottom=0.13)
+    right = _latency_axis_end(result)
+    for row, latency, quality in points:
+        color = "#1f6feb" if row.on_front else "#8b949e"
+        span = row.latency_interval
+        if span is not None:
+            low = 0.0 if span.low is None else span.low
+            high = right if span.high is None else span.high
+            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
+        axes.scatter(latency, quality, s=40, color=color, zorder=3)
+    axes.set_xlim(0, right)
+    axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
+    _name_points(axes, points, groups)
+    axes.set_xlabel("p95 latency per query (ms), with its 95% interval")
+    unit = " (%)" if scale == 100.0 else ""
+    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
+    axes.set_title(
+        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
+        "≈: tied within noise with another front variant",
+        fontsize=10,
+    )
+    axes.grid(True, alpha=0.3)
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / f"{PICTURE}.png"
+    for suffix in (".png", ".svg"):
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=suffix[1:], metadata=_fixed_metadata(suffix))
+        write_atomic(png.with_suffix(suffix), buffer.getvalue())
+    plt.close(figure)
+    return png
+
+
+def _latency_axis_end(result: Experiment) -> float:
+    """A little beyond the largest p95 or closed interval end."""
+    ends = [r.values.get("latency_p95") or 0.0 for r in result.rows]
+    ends += [r.latency_interval.high or 0.0 for r in result.rows if r.latency_interval]
+    return max(max(ends) * 1.1, 1e-3)
+
+
+def quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[float, float]:
+    """The whole range of a mean of per-query values; from zero to a little above the
+    largest value for anything unbounded (a latency)."""
+    parsed = parse_metric(metric)
+    bounds = parsed.family.score_range
+    if bounds is not None and parsed.pairable:
+        return bounds[0] * scale, bounds[1] * scale
+    return min(0.0, min(values)), max(values) * 1.1 or 1.0
+
+
+LABEL_GAP = 0.065
+"""The least distance between two names beside the plot, in axes heights."""
+
+
+def _name_points(
+    axes: Any, points: Sequence[tuple[VariantRow, float, float]], groups: list[list[str]]
+) -> None:
+    """Names in a column right of the plot, each at its point's height when there is
+    room, pushed apart when points are close, and joined to its point by a line."""
+    tied = {name for group in groups for name in group}
+    bottom, top = axes.get_ylim()
+    ordered = sorted(points, key=lambda p: (p[2], -p[1], p[0].name))
+    heights = spread([(quality - bottom) / (top - bottom) for _, _, quality in ordered])
+    for (row, latency, quality), height in zip(ordered, heights, strict=True):
+        axes.annotate(
+            f"{row.name}{' ≈' if row.name in tied else ''}",
+            xy=(latency, quality),
+            xytext=(1.04, height),
+            textcoords="axes fraction",
+            va="center",
+            fontsize=8,
+            color="#1f6feb" if row.on_front else "#57606a",
+            arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8},
+            annotation_clip=False,
+        )
+
+
+def spread(heights: Sequence[float]) -> list[float]:
+    """Ascending heights moved apart to LABEL_GAP at least, kept within [0, 1]."""
+    placed: list[float] = []
+    for height in heights:
+        placed.append(max(height, placed[-1] + LABEL_GAP) if placed else height)
+    overflow = max(0.0, placed[-1] - 1.0) if placed else 0.0
+    return [max(0.0, h - overflow) for h in placed]
+
+
+def _fixed_metadata(suffix: str) -> dict[str, Any]:
+    """No creation date, so that the same experiment draws the same bytes."""
+    return {"Date": None} if suffix == ".svg" else {"Software": None}
+
+
+# --- the files ------------------------------------------------------------------------
+
+
+def _ms(number: float | None) -> str:
+    """Latency with two decimals below 10 ms, where variants differ in fractions."""
+    if number is None:
+        return "n/a"
+    return f"{number:.2f} ms" if number < 10 else f"{number:.1f} ms"
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
+    if row.on_front and any(row.name in g for g in groups):
+        return "yes, tied"
+    return {True: "yes", False: "", None: "n/a"}[row.on_front]
+
+
+def _latency_cell(row: VariantRow) -> str:
+    """`0.27 ms (0.25–0.31)`: the p95 and its interval, open sides as `…`."""
+    span = row.latency_interval
+    if span is None:
+        return "n/a"
+    low = "…" if span.low is None else _ms(span.low).removesuffix(" ms")
+    high = "…" if span.high is None else _ms(span.high).removesuffix(" ms")
+    return f"{_ms(row.values.get('latency_p95'))} ({low}–{high})"
+
+
+def _versus(row: VariantRow, metric: str) -> str:
+    pair = row.pairs.get(metric)
+    if pair is None:
+        return "reference" if not row.pairs else ""
+    mark = "" if pair.winner == "no significant difference" else " *"
+    return f"{delta(metric, pair.row.delta)}{mark}"
+
+
+def short_label(metric: str) -> str:
+    """The metric's label, long ones by their initials: `score discrimination@10` is
+    `SD@10` (the tables carry a legend)."""
+    label = parse_metric(metric).label
+    if len(label) <= 12:
+        return label
+    words, _, cutoff = label.partition("@")
+    initials = "".join(w[0].upper() for w in words.split())
+    return f"{initials}@{cutoff}" if cutoff else initials
+
+
+def _legend(metrics: Sequence[str]) -> str:
+    shortened = [m for m in metrics if short_label(m) != parse_metric(m).label]
+    return "; ".join(f"{short_label(m)}: {parse_metric(m).label}" for m in shortened)
+
+
+def _row_line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
+    """The report: recommendation, the decision table, the other metrics, pairs, lifts,
+    slices, picture. Tables are kept narrow enough for GitHub's 880-pixel column."""
+    q, ref = result.quality, result.reference
+    label = parse_metric(q).label
+    groups = tie_groups(result.rows)
+    lines = [
+        f"## Experiment: {len(result.rows)} variants, reference `{ref}`",
+        "",
+        f"Every value is over {result.scope} ({result.queries} queries scored on {label}); "
+        "`--tier` measures one tier, as a gate scoped to it does.",
+        "",
+        words,
+        "",
+        f"| variant | {label} ({result.scope}) | Δ | p95 latency (95% CI) | front |",
+        "|---|---:|---:|---:|:---:|",
+    ]
+    for row in result.rows:
+        cells = [
+            f"`{row.name}`",
+            value(q, row.values.get(q)),
+            _versus(row, q),
+            _latency_cell(row),
+            _front_cell(row, groups),
+        ]
+        lines.append(_row_line(cells))
+    lines += [
+        "",
+        f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
+        f"variants. Front: no other variant is better beyond the noise on {label} (paired "
+        "test) or p95 latency (intervals apart) and not worse on the other; tied: within "
+        "noise of another front variant on both.",
+        "",
+    ]
+    if picture is not None:
+        lines += [f"![{label} against p95 latency]({picture.name})", ""]
+    else:
+        lines += [
+            "_No picture: matplotlib is not installed "
+            "(`pip install 'llm-eval[plots]'` draws experiment-pareto.png)._",
+            "",
+        ]
+    lines += _other_metrics_markdown(result)
+    lines += _pairs_markdown(result)
+    if result.lifts:
+        lines += _lifts_markdown(result)
+    lines += _slices_markdown(result)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _other_metrics_markdown(result: Experiment) -> list[str]:
+    metrics = [m for m in result.metrics if m not in (*SERVICE, result.quality)]
+    lines = [
+        f"### Every metric ({result.scope})",
+        "",
+        "| variant | " + " | ".join(short_label(m) for m in metrics) + " | p50 | errors |",
+        "|---|" + "---:|" * (len(metrics) + 2),
+    ]
+    for row in result.rows:
+        cells = [
+            f"`{row.name}`",
+            *(value(m, row.values.get(m)) for m in metrics),
+            _ms(row.values.get("latency_p50")),
+            value("error_rate", row.values.get("error_rate")),
+        ]
+        lines.append(_row_line(cells))
+    legend = _legend(metrics)
+    return [*lines, "", *([legend + "; p50: median latency.", ""] if legend else [])]
+
+
+def _pairs_markdown(result: Experiment) -> list[str]:
+    lines = [
+        f"### Paired differences to `{result.reference}` ({result.scope})",
+        "",
+        "The gate's paired tests, as `llm-eval compare` runs them (Tango's exact test for "
+        "0/1 scores, the betting test for graded ones); p Holm-adjusted across the "
+        "variants, \\* where that stays significant.",
+        "",
+        "| variant | metric | n | Δ | 95% CI | p | p Holm |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in result.rows:
+        for metric, pair in row.pairs.items():
+            r = pair.row
+            low = delta(metric, r.ci_low).removesuffix(" pp")
+            lines.append(
+                f"| `{row.name}` | {short_label(metric)} | {r.n} | {_versus(row, metric)} "
+                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value)} | {_p(pair.p_holm)} |"
+            )
+    legend = _legend(result.pairable)
+    return [*lines, "", *([legend, ""] if legend else [])]
+
+
+def _lifts_markdown(result: Experiment) -> list[str]:
+    lines = [
+        "### Lift",
+        "",
+        "| lift | metric | base | variant | lift | CI | p | p95 latency |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for lift in result.lifts:
+        if lift.row is None:
+            lines.append(f"| {lift.name} | | | | too few queries | | | |")
+            continue
+        r, m = lift.row, lift.row.metric
+        ratio = "n/a" if lift.latency_ratio is None else f"{lift.latency_ratio:.1f}×"
+        lines.append(
+            f"| {lift.name} | {short_label(m)} | {value(m, r.mean_a)} "
+            f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
+            f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
+            f"| {_p(r.p_value)} | {ratio} |"
+        )
+    return [*lines, ""]
+
+
+def _slices_markdown(result: Experiment, shown: int = 8) -> list[str]:
+    q = result.quality
+    lines = [
+        f"### Tiers and tags against `{result.reference}`, worst first ({parse_metric(q).label})",
+        "",
+    ]
+    for row in result.rows:
+        slices = [r for r in row.slices if r.metric == q]
+        if not slices:
+            continue
+        lines += [
+            f"`{row.name}`:",
+            "",
+            "| slice | n | reference | variant | Δ | p (Holm: tags) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in slices[:shown]:
+            lines.append(
+                f"| {r.slice} | {r.n} | {value(q, r.mean_a)} | {value(q, r.mean_b)} "
+                f"| {delta(q, r.delta)} | {_p(r.p_value)} |"
+            )
+        if len(slices) > shown:
+            lines.append(f"| … {len(slices) - shown} more in experiment.json | | | | | |")
+        lines.append("")
+    return lines
+
+
+def to_csv(result: Experiment) -> str:
+    """One line per variant: every metric, latency, errors, and per pairable metric the
+    paired difference to the reference (delta, CI, p, Holm p)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    paired = [
+        f"{m}_{part}"
+        for m in result.pairable
+        for part in ("delta", "ci_low", "ci_high", "p", "p_holm")
+    ]
+    writer.writerow(
+        [
+            "variant",
+            "top_k",
+            *result.metrics,
+            "latency_p95_low",
+            "latency_p95_high",
+            *paired,
+            "pareto_front",
+            "tied_with",
+        ]
+    )
+    for row in result.rows:
+        cells: list[Any] = [row.name, row.top_k]
+        cells += ["" if row.values.get(m) is None else row.values[m] for m in result.metrics]
+        span = row.latency_interval
+        cells += ["", ""] if span is None else [_blank(span.low), _blank(span.high)]
+        for metric in result.pairable:
+            pair = row.pairs.get(metric)
+            cells += (
+                ["", "", "", "", ""]
+                if pair is None
+                else [
+                    pair.row.delta,
+                    pair.row.ci_low,
+                    pair.row.ci_high,
+                    pair.row.p_value,
+                    pair.p_holm,
+                ]
+            )
+        cells.append("" if row.on_front is None else str(row.on_front).lower())
+        cells.append(";".join(row.ties))
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def _blank(number: float | None) -> float | str:
+    return "" if number is None else number
+
+
+def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
+    """Everything, raw numbers."""
+
+    def row_json(r: Any) -> dict[str, Any]:
+        return {
+            "slice": r.slice,
+            "metric": r.metric,
+            "n": r.n,
+            "reference": r.mean_a,
+            "variant": r.mean_b,
+            "delta": r.delta,
+            "ci_low": r.ci_low,
+            "ci_high": r.ci_high,
+            "p_value": r.p_value,
+        }
+
+    document = {
+        "reference": result.reference,
+        "quality": result.quality,
+        "scope": result.scope,
+        "queries": result.queries,
+        "alpha": result.alpha,
+        "recommendation": words,
+        "variants": [
+            {
+                "name": row.name,
+                "top_k": row.top_k,
+                "values": dict(row.values),
+                "latency_p95_interval": None
+                if row.latency_interval is None
+                else {"low": row.latency_interval.low, "high": row.latency_interval.high},
+                "pareto_front": row.on_front,
+                "tied_with": list(row.ties),
+                "seconds": round(timings.get(row.name, 0.0), 3),
+                "versus_reference": {
+                    m: {**row_json(p.row), "p_holm": p.p_holm, "better": p.winner}
+                    for m, p in row.pairs.items()
+                },
+                "slices": [row_json(r) for r in row.slices],
+            }
+            for row in result.rows
+        ],
+        "lifts": [
+            {
+                "name": lift.name,
+                "base": lift.base,
+                "variant": lift.variant,
+                "latency_ratio": lift.latency_ratio,
+                **(row_json(lift.row) if lift.row is not None else {}),
+            }
+            for lift in result.lifts
+        ],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def terminal_text(
+    result: Experiment,
+    words: str,
+    folder: Path,
+    picture: Path | None,
+    seconds: float,
+    width: int,
+) -> str:
+    """A narrow table and the recommendation, wrapped to the terminal."""
+    q = result.quality
+    header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95", "front"]
+    groups = tie_groups(result.rows)
+    rows = []
+    for row in result.rows:
+        pair = row.pairs.get(q)
+        rows.append(
+            [
+                row.name,
+                value(q, row.values.get(q)),
+                "reference" if pair is None else _versus(row, q),
+                "" if pair is None else _p(pair.p_holm),
+                _ms(row.values.get("latency_p95")),
+                _front_cell(row, groups),
+            ]
+        )
+    written = [folder / "experiment.md", folder / "experiment.csv", folder / "experiment.json"]
+    if picture is not None:
+        written += [picture, picture.with_suffix(".svg")]
+    lines = [
+        *wrap(
+            f"llm-eval experiment: {len(result.rows)} variants over {result.scope} in "
+            f"{seconds:.1f} s, reference {result.reference}",
+            width,
+            "",
+        ),
+        "",
+        render_table(header, rows),
+        "",
+        *wrap(words, width, ""),
+        "",
+        "* significant after Holm across the variants.",
+        "Wrote:",
+        *(f"  {p}" for p in written),
+    ]
+    if picture is None:
+        lines.append("No picture: pip install 'llm-eval[plots]' to draw the Pareto front.")
+    return "\n".join(lines)
