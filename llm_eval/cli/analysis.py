@@ -1,0 +1,125 @@
+"""Comparing retrievers: `compare`, `experiment`, and the `metrics` and `retrievers`
+listings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from llm_eval import defaults
+from llm_eval.cli.root import (
+    ALPHA_OPTION,
+    CACHE_OPTION,
+    CONFIG_OPTION,
+    METRIC_HELP,
+    cli,
+    echo,
+)
+
+
+@cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@CONFIG_OPTION
+@click.option("-m", "--metric", "metrics", multiple=True, help=METRIC_HELP)
+@ALPHA_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for compare.md and compare.csv (default: the `output` of the config).",
+)
+def compare_command(
+    run_a: Path,
+    run_b: Path,
+    config_path: Path,
+    metrics: tuple[str, ...],
+    alpha: float,
+    out_dir: Path | None,
+) -> None:
+    """A/B comparison of two runs on the same gold set, with paired statistics."""
+    from llm_eval.commands.compare import compare
+
+    echo(
+        compare(
+            config_path=config_path,
+            run_a=run_a,
+            run_b=run_b,
+            metrics=metrics,
+            out_dir=out_dir,
+            alpha=alpha,
+        )
+    )
+
+
+@cli.command("experiment", short_help="Compare retriever variants: table, lift, Pareto front.")
+@click.argument("configs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--reference", help="The variant the others are paired with (default: the first).")
+@click.option(
+    "--quality",
+    help="The metric of the Pareto front and the recommendation (default: the first "
+    "relevance metric of the config).",
+)
+@click.option(
+    "--tier",
+    help="Measure only this tier's gold queries, as a gate scoped to it does (default: all tiers).",
+)
+@ALPHA_OPTION
+@CACHE_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for the experiment files (default: `output`/experiment of the config).",
+)
+def experiment_command(
+    configs: tuple[Path, ...],
+    reference: str | None,
+    quality: str | None,
+    tier: str | None,
+    alpha: float,
+    use_cache: bool | None,
+    out_dir: Path | None,
+) -> None:
+    """Run each retriever variant over the gold set and compare them with the gate's
+    paired tests: one config with `variants:`, or several configs (one variant each).
+    Writes experiment.md, experiment.csv, experiment.json and, with matplotlib
+    (`llm-eval[plots]`), the quality-versus-latency Pareto picture."""
+    from llm_eval.commands.experiment import run_experiment
+    from llm_eval.output import terminal_width
+    from llm_eval.progress import Progress
+
+    with Progress() as progress:
+        text = run_experiment(
+            list(configs) or [Path(defaults.CONFIG)],
+            out_dir=out_dir,
+            reference=reference,
+            quality=quality,
+            use_cache=use_cache,
+            alpha=alpha,
+            tier=tier,
+            progress=progress.update,
+            width=terminal_width(),
+        )
+    echo(text)
+
+
+@cli.command("metrics", short_help="List the metrics, their units and directions.")
+def metrics_command() -> None:
+    """List every metric llm-eval computes: how to write it, where its values come from,
+    its unit, which way is better, and what it measures."""
+    from llm_eval.commands.metrics import metric_table
+    from llm_eval.output import terminal_width
+
+    echo(metric_table(terminal_width()))
+
+
+@cli.command("retrievers", short_help="List the retriever kinds and their settings.")
+def retrievers_command() -> None:
+    """List every retriever kind the config's `retriever:` can name, with its settings,
+    their defaults and what they do."""
+    from llm_eval.commands.retrievers import retriever_list
+    from llm_eval.output import terminal_width
+
+    echo(retriever_list(terminal_width()))

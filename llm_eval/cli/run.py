@@ -1,0 +1,264 @@
+"""The gate's own commands: `evaluate`, `gate`, `baseline refresh|show`, `retrieve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from llm_eval import defaults
+from llm_eval.cli.root import (
+    CONFIG_OPTION,
+    METRIC_HELP,
+    RUN_OPTION,
+    cli,
+    config_options,
+    echo,
+    retrieval_options,
+)
+from llm_eval.errors import ExitCode
+from llm_eval.formats import format_names
+from llm_eval.output import encodes
+
+
+@cli.command()
+@click.option(
+    "--gold",
+    "gold_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Gold set JSONL file (repeatable).",
+)
+@click.option(
+    "--qrels",
+    "qrels_path",
+    type=click.Path(path_type=Path),
+    help="TREC qrels or BEIR qrels TSV, instead of --gold.",
+)
+@click.option("--run", "run_path", type=click.Path(path_type=Path), required=True, help="Run file.")
+@click.option(
+    "--run-format",
+    type=click.Choice(["auto", "jsonl", "trec"]),
+    default="auto",
+    show_default=True,
+)
+@click.option("-m", "--metric", "metrics", multiple=True, help=METRIC_HELP)
+@click.option(
+    "--relevance-level",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Smallest grade that counts as relevant for binary metrics.",
+)
+@click.option("--per-query", is_flag=True, help="Also show each query's values.")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
+def evaluate(
+    gold_paths: tuple[Path, ...],
+    qrels_path: Path | None,
+    run_path: Path,
+    run_format: str,
+    metrics: tuple[str, ...],
+    relevance_level: int,
+    per_query: bool,
+    output_format: str,
+) -> None:
+    """Compute metrics of a run against a gold set or qrels (no gate)."""
+    from llm_eval.commands import evaluate as command
+
+    if bool(gold_paths) == (qrels_path is not None):
+        raise click.UsageError("give either --gold or --qrels")
+    scores = command.evaluate_files(
+        run_path=run_path,
+        metrics=metrics or defaults.METRICS,
+        gold_paths=gold_paths,
+        qrels_path=qrels_path,
+        run_format=run_format,  # type: ignore[arg-type]
+        relevance_level=relevance_level,
+    )
+    if output_format == "json":
+        echo(json.dumps(command.to_json(scores, per_query), indent=2))
+    else:
+        echo(command.to_table(scores, per_query))
+
+
+@cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
+@config_options
+@RUN_OPTION
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for report.json and report.md (default: the `output` of the config).",
+)
+@click.option(
+    "--allow-gold-change",
+    is_flag=True,
+    help="When the gold set changed since the baseline, compare on the unchanged queries.",
+)
+@retrieval_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(format_names()),
+    default="text",
+    show_default=True,
+    help="What stdout gets: text, the verdict for a person; json (report.json), markdown "
+    "(report.md) or junit (JUnit XML) for tools, with other output on stderr.",
+)
+@click.option(
+    "--judge-repeat",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=1,
+    show_default=True,
+    help="Ask the judge every question N times: judged values are the means, and their "
+    "spread and the verdicts that flip are reported.",
+)
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    metavar="AMOUNT",
+    help="Refuse to start judging (exit 3) when its estimated cost at the configured "
+    "prices is higher.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Retrieve, then print how many judge calls and tokens the run would take and "
+    "their estimated cost; ask nothing, write nothing.",
+)
+def gate(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    run_path: Path | None,
+    out_dir: Path | None,
+    allow_gold_change: bool,
+    use_cache: bool | None,
+    repeat: int,
+    output_format: str,
+    judge_repeat: int,
+    max_cost: float | None,
+    dry_run: bool,
+) -> int:
+    """Evaluate, compare with the baseline and the ship criteria, print the verdict.
+
+    \b
+    Exit codes:
+      0  every blocking gate passes (warnings allowed)
+      1  a blocking gate failed
+      2  bad command line
+      3  bad config or data, the gold set changed, or no trustworthy comparison
+      4  the retriever or another external service failed
+      5  a bug in llm-eval
+    """
+    from llm_eval.actions import publish
+    from llm_eval.commands.gate import run_gate
+    from llm_eval.formats import RenderOptions, get_format
+    from llm_eval.inputs import JudgeOptions
+    from llm_eval.output import terminal_width, use_colour, wrap
+    from llm_eval.progress import Progress
+    from llm_eval.retrieval import RetrieveOptions
+
+    if run_path is not None and repeat > 1:
+        raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
+    if dry_run:
+        from llm_eval.commands.gate import judge_dry_run
+
+        with Progress() as progress:
+            text = judge_dry_run(
+                config_path=config_path,
+                criteria_path=criteria_path,
+                run_path=run_path,
+                retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
+                repeat=judge_repeat,
+            )
+        echo("\n".join(wrap(text, terminal_width())))
+        return ExitCode.PASS
+    with Progress() as progress:
+        outcome = run_gate(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            baseline_path=baseline_path,
+            run_path=run_path,
+            out_dir=out_dir,
+            allow_gold_change=allow_gold_change,
+            retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
+            judge_options=JudgeOptions(judge_repeat, max_cost),
+        )
+    for_tools = output_format != "text"
+    if for_tools:
+        echo(get_format(output_format).render(outcome.report, RenderOptions()).rstrip("\n"))
+    else:
+        plain = not encodes(sys.stdout, "Δ−≥✓✗…")
+        echo(outcome.text(terminal_width(), use_colour(sys.stdout, os.environ), plain))
+    for line in publish(outcome.report, os.environ, Path.cwd()):
+        echo(line, err=for_tools)  # the runner reads workflow commands on both streams
+    return outcome.exit_code
+
+
+@cli.group()
+def baseline() -> None:
+    """Refresh or show the committed baseline."""
+
+
+@baseline.command("refresh")
+@config_options
+@RUN_OPTION
+@click.option("--force", is_flag=True, help="Write it even when an error gate's floor fails.")
+def baseline_refresh(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    run_path: Path | None,
+    force: bool,
+) -> int:
+    """Recompute the baseline; write it atomically when a score moved."""
+    from llm_eval.commands.baseline import refresh
+
+    outcome = refresh(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        baseline_path=baseline_path,
+        run_path=run_path,
+        force=force,
+    )
+    echo(outcome.text)
+    return ExitCode.GATE_FAILED if outcome.refused else ExitCode.PASS
+
+
+@baseline.command("show")
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(path_type=Path),
+    help="Baseline JSON (default: the `baseline` of the config).",
+)
+@CONFIG_OPTION
+def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
+    """Print the baseline's provenance and aggregates."""
+    from llm_eval.commands.baseline import show
+    from llm_eval.config_io import load_config
+
+    echo(show(baseline_path or load_config(config_path).baseline))
+
+
+@cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
+@CONFIG_OPTION
+@click.option(
+    "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
+)
+@retrieval_options
+def retrieve_command(config_path: Path, out: Path, use_cache: bool | None, repeat: int) -> None:
+    """Run the configured retriever over the gold set and write a JSONL run file."""
+    from llm_eval.commands.retrieve import retrieve
+    from llm_eval.progress import Progress
+    from llm_eval.retrieval import RetrieveOptions
+
+    with Progress() as progress:
+        options = RetrieveOptions(use_cache, repeat, progress.update)
+        summary = retrieve(config_path=config_path, out=out, options=options)
+    echo(summary)
