@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,40 @@ def test_judge_and_retrievers_do_not_import_each_other() -> None:
             assert not any(t.startswith("llm_eval.retrievers") for t in targets), name
         if name.startswith("llm_eval.retrievers"):
             assert not any(t.startswith("llm_eval.judge") for t in targets), name
+
+
+# --- ARCHITECTURE.md names what exists -----------------------------------------------------
+
+
+def named_paths(text: str) -> set[str]:
+    """Every `*.py` file and every `folder/` in code spans that the page names."""
+    files = set(re.findall(r"(?<![\w/.-])([\w/]+\.py)\b", text))
+    folders = set(re.findall(r"`([\w/]+/)`", text))
+    return files | folders
+
+
+def test_every_path_architecture_names_exists() -> None:
+    root = PACKAGE.parent
+    text = (root / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = named_paths(text)
+    assert len(named) > 60  # the page names the modules; a broken pattern finds none
+    missing = sorted(p for p in named if not (PACKAGE / p).exists() and not (root / p).exists())
+    assert missing == []
+
+
+def test_the_path_check_sees_a_missing_path() -> None:
+    assert named_paths("`comparison.py` and `judge/` and scoring.py,") == {
+        "comparison.py",
+        "judge/",
+        "scoring.py",
+    }
+    assert not (PACKAGE / "comparison.py").exists()
+
+
+def test_every_module_of_the_package_is_on_the_architecture_page() -> None:
+    """A new module gets a place on the map (subpackages count as their folder)."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = named_paths(text)
+    top = {p.name for p in PACKAGE.glob("*.py")} - {"__init__.py"}
+    unnamed = sorted(name for name in top if name not in named)
+    assert unnamed == []
