@@ -326,15 +326,21 @@ def test_a_push_that_changes_no_watched_path_skips_the_gate(project: Project) ->
     assert project.remote_sha("docs") == project.git("rev-parse", "docs")
 
 
-def test_a_push_with_a_regression_is_refused(project: Project) -> None:
-    project.git("switch", "-q", "-c", "tuning", "main")
+def mistune(project: Project, branch: str) -> tuple[str, str]:
+    """A branch pushed once (the gate skipped), then a commit that mistunes BM25 (recall@5
+    below its floor); the remote's commit and the config as it was."""
+    project.git("switch", "-q", "-c", branch, "main")
     project.commit("NOTES", "tuning ahead\n", "Start tuning")
-    assert "gate skipped" in project.push("tuning").stdout
-    before = project.remote_sha("tuning")
+    assert "gate skipped" in project.push(branch).stdout
     config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
     mistuned = config.replace("k1: 0.9", "k1: 3.0").replace("b: 0.4", "b: 1.0")
     assert mistuned != config
     project.commit("config/llm-eval.yaml", mistuned, "Tune BM25")
+    return project.remote_sha(branch), config
+
+
+def test_a_push_with_a_regression_is_refused(project: Project) -> None:
+    before, _ = mistune(project, "tuning")
     pushed = project.push("tuning")
     assert pushed.returncode != 0
     sha = project.git("rev-parse", "tuning")[:12]
@@ -440,13 +446,7 @@ def test_a_mistuned_commit_pushed_with_its_revert_is_caught_only_with_each_commi
     """By default the tip of each pushed branch is gated, so a mistake undone before the
     push is not seen; `--each-commit` gates every pushed commit touching a watched path,
     oldest first, and refuses the push at the mistuned one."""
-    project.git("switch", "-q", "-c", "tune-and-revert", "main")
-    project.commit("NOTES", "tuning ahead\n", "Start tuning")
-    assert "gate skipped" in project.push("tune-and-revert").stdout
-    before = project.remote_sha("tune-and-revert")
-    config = (project.root / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
-    mistuned = config.replace("k1: 0.9", "k1: 3.0").replace("b: 0.4", "b: 1.0")
-    project.commit("config/llm-eval.yaml", mistuned, "Tune BM25")
+    before, config = mistune(project, "tune-and-revert")
     project.commit("README", "notes\n", "Unrelated")
     project.commit("config/llm-eval.yaml", config, "Revert the tuning")
 
