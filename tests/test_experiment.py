@@ -8,9 +8,10 @@ are checked on runs with latencies given."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,16 +40,14 @@ BASE = (REPO / "config" / "llm-eval.yaml").read_text()
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The demo sweep, run once for the tests that read its files and what it printed."""
     out = tmp_path_factory.mktemp("experiment")
-    result = subprocess.run(
-        [sys.executable, "-m", "llm_eval.cli", "experiment", str(DEMO), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return out, result.stdout
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.chdir(REPO)
+        patch.setenv("COLUMNS", "80")  # the width a pipe gets, whatever runs the tests
+        assert main(["experiment", str(DEMO), "--out", str(out)]) == 0
+    return out, printed.getvalue()
 
 
 def test_the_demo_sweep_writes_the_table_words_and_picture(demo: tuple[Path, str]) -> None:

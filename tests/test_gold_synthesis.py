@@ -3,11 +3,13 @@ review loop driven through its input, and `llm-eval init` in an empty git repo."
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,17 +73,31 @@ def test_targets_follow_the_plan_in_proportion() -> None:
 # --- against the stub -------------------------------------------------------------------
 
 
+def _judged_by(url: str) -> None:
+    """judged.yaml in the working directory: the demo's judged example asking `url`,
+    writing to `.out`."""
+    config = yaml.safe_load(Path("config/examples/judged.yaml").read_text())
+    config["judge"]["base_url"] = url
+    config["output"] = ".out"
+    Path("judged.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def indexed(shared_demo: Path) -> Path:
+    """The demo with the BM25 index of `.out` built once for the module's projects."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(shared_demo)
+        _judged_by("http://127.0.0.1:9/v1")  # retrieving asks no judge
+        assert main(["retrieve", "--config", "judged.yaml", "--out", "run.jsonl"]) == 0
+    return shared_demo / ".out"
+
+
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def project(demo_project: Path, indexed: Path) -> Any:
     """A copy of the demo whose judge is the stub, in a temporary folder."""
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
+    shutil.copytree(indexed, demo_project / ".out")
     with stub.serve() as server:
-        config = yaml.safe_load((tmp_path / "config" / "examples" / "judged.yaml").read_text())
-        config["judge"]["base_url"] = server.url
-        config["output"] = ".out"
-        (tmp_path / "judged.yaml").write_text(yaml.safe_dump(config))
+        _judged_by(server.url)
         yield server
 
 
@@ -147,26 +163,38 @@ def test_a_failing_judge_stops_synthesize(project: Any, capsys: pytest.CaptureFi
     assert not Path(".out/candidates.jsonl").exists()
 
 
-def _review(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_eval.cli", "gold", "review", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`llm-eval ARGS` run here: its exit code and what it printed."""
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+
+
+@pytest.fixture
+def review(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`llm-eval gold review ARGS` answered from a text, as through a pipe."""
+
+    def run(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        return _cli(capsys, "gold", "review", *args)
+
+    return run
 
 
 def test_synthesize_then_review_adds_reviewed_questions_that_gate(
-    project: Any, capsys: pytest.CaptureFixture[str]
+    project: Any,
+    capsys: pytest.CaptureFixture[str],
+    review: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "4", "--rejection", "1"]
     assert main(args) == 0
     capsys.readouterr()
     candidates = _lines(Path(".out/candidates.jsonl"))
-    review = [".out/candidates.jsonl", "--config", "judged.yaml", "--tier", "A"]
+    target = [".out/candidates.jsonl", "--config", "judged.yaml", "--tier", "A"]
     # accept; edit then accept; quit (the rest stays for later)
-    first = _review("a\ne\nHow do I tell two versions apart?\nt\nhowto\na\nq\n", *review)
+    first = review("a\ne\nHow do I tell two versions apart?\nt\nhowto\na\nq\n", *target)
     assert first.returncode == 0, first.stderr
     assert "Accepted 2 into gold/python-docs-A.jsonl" in first.stdout.replace("\n", " ")
     gold_a = _lines(Path("gold/python-docs-A.jsonl"))
@@ -178,7 +206,7 @@ def test_synthesize_then_review_adds_reviewed_questions_that_gate(
     ]
     # Resumed: starts at the third; relabel to the second document shown, accept; reject
     # the next; the input ends (Ctrl-D) and the rest waits.
-    second = _review("l\n2\na\nr\n", *review)
+    second = review("l\n2\na\nr\n", *target)
     assert second.returncode == 0, second.stderr
     assert "2 decided before" in second.stdout
     relabelled = _lines(Path("gold/python-docs-A.jsonl"))[-1]
@@ -197,9 +225,11 @@ def test_synthesize_then_review_adds_reviewed_questions_that_gate(
     assert set(report["gold_changes"]["added"]) == added_ids
 
 
-def test_review_refuses_an_unclear_target(project: Any) -> None:
+def test_review_refuses_an_unclear_target(
+    project: Any, review: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     Path("c.jsonl").write_text("")
-    result = _review("", "c.jsonl", "--config", "judged.yaml")
+    result = review("", "c.jsonl", "--config", "judged.yaml")
     assert result.returncode == 3
     assert "--tier TIER or --to FILE" in result.stderr
 
@@ -207,18 +237,15 @@ def test_review_refuses_an_unclear_target(project: Any) -> None:
 # --- init -------------------------------------------------------------------------------
 
 
-def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(tmp_path: Path) -> None:
+def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
     source = "acme/llm-eval@" + "0" * 40
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "llm_eval.cli", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        return _cli(capsys, *args)
 
     made = run("init", "--source", source)
     assert made.returncode == 0, made.stderr
