@@ -458,18 +458,13 @@ def test_the_answer_field_of_a_run_must_be_text(tmp_path: Path) -> None:
 
 
 def test_the_readme_shows_the_real_judged_demo_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import shutil
-
     command = "$ llm-eval gate --config config/examples/judged.yaml\n"
     readme = (REPO / "README.md").read_text()
     start = readme.index(command) + len(command)
     shown = readme[start : readme.index("```", start)]
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    example = tmp_path / "config" / "examples" / "judged.yaml"
-    monkeypatch.chdir(tmp_path)
+    example = demo_project / "config" / "examples" / "judged.yaml"
     monkeypatch.setenv("COLUMNS", "80")
     assert "base_url: http://127.0.0.1:${JUDGE_PORT:-8765}/v1" in example.read_text()
     with stub.serve() as server:

@@ -8,6 +8,7 @@ test that would otherwise hang.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from llm_eval import defaults
+from llm_eval.cli import main
 from llm_eval.commands.review import CLEAR, MENU, _about, parse_command, review
 from llm_eval.corpus import Document
 
@@ -115,11 +117,9 @@ def test_a_document_line_names_its_id_once(document: Document | None, about: str
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo(shared_demo: Path) -> Path:
     """The demo's config and gold set with three candidates, its BM25 index built once."""
-    root = tmp_path_factory.mktemp("demo")
-    shutil.copytree(REPO / "config", root / "config")
-    shutil.copytree(REPO / "gold", root / "gold")
+    root = shared_demo
     lines = [
         {**c, "tier": "candidate", "source": "synthetic", "reviewed": False} for c in CANDIDATES
     ]
@@ -362,7 +362,7 @@ def test_a_short_terminal_still_fits(project: Path) -> None:
 
 
 def test_the_input_ending_is_said_and_the_next_command_named(
-    terminal: Terminal, project: Path
+    terminal: Terminal, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     terminal.expect("\n> ")
     terminal.answer("a\r")
@@ -381,9 +381,10 @@ def test_the_input_ending_is_said_and_the_next_command_named(
         "gold/baseline.json. Until then `llm-eval gate` stops with exit 3"
     ) in text
     # What the summary says holds: the gate stops until the baseline is refreshed.
-    assert _cli(project, "gate").returncode == 3
-    assert _cli(project, "baseline", "refresh").returncode == 0
-    assert _cli(project, "gate").returncode == 0
+    monkeypatch.chdir(project)
+    assert main(["gate"]) == 3
+    assert main(["baseline", "refresh"]) == 0
+    assert main(["gate"]) == 0
 
 
 class Scripted:
@@ -469,7 +470,12 @@ def test_a_script_drives_it_through_a_pipe(project: Path) -> None:
     assert (added["query"], added["tags"]) == ("How do I assert only in debug mode?", ["howto"])
 
 
-def test_kill_leaves_the_files_whole(terminal: Terminal, project: Path) -> None:
+def test_kill_leaves_the_files_whole(
+    terminal: Terminal,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     terminal.expect("\n> ")
     terminal.answer("a\r")
     terminal.process.send_signal(signal.SIGKILL)
@@ -477,8 +483,10 @@ def test_kill_leaves_the_files_whole(terminal: Terminal, project: Path) -> None:
     assert _lines(project / SIDECAR) == [
         {"query_id": "syn-1", "decision": "accepted", "to": "gold/python-docs-A.jsonl"}
     ]
-    again = _review_piped(project, "q\n")
-    assert "1 decided before, 2 to review" in again.stdout.replace("\n", " ")
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))  # resumed, the answer read as from a pipe
+    main(["gold", "review", "cand.jsonl", "--tier", "A"])
+    assert "1 decided before, 2 to review" in capsys.readouterr().out.replace("\n", " ")
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
