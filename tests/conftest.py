@@ -72,3 +72,32 @@ def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One copy of the demo project for all the tests of a module, so that its BM25
     index is built once; a test that edits a file puts it back."""
     return copy_demo(tmp_path_factory.mktemp("demo"))
+
+
+INDEXED_CONFIGS = ("config/llm-eval.yaml", "config/examples/degraded.yaml")
+"""The demo's configs whose BM25 index `demo_indexes` builds."""
+
+
+@pytest.fixture(scope="session")
+def demo_indexes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder holding the BM25 index of each of `INDEXED_CONFIGS` over the demo's
+    corpus, built once for the session. A copy as `<output>/cache` lets a run open the
+    index instead of building it (the key is the corpus's bytes and the settings)."""
+    # Imported here: a session that needs no index does not load the config reader.
+    from llm_eval.config_io import load_config
+    from llm_eval.retrievers import RetrieverContext, retriever_kind
+
+    cache = tmp_path_factory.mktemp("demo-indexes") / "cache"
+    for name in INDEXED_CONFIGS:
+        config = load_config(REPO / name)
+        assert config.retriever is not None and config.corpus is not None
+        context = RetrieverContext(REPO / config.corpus, cache)
+        retriever_kind(config.retriever.kind).create(config.retriever.settings, context)
+    return cache
+
+
+@pytest.fixture
+def indexed_demo(demo_project: Path, demo_indexes: Path) -> Path:
+    """`demo_project` with the BM25 indexes of `demo_indexes` in its `.llm-eval/cache`."""
+    shutil.copytree(demo_indexes, demo_project / ".llm-eval" / "cache")
+    return demo_project

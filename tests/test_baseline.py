@@ -7,10 +7,10 @@ import json
 import math
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import gold_query
 
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
@@ -18,7 +18,6 @@ from llm_eval.cli import main
 from llm_eval.commands.baseline import changes
 from llm_eval.criteria import Gate, Location, Scope
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery
 from llm_eval.service import ServiceRecord
 
 
@@ -175,10 +174,7 @@ def test_a_baseline_path_that_is_a_folder_is_an_input_error(tmp_path: Path) -> N
 # --- what a refresh counts as moved ----------------------------------------------------
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
-QUERIES = [
-    GoldQuery(q, "?", "A", (), (("d", 1),), False, None, None, "gold.jsonl", i + 1)
-    for i, q in enumerate(["q1", "q2"])
-]
+QUERIES = [gold_query(q, (("d", 1),), line=i + 1) for i, q in enumerate(["q1", "q2"])]
 
 
 def latency_gate(regression_max: float | None, relative: bool = False) -> Gate:
@@ -304,15 +300,6 @@ NOTHING_MOVED = (
 )
 
 
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the demo project, the working folder of the test."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def refresh(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["baseline", "refresh", *args])
     return code, capsys.readouterr().out
@@ -325,39 +312,39 @@ def change_k1(demo: Path) -> None:
 
 
 def test_two_refreshes_of_an_unchanged_setup_leave_the_file_byte_identical(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert refresh(capsys, "--baseline", "fresh.json")[1].startswith(
         "Wrote fresh.json (327 scored queries).\n\nNew values:\n"
     )
-    written = (demo / "fresh.json").read_bytes()
+    written = (indexed_demo / "fresh.json").read_bytes()
     for _ in range(2):
         assert refresh(capsys, "--baseline", "fresh.json") == (
             0,
             NOTHING_MOVED.format(path="fresh.json"),
         )
-        assert (demo / "fresh.json").read_bytes() == written
+        assert (indexed_demo / "fresh.json").read_bytes() == written
 
 
 def test_a_score_change_rewrites_the_file_and_says_what_moved(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     refresh(capsys, "--baseline", "fresh.json")
-    before = (demo / "fresh.json").read_bytes()
-    change_k1(demo)
+    before = (indexed_demo / "fresh.json").read_bytes()
+    change_k1(indexed_demo)
     code, out = refresh(capsys, "--baseline", "fresh.json")
     assert code == 0
     assert out.startswith(
         "Wrote fresh.json (327 scored queries); moved: fingerprints (retriever), "
         "the scores of 74 queries.\n\nWhat moved (new value, change):\n"
     )
-    after = load_baseline(demo / "fresh.json")
+    after = load_baseline(indexed_demo / "fresh.json")
     assert after is not None and after.aggregates != json.loads(before)["aggregates"]
     assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED.format(path="fresh.json")
 
 
 def test_the_readme_shows_what_refresh_prints(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the committed baseline: nothing moved; after the change the README names, what
     moved."""
@@ -367,36 +354,36 @@ def test_the_readme_shows_what_refresh_prints(
     )
     (unchanged, after_k1) = blocks
     assert unchanged == ("", refresh(capsys)[1])
-    assert (demo / "gold" / "baseline.json").read_bytes() == (
+    assert (indexed_demo / "gold" / "baseline.json").read_bytes() == (
         REPO / "gold" / "baseline.json"
     ).read_bytes()
     assert "k1: 0.9 → 1.2" in after_k1[0]
-    change_k1(demo)
+    change_k1(indexed_demo)
     assert after_k1[1] == refresh(capsys)[1]
 
 
 def test_a_baseline_that_cannot_be_read_is_replaced(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (demo / "old.json").write_text('{"schema_version": 2}')
+    (indexed_demo / "old.json").write_text('{"schema_version": 2}')
     code, out = refresh(capsys, "--baseline", "old.json")
     assert code == 0
     assert out.startswith(
         "Wrote old.json (327 scored queries), in place of a file that could not be read:\n"
         "  old.json: schema_version: corrupt baseline: version 2 is not supported"
     )
-    assert load_baseline(demo / "old.json") is not None
+    assert load_baseline(indexed_demo / "old.json") is not None
 
 
 def test_a_move_below_a_floor_is_refused_but_a_state_that_did_not_move_is_not(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     degraded = ["--config", "config/examples/degraded.yaml", "--baseline", "b.json"]
     refresh(capsys, "--baseline", "b.json")
-    written = (demo / "b.json").read_bytes()
+    written = (indexed_demo / "b.json").read_bytes()
     code, out = refresh(capsys, *degraded)
     assert code == 1
     assert out.startswith("Not writing b.json: an error gate's floor fails on this state.\n")
-    assert (demo / "b.json").read_bytes() == written
+    assert (indexed_demo / "b.json").read_bytes() == written
     assert refresh(capsys, *degraded, "--force")[0] == 0
     assert refresh(capsys, *degraded) == (0, NOTHING_MOVED.format(path="b.json"))
