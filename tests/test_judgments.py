@@ -109,30 +109,42 @@ ODD_SCORES = ["nan", "high", "1_0", "1,5", "x\u00a0y"]
 ODD_SEPARATORS = ["\t", "  ", " \u2003"]
 
 
+# Built once: building a strategy inside `draw` costs more than drawing from it.
+ODDITIES = st.sampled_from([0.0, 0.05, 0.3])
+UNIT = st.floats(0, 1)
+QUERY_LISTS = st.lists(st.sampled_from(QUERY_IDS), max_size=5)
+DOC_LISTS = st.lists(st.sampled_from(DOC_IDS), max_size=8)
+ODD_SCORE_TEXTS = st.sampled_from(ODD_SCORES)
+PLAIN_SCORE_TEXTS = st.sampled_from(SCORE_TEXTS)
+SEPARATORS = st.sampled_from(ODD_SEPARATORS)
+BLANK_LINES = st.sampled_from(["", "  ", "\t"])
+COINS = st.booleans()
+
+
 @st.composite
 def trec_lines(draw: st.DrawFn) -> bytes:
     """TREC runs, half of them with the oddities real files have now and then."""
-    oddity = draw(st.sampled_from([0.0, 0.05, 0.3]))
+    oddity = draw(ODDITIES)
 
     def odd() -> bool:
-        return draw(st.floats(0, 1)) < oddity
+        return draw(UNIT) < oddity
 
     lines = []
-    for query_id in draw(st.lists(st.sampled_from(QUERY_IDS), max_size=5)):
-        for doc in draw(st.lists(st.sampled_from(DOC_IDS), max_size=8)):
-            score = draw(st.sampled_from(ODD_SCORES if odd() else SCORE_TEXTS))
+    for query_id in draw(QUERY_LISTS):
+        for doc in draw(DOC_LISTS):
+            score = draw(ODD_SCORE_TEXTS if odd() else PLAIN_SCORE_TEXTS)
             columns = [query_id, "Q0", doc, "1", score, "tag"]
             if odd():
                 columns = draw(st.sampled_from([columns[:5], [*columns, "extra"]]))
-            separator = draw(st.sampled_from(ODD_SEPARATORS)) if odd() else " "
+            separator = draw(SEPARATORS) if odd() else " "
             lines.append(separator.join(columns))
         if odd():
-            lines.append(draw(st.sampled_from(["", "  ", "\t"])))
-    if draw(st.booleans()):
+            lines.append(draw(BLANK_LINES))
+    if draw(COINS):
         lines = draw(st.permutations(lines))
     end = "\r\n" if odd() else "\n"
     text = "".join(line + end for line in lines)
-    if draw(st.booleans()):
+    if draw(COINS):
         text = text.rstrip("\r\n")
     content = text.encode()
     if odd():
@@ -301,18 +313,17 @@ def test_a_bad_byte_is_reported_after_the_lines_before_it(tmp_path: Path, block_
 SCORES = st.one_of(st.sampled_from([0.0, 0.5, 1.0, -1.0]), st.floats(-5, 5))
 
 
+QUERY_COUNTS = st.integers(1, 6)
+JUDGED = st.dictionaries(st.sampled_from(DOC_IDS), st.integers(-1, 3), min_size=1)
+SCORED = st.dictionaries(st.sampled_from(DOC_IDS), SCORES, max_size=7)
+IN_RUN = st.integers(0, 3)  # 0: the query is missing from the run
+
+
 @st.composite
 def qrels_and_run(draw: st.DrawFn) -> tuple[dict, dict]:
-    query_ids = [f"q{i}" for i in range(draw(st.integers(1, 6)))]
-    qrels = {
-        q: draw(st.dictionaries(st.sampled_from(DOC_IDS), st.integers(-1, 3), min_size=1))
-        for q in query_ids
-    }
-    run = {
-        q: draw(st.dictionaries(st.sampled_from(DOC_IDS), SCORES, max_size=7))
-        for q in [*query_ids, "not-judged"]
-        if draw(st.integers(0, 3))
-    }
+    query_ids = [f"q{i}" for i in range(draw(QUERY_COUNTS))]
+    qrels = {q: draw(JUDGED) for q in query_ids}
+    run = {q: draw(SCORED) for q in [*query_ids, "not-judged"] if draw(IN_RUN)}
     return qrels, run
 
 
@@ -356,10 +367,11 @@ def test_the_reading_batch_and_comparison_chunk_sizes_change_nothing(
         assert_same_judgments(judge_scored(qrels, run), expected)
 
 
-def trec_rank(scored: Mapping[str, float], doc: str) -> int:
-    """trec_eval's rank of `doc`: score descending (as C floats), ties by doc id descending."""
+def trec_ranks(scored: Mapping[str, float]) -> dict[str, int]:
+    """trec_eval's rank of each document: score descending (as C floats), ties by doc id
+    descending."""
     ordered = sorted(scored, key=lambda d: (np.float32(scored[d]), d), reverse=True)
-    return ordered.index(doc) + 1
+    return {doc: rank for rank, doc in enumerate(ordered, 1)}
 
 
 @pytest.mark.parametrize("lengths", [(1, 1000), (3, 40, 700, 2), (5, 6, 7, 8), (200, 0, 1)])
@@ -372,11 +384,9 @@ def test_lists_of_very_different_lengths(lengths: tuple[int, ...]) -> None:
     }
     qrels = {q: dict.fromkeys(list(scored)[::3], 1) or {"none": 1} for q, scored in run.items()}
     judged = judge_scored(qrels, run)
+    ranks = {q: trec_ranks(scored) for q, scored in run.items()}
     hits = [
-        (i, trec_rank(run[q], d))
-        for i, q in enumerate(judged.query_ids)
-        for d in qrels[q]
-        if d in run[q]
+        (i, ranks[q][d]) for i, q in enumerate(judged.query_ids) for d in qrels[q] if d in run[q]
     ]
     got = list(zip(judged.hit_query.tolist(), judged.hit_rank.tolist(), strict=True))
     assert got == sorted(hits)

@@ -29,20 +29,34 @@ PARITY = {
     "ndcg@{k}": "ndcg_cut_{k}",
 }
 NO_CUTOFF = {"mrr": "recip_rank", "map": "map", "ndcg": "ndcg", "rprec": "Rprec"}
+# The same measures in trec_eval's own `name.k1,k2` form, which pytrec_eval takes as
+# it is rather than matching each `name_k` against every measure it knows.
+MEASURES = {
+    *(f"{theirs.removesuffix('_{k}')}.{','.join(map(str, CUTOFFS))}" for theirs in PARITY.values()),
+    *NO_CUTOFF.values(),
+}
+
+
+# Built once: building a strategy inside `draw` costs more than drawing from it.
+QUERY_COUNTS = st.integers(1, 6)
+JUDGED_DOCS = st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=8, unique=True)
+GRADES = st.integers(0, 3)
+COINS = st.booleans()
+RANKED_DOCS = st.lists(st.sampled_from(DOC_IDS), min_size=0, max_size=12, unique=True)
 
 
 @st.composite
 def qrels_and_runs(draw: st.DrawFn) -> tuple[dict, dict]:
-    query_ids = [f"q{i}" for i in range(draw(st.integers(1, 6)))]
+    query_ids = [f"q{i}" for i in range(draw(QUERY_COUNTS))]
     qrels = {}
     for qid in query_ids:
-        docs = draw(st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=8, unique=True))
-        qrels[qid] = {d: draw(st.integers(0, 3)) for d in docs}
+        docs = draw(JUDGED_DOCS)
+        qrels[qid] = {d: draw(GRADES) for d in docs}
     run = {}
     for qid in [*query_ids, "not-judged"]:
-        if draw(st.booleans()) and draw(st.booleans()):
+        if draw(COINS) and draw(COINS):
             continue  # this query is missing from the run
-        docs = draw(st.lists(st.sampled_from(DOC_IDS), min_size=0, max_size=12, unique=True))
+        docs = draw(RANKED_DOCS)
         run[qid] = {d: draw(SCORES) for d in docs}
     return qrels, run
 
@@ -63,8 +77,7 @@ def has_relevant(judged: dict[str, int], level: int) -> bool:
 
 
 def assert_parity(qrels: dict, run: dict, level: int, ours: llm_eval.Scores) -> None:
-    measures = {p.format(k=k) for p in PARITY.values() for k in CUTOFFS} | set(NO_CUTOFF.values())
-    expected = reference(qrels, run, level, measures)
+    expected = reference(qrels, run, level, MEASURES)
     values = ours.to_dict()
     for qid, judged in qrels.items():
         if not has_relevant(judged, level):
@@ -162,7 +175,7 @@ def test_ndcg_exp_matches_pytrec_eval_over_exponential_gains(
     qrels, run = data
     names = ["ndcg_exp", *(f"ndcg_exp@{k}" for k in CUTOFFS)]
     ours = llm_eval.evaluate(qrels, run, names, relevance_level=level).to_dict()
-    measures = {"ndcg", *(f"ndcg_cut_{k}" for k in CUTOFFS)}
+    measures = {"ndcg", f"ndcg_cut.{','.join(map(str, CUTOFFS))}"}
     # The level only decides which queries are evaluated (those with a relevant document);
     # nDCG itself uses every grade, so the reference runs at level 1 on the mapped grades.
     expected = reference(exponential_gains(qrels), run, 1, measures)
