@@ -8,7 +8,6 @@ test that would otherwise hang.
 from __future__ import annotations
 
 import fcntl
-import io
 import json
 import os
 import re
@@ -470,12 +469,7 @@ def test_a_script_drives_it_through_a_pipe(project: Path) -> None:
     assert (added["query"], added["tags"]) == ("How do I assert only in debug mode?", ["howto"])
 
 
-def test_kill_leaves_the_files_whole(
-    terminal: Terminal,
-    project: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_kill_leaves_the_files_whole(terminal: Terminal, project: Path) -> None:
     terminal.expect("\n> ")
     terminal.answer("a\r")
     terminal.process.send_signal(signal.SIGKILL)
@@ -483,10 +477,8 @@ def test_kill_leaves_the_files_whole(
     assert _lines(project / SIDECAR) == [
         {"query_id": "syn-1", "decision": "accepted", "to": "gold/python-docs-A.jsonl"}
     ]
-    monkeypatch.chdir(project)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))  # resumed, the answer read as from a pipe
-    main(["gold", "review", "cand.jsonl", "--tier", "A"])
-    assert "1 decided before, 2 to review" in capsys.readouterr().out.replace("\n", " ")
+    again = _review_piped(project, "q\n")
+    assert "1 decided before, 2 to review" in again.stdout.replace("\n", " ")
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
