@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from llm_eval.actions import (
 )
 from llm_eval.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
 REPORTS = Path(__file__).parent / "gold" / "reports"
 
 
@@ -121,12 +119,9 @@ def test_a_summary_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: P
 
 
 def test_gate_in_github_actions_writes_the_summary_and_annotations(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    summary = tmp_path / "summary.md"
-    monkeypatch.chdir(tmp_path)
+    summary = indexed_demo / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     assert main(["gate", "--config", "config/examples/degraded.yaml"]) == 1

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import gold_query
 
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, Setting, bm25, retriever_kind
 from llm_eval.retrievers.bm25 import KIND, Analyzer, BM25Config, BM25Retriever, make_stemmer
 from llm_eval.retrievers.bm25 import index as bm25_index
@@ -32,10 +32,6 @@ def texts(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
     return [{"_id": doc_id, "title": "", "text": text} for doc_id, text in pairs]
 
 
-def query(text: str, query_id: str = "q1") -> GoldQuery:
-    return GoldQuery(query_id, text, "A", (), (), True, None, None, "gold.jsonl", 1)
-
-
 def build(corpus: Path, **settings: Any) -> BM25Retriever:
     context = RetrieverContext(corpus, corpus.parent / "cache")
     return bm25.KIND.create(settings, context)
@@ -47,7 +43,7 @@ def scores(run: Run, query_id: str = "q1") -> list[tuple[str, float]]:
 
 
 def search(retriever: BM25Retriever, text: str, top_k: int = 10) -> list[tuple[str, float]]:
-    return scores(retriever.retrieve([query(text)], top_k))
+    return scores(retriever.retrieve([gold_query(text=text)], top_k))
 
 
 # --- scores and ranking ---------------------------------------------------------------
@@ -122,7 +118,7 @@ def test_top_k_is_respected(tmp_path: Path, top_k: int, expected: int) -> None:
 def test_top_k_below_one_is_refused(tmp_path: Path) -> None:
     retriever = build(write_corpus(tmp_path, HAND_CORPUS), **PLAIN)
     with pytest.raises(ValueError, match="top_k must be at least 1, got 0"):
-        retriever.retrieve([query("apple")], 0)
+        retriever.retrieve([gold_query(text="apple")], 0)
 
 
 @pytest.mark.parametrize("method", bm25.METHODS)
@@ -144,7 +140,7 @@ def test_terms_in_every_document_can_score_zero(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", ["the and of a", "?!", "zebra unicorn", "The"])
 def test_queries_without_indexed_terms_get_no_results(tmp_path: Path, text: str) -> None:
     retriever = build(write_corpus(tmp_path, texts(("a", "the zoo"), ("b", "a zoo"))))
-    run = retriever.retrieve([query(text), query("zoo", "q2")], 10)
+    run = retriever.retrieve([gold_query(text=text), gold_query("q2", text="zoo")], 10)
     assert run.queries["q1"].results == ()
     assert [doc for doc, _ in scores(run, "q2")] == ["b", "a"]
 
@@ -159,7 +155,7 @@ def test_each_query_is_ranked_as_in_a_batch_and_timed_alone(
 ) -> None:
     corpus = texts(*((f"d{i}", f"w{i % 7} w{i % 3} common") for i in range(40)))
     retriever = build(write_corpus(tmp_path, corpus), **PLAIN)
-    queries = [query(f"w{i} common", f"q{i}") for i in range(9)]
+    queries = [gold_query(f"q{i}", text=f"w{i} common") for i in range(9)]
     terms = [retriever.index.term_ids(retriever.analyzer.terms(q.query)) for q in queries]
     together = bm25_index._rank_batch(retriever.index, terms, 5)
     ids = retriever.index.doc_ids
@@ -185,7 +181,7 @@ def test_results_carry_the_corpus_text(tmp_path: Path) -> None:
         {"_id": "c", "title": "Zürich only in the title"},
     ]
     retriever = build(write_corpus(tmp_path, corpus))
-    (first, second) = retriever.retrieve([query("zürich")], 10).queries["q1"].results
+    (first, second) = retriever.retrieve([gold_query(text="zürich")], 10).queries["q1"].results
     assert (first.doc_id, first.text) == ("17", "Grüße aus Zürich — 東京 too")
     assert (second.doc_id, second.text) == ("c", "")
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import copy_demo, gold_query
 
 from llm_eval.cli import main
 from llm_eval.corpus import Document
@@ -23,7 +24,7 @@ def doc(doc_id: str, title: str = "") -> Document:
 
 def query(query_id: str, tags: tuple[str, ...], *relevant: str, tier: str = "A") -> GoldQuery:
     labels = tuple((d, 1) for d in relevant)
-    return GoldQuery(query_id, "?", tier, tags, labels, not labels, None, None, "g.jsonl", 3)
+    return gold_query(query_id, labels, tier=tier, tags=tags, path="g.jsonl", line=3)
 
 
 def test_sections_and_areas() -> None:
@@ -57,8 +58,8 @@ def test_coverage_by_hand() -> None:
     assert tags == {"files": (1, {"A": 1}, ("os",)), "text": (2, {"A": 2}, ("re",))}
 
 
-def test_coverage_of_the_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "coverage.json"
+def test_coverage_of_the_demo(indexed_demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = indexed_demo / "coverage.json"
     assert main(["gold", "coverage", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     report = json.loads(out.read_text())
@@ -74,12 +75,9 @@ def test_coverage_of_the_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_coverage_lists_every_label_the_corpus_lacks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    gold = tmp_path / "gold" / "python-docs-B.jsonl"
+    gold = indexed_demo / "gold" / "python-docs-B.jsonl"
     lines = gold.read_text().splitlines()
     for i in (0, 4):
         record = json.loads(lines[i])
@@ -96,9 +94,9 @@ def test_coverage_lists_every_label_the_corpus_lacks(
 
 
 def test_the_plan_uses_the_gates_power_model(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "plan.json"
+    out = indexed_demo / "plan.json"
     assert main(["gold", "plan", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     scopes = json.loads(out.read_text())["scopes"]
@@ -118,11 +116,9 @@ def test_the_plan_uses_the_gates_power_model(
     assert main(["gold", "plan", "--catch", "1"]) == 3
 
 
-def _with_gold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: dict[str, object]) -> Path:
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    shutil.copytree(REPO / "gold", tmp_path / "gold")
-    path = tmp_path / "gold" / f"python-docs-{record['tier']}.jsonl"
+def _with_gold(demo: Path, record: dict[str, object]) -> Path:
+    """The gold file of the record's tier in the demo project, with the record added."""
+    path = demo / "gold" / f"python-docs-{record['tier']}.jsonl"
     with path.open("a") as handle:
         handle.write(json.dumps(record) + "\n")
     return path
@@ -138,9 +134,9 @@ SYNTHETIC = {
 
 
 def test_an_unreviewed_synthetic_question_may_not_gate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "A"})
+    path = _with_gold(demo_project, {**SYNTHETIC, "tier": "A"})
     line = path.read_text().count("\n")
     assert main(["gold", "validate"]) == 3
     err = capsys.readouterr().err.strip()
@@ -150,13 +146,14 @@ def test_an_unreviewed_synthetic_question_may_not_gate(
 
 
 def test_reviewed_or_ungated_synthetic_questions_are_accepted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "A", "reviewed": True})
+    _with_gold(demo_project, {**SYNTHETIC, "tier": "A", "reviewed": True})
     assert main(["gold", "validate", "--baseline", "none.json"]) == 0
-    shutil.rmtree(tmp_path / "gold")
-    shutil.rmtree(tmp_path / "config")
-    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "B"})  # only a warning gate reads B
+    shutil.rmtree(demo_project / "gold")
+    shutil.rmtree(demo_project / "config")
+    copy_demo(demo_project)
+    _with_gold(demo_project, {**SYNTHETIC, "tier": "B"})  # only a warning gate reads B
     assert main(["gold", "validate", "--baseline", "none.json"]) == 0
 
 
@@ -169,13 +166,8 @@ def test_reviewed_or_ungated_synthetic_questions_are_accepted(
     ],
 )
 def test_provenance_fields_are_checked(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    field: str,
-    value: object,
-    message: str,
+    demo_project: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, message: str
 ) -> None:
-    _with_gold(tmp_path, monkeypatch, {**SYNTHETIC, "tier": "B", field: value})
+    _with_gold(demo_project, {**SYNTHETIC, "tier": "B", field: value})
     assert main(["gold", "validate"]) == 3
     assert message in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -9,11 +10,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_demo
 
 from llm_eval.cli import main
 from llm_eval.hook import (
@@ -279,24 +282,37 @@ class Project:
         self.git("commit", "-q", "-m", message)
 
 
+def install(project: Project, *options: str) -> str:
+    """What `llm-eval hook install` printed, run in this process in the project with its
+    git environment: the hook it writes is what the pushes test."""
+    git_only = {name: value for name, value in project.environ.items() if name.startswith("GIT_")}
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(io.StringIO()) as printed:
+        for name in [name for name in os.environ if name.startswith("GIT_")]:
+            patch.delenv(name)
+        for name, value in git_only.items():
+            patch.setenv(name, value)
+        patch.chdir(project.root)
+        assert main(["hook", "install", *options]) == 0
+    return printed.getvalue()
+
+
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Project:
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_indexes: Path) -> Project:
     """The demo's config/ and gold/ (with its baseline) in a repository whose main is
-    pushed, through the hook, to an empty bare remote; the BM25 index is built once."""
+    pushed, through the hook, to an empty bare remote; the hook's gate finds the demo's
+    BM25 indexes in its cache."""
     home = tmp_path_factory.mktemp("hook")
     environ = git_environment(home)
-    root, remote = home / "project", home / "remote.git"
-    shutil.copytree(REPO / "config", root / "config")
-    shutil.copytree(REPO / "gold", root / "gold")
+    root, remote = copy_demo(home / "project"), home / "remote.git"
     (root / ".gitignore").write_text(".llm-eval/\n", encoding="utf-8")
     for args in (["init", "-q", str(root)], ["init", "-q", "--bare", str(remote)]):
         git(home, environ, *args)
     git(root, environ, "add", "-A")
     git(root, environ, "commit", "-q", "-m", "The demo")
     git(root, environ, "remote", "add", "origin", str(remote))
-    install = [sys.executable, "-m", "llm_eval.cli", "hook", "install"]
-    subprocess.run(install, cwd=root, env=environ, check=True, capture_output=True)
+    shutil.copytree(demo_indexes, root / ".llm-eval" / "pre-push" / "cache")
     project = Project(root, environ, "")
+    install(project)
     first = project.push("main")
     assert first.returncode == 0, first.stdout
     return Project(root, environ, first.stdout)
@@ -432,14 +448,6 @@ def test_a_clean_commit_goes_through_though_the_working_tree_is_broken(
     assert project.remote_sha("clean-commit") == project.git("rev-parse", "clean-commit")
 
 
-def _install(project: Project, *options: str) -> str:
-    install = [sys.executable, "-m", "llm_eval.cli", "hook", "install", "--force", *options]
-    done = subprocess.run(
-        install, cwd=project.root, env=project.environ, capture_output=True, text=True, check=True
-    )
-    return done.stdout
-
-
 def test_a_mistuned_commit_pushed_with_its_revert_is_caught_only_with_each_commit(
     project: Project,
 ) -> None:
@@ -454,12 +462,12 @@ def test_a_mistuned_commit_pushed_with_its_revert_is_caught_only_with_each_commi
     assert tip_only.returncode == 0, tip_only.stdout
     assert "nothing under config/, gold/ changed; gate skipped." in tip_only.stdout
 
-    said = _install(project, "--each-commit")
+    said = install(project, "--force", "--each-commit")
     assert "on each pushed commit that changes config/, gold/" in said
     try:
         pushed = project.push("tune-and-revert")
     finally:
-        _install(project)
+        install(project, "--force")
     assert pushed.returncode != 0, pushed.stdout
     mistuned_sha = project.git("rev-parse", "tune-and-revert~2")[:12]
     assert (
@@ -485,11 +493,11 @@ def test_each_commit_gates_every_touching_commit_and_lets_a_clean_series_through
     project.commit("config/llm-eval.yaml", config + "# one\n", "One")
     project.commit("docs/x.md", "x\n", "Docs")
     project.commit("config/llm-eval.yaml", config + "# one\n# two\n", "Two")
-    _install(project, "--each-commit")
+    install(project, "--force", "--each-commit")
     try:
         pushed = project.push("series")
     finally:
-        _install(project)
+        install(project, "--force")
     assert pushed.returncode == 0, pushed.stdout
     assert pushed.stdout.count("llm-eval gate: PASS") == 2
     assert "in 2 of 3 pushed commits; running the gate on" in pushed.stdout

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import copy_demo
 from fake_github import FakeGitHub, serve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -246,11 +247,11 @@ def git(repo: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def pushed(tmp_path: Path) -> Path:
-    """The default branch after a push: the demo in a git repository, baseline committed."""
-    repo = tmp_path / "repo"
-    shutil.copytree(REPO / "config", repo / "config")
-    shutil.copytree(REPO / "gold", repo / "gold")
+def pushed(tmp_path: Path, demo_indexes: Path) -> Path:
+    """The default branch after a push: the demo in a git repository, baseline committed,
+    and the demo's indexes in its (uncommitted) cache, so the refresh need not build them."""
+    repo = copy_demo(tmp_path / "repo")
+    shutil.copytree(demo_indexes, repo / ".llm-eval" / "cache")
     git(repo, "init", "--quiet")
     git(repo, "add", "config", "gold")
     git(repo, "commit", "--quiet", "--message", "demo")
@@ -387,15 +388,6 @@ def test_the_actions_scripts_pass_shellcheck(name: str) -> None:
     assert done.returncode == 0, done.stdout
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the demo project; the BM25 index cache is shared by the tests here."""
-    root = tmp_path_factory.mktemp("action")
-    shutil.copytree(REPO / "config", root / "config")
-    shutil.copytree(REPO / "gold", root / "gold")
-    return root
-
-
 def run_gate_step(demo: Path, tmp_path: Path, **inputs: str) -> tuple[int, dict[str, str]]:
     """Run the action's gate step as the runner would; return its exit code and outputs."""
     output = tmp_path / "github_output"
@@ -424,8 +416,8 @@ def run_gate_step(demo: Path, tmp_path: Path, **inputs: str) -> tuple[int, dict[
     return done.returncode, outputs
 
 
-def test_the_gate_step_records_a_pass(demo: Path, tmp_path: Path) -> None:
-    code, outputs = run_gate_step(demo, tmp_path)
+def test_the_gate_step_records_a_pass(shared_demo: Path, tmp_path: Path) -> None:
+    code, outputs = run_gate_step(shared_demo, tmp_path)
     assert code == 0
     report = tmp_path / "llm-eval-report" / "report.json"
     assert outputs == {"exit-code": "0", "verdict": "pass", "report": str(report)}
@@ -434,25 +426,31 @@ def test_the_gate_step_records_a_pass(demo: Path, tmp_path: Path) -> None:
 
 
 def test_gate_args_are_passed_one_per_line_and_never_run_by_a_shell(
-    demo: Path, tmp_path: Path
+    shared_demo: Path, tmp_path: Path
 ) -> None:
-    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_GATE_ARGS="--repeat\n2\n\n--no-cache\n")
+    code, outputs = run_gate_step(
+        shared_demo, tmp_path, LLM_EVAL_GATE_ARGS="--repeat\n2\n\n--no-cache\n"
+    )
     assert (code, outputs["exit-code"], outputs["verdict"]) == (0, "0", "pass")
     hostile = "--allow-gold-change $(touch pwned)\n`touch pwned`"
-    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_GATE_ARGS=hostile)
+    code, outputs = run_gate_step(shared_demo, tmp_path, LLM_EVAL_GATE_ARGS=hostile)
     assert (code, outputs["exit-code"]) == (0, "2")  # one unknown argument: a usage error
-    assert not (demo / "pwned").exists()
+    assert not (shared_demo / "pwned").exists()
 
 
-def test_the_gate_step_records_a_failed_gate_without_failing(demo: Path, tmp_path: Path) -> None:
-    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_CONFIG="config/examples/degraded.yaml")
+def test_the_gate_step_records_a_failed_gate_without_failing(
+    shared_demo: Path, tmp_path: Path
+) -> None:
+    code, outputs = run_gate_step(
+        shared_demo, tmp_path, LLM_EVAL_CONFIG="config/examples/degraded.yaml"
+    )
     assert code == 0
     assert outputs["exit-code"] == "1"
     assert outputs["verdict"] == "fail"
 
 
-def test_the_gate_step_records_an_error_without_a_report(demo: Path, tmp_path: Path) -> None:
-    code, outputs = run_gate_step(demo, tmp_path, LLM_EVAL_CONFIG="config/missing.yaml")
+def test_the_gate_step_records_an_error_without_a_report(shared_demo: Path, tmp_path: Path) -> None:
+    code, outputs = run_gate_step(shared_demo, tmp_path, LLM_EVAL_CONFIG="config/missing.yaml")
     assert code == 0
     assert outputs == {"exit-code": "3", "verdict": "error", "report": ""}
 
