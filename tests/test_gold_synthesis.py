@@ -82,20 +82,11 @@ def _judged_by(url: str) -> None:
     Path("judged.yaml").write_text(yaml.safe_dump(config))
 
 
-@pytest.fixture(scope="module")
-def indexed(shared_demo: Path) -> Path:
-    """The demo with the BM25 index of `.out` built once for the module's projects."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(shared_demo)
-        _judged_by("http://127.0.0.1:9/v1")  # retrieving asks no judge
-        assert main(["retrieve", "--config", "judged.yaml", "--out", "run.jsonl"]) == 0
-    return shared_demo / ".out"
-
-
 @pytest.fixture
-def project(demo_project: Path, indexed: Path) -> Any:
-    """A copy of the demo whose judge is the stub, in a temporary folder."""
-    shutil.copytree(indexed, demo_project / ".out")
+def project(demo_project: Path, demo_indexes: Path) -> Any:
+    """A copy of the demo whose judge is the stub, in a temporary folder, with the BM25
+    index of its settings (the demo's) in its cache."""
+    shutil.copytree(demo_indexes, demo_project / ".out" / "cache")
     with stub.serve() as server:
         _judged_by(server.url)
         yield server
