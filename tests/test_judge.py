@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -458,8 +459,12 @@ def test_the_answer_field_of_a_run_must_be_text(tmp_path: Path) -> None:
 
 
 def test_the_readme_shows_the_real_judged_demo_output(
-    demo_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_project: Path,
+    demo_indexes: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    shutil.copytree(demo_indexes, demo_project / ".llm-eval" / "judged" / "cache")
     command = "$ llm-eval gate --config config/examples/judged.yaml\n"
     readme = (REPO / "README.md").read_text()
     start = readme.index(command) + len(command)
