@@ -12,6 +12,7 @@ import contextlib
 import csv
 import io
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -173,10 +174,14 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_a_pair_matches_compare_and_the_gate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    demo_indexes: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(REPO)
     out = tmp_path / "out"
+    shutil.copytree(demo_indexes, out / "cache")  # a's index and b's (degraded.yaml's)
     a = _write(tmp_path / "lucene.yaml", BASE.replace("output: .llm-eval", f"output: {out}"))
     b = _write(
         tmp_path / "mistuned.yaml",
