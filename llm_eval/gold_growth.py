@@ -27,9 +27,18 @@ def corpus_documents(config: EvalConfig) -> list[Document]:
     return list(iter_corpus(config.corpus))
 
 
-@functools.lru_cache(maxsize=4)
 def _default_bm25(corpus: Path, cache: Path) -> Retriever:
-    """BM25 with default settings over the corpus, built (or read from its cache) once."""
+    """BM25 with default settings over the corpus, built (or read from its cache) once
+    per corpus file as it is now: the key is the absolute paths and the file's size and
+    modification time, so a process that changes folder or corpus never reuses a stale
+    index (`gold review` asks for one search per unrecognised answer)."""
+    stat = corpus.stat()
+    return _bm25_for(corpus.resolve(), cache.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _bm25_for(corpus: Path, cache: Path, size: int, modified: int) -> Retriever:
+    """The index for one state of one corpus file (the size and time are the key)."""
     return retriever_kind("bm25").create({}, RetrieverContext(corpus, cache))
 
 

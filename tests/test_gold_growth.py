@@ -171,3 +171,31 @@ def test_provenance_fields_are_checked(
     _with_gold(demo_project, {**SYNTHETIC, "tier": "B", field: value})
     assert main(["gold", "validate"]) == 3
     assert message in capsys.readouterr().err
+
+
+def test_neighbours_follow_the_corpus_a_process_sees_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default BM25 is kept for the life of the process (a review asks it once per
+    answer), but never for another corpus: not for another folder with the same relative
+    paths, and not once the corpus file changed."""
+    from conftest import copy_demo
+
+    from llm_eval.config_io import load_config
+    from llm_eval.gold_growth import neighbours_of
+
+    question = "How do I check that a condition holds only while debugging?"
+    first, second = copy_demo(tmp_path / "first"), copy_demo(tmp_path / "second")
+    corpus = second / "gold" / "corpus.jsonl"
+    lines = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
+    monkeypatch.chdir(first)
+    top = neighbours_of(load_config("config/llm-eval.yaml"), question, 3)
+    assert len(top) == 3
+    kept = [x for x in lines if f'"{top[0]}"' not in x]
+    assert len(kept) == len(lines) - 1
+    corpus.write_text("".join(kept), encoding="utf-8")
+    monkeypatch.chdir(second)
+    elsewhere = neighbours_of(load_config("config/llm-eval.yaml"), question, 3)
+    assert top[0] not in elsewhere and elsewhere[:2] == top[1:]
+    corpus.write_text("".join(lines), encoding="utf-8")  # the same folder, the file changed
+    assert neighbours_of(load_config("config/llm-eval.yaml"), question, 3) == top
