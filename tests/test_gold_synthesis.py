@@ -128,6 +128,11 @@ def test_synthesize_drafts_unreviewed_candidates_and_costs_nothing_again(
     checks = [r for r in project.requests if "chunk_relevance" in json.dumps(r)]
     assert len(checks) == 2 * 5  # each rejection question against the top 5 BM25 results
     assert "8 candidates written" in out.replace("\n", " ")
+    # The next command names the config the draft was made with.
+    assert (
+        "llm-eval gold review .out/candidates.jsonl --tier A --config judged.yaml"
+        in out.replace("\n", " ")
+    )
     # The same draft with a fresh candidates file is answered from the call cache.
     project.requests.clear()
     assert main([*args, "--out", "again.jsonl"]) == 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from llm_eval import defaults
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
@@ -143,8 +144,9 @@ def run_synthesize(
         f"({report}). Judge: {usage.calls} calls, {usage.cached} answered from the cache, "
         f"{usage.prompt_tokens + usage.completion_tokens:,} tokens, cost {spent:.4f}."
     )
+    option = "" if Path(config_path) == defaults.CONFIG else f" --config {config_path}"
     advice = (
-        f"Nothing gates until a person accepts it: llm-eval gold review {path} --tier A"
+        f"Nothing gates until a person accepts it: llm-eval gold review {path} --tier A{option}"
         if written
         else "Nothing new to review."
     )
