@@ -31,6 +31,7 @@ gives each slice the level at which its interval agrees with that decision.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -334,6 +335,9 @@ class ExactPairs(ColumnTest):
 
     def _tail(self, bad: int, good: int, delta: float) -> float:
         """sup over the nuisance of P(T >= T_observed) when P(bad) - P(good) = delta."""
+        return _exact_tail(self.n, bad, good, delta)
+
+    def _uncached_tail(self, bad: int, good: int, delta: float) -> float:
         edge = 1.0 - EDGE
         delta = min(max(delta, -edge), edge)
         observed = float(tango_z(np.array([bad]), np.array([good]), self.n, delta)[0])
@@ -390,6 +394,15 @@ class ExactPairs(ColumnTest):
         if inner.any():
             tail[inner] = _binomial_tail(d[inner], k[inner], r[inner], lf)
         return np.sum(weight * tail, axis=1)
+
+
+@functools.lru_cache(maxsize=8192)
+def _exact_tail(n: int, bad: int, good: int, delta: float) -> float:
+    """`ExactPairs._tail`, computed once per process for each (n, bad, good, delta): the
+    gate, its power statement, `compare` and `experiment` bisect over the same limits
+    for the same counts, and each value costs a sweep over every number of changed
+    queries."""
+    return ExactPairs(n, bad, good)._uncached_tail(bad, good, delta)
 
 
 def _maximise(function: Callable[[FloatArray], FloatArray], delta: float) -> float:
