@@ -347,8 +347,8 @@ def test_without_matplotlib_the_table_says_how_to_get_the_picture(
     monkeypatch.chdir(REPO)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
     assert main(["experiment", str(DEMO), "--out", str(tmp_path)]) == 0
-    assert "pip install 'llm-eval[plots]'" in capsys.readouterr().out
-    assert "pip install 'llm-eval[plots]'" in (tmp_path / "experiment.md").read_text()
+    assert "pip install 'llm-eval-ci[plots]'" in capsys.readouterr().out
+    assert "pip install 'llm-eval-ci[plots]'" in (tmp_path / "experiment.md").read_text()
     assert not (tmp_path / "experiment-pareto.png").exists()
     front = [
         v["pareto_front"]

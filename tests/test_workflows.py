@@ -583,3 +583,12 @@ def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
         for name in re.findall(r'pip install "([\w.-]+) @ git\+', path.read_text(encoding="utf-8"))
     ]
     assert hints and set(hints) == {"llm-eval-ci"}
+    # Extras are installed by the distribution's name too, also the project's own.
+    texts += [REPO / "pyproject.toml", *(REPO / "llm_eval").rglob("*.py")]
+    extras = [
+        (path.name, name)
+        for path in texts
+        for name in re.findall(r"([\w.-]+)\[[\w,]+\]", path.read_text(encoding="utf-8"))
+        if name.startswith("llm-eval")
+    ]
+    assert extras and {name for _, name in extras} == {"llm-eval-ci"}, extras

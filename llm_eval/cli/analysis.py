@@ -85,7 +85,7 @@ def experiment_command(
     """Run each retriever variant over the gold set and compare them with the gate's
     paired tests: one config with `variants:`, or several configs (one variant each).
     Writes experiment.md, experiment.csv, experiment.json and, with matplotlib
-    (`llm-eval[plots]`), the quality-versus-latency Pareto picture."""
+    (`llm-eval-ci[plots]`), the quality-versus-latency Pareto picture."""
     from llm_eval.commands.experiment import run_experiment
     from llm_eval.output import terminal_width
     from llm_eval.progress import Progress

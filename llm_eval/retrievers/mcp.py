@@ -16,7 +16,7 @@ content when it has some, else its first text block read as JSON; the hits are f
 with `results_path` and `fields` exactly as the http kind finds them. A tool error, a
 timeout or an answer without the hits fails that query (`tool error: …`, `timeout`,
 `malformed response: …`), never an empty result. A server that cannot be started or
-reached stops the run (exit 4). Needs `pip install 'llm-eval[mcp]'`.
+reached stops the run (exit 4). Needs `pip install 'llm-eval-ci[mcp]'`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from llm_eval.retrievers.pool import (
 )
 from llm_eval.settings import Setting
 
-INSTALL = "the mcp retriever needs the MCP SDK: pip install 'llm-eval[mcp]'"
+INSTALL = "the mcp retriever needs the MCP SDK: pip install 'llm-eval-ci[mcp]'"
 
 
 def check_command(value: Any) -> str | None:

@@ -240,7 +240,7 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
     else:
         lines += [
             "_No picture: matplotlib is not installed "
-            "(`pip install 'llm-eval[plots]'` draws experiment-pareto.png)._",
+            "(`pip install 'llm-eval-ci[plots]'` draws experiment-pareto.png)._",
             "",
         ]
     lines += _other_metrics_markdown(result)
@@ -494,5 +494,5 @@ def terminal_text(
         *(f"  {p}" for p in written),
     ]
     if picture is None:
-        lines.append("No picture: pip install 'llm-eval[plots]' to draw the Pareto front.")
+        lines.append("No picture: pip install 'llm-eval-ci[plots]' to draw the Pareto front.")
     return "\n".join(lines)
