@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.gitinfo import git as _git
 
@@ -123,7 +124,7 @@ def change_to_check(ref: PushedRef, remote: str, watch: Sequence[str]) -> str | 
     """Why the gate must run for this pushed ref, or None when the watched paths are
     unchanged."""
     if ref.creates:
-        listed = _git("rev-list", "--boundary", ref.local_sha, "--not", f"--remotes={remote}")
+        listed = _git("rev-list", "--boundary", *_pushed_range(ref, remote))
         if listed.returncode != 0:
             return f"cannot tell what {ref.local_ref} changes"
         commits, bases = split_rev_list(listed.stdout)
@@ -146,20 +147,21 @@ def pushed_commits(ref: PushedRef, remote: str) -> tuple[str, ...] | None:
     """The commits this push sends for `ref`, oldest first; None when git cannot list
     them (the remote's commit is not here: fetch first) or when the remote has none of
     the ref's history (every commit would be new: only the tip is worth gating)."""
-    if ref.creates:
-        listed = _git(
-            "rev-list", "--boundary", "--reverse", "--topo-order",
-            ref.local_sha, "--not", f"--remotes={remote}",
-        )  # fmt: skip
-    else:
-        listed = _git(
-            "rev-list", "--boundary", "--reverse", "--topo-order",
-            f"{ref.remote_sha}..{ref.local_sha}",
-        )  # fmt: skip
+    listed = _git(
+        "rev-list", "--boundary", "--reverse", "--topo-order", *_pushed_range(ref, remote)
+    )
     if listed.returncode != 0:
         return None
     commits, bases = split_rev_list(listed.stdout)
     return commits if bases else None
+
+
+def _pushed_range(ref: PushedRef, remote: str) -> tuple[str, ...]:
+    """`git rev-list` arguments naming what the push sends for `ref`: what the remote's
+    branches lack for a new ref, else what lies between the remote's commit and ours."""
+    if ref.creates:
+        return (ref.local_sha, "--not", f"--remotes={remote}")
+    return (f"{ref.remote_sha}..{ref.local_sha}",)
 
 
 def changes_watched(sha: str, watch: Sequence[str]) -> bool:
@@ -186,8 +188,8 @@ def plan_checks(
     touching = tuple(sha for sha in commits if changes_watched(sha, watch))
     if not touching:
         return None
-    of = f"{len(touching)} of {len(commits)} pushed commit{'s' if len(commits) != 1 else ''}"
-    return f"{ref.local_ref} changes {', '.join(watch)} in {of}", touching
+    of = plural(len(commits), "pushed commit", "pushed commits")
+    return f"{ref.local_ref} changes {', '.join(watch)} in {len(touching)} of {of}", touching
 
 
 def pre_push(
