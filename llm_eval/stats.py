@@ -43,13 +43,19 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-BISECTION_STEPS = 30
-"""Halvings of the range when a bound is searched: 2 / 2^30, far below any shown digit."""
+BISECTION_STEPS = 22
+"""Halvings of the range when a bound is searched: 2 / 2^22 < 5e-7, far below any shown
+digit (0.1 pp is 1e-3); the bound returned is the rejected end of the last bracket, so
+stopping earlier only widens it by that much."""
 NUISANCE_GRID = 48
 """Points at which the exact test's tail probability is maximised over the nuisance
 parameter (the share of queries that changed), before a local refinement."""
-REFINE_STEPS = 12
-"""Golden-section steps refining that maximum between its neighbouring grid points."""
+ZOOM_STEPS = 3
+"""Rounds refining that maximum: each spreads ZOOM_POINTS evenly between the best
+point's neighbours and keeps the neighbours of the new best, so the bracket shrinks
+8-fold a round (512-fold in all, finer than 12 golden-section steps), in 3 evaluations
+instead of 12."""
+ZOOM_POINTS = 17
 BET_CAP = 0.75
 """The largest share of the wealth bet on one query (c in Waudby-Smith & Ramdas)."""
 BET_ORDERS = 16
@@ -407,7 +413,9 @@ def _exact_tail(n: int, bad: int, good: int, delta: float) -> float:
 
 def _maximise(function: Callable[[FloatArray], FloatArray], delta: float) -> float:
     """The largest value of `function(share)` over share in (|delta|, 1): a grid dense
-    near the low end (few changed queries), then golden-section refinement."""
+    near the low end (few changed queries), then rounds of finer grids around the best
+    point. Each round is one vectorised evaluation, where a golden-section search costs
+    one call per step; unlike it, a grid round needs no unimodality in the bracket."""
     lowest = abs(delta)
     unit = np.unique(
         np.concatenate(
@@ -415,19 +423,13 @@ def _maximise(function: Callable[[FloatArray], FloatArray], delta: float) -> flo
         )
     )
     grid = lowest + (1.0 - lowest) * np.clip(unit, 1e-9, 1.0 - 1e-9)
-    values = function(grid)
-    best = int(np.argmax(values))
-    left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    highest = float(values[best])
-    for _ in range(REFINE_STEPS):
-        inner = np.array([right - ratio * (right - left), left + ratio * (right - left)])
-        found = function(inner)
-        highest = max(highest, float(found.max()))
-        if found[0] >= found[1]:
-            right = inner[1]
-        else:
-            left = inner[0]
+    highest = -math.inf
+    for _ in range(ZOOM_STEPS + 1):
+        values = function(grid)
+        best = int(np.argmax(values))
+        highest = max(highest, float(values[best]))
+        left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+        grid = np.linspace(left, right, ZOOM_POINTS)
     return highest
 
 
