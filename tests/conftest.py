@@ -7,6 +7,7 @@ the fixtures are found by pytest.
 
 from __future__ import annotations
 
+import compileall
 import importlib.util
 import shutil
 import sys
@@ -19,6 +20,14 @@ import pytest
 from llm_eval.gold import GoldQuery
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package's bytecode once, as a regular `pip install` does. An editable
+    install leaves that to the first import, and with PYTHONDONTWRITEBYTECODE set (as in
+    many CI images) every `llm-eval` subprocess the tests start would compile each module
+    from source again."""
+    compileall.compile_dir(REPO / "llm_eval", quiet=1)
 
 
 def gold_query(
