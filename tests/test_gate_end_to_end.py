@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -243,9 +244,16 @@ def test_gold_validate_and_stats(
     assert out.rstrip().endswith("warnings)")
     assert main(["gold", "stats"]) == 0
     stats = capsys.readouterr().out
-    assert "The drop each gate catches 4 times in 5 on each slice" in stats
-    tier_a = next(line for line in stats.splitlines() if "retrieval_recall_at_5" in line)
-    assert "tier A  176" in tier_a
+    assert "The drop each gate catches 4 times in 5 on each scope it checks" in stats
+    # One row per scope a gate checks: recall@5's gate reads tier A only, MRR's all
+    # queries and, per tag, each tag; no row for tier B, which no gate reads alone.
+    table = stats.split("limit\n", 1)[1].splitlines()[1:]  # below the header's rule
+    rows = [re.split(r"\s{2,}", line.strip()) for line in table]
+    scopes = [(row[0], row[1]) for row in rows]
+    assert scopes[0] == ("retrieval_recall_at_5", "tier A") and rows[0][2] == "176"
+    assert scopes[1] == ("retrieval_mrr", "all queries")
+    assert all(gate == "retrieval_mrr" and scope.startswith("tag ") for gate, scope in scopes[2:])
+    assert len(scopes) == 2 + 15  # the 15 tags MRR scores (out-of-scope holds no answerable)
 
 
 def test_gold_validate_rejects_labels_missing_from_the_corpus(

@@ -13,10 +13,11 @@ from llm_eval.corpus import iter_corpus
 from llm_eval.criteria import Gate
 from llm_eval.english import plural
 from llm_eval.errors import InputError
+from llm_eval.gold_plan import gated_scopes
 from llm_eval.inputs import Inputs
 from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs
-from llm_eval.slices import members, standard_scopes
+from llm_eval.slices import members
 from llm_eval.stats import detectable_drop, queries_to_catch
 from llm_eval.wording import drop_size, power_statement
 
@@ -35,25 +36,21 @@ class Detectability:
 
 
 def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
-    """Per tier and tag, the smallest drop each gate's metric could detect."""
+    """For each scope a gate checks (its own, and each tag slice of a `per_tag` gate:
+    `gold_plan.gated_scopes`), the smallest drop its metric could detect there. A slice
+    the gate never checks has no row: its power would answer a question nobody asks."""
     queries = inputs.gold.queries
-    slices = [
-        (f"{kind} {label}", scope)
-        for kind, label, scope in standard_scopes(queries)
-        if kind != "overall"
-    ]
     rows = []
     for gate in inputs.criteria.gates:
         if gate.metric not in baseline.metrics:
             continue
-        own = [] if gate.scope.label() in dict(slices) else [(gate.scope.label(), gate.scope)]
-        for name, scope in [*own, *slices]:
+        for scope in gated_scopes(gate, queries):
             ids = [
                 q for q in members(queries, scope) if gate.metric in baseline.per_query.get(q, {})
             ]
             if ids:
                 scores = [baseline.per_query[q][gate.metric] for q in ids]
-                rows.append(_detectability(name, gate, scores))
+                rows.append(_detectability(scope.label(), gate, scores))
     return rows
 
 
@@ -99,7 +96,7 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
         )
     header = ["gate", "slice", "n", "drop caught 4 in 5", "limit", "to catch 2x the limit"]
     text.append(
-        "The drop each gate catches 4 times in 5 on each slice, by the gate's own test "
+        "The drop each gate catches 4 times in 5 on each scope it checks, by its own test "
         "(normal approximation, before any churn between runs widens it):"
     )
     text.append(render_table(header, rows))
@@ -150,7 +147,7 @@ def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
         weak = [
             r
             for r in rows
-            if r.gate is gate and r.slice.startswith("tag ") and r.n >= gate.statistics.min_n
+            if r.gate is gate and r.slice != gate.scope.label() and r.n >= gate.statistics.min_n
         ]
         if weak:
             more = [(r.needed or 0) - r.n for r in weak]
