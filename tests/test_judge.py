@@ -362,6 +362,7 @@ def test_repeats_report_spread_and_flipped_verdicts(
     # Three chunk verdicts, asked twice each; every second one is turned around.
     assert judged["repeats"] == 2
     assert judged["flips_count"] == 3
+    assert judged["calibration"]["chunks"] == 3  # each chunk once, however often it is asked
     assert judged["spread"]["context_precision@2"] > 0
     assert "Judge steadiness over 2 repeats: mean range context precision@2" in (
         capsys.readouterr().out

@@ -143,10 +143,12 @@ def judge_run(
             ]
             verdict_rounds.append(verdicts)
             rows.append(_values(metrics, verdicts, got, chunks, relevance, queries[query_id]))
-            for rank, judged in enumerate(verdicts, start=1):
-                relevant = gold_relevant(query_id, rank)
-                if relevant is not None:
-                    pairs.append((judged, relevant))
+        # Each chunk counts once in the calibration, with its first repeat's verdict: the
+        # repeats' disagreement is reported as flips, not as more labelled chunks.
+        for rank, judged in enumerate(verdict_rounds[0], start=1):
+            relevant = gold_relevant(query_id, rank)
+            if relevant is not None:
+                pairs.append((judged, relevant))
         per_query[query_id] = {m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}
         for metric in rows[0]:
             values = [r[metric] for r in rows]
