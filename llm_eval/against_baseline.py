@@ -29,6 +29,7 @@ from llm_eval.gate import (
 )
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
+from llm_eval.judge.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement
@@ -94,8 +95,9 @@ def compare(
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline)
+    labels = measurement.judge.labels if measurement.judge is not None else {}
     results = decide_gates(
-        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only
+        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only, labels
     )
     accepted = allow_gold_change or diff is None or diff.empty
     return Comparison(results, diff, only, accepted)
@@ -118,13 +120,43 @@ def decide_gates(
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
+    labels: PerQuery | None = None,
 ) -> tuple[GateResult, ...]:
-    """Every gate's verdict. The tests against the limits run batched across gates."""
+    """Every gate's verdict. The tests against the limits run batched across gates.
+    `labels` are the judged metrics the human labels give per query (`JudgeSummary`):
+    a gate on one of them checks its floor on the corrected value."""
     plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
     margins = _margin_tests(plans)
     return tuple(
-        _decide_gate(gate, scopes, now, baseline, only, queries, margins) for gate, scopes in plans
+        _decide_gate(
+            gate,
+            scopes,
+            now,
+            baseline,
+            only,
+            queries,
+            margins,
+            _corrected(gate, queries, now, only, labels or {}),
+        )
+        for gate, scopes in plans
     )
+
+
+def _corrected(
+    gate: Gate,
+    queries: Sequence[GoldQuery],
+    now: ScoreTable,
+    only: frozenset[str] | None,
+    labels: PerQuery,
+) -> Corrected | None:
+    """The gate's judged metric over its scope corrected by the human labels, when the
+    labels give it."""
+    metric = gate.metric
+    ids = [q for q in members(queries, gate.scope) if only is None or q in only]
+    predicted = {q: row[metric] for q in ids if metric in (row := now.per_query.get(q, {}))}
+    given = {q: labels[q][metric] for q in predicted if metric in labels.get(q, {})}
+    settings = gate.statistics
+    return correct(metric, predicted, given, settings.alpha, settings.seed) if given else None
 
 
 def _scopes(
@@ -226,21 +258,28 @@ def _decide_gate(
     only: frozenset[str] | None,
     queries: Sequence[GoldQuery],
     margins: Mapping[tuple[str, str | None], _Tested],
+    corrected: Corrected | None = None,
 ) -> GateResult:
     if not scopes:  # no paired test: the point estimate against the baseline's value
         ids = members(queries, gate.scope)
         current = value_over(now, ids, gate.metric, only)
         base = _baseline_value(baseline, ids, gate.metric, only)
-        return decide(gate, current.value, current.n, base)
+        return decide(gate, current.value, current.n, base, corrected=corrected)
     own, *tags = scopes
     if own.pairs is None:
-        return decide(gate, own.value, own.n, None)
+        return decide(gate, own.value, own.n, None, corrected=corrected)
     base_value = float(own.pairs[0].mean())
     tested = margins.get((gate.name, None))
     margin = None if tested is None else tested.margin
     slices = decide_slices(gate, [_slice_input(gate, piece, margins) for piece in tags])
     result = decide(
-        gate, own.value, own.n, base_value, slices if gate.per_tag else (), margin=margin
+        gate,
+        own.value,
+        own.n,
+        base_value,
+        slices if gate.per_tag else (),
+        margin=margin,
+        corrected=corrected,
     )
     return replace(result, power=_power(gate, own.pairs, margin, result.decision, base_value))
 

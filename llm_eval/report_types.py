@@ -46,6 +46,7 @@ class GateEntry(TypedDict):
     stats: dict[str, Any] | None
     statistics: dict[str, Any]
     slices: list[dict[str, Any]]
+    corrected: dict[str, Any] | None
     power_warning: str | None
     power: Power | None
 

@@ -74,6 +74,17 @@ def ci_range(metric: str, low: float | None, high: float | None) -> str:
     return f"{delta(metric, low).removesuffix(unit)} to {delta(metric, high)}"
 
 
+def corrected_phrase(
+    metric: str, estimate: float, low: float, high: float, confidence: float, judge: float
+) -> str:
+    """`context precision@5 0.312 (90% CI 0.250 to 0.371; the judge alone says 0.649)`."""
+    return (
+        f"{parse_metric(metric).label} {value(metric, estimate)} ({confidence * 100:.3g}% CI "
+        f"{value(metric, low)} to {value(metric, high)}; the judge alone says "
+        f"{value(metric, judge)})"
+    )
+
+
 def limits_text(
     metric: str, threshold: float | None, regression_max: float | None, relative: bool = False
 ) -> str:
@@ -181,17 +192,39 @@ def sentence(result: GateResult) -> str | None:
         clauses = ["could not be computed: no scored query in its scope"]
     else:
         clauses = []
-        if result.floor_ok is False and gate.threshold is not None:
-            where = (
-                "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
-            )
-            clauses.append(
-                f"is {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
-            )
+        clauses += _floor_clause(result)
         regression = _regression_clause(result)
         if regression is not None:
             clauses.append(regression if not clauses else f"and {regression}")
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def _floor_clause(result: GateResult) -> list[str]:
+    """`is 61.0%, below the floor 65.0%`; for a judged value corrected by the labels,
+    that value and its interval, and whether the floor is met when it cannot be told."""
+    gate, metric = result.gate, result.gate.metric
+    if gate.threshold is None or result.floor_ok is True:
+        return []
+    where = "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
+    floor = value(metric, gate.threshold)
+    fixed = result.corrected
+    if fixed is None:
+        return (
+            [f"is {value(metric, result.value)}, {where} {floor}"]
+            if result.floor_ok is False
+            else []
+        )
+    now = corrected_phrase(
+        metric,
+        fixed.corrected.mean,
+        fixed.corrected.low,
+        fixed.corrected.high,
+        1.0 - 2.0 * fixed.alpha,
+        fixed.raw.mean,
+    ).removeprefix(parse_metric(metric).label + " ")
+    if result.floor_ok is False:
+        return [f"corrected by your labels is {now}, {where} {floor}"]
+    return [f"corrected by your labels is {now}; whether it is {where} {floor} cannot be told"]
 
 
 def _suffix(result: GateResult) -> str:

@@ -366,8 +366,13 @@ def report_slices(
     return rows
 
 
-def judge_section(rng: random.Random, metric: str) -> dict[str, Any] | None:
-    """`build_report`'s judge section, from a random `JudgeSummary`."""
+def judge_section(rng: random.Random, metrics: Sequence[str]) -> dict[str, Any] | None:
+    """`build_report`'s judge section, from a random `JudgeSummary` (the judged values
+    of 30 queries, sometimes some of them labelled by a person)."""
+    metric = metrics[0]
+    now = {f"a-{i:03}": {m: rng.random() for m in metrics} for i in range(30)}
+    labelled = rng.sample(sorted(now), rng.choice((0, 1, 12, 30)))
+    labels = {q: {"context_precision@5": rng.random()} for q in labelled}
     calibration = None
     if rng.random() < 0.5:
         calibration = Calibration(
@@ -391,8 +396,9 @@ def judge_section(rng: random.Random, metric: str) -> dict[str, Any] | None:
         repeats=repeats,
         spread={metric: rng.random()} if repeats > 1 else {},
         flips=(("a-002", 3),) if repeats > 1 else (),
+        labels=labels,
     )
-    return core_report._judge(summary)
+    return core_report._judge(summary, ScoreTable(now), metrics)
 
 
 def assemble(
@@ -457,9 +463,11 @@ def reports(draw: st.DrawFn) -> dict[str, Any]:
     report = assemble(results, diff, accepted=gold == "accepted")
     rng = draw(st.randoms(use_true_random=False))
     if rng.random() < 0.25:
-        report["metrics"].append("context_recall")
-        report["metric_labels"]["context_recall"] = parse_metric("context_recall").label
-        report["judge"] = judge_section(rng, "context_recall")
+        judged = ["context_recall", "context_precision@5"]
+        for metric in judged:
+            report["metrics"].append(metric)
+            report["metric_labels"][metric] = parse_metric(metric).label
+        report["judge"] = judge_section(rng, judged)
     report["slices"] = report_slices(report["gates"], report["metrics"], rng)
     report["matching"]["ambiguous_count"] = rng.randint(0, 3)
     if draw(ONE_IN[3]):

@@ -60,6 +60,10 @@ class JudgeOutcome:
     """Per metric, the mean over queries of the range (max − min) across the repeats."""
     flips: tuple[tuple[str, int], ...] = ()
     """(query_id, rank) of the chunks whose verdict changed between repeats."""
+    labels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per judged query a person labelled (`reviewed`, every judged chunk labelled or
+    beyond the results), the judged metrics the gold labels also give: context
+    precision@k from the labels of the same chunks (`llm_eval.judge.correction`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +129,10 @@ def judge_run(
     rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
     _check_failures(client, [a for answers in rounds for a in answers.values()])
     relevance = _relevance(embeddings, gold, rounds)
+    by_id = {q.query_id: q for q in gold.queries}
     queries = {q.query_id: q.query for q in gold.queries}
     per_query: dict[str, dict[str, float]] = {}
+    labels: dict[str, dict[str, float]] = {}
     ranges: dict[str, list[float]] = {}
     flips: list[tuple[str, int]] = []
     pairs: list[tuple[int, bool]] = []
@@ -145,10 +151,12 @@ def judge_run(
             rows.append(_values(metrics, verdicts, got, chunks, relevance, queries[query_id]))
         # Each chunk counts once in the calibration, with its first repeat's verdict: the
         # repeats' disagreement is reported as flips, not as more labelled chunks.
-        for rank, judged in enumerate(verdict_rounds[0], start=1):
-            relevant = gold_relevant(query_id, rank)
-            if relevant is not None:
-                pairs.append((judged, relevant))
+        gold_verdicts = [gold_relevant(query_id, r) for r in range(1, len(verdict_rounds[0]) + 1)]
+        pairs += [
+            (j, g) for j, g in zip(verdict_rounds[0], gold_verdicts, strict=True) if g is not None
+        ]
+        if by_id[query_id].reviewed and gold_verdicts and None not in gold_verdicts:
+            labels[query_id] = _label_values(metrics, [int(bool(g)) for g in gold_verdicts], chunks)
         per_query[query_id] = {m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}
         for metric in rows[0]:
             values = [r[metric] for r in rows]
@@ -160,8 +168,31 @@ def judge_run(
         ]
     spread = {m: sum(r) / len(r) for m, r in ranges.items()} if repeats > 1 else {}
     return JudgeOutcome(
-        per_query, unscored, client.usage, calibration(pairs), repeats, spread, tuple(flips)
+        per_query,
+        unscored,
+        client.usage,
+        calibration(pairs),
+        repeats,
+        spread,
+        tuple(flips),
+        labels,
     )
+
+
+def _label_values(
+    metrics: Sequence[Metric], relevant: Sequence[int], chunks: int
+) -> dict[str, float]:
+    """The judged metrics the gold labels give too, from the labels of the judged chunks."""
+    return {
+        m.name: context_precision(relevant, m.k or chunks)
+        for m in metrics
+        if m.family.name in CORRECTABLE
+    }
+
+
+CORRECTABLE = {"context_precision"}
+"""Judged metrics built from chunk verdicts, which the gold labels give as well; the
+others (statements, answers, scores) have no human counterpart to correct them by."""
 
 
 def _relevance(
