@@ -19,7 +19,9 @@ from llm_eval.english import listed, plural
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
+    TOLERANCE,
     GateResult,
+    LabelCoverage,
     Power,
     SliceInput,
     allowed_change,
@@ -31,7 +33,7 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.judge.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
@@ -97,7 +99,13 @@ def compare(
         diff, only = check_comparable(inputs, baseline)
     labels = measurement.judge.labels if measurement.judge is not None else {}
     results = decide_gates(
-        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only, labels
+        inputs.gold.queries,
+        inputs.criteria.gates,
+        measurement.table,
+        baseline,
+        only,
+        labels,
+        inputs.gating_k,
     )
     accepted = allow_gold_change or diff is None or diff.empty
     return Comparison(results, diff, only, accepted)
@@ -121,25 +129,58 @@ def decide_gates(
     baseline: Baseline | None,
     only: frozenset[str] | None,
     labels: PerQuery | None = None,
+    default_k: int = 5,
 ) -> tuple[GateResult, ...]:
     """Every gate's verdict. The tests against the limits run batched across gates.
     `labels` are the judged metrics the human labels give per query (`JudgeSummary`):
-    a gate on one of them checks its floor on the corrected value."""
+    a gate on one of them checks its floor on the corrected value. A gate whose value
+    moved gets `judged@k` beside it (at its cutoff, else `default_k`), when measured."""
     plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
     margins = _margin_tests(plans)
-    return tuple(
-        _decide_gate(
-            gate,
-            scopes,
-            now,
-            baseline,
-            only,
-            queries,
-            margins,
-            _corrected(gate, queries, now, only, labels or {}),
-        )
-        for gate, scopes in plans
-    )
+    results = []
+    for gate, scopes in plans:
+        fixed = _corrected(gate, queries, now, only, labels or {})
+        result = _decide_gate(gate, scopes, now, baseline, only, queries, margins, fixed)
+        coverage = _coverage(result, queries, now, baseline, only, default_k)
+        results.append(replace(result, coverage=coverage))
+    return tuple(results)
+
+
+def _moved(result: GateResult) -> bool:
+    """Whether the gate's value moved from the baseline's."""
+    if result.margin is not None:
+        return result.margin.changed > 0
+    return result.delta is not None and abs(result.delta) > TOLERANCE
+
+
+def _coverage(
+    result: GateResult,
+    queries: Sequence[GoldQuery],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+    default_k: int,
+) -> LabelCoverage | None:
+    """judged@k over the gate's scored queries, now and at the baseline, when the gate's
+    value moved and judged@k was measured."""
+    gate = result.gate
+    metric = coverage_metric(gate.metric, default_k)
+    if metric is None or baseline is None or not _moved(result):
+        return None
+    ids = [
+        q
+        for q in members(queries, gate.scope)
+        if (only is None or q in only)
+        and gate.metric in (row := now.per_query.get(q, {}))
+        and metric in row
+    ]
+    if not ids:
+        return None
+    value = float(np.mean([now.per_query[q][metric] for q in ids]))
+    rows = [baseline.per_query.get(q, {}) for q in ids]
+    known = all(metric in row for row in rows)
+    before = float(np.mean([row[metric] for row in rows])) if known else None
+    return LabelCoverage(metric, value, before)
 
 
 def _corrected(

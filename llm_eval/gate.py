@@ -112,6 +112,23 @@ class Power:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelCoverage:
+    """`judged@k` over a gate's queries, shown beside a gate whose value moved: how much
+    of the top k the gold labels speak for, now and at the baseline."""
+
+    metric: str
+    value: float
+    baseline: float | None
+    """None when the baseline has no judged@k for these queries (made before it)."""
+
+    @property
+    def fell(self) -> bool:
+        """The labels cover less of the top k than at the baseline: part of the change
+        may be holes in the labels, not a change in quality."""
+        return self.baseline is not None and self.value < self.baseline - TOLERANCE
+
+
+@dataclass(frozen=True, slots=True)
 class GateResult:
     """The verdict of one gate, with every number a report needs."""
 
@@ -140,6 +157,8 @@ class GateResult:
     corrected: Corrected | None = None
     """A judged metric corrected by the human labels over the gate's scope; its
     interval decided the floor."""
+    coverage: LabelCoverage | None = None
+    """judged@k over the same queries, when the gate's value moved."""
 
     @property
     def blocking(self) -> bool:

@@ -2,8 +2,8 @@
 
 A *hit* is a retrieved document with a positive grade, credited at its first rank;
 every retrieved document with any grade in the qrels (0 and negative too) is also kept
-as *labelled*, for `judged@k`. Everything a relevance metric needs is in these arrays, so the metric kernels run
-over all queries at once (see `llm_eval.metrics`).
+as *labelled*, for `judged@k`. Everything a relevance metric needs is in these arrays,
+so the metric kernels run over all queries at once (see `llm_eval.metrics`).
 
 Two front ends build them:
 

@@ -288,6 +288,15 @@ def parse_metric(name: str) -> Metric:
     return Metric(family, _cutoff(name, family, match.group(2)))
 
 
+def coverage_metric(metric: str, default_k: int) -> str | None:
+    """The `judged@k` shown beside a gate on `metric` when its value moves: at the
+    metric's cutoff (else `default_k`); None for metrics not computed from the labels."""
+    parsed = parse_metric(metric)
+    if parsed.kind != "relevance" or parsed.family.name == "judged":
+        return None
+    return f"judged@{parsed.k or default_k}"
+
+
 def relevance_metric(name: str) -> Metric:
     """A metric computed from relevance labels; any other kind is an error saying so."""
     parsed = parse_metric(name)

@@ -30,6 +30,7 @@ from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
 from llm_eval.wording import (
+    coverage_sentence,
     power_sentence,
     sentence,
     slice_sentence,
@@ -82,6 +83,7 @@ def gate_entry(result: GateResult) -> GateEntry:
         },
         "slices": [_slice_entry(result, s) for s in result.slices],
         "corrected": corrected_entry(result.corrected),
+        "label_coverage": _coverage_entry(result),
         "power_warning": power_sentence(result),
         "power": None
         if result.power is None
@@ -89,6 +91,22 @@ def gate_entry(result: GateResult) -> GateEntry:
             "detectable_drop": result.power.detectable_drop,
             "queries_needed": result.power.queries_needed,
         },
+    }
+
+
+def _coverage_entry(result: GateResult) -> dict[str, Any] | None:
+    """judged@k beside a gate whose value moved, and whether it fell."""
+    coverage = result.coverage
+    if coverage is None:
+        return None
+    before = coverage.baseline
+    return {
+        "metric": coverage.metric,
+        "value": coverage.value,
+        "baseline": before,
+        "delta": None if before is None else coverage.value - before,
+        "fell": coverage.fell,
+        "sentence": coverage_sentence(result),
     }
 
 

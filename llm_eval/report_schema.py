@@ -103,6 +103,19 @@ _GATE = record(
         ),
         "slices": list_of(_GATE_SLICE),
         "corrected": optional(_CORRECTED),
+        "label_coverage": optional(
+            record(
+                {
+                    "metric": text,
+                    "value": number,
+                    "baseline": _maybe_number,
+                    "delta": _maybe_number,
+                    "fell": boolean,
+                    "sentence": text,
+                },
+                frozenset({"metric", "value", "fell", "sentence"}),
+            )
+        ),
     },
     frozenset(
         {"name", "metric", "metric_label", "scope", "severity", "status", "value", "baseline"}

@@ -47,6 +47,7 @@ class GateEntry(TypedDict):
     statistics: dict[str, Any]
     slices: list[dict[str, Any]]
     corrected: dict[str, Any] | None
+    label_coverage: dict[str, Any] | None
     power_warning: str | None
     power: Power | None
 

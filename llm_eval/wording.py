@@ -256,6 +256,32 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
     return f"{name} {clause}: more than the {_allowed(gate, piece.baseline)} allowed{suffix}"
 
 
+def coverage_sentence(result: GateResult) -> str | None:
+    """judged@k beside a gate whose value moved: `judged@5 (tier A) fell from 92.0% to
+    85.0% (−7.0 pp): …` when the labels cover less of the top k than at the baseline."""
+    coverage = result.coverage
+    if coverage is None:
+        return None
+    metric = coverage.metric
+    name = subject(metric, result.gate.scope.label())
+    now = value(metric, coverage.value)
+    if coverage.baseline is None:
+        return f"{name} is {now}; the baseline has none to compare (refresh it to keep one)"
+    before = value(metric, coverage.baseline)
+    if not coverage.fell:
+        return (
+            f"{name} is {now} (baseline {before}) beside {parse_metric(result.gate.metric).label}"
+        )
+    k = parse_metric(metric).k
+    change = delta(metric, coverage.value - coverage.baseline)
+    return (
+        f"{name} fell from {before} to {now} ({change}): "
+        f"the top {k} holds more results nobody labelled, so part of the "
+        f"{parse_metric(result.gate.metric).label} change may be holes in the labels; label "
+        "them before trusting it"
+    )
+
+
 def power_sentence(result: GateResult) -> str | None:
     """What the scope can tell: the drop it catches 4 times in 5."""
     power = result.power

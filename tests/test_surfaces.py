@@ -45,6 +45,7 @@ from llm_eval.formats.markdown import COMMENT_MARKER, STATUS_ICON, render_commen
 from llm_eval.formats.text import render_text
 from llm_eval.gate import (
     GateResult,
+    LabelCoverage,
     Power,
     SliceInput,
     allowed_change,
@@ -320,6 +321,11 @@ def gate_result(draw: st.DrawFn, index: int) -> GateResult:
         assert baseline is not None
         slices = slice_inputs(draw, gate, n)
     result = decide(gate, value, n, baseline, decide_slices(gate, slices), margin=margin)
+    labelled = parse_metric(metric).kind == "relevance" and parsed.k is not None
+    if paired and labelled and draw(BOOLEAN):  # the gate's value moved: judged@k beside it
+        before = None if draw(ONE_IN[4]) else draw(SCORE)
+        coverage = LabelCoverage(f"judged@{parsed.k}", draw(SCORE), before)
+        result = replace(result, coverage=coverage)
     if margin is not None and margin.n >= 2 and margin.changed:
         needed = None
         if result.decision == "inconclusive" and not draw(ONE_IN[4]):
@@ -795,6 +801,12 @@ def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
     check_terminal(
         report, renderings["text"], renderings["text, coloured"], renderings["text, ascii"]
     )
+    for gate in report["gates"]:  # judged@k beside a gate that moved, a warning if it fell
+        coverage = gate.get("label_coverage")
+        if coverage:
+            said = ("Warning: " if coverage["fell"] else "") + coverage["sentence"]
+            assert squashed(said) in squashed(renderings["text"])
+            assert squashed(escape_markdown(said)) in squashed(renderings["markdown"])
     check_markdown(report, renderings["markdown"], complete)
     assert renderings["comment"] == f"{COMMENT_MARKER}\n{renderings['markdown']}"
     check_junit(report, renderings["junit"])

@@ -108,6 +108,16 @@ def detail_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def coverage_lines(report: Mapping[str, Any]) -> list[str]:
+    """judged@k beside each gate whose value moved; a warning where it fell."""
+    lines = []
+    for gate in report["gates"]:
+        coverage = gate.get("label_coverage")
+        if coverage:
+            lines.append(f"{'Warning: ' if coverage['fell'] else ''}{coverage['sentence']}.")
+    return lines
+
+
 def judge_lines(report: Mapping[str, Any]) -> list[str]:
     """How far the judge agrees with the gold labels, then what it cost: printed before
     any judged number, so that a reader knows how far to trust those."""
