@@ -500,6 +500,7 @@ def build_report(
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
             *_cache_notes(from_cache, len(measurement.service)),
+            *_repeat_notes(measurement, baseline, metrics),
         ],
         "retrieval": {"from_cache": from_cache},
         "provenance": {
@@ -576,6 +577,26 @@ def _notes(
             verb = "differ" if name in ("criteria", "versions") else "differs"
             notes.append(f"The {name} {verb} from the baseline's.")
     return notes
+
+
+def _repeat_notes(
+    measurement: Measurement, baseline: Baseline | None, metrics: Sequence[str]
+) -> list[str]:
+    """The judged values and the baseline's must be means over as many repeats: the
+    judge's verdicts on a chunk that did not change then come from the same cache
+    entries on both sides and cancel; with more repeats on one side they add noise."""
+    judge = measurement.judge
+    judged = [m for m in metrics if parse_metric(m).kind == "judged"]
+    if judge is None or baseline is None or not set(judged) & set(baseline.metrics):
+        return []
+    before = baseline.judge_repeats or 1
+    if before == judge.repeats:
+        return []
+    return [
+        f"The baseline's judged values are means over {plural(before, 'repeat', 'repeats')}, "
+        f"these over {judge.repeats}: on chunks that did not change the judge's noise does "
+        f"not cancel. Refresh the baseline with --judge-repeat {judge.repeats}."
+    ]
 
 
 def _cache_notes(from_cache: int, answers: int) -> list[str]:

@@ -559,3 +559,29 @@ def test_the_stub_binds_a_free_port_with_port_0_and_prints_it() -> None:
         f"stub_openai: cannot listen on 127.0.0.1:{port}: Address already in use; "
         "pass --port 0 for a free port\n"
     )
+
+
+def test_the_baseline_is_judged_with_the_gates_repeats_and_a_mismatch_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve(stub.StubOpenAI(flaky=True)) as server:
+        root = write_project(tmp_path, server.url, concurrency=1)
+        monkeypatch.chdir(root)
+        options = ["--config", "llm-eval.yaml", "--criteria", "criteria.yaml"]
+        refresh = ["baseline", "refresh", *options, "--baseline", "base.json"]
+        assert main([*refresh, "--judge-repeat", "2"]) == 0
+        asked = len(server.requests)
+        assert asked == 14  # 7 questions, twice each
+        assert json.loads((root / "base.json").read_text())["judge_repeats"] == 2
+        # The same repeats: every verdict comes from the entries the baseline made, so
+        # the judge's noise on unchanged chunks cancels, and nothing is asked.
+        assert gate(root, monkeypatch, "--baseline", "base.json", "--judge-repeat", "2") == 0
+        assert len(server.requests) == asked
+        assert not [n for n in report(root)["notes"] if "repeat" in n]
+        assert gate(root, monkeypatch, "--baseline", "base.json") == 0
+    notes = [n for n in report(root)["notes"] if "repeat" in n]
+    assert notes == [
+        "The baseline's judged values are means over 2 repeats, these over 1: on chunks that "
+        "did not change the judge's noise does not cancel. Refresh the baseline with "
+        "--judge-repeat 1."
+    ]
