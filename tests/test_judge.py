@@ -585,3 +585,29 @@ def test_the_baseline_is_judged_with_the_gates_repeats_and_a_mismatch_is_reporte
         "did not change the judge's noise does not cancel. Refresh the baseline with "
         "--judge-repeat 1."
     ]
+
+
+def test_the_dry_run_estimate_tracks_the_tokens_the_endpoint_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once some calls are cached, the estimate of the others uses the tokens per
+    character the endpoint counted for them (the stub counts words, far from 4
+    characters a token): within 15% of what the run then counts."""
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
+        gold = (root / "gold.jsonl").read_text().splitlines(keepends=True)
+        (root / "gold.jsonl").write_text(gold[0])  # q1 alone first: its calls are cached
+        assert gate(root, monkeypatch) == 0
+        (root / "gold.jsonl").write_text("".join(gold))
+        capsys.readouterr()
+        assert gate(root, monkeypatch, "--dry-run") == 0
+        said = " ".join(capsys.readouterr().out.split())
+        found = re.search(r"about ([\d,]+) prompt and ([\d,]+) answer tokens", said)
+        assert found is not None, said
+        assert "as the endpoint counted them on the cached calls" in said
+        estimate = sum(int(n.replace(",", "")) for n in found.groups())
+        assert gate(root, monkeypatch) == 0
+    judged = report(root)["judge"]
+    counted = judged["prompt_tokens"] + judged["completion_tokens"]
+    assert judged["calls"] == 3  # q2's chunk, recall and sufficiency calls
+    assert abs(estimate - counted) <= 0.15 * counted, (estimate, counted)
