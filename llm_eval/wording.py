@@ -266,7 +266,7 @@ def coverage_sentence(result: GateResult) -> str | None:
     name = subject(metric, result.gate.scope.label())
     now = value(metric, coverage.value)
     if coverage.baseline is None:
-        return f"{name} is {now}; the baseline has none to compare (refresh it to keep one)"
+        return f"{name} is {now} (the baseline has no {parse_metric(metric).label} to compare)"
     before = value(metric, coverage.baseline)
     if not coverage.fell:
         return (

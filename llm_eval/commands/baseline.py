@@ -174,13 +174,17 @@ def _untimed(aggregates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
 
 
 def _queries_moved(old: Baseline, new: Baseline) -> int:
-    """The queries whose scores, first relevant rank or failure differ."""
+    """The queries whose scores, first relevant rank or failure differ. A measurement
+    kept beside the gated metrics (judged@k) that the old baseline never had does not by
+    itself move it: the file takes it at the next refresh that writes."""
+    had = {m for scores in old.per_query.values() for m in scores}
+    extra = {m for scores in new.per_query.values() for m in scores} - had - set(new.metrics)
 
     def row(baseline: Baseline, query_id: str) -> Any:
         scores = baseline.per_query.get(query_id)
         record = baseline.service.get(query_id)
         return (
-            dict(scores) if scores is not None else None,
+            {m: v for m, v in scores.items() if m not in extra} if scores is not None else None,
             baseline.first_relevant_rank.get(query_id),
             record is not None and record.error,
         )
