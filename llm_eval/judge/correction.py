@@ -8,12 +8,13 @@ over the queries of a scope, with N judged queries that carry no human label:
 
     θ̂ = mean over the N of Ŷ  +  mean over the n of (Y − Ŷ)     (the rectifier)
 
-The interval is the paper's Theorem 1 construction: a confidence set for the rectifier's
-mean at level α/2 plus one for the predictions' mean at α/2 (a union bound, so no
-independence between the two is needed). Each set here is the finite-sample betting bound of a
-bounded mean the gate's statistics use for graded scores (`stats.Betting`, Waudby-Smith
-& Ramdas 2024), not the paper's normal approximation, so the interval is valid at
-every n from 1 up, for every distribution in [0, 1]. With N = 0 (every judged query is
+The interval is the paper's general construction: a confidence set for the rectifier's
+mean at level δ plus one for the predictions' mean at α − δ, here δ = α/2 (a union
+bound, so no independence between the two is needed). Each set here is the
+finite-sample betting bound of a bounded mean that the gate's statistics use for graded
+scores (`stats.Betting`, Waudby-Smith & Ramdas 2024), not the paper's normal
+approximation, so the interval is valid at every n from 1 up, for every distribution
+in [0, 1]. With N = 0 (every judged query is
 labelled) the estimate is the labels' mean and its bound is at α. The guarantee assumes
 the labelled queries are like the others (a random sample of them); unlabelled chunks of
 a labelled query count as not relevant, as in trec_eval.
@@ -59,9 +60,11 @@ class Corrected:
 
 
 def mean_bounds(values: Sequence[float] | np.ndarray, alpha: float, seed: int = 0) -> Bounds:
-    """The mean of scores in [0, 1] with its one-sided alpha bounds."""
+    """The mean of scores in [0, 1] with its one-sided alpha bounds (kept in [0, 1],
+    where the mean lies)."""
     x = np.asarray(values, dtype=np.float64)
-    return _difference(x, np.zeros_like(x), alpha, seed)
+    found = _difference(x, np.zeros_like(x), alpha, seed)
+    return Bounds(found.mean, max(0.0, found.low), min(1.0, found.high))
 
 
 def _difference(y: np.ndarray, y_hat: np.ndarray, alpha: float, seed: int) -> Bounds:
