@@ -19,7 +19,9 @@ from llm_eval.english import listed, plural
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
+    TOLERANCE,
     GateResult,
+    LabelCoverage,
     Power,
     SliceInput,
     allowed_change,
@@ -29,8 +31,9 @@ from llm_eval.gate import (
 )
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
+from llm_eval.judge.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
@@ -94,8 +97,15 @@ def compare(
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline)
+    labels = measurement.judge.labels if measurement.judge is not None else {}
     results = decide_gates(
-        inputs.gold.queries, inputs.criteria.gates, measurement.table, baseline, only
+        inputs.gold.queries,
+        inputs.criteria.gates,
+        measurement.table,
+        baseline,
+        only,
+        labels,
+        inputs.gating_k,
     )
     accepted = allow_gold_change or diff is None or diff.empty
     return Comparison(results, diff, only, accepted)
@@ -118,13 +128,76 @@ def decide_gates(
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
+    labels: PerQuery | None = None,
+    default_k: int = 5,
 ) -> tuple[GateResult, ...]:
-    """Every gate's verdict. The tests against the limits run batched across gates."""
+    """Every gate's verdict. The tests against the limits run batched across gates.
+    `labels` are the judged metrics the human labels give per query (`JudgeSummary`):
+    a gate on one of them checks its floor on the corrected value. A gate whose value
+    moved gets `judged@k` beside it (at its cutoff, else `default_k`), when measured."""
     plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
     margins = _margin_tests(plans)
-    return tuple(
-        _decide_gate(gate, scopes, now, baseline, only, queries, margins) for gate, scopes in plans
-    )
+    results = []
+    for gate, scopes in plans:
+        fixed = _corrected(gate, queries, now, only, labels or {})
+        result = _decide_gate(gate, scopes, now, baseline, only, queries, margins, fixed)
+        coverage = _coverage(result, queries, now, baseline, only, default_k)
+        results.append(replace(result, coverage=coverage))
+    return tuple(results)
+
+
+def _moved(result: GateResult) -> bool:
+    """Whether the gate's value moved from the baseline's."""
+    if result.margin is not None:
+        return result.margin.changed > 0
+    return result.delta is not None and abs(result.delta) > TOLERANCE
+
+
+def _coverage(
+    result: GateResult,
+    queries: Sequence[GoldQuery],
+    now: ScoreTable,
+    baseline: Baseline | None,
+    only: frozenset[str] | None,
+    default_k: int,
+) -> LabelCoverage | None:
+    """judged@k over the gate's scored queries, now and at the baseline, when the gate's
+    value moved and judged@k was measured."""
+    gate = result.gate
+    metric = coverage_metric(gate.metric, default_k)
+    if metric is None or baseline is None or not _moved(result):
+        return None
+    ids = [
+        q
+        for q in members(queries, gate.scope)
+        if (only is None or q in only)
+        and gate.metric in (row := now.per_query.get(q, {}))
+        and metric in row
+    ]
+    if not ids:
+        return None
+    value = float(np.mean([now.per_query[q][metric] for q in ids]))
+    rows = [baseline.per_query.get(q, {}) for q in ids]
+    known = all(metric in row for row in rows)
+    before = float(np.mean([row[metric] for row in rows])) if known else None
+    return LabelCoverage(metric, value, before)
+
+
+def _corrected(
+    gate: Gate,
+    queries: Sequence[GoldQuery],
+    now: ScoreTable,
+    only: frozenset[str] | None,
+    labels: PerQuery,
+) -> Corrected | None:
+    """The gate's judged metric over its scope corrected by the human labels, when the
+    labels give it."""
+    metric = gate.metric
+    ids = [q for q in members(queries, gate.scope) if only is None or q in only]
+    predicted = {q: row[metric] for q in ids if metric in (row := now.per_query.get(q, {}))}
+    given = {q: labels[q][metric] for q in predicted if metric in labels.get(q, {})}
+    settings = gate.statistics
+    return correct(metric, predicted, given, settings.alpha, settings.seed) if given else None
 
 
 def _scopes(
@@ -226,21 +299,28 @@ def _decide_gate(
     only: frozenset[str] | None,
     queries: Sequence[GoldQuery],
     margins: Mapping[tuple[str, str | None], _Tested],
+    corrected: Corrected | None = None,
 ) -> GateResult:
     if not scopes:  # no paired test: the point estimate against the baseline's value
         ids = members(queries, gate.scope)
         current = value_over(now, ids, gate.metric, only)
         base = _baseline_value(baseline, ids, gate.metric, only)
-        return decide(gate, current.value, current.n, base)
+        return decide(gate, current.value, current.n, base, corrected=corrected)
     own, *tags = scopes
     if own.pairs is None:
-        return decide(gate, own.value, own.n, None)
+        return decide(gate, own.value, own.n, None, corrected=corrected)
     base_value = float(own.pairs[0].mean())
     tested = margins.get((gate.name, None))
     margin = None if tested is None else tested.margin
     slices = decide_slices(gate, [_slice_input(gate, piece, margins) for piece in tags])
     result = decide(
-        gate, own.value, own.n, base_value, slices if gate.per_tag else (), margin=margin
+        gate,
+        own.value,
+        own.n,
+        base_value,
+        slices if gate.per_tag else (),
+        margin=margin,
+        corrected=corrected,
     )
     return replace(result, power=_power(gate, own.pairs, margin, result.decision, base_value))
 

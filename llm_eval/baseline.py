@@ -38,6 +38,10 @@ class Baseline:
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
     """Per query: latency and whether it failed (for service metrics), as measured by the
     refresh that last wrote the file."""
+    judge_repeats: int | None = None
+    """How many times the judge was asked each question for the judged values (None:
+    no judged metric). A gate comparing means over another number of repeats does not
+    cancel the judge's noise on unchanged chunks, so the report says so."""
     source: str | None = field(default=None, compare=False)
     """The file it was read from (None for one computed in memory)."""
 
@@ -64,4 +68,5 @@ class Baseline:
             "service": {
                 q: {"latency_ms": r.latency_ms, "error": r.error} for q, r in self.service.items()
             },
+            **({} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}),
         }

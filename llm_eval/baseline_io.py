@@ -100,6 +100,7 @@ def _parse(data: Any, path: str) -> Baseline:
             qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
             for qid, row in data.get("service", {}).items()
         },
+        judge_repeats=data.get("judge_repeats"),
         source=path,
     )
 
@@ -139,7 +140,8 @@ _SCHEMA: dict[str, Check] = {
     "first_relevant_rank": map_of(whole(0)),
     "per_query": map_of(map_of(number)),
     "service": map_of(record({"latency_ms": optional(number), "error": boolean})),
+    "judge_repeats": whole(1),
 }
 """Every key of the document and how its value is checked."""
 
-_OPTIONAL = frozenset({"git_commit", "service"})
+_OPTIONAL = frozenset({"git_commit", "service", "judge_repeats"})

@@ -16,6 +16,12 @@ as unchanged, whatever its size. A failed check makes an `error` gate `fail` and
 the merge when the gate's `on_inconclusive` is `fail`. With `significance: off` the
 plain point estimate decides (pass or fail).
 
+A judged gate whose metric the gold labels also give (context precision@k) checks its
+floor on the value corrected by the human labels (`llm_eval.judge.correction`): it
+misses the floor when the corrected interval lies wholly below it, meets it when the
+interval lies wholly above, and cannot tell otherwise (inconclusive, as a regression
+check that cannot tell).
+
 Each gate and slice ends in one record: its status and the reason for it (`Reason`),
 which every rendering reads and none decides again.
 
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from llm_eval.criteria import Gate
+from llm_eval.judge.correction import Corrected
 from llm_eval.metrics import parse_metric
 from llm_eval.report_types import Status
 from llm_eval.stats import MarginTest
@@ -105,6 +112,23 @@ class Power:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelCoverage:
+    """`judged@k` over a gate's queries, shown beside a gate whose value moved: how much
+    of the top k the gold labels speak for, now and at the baseline."""
+
+    metric: str
+    value: float
+    baseline: float | None
+    """None when the baseline has no judged@k for these queries (made before it)."""
+
+    @property
+    def fell(self) -> bool:
+        """The labels cover less of the top k than at the baseline: part of the change
+        may be holes in the labels, not a change in quality."""
+        return self.baseline is not None and self.value < self.baseline - TOLERANCE
+
+
+@dataclass(frozen=True, slots=True)
 class GateResult:
     """The verdict of one gate, with every number a report needs."""
 
@@ -130,6 +154,11 @@ class GateResult:
     on_inconclusive: Literal["fail", "warn"] = "warn"
     """What an inconclusive regression check does to the gate."""
     reason: Reason = "within"
+    corrected: Corrected | None = None
+    """A judged metric corrected by the human labels over the gate's scope; its
+    interval decided the floor."""
+    coverage: LabelCoverage | None = None
+    """judged@k over the same queries, when the gate's value moved."""
 
     @property
     def blocking(self) -> bool:
@@ -188,6 +217,18 @@ def _within_floor(gate: Gate, value: float) -> bool:
     return value >= gate.threshold - TOLERANCE
 
 
+def _floor(gate: Gate, value: float, corrected: Corrected | None) -> bool | None:
+    """Whether the floor holds: on the value, or with a correction on its interval
+    (None: the interval straddles the floor, which cannot be told)."""
+    if corrected is None:
+        return _within_floor(gate, value)
+    if _within_floor(gate, corrected.corrected.low):
+        return True
+    if not _within_floor(gate, corrected.corrected.high):
+        return False
+    return None
+
+
 def _zone(gate: Gate, exceeded: bool | None, margin: MarginTest | None) -> Decision:
     """Where the change lies against the limit (see the module docstring)."""
     settings = gate.statistics
@@ -224,6 +265,8 @@ def _reason(
     """The one reason behind the gate's status (see `Reason`)."""
     if not computable:
         return "no_data"
+    if floor_ok is None and gate.threshold is not None:
+        return "cannot_tell"  # the corrected interval straddles the floor
     if floor_ok is False:
         return "both" if decision == "fail" else "floor"
     if decision == "fail":
@@ -254,16 +297,18 @@ def decide(
     slices: Sequence[SliceResult] = (),
     power: Power | None = None,
     margin: MarginTest | None = None,
+    corrected: Corrected | None = None,
 ) -> GateResult:
     """Check one gate's floor and regression limit (and fold in its slices).
 
     `margin` is the paired test of the change against the limit; without one (no
-    paired test for the metric) the point estimate decides.
+    paired test for the metric) the point estimate decides. With `corrected`, the
+    floor is checked on the corrected interval (module docstring).
     """
     computable = n > 0 and not math.isnan(value)
     floor_ok = None
     if gate.threshold is not None:
-        floor_ok = computable and _within_floor(gate, value)
+        floor_ok = _floor(gate, value, corrected) if computable else False
     exceeded = _exceeded(gate, value, baseline)
     decision: Decision | None = None
     statuses: list[Status] = []
@@ -274,6 +319,8 @@ def decide(
     if missed:
         # A missed floor is certain: it is not hidden behind "cannot tell" on the drop.
         statuses = [_by_severity(gate)]
+    elif floor_ok is None and gate.threshold is not None:
+        statuses.append("inconclusive")
     # A slice that cannot tell is information; only a slice beyond the limit counts.
     statuses += [s.status for s in slices if s.status in ("warn", "fail")]
     regression_ok = None if exceeded is None else not exceeded
@@ -293,6 +340,7 @@ def decide(
         decision,
         _on_inconclusive(gate, exceeded),
         reason,
+        corrected,
     )
 
 

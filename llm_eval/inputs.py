@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from llm_eval.config import EvalConfig
 from llm_eval.criteria import Criteria
 from llm_eval.gold import GoldSet
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.scoring import Scoring
 
 DEFAULT_GATING_K = 5
@@ -28,6 +28,12 @@ class Inputs:
     def metrics(self) -> tuple[str, ...]:
         """Metrics to compute: the reported ones, then the ones gates need."""
         return tuple(dict.fromkeys([*self.config.metrics, *self.criteria.metrics()]))
+
+    @property
+    def coverage_metrics(self) -> tuple[str, ...]:
+        """The `judged@k` shown beside the gates on relevance metrics, also measured."""
+        wanted = (coverage_metric(g.metric, self.gating_k) for g in self.criteria.gates)
+        return tuple(dict.fromkeys(m for m in wanted if m is not None))
 
     @property
     def gating_k(self) -> int:

@@ -1,8 +1,9 @@
 """Turn qrels and a run into flat arrays of judged hits: the input of every metric kernel.
 
-A *hit* is a retrieved document with a positive grade, credited at its first rank.
-Everything a relevance metric needs is in these arrays, so the metric kernels run
-over all queries at once (see `llm_eval.metrics`).
+A *hit* is a retrieved document with a positive grade, credited at its first rank;
+every retrieved document with any grade in the qrels (0 and negative too) is also kept
+as *labelled*, for `judged@k`. Everything a relevance metric needs is in these arrays,
+so the metric kernels run over all queries at once (see `llm_eval.metrics`).
 
 Two front ends build them:
 
@@ -80,6 +81,10 @@ class Judgments:
     """Per positive qrels entry: its 1-based position in the ideal ranking."""
     ideal_grade: IntArray
     """Per positive qrels entry: its grade."""
+    labelled_query: IntArray
+    """Per retrieved document with any grade in the qrels: the query index (sorted)."""
+    labelled_rank: IntArray
+    """Per retrieved document with any grade in the qrels: its 1-based rank."""
     relevance_level: int
     missing: tuple[str, ...]
     """Evaluated queries absent from the run (they score 0 everywhere)."""
@@ -152,7 +157,8 @@ def _flatten_qrels(judged: Iterable[Mapping[str, int]]) -> tuple[IntArray, IntAr
 
 
 class _QrelsIndex:
-    """The qrels as arrays: evaluated queries and their positive entries, grouped by query."""
+    """The qrels as arrays: evaluated queries and all their entries (any grade), grouped
+    by query."""
 
     def __init__(self, qrels: Qrels, relevance_level: int) -> None:
         self.qrels = qrels
@@ -164,15 +170,15 @@ class _QrelsIndex:
         all_ids = list(qrels)
         self.query_ids = _kept(all_ids, self.evaluated)
         self.rejection = _kept(all_ids, ~self.evaluated)
-        positive = (grades > 0) & self.evaluated[owner]
-        self.docs = _kept(docs, positive)
-        """Per positive entry: its document id."""
-        self.grades = grades[positive]
-        """Per positive entry: its grade."""
-        self.query = (np.cumsum(self.evaluated) - 1)[owner[positive]]
-        """Per positive entry: its query's index among the evaluated queries."""
+        kept = self.evaluated[owner]
+        self.docs = _kept(docs, kept)
+        """Per entry: its document id."""
+        self.grades = grades[kept]
+        """Per entry: its grade."""
+        self.query = (np.cumsum(self.evaluated) - 1)[owner[kept]]
+        """Per entry: its query's index among the evaluated queries."""
         self.count = np.bincount(self.query, minlength=len(self.query_ids))
-        """Per evaluated query: its positive entries, which start at `start`."""
+        """Per evaluated query: its entries, which start at `start`."""
         self.start = np.cumsum(self.count) - self.count
 
     @functools.cached_property
@@ -192,7 +198,7 @@ class _QrelsIndex:
         return np.fromiter(lookups, np.int64, len(run_ids))
 
     def entries_of(self, queries: IntArray) -> tuple[IntArray, IntArray, list[str]]:
-        """The positive entries of these queries, grouped by query: indices, counts, doc ids."""
+        """The entries of these queries, grouped by query: indices, counts, doc ids."""
         if np.array_equal(queries, np.arange(len(self.query_ids))):
             return np.arange(len(self.docs)), self.count, self.docs
         counts = self.count[queries]
@@ -201,15 +207,19 @@ class _QrelsIndex:
 
     def ideal(self) -> tuple[IntArray, IntArray, IntArray]:
         """Per positive entry, by query then grade descending: query, position, grade."""
-        order = np.lexsort((-self.grades, self.query))
-        queries, grades = self.query[order], self.grades[order]
-        positions = np.arange(queries.size, dtype=np.int64) - np.repeat(self.start, self.count)
+        positive = self.grades > 0
+        query, grades = self.query[positive], self.grades[positive]
+        order = np.lexsort((-grades, query))
+        queries, grades = query[order], grades[order]
+        count = np.bincount(query, minlength=len(self.query_ids))
+        start = np.cumsum(count) - count
+        positions = np.arange(queries.size, dtype=np.int64) - np.repeat(start, count)
         return queries, positions + 1, grades
 
     def freeze(
         self, hit_entries: IntArray, hit_rank: IntArray, answered: npt.NDArray[np.bool_], other: int
     ) -> Judgments:
-        """Judgments from the positive entries that were retrieved and their ranks.
+        """Judgments from the entries that were retrieved and their ranks.
 
         `answered` flags the evaluated queries found in the run; `other` counts the run
         queries that are not in the qrels.
@@ -218,6 +228,9 @@ class _QrelsIndex:
         # One stable sort on a combined key orders the hits by query, then rank.
         key = hit_query * (int(hit_rank.max(initial=0)) + 1) + hit_rank
         order = np.argsort(key, kind="stable")
+        labelled_query, labelled_rank = hit_query[order], hit_rank[order].astype(np.int64)
+        positive = self.grades[hit_entries][order] > 0
+        order = order[positive]
         ideal_query, ideal_position, ideal_grade = self.ideal()
         relevant = self.grades >= self.relevance_level
         return Judgments(
@@ -229,6 +242,8 @@ class _QrelsIndex:
             ideal_query=ideal_query,
             ideal_position=ideal_position,
             ideal_grade=ideal_grade,
+            labelled_query=labelled_query,
+            labelled_rank=labelled_rank,
             relevance_level=self.relevance_level,
             missing=tuple(itertools.compress(self.query_ids, (~answered).tolist())),
             rejection=tuple(self.rejection),
@@ -300,7 +315,7 @@ def judge_scored_chunks(
 def _scored_hits(
     index: _QrelsIndex, queries: IntArray, lists: Iterable[Mapping[str, float]]
 ) -> tuple[IntArray, IntArray, list[dict[str, float]]]:
-    """Positive entries retrieved in `lists` (one per query of `queries`), ranks, lists read."""
+    """Entries retrieved in `lists` (one per query of `queries`), ranks, lists read."""
     entries, counts, docs = index.entries_of(queries)
     read, lengths, flat, scores = _read_scores(lists, counts.tolist(), docs)
     if np.isnan(flat).any():

@@ -19,6 +19,12 @@ Conventions are trec_eval's (the reference behind pytrec_eval):
 - R-precision is the precision at R, the number of relevant documents;
 - nDCG uses the raw grades as gains (trec_eval's `ndcg_cut`) with discount
   1/log2(rank + 1); `ndcg_exp` uses gain 2^grade - 1 (Burges et al.).
+
+`judged@k` is not a trec_eval measure: it is ir_measures' `Judged@k`, the share of the
+top k with any grade in the qrels (0 and negative too), divided by k like P@k; a
+document repeated in a list counts at its first rank only. It says how much of what
+the retriever returns the labels can speak for: a new retriever that surfaces
+relevant but unlabelled chunks looks like a recall drop, and its judged@k falls.
 """
 
 from __future__ import annotations
@@ -177,6 +183,12 @@ def _precision(j: Judgments, k: int | None) -> FloatArray:
     return _relevant_count(j, k) / k
 
 
+def _judged(j: Judgments, k: int | None) -> FloatArray:
+    assert k is not None
+    within = j.labelled_query[j.labelled_rank <= k]
+    return np.bincount(within, minlength=len(j.query_ids)).astype(np.float64) / k
+
+
 def _hit_rate(j: Judgments, k: int | None) -> FloatArray:
     return (_relevant_count(j, k) > 0).astype(np.float64)
 
@@ -276,6 +288,15 @@ def parse_metric(name: str) -> Metric:
     return Metric(family, _cutoff(name, family, match.group(2)))
 
 
+def coverage_metric(metric: str, default_k: int) -> str | None:
+    """The `judged@k` shown beside a gate on `metric` when its value moves: at the
+    metric's cutoff (else `default_k`); None for metrics not computed from the labels."""
+    parsed = parse_metric(metric)
+    if parsed.kind != "relevance" or parsed.family.name == "judged":
+        return None
+    return f"judged@{parsed.k or default_k}"
+
+
 def relevance_metric(name: str) -> Metric:
     """A metric computed from relevance labels; any other kind is an error saying so."""
     parsed = parse_metric(name)
@@ -355,6 +376,15 @@ _relevance(
     "nDCG, gain 2^grade - 1",
     "nDCG(exp)",
     "score",
+)
+_relevance(
+    "judged",
+    _judged,
+    "required",
+    "share of the top k carrying any gold label (relevant or not): where it falls, the "
+    "labels have holes the retriever now reaches",
+    "judged",
+    "share",
 )
 _relevance(
     "rprec",

@@ -37,8 +37,9 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
 def measure(inputs: Inputs, run: Run, judge: JudgeOptions | None = None) -> Measurement:
     """Score every gold query on every metric the report and the gates need, asking the
     judge model for the judged ones."""
+    metrics = tuple(dict.fromkeys([*inputs.metrics, *inputs.coverage_metrics]))
     measurement = score_run(
-        inputs.gold, run, inputs.metrics, inputs.config.relevance_level, inputs.scoring
+        inputs.gold, run, metrics, inputs.config.relevance_level, inputs.scoring
     )
     judged = [m for m in map(parse_metric, inputs.metrics) if m.kind == "judged"]
     if not judged:

@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_eval.against_baseline import Comparison, RankChange, describe_diff, rank_changes
 from llm_eval.baseline import Baseline
+from llm_eval.criteria import Statistics
 from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
@@ -22,12 +23,14 @@ from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdi
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.judge.arithmetic import JudgeSummary
+from llm_eval.judge.correction import Corrected, correct
 from llm_eval.metrics import parse_metric
 from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
 from llm_eval.wording import (
+    coverage_sentence,
     power_sentence,
     sentence,
     slice_sentence,
@@ -79,6 +82,8 @@ def gate_entry(result: GateResult) -> GateEntry:
             "on_inconclusive": result.on_inconclusive,
         },
         "slices": [_slice_entry(result, s) for s in result.slices],
+        "corrected": corrected_entry(result.corrected),
+        "label_coverage": _coverage_entry(result),
         "power_warning": power_sentence(result),
         "power": None
         if result.power is None
@@ -86,6 +91,41 @@ def gate_entry(result: GateResult) -> GateEntry:
             "detectable_drop": result.power.detectable_drop,
             "queries_needed": result.power.queries_needed,
         },
+    }
+
+
+def _coverage_entry(result: GateResult) -> dict[str, Any] | None:
+    """judged@k beside a gate whose value moved, and whether it fell."""
+    coverage = result.coverage
+    if coverage is None:
+        return None
+    before = coverage.baseline
+    return {
+        "metric": coverage.metric,
+        "value": coverage.value,
+        "baseline": before,
+        "delta": None if before is None else coverage.value - before,
+        "fell": coverage.fell,
+        "sentence": coverage_sentence(result),
+    }
+
+
+def corrected_entry(corrected: Corrected | None) -> dict[str, Any] | None:
+    """A judged value corrected by the human labels (`llm_eval.judge.correction`)."""
+    if corrected is None:
+        return None
+    return {
+        "metric": corrected.metric,
+        "value": corrected.corrected.mean,
+        "ci_low": corrected.corrected.low,
+        "ci_high": corrected.corrected.high,
+        "judge": corrected.raw.mean,
+        "judge_ci_low": corrected.raw.low,
+        "judge_ci_high": corrected.raw.high,
+        "labelled": corrected.labelled,
+        "unlabelled": corrected.unlabelled,
+        "confidence": 1.0 - 2.0 * corrected.alpha,
+        "method": "prediction-powered",
     }
 
 
@@ -297,12 +337,37 @@ def _context(measurement: Measurement) -> dict[str, Any] | None:
     }
 
 
-def _judge(summary: JudgeSummary | None) -> dict[str, Any] | None:
-    """The judge's model, calls, tokens, cost and agreement with the gold labels."""
+def _corrections(
+    summary: JudgeSummary, now: ScoreTable, metrics: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each judged metric the human labels give too, over all judged queries, corrected
+    at the default alpha of the gates' statistics."""
+    entries = []
+    for metric in metrics:
+        predicted = {q: row[metric] for q, row in now.per_query.items() if metric in row}
+        labels = {
+            q: summary.labels[q][metric] for q in predicted if metric in summary.labels.get(q, {})
+        }
+        entry = corrected_entry(correct(metric, predicted, labels, Statistics().alpha))
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _judge(
+    summary: JudgeSummary | None, now: ScoreTable, metrics: Sequence[str]
+) -> dict[str, Any] | None:
+    """The judge's model, calls, tokens, cost and agreement with the gold labels, and
+    its values corrected by the labels."""
     if summary is None:
         return None
     calibration = summary.calibration
+    judged = [m for m in metrics if parse_metric(m).kind == "judged"]
+    corrected = _corrections(summary, now, judged)
+    fixed = {c["metric"] for c in corrected}
     return {
+        "corrected": corrected,
+        "uncorrected": [m for m in judged if m not in fixed],
         "model": summary.model,
         "calls": summary.calls,
         "cached": summary.cached,
@@ -430,11 +495,12 @@ def build_report(
         "rejections": _rejections(inputs, measurement),
         "context": _context(measurement),
         "gold_changes": _gold_changes(comparison, by_id),
-        "judge": _judge(measurement.judge),
+        "judge": _judge(measurement.judge, now_scores, metrics),
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
             *_cache_notes(from_cache, len(measurement.service)),
+            *_repeat_notes(measurement, baseline, metrics),
         ],
         "retrieval": {"from_cache": from_cache},
         "provenance": {
@@ -511,6 +577,26 @@ def _notes(
             verb = "differ" if name in ("criteria", "versions") else "differs"
             notes.append(f"The {name} {verb} from the baseline's.")
     return notes
+
+
+def _repeat_notes(
+    measurement: Measurement, baseline: Baseline | None, metrics: Sequence[str]
+) -> list[str]:
+    """The judged values and the baseline's must be means over as many repeats: the
+    judge's verdicts on a chunk that did not change then come from the same cache
+    entries on both sides and cancel; with more repeats on one side they add noise."""
+    judge = measurement.judge
+    judged = [m for m in metrics if parse_metric(m).kind == "judged"]
+    if judge is None or baseline is None or not set(judged) & set(baseline.metrics):
+        return []
+    before = baseline.judge_repeats or 1
+    if before == judge.repeats:
+        return []
+    return [
+        f"The baseline's judged values are means over {plural(before, 'repeat', 'repeats')}, "
+        f"these over {judge.repeats}: on chunks that did not change the judge's noise does "
+        f"not cancel. Refresh the baseline with --judge-repeat {judge.repeats}."
+    ]
 
 
 def _cache_notes(from_cache: int, answers: int) -> list[str]:

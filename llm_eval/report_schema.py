@@ -63,6 +63,19 @@ _GATE_SLICE = record(
     },
     frozenset({"slice", "status"}),
 )
+_CORRECTED = record(
+    {
+        "metric": text,
+        "value": number,
+        "ci_low": number,
+        "ci_high": number,
+        "judge": number,
+        "labelled": whole(1),
+        "unlabelled": _count,
+        "confidence": number,
+    },
+    frozenset({"metric", "value", "ci_low", "ci_high", "judge", "labelled", "confidence"}),
+)
 _GATE = record(
     {
         "name": text,
@@ -89,6 +102,20 @@ _GATE = record(
             record({"detectable_drop": _maybe_number, "queries_needed": optional(_count)})
         ),
         "slices": list_of(_GATE_SLICE),
+        "corrected": optional(_CORRECTED),
+        "label_coverage": optional(
+            record(
+                {
+                    "metric": text,
+                    "value": number,
+                    "baseline": _maybe_number,
+                    "delta": _maybe_number,
+                    "fell": boolean,
+                    "sentence": text,
+                },
+                frozenset({"metric", "value", "fell", "sentence"}),
+            )
+        ),
     },
     frozenset(
         {"name", "metric", "metric_label", "scope", "severity", "status", "value", "baseline"}
@@ -196,6 +223,7 @@ REPORT: Check = record(
         "changes": _CHANGES,
         "queries": _QUERIES,
         "gold_changes": optional(_GOLD_CHANGES),
+        "judge": optional(record({"corrected": list_of(_CORRECTED), "uncorrected": list_of(text)})),
         "notes": list_of(text),
         "provenance": _PROVENANCE,
         "timings": map_of(_maybe_number),

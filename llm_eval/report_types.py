@@ -46,6 +46,8 @@ class GateEntry(TypedDict):
     stats: dict[str, Any] | None
     statistics: dict[str, Any]
     slices: list[dict[str, Any]]
+    corrected: dict[str, Any] | None
+    label_coverage: dict[str, Any] | None
     power_warning: str | None
     power: Power | None
 

@@ -68,11 +68,11 @@ class RetrievalCache:
             return None
         with self._lock:
             self._hits += 1
-        return Hits(entry.results, entry.latency_ms)
+        return Hits(entry.results, entry.latency_ms, entry.answer)
 
     def put(self, query: str, top_k: int, hits: Hits) -> None:
         """Store the results of a query that succeeded (a failed write is no error)."""
         key = entry_key(query, top_k)
-        entry = Run({key: QueryResults(key, hits.results, hits.latency_ms)})
+        entry = Run({key: QueryResults(key, hits.results, hits.latency_ms, answer=hits.answer)})
         with contextlib.suppress(OSError):  # the cache only saves time; a full disk is no error
             write_atomic(self.folder / f"{key}.jsonl", dump_jsonl(entry))

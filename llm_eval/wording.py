@@ -74,6 +74,17 @@ def ci_range(metric: str, low: float | None, high: float | None) -> str:
     return f"{delta(metric, low).removesuffix(unit)} to {delta(metric, high)}"
 
 
+def corrected_phrase(
+    metric: str, estimate: float, low: float, high: float, confidence: float, judge: float
+) -> str:
+    """`context precision@5 0.312 (90% CI 0.250 to 0.371; the judge alone says 0.649)`."""
+    return (
+        f"{parse_metric(metric).label} {value(metric, estimate)} ({confidence * 100:.3g}% CI "
+        f"{value(metric, low)} to {value(metric, high)}; the judge alone says "
+        f"{value(metric, judge)})"
+    )
+
+
 def limits_text(
     metric: str, threshold: float | None, regression_max: float | None, relative: bool = False
 ) -> str:
@@ -181,17 +192,39 @@ def sentence(result: GateResult) -> str | None:
         clauses = ["could not be computed: no scored query in its scope"]
     else:
         clauses = []
-        if result.floor_ok is False and gate.threshold is not None:
-            where = (
-                "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
-            )
-            clauses.append(
-                f"is {value(metric, result.value)}, {where} {value(metric, gate.threshold)}"
-            )
+        clauses += _floor_clause(result)
         regression = _regression_clause(result)
         if regression is not None:
             clauses.append(regression if not clauses else f"and {regression}")
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def _floor_clause(result: GateResult) -> list[str]:
+    """`is 61.0%, below the floor 65.0%`; for a judged value corrected by the labels,
+    that value and its interval, and whether the floor is met when it cannot be told."""
+    gate, metric = result.gate, result.gate.metric
+    if gate.threshold is None or result.floor_ok is True:
+        return []
+    where = "above the ceiling" if parse_metric(metric).lower_is_better else "below the floor"
+    floor = value(metric, gate.threshold)
+    fixed = result.corrected
+    if fixed is None:
+        return (
+            [f"is {value(metric, result.value)}, {where} {floor}"]
+            if result.floor_ok is False
+            else []
+        )
+    now = corrected_phrase(
+        metric,
+        fixed.corrected.mean,
+        fixed.corrected.low,
+        fixed.corrected.high,
+        1.0 - 2.0 * fixed.alpha,
+        fixed.raw.mean,
+    ).removeprefix(parse_metric(metric).label + " ")
+    if result.floor_ok is False:
+        return [f"corrected by your labels is {now}, {where} {floor}"]
+    return [f"corrected by your labels is {now}; whether it is {where} {floor} cannot be told"]
 
 
 def _suffix(result: GateResult) -> str:
@@ -221,6 +254,32 @@ def slice_sentence(result: GateResult, piece: SliceResult) -> str | None:
         return f"{name} {clause}; {_cannot_be_told(gate, piece.baseline)}"
     suffix = " (warning)" if gate.severity == "warning" else ""
     return f"{name} {clause}: more than the {_allowed(gate, piece.baseline)} allowed{suffix}"
+
+
+def coverage_sentence(result: GateResult) -> str | None:
+    """judged@k beside a gate whose value moved: `judged@5 (tier A) fell from 92.0% to
+    85.0% (−7.0 pp): …` when the labels cover less of the top k than at the baseline."""
+    coverage = result.coverage
+    if coverage is None:
+        return None
+    metric = coverage.metric
+    name = subject(metric, result.gate.scope.label())
+    now = value(metric, coverage.value)
+    if coverage.baseline is None:
+        return f"{name} is {now} (the baseline has no {parse_metric(metric).label} to compare)"
+    before = value(metric, coverage.baseline)
+    if not coverage.fell:
+        return (
+            f"{name} is {now} (baseline {before}) beside {parse_metric(result.gate.metric).label}"
+        )
+    k = parse_metric(metric).k
+    change = delta(metric, coverage.value - coverage.baseline)
+    return (
+        f"{name} fell from {before} to {now} ({change}): "
+        f"the top {k} holds more results nobody labelled, so part of the "
+        f"{parse_metric(result.gate.metric).label} change may be holes in the labels; label "
+        "them before trusting it"
+    )
 
 
 def power_sentence(result: GateResult) -> str | None:

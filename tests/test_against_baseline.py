@@ -112,3 +112,43 @@ def same(batched: MarginTest | None, alone: MarginTest) -> bool:
         if a != (pytest.approx(b, rel=1e-12) if isinstance(b, float) else b):
             return False
     return True
+
+
+def with_judged(recall: list[float], judged: list[float]) -> dict[str, dict[str, float]]:
+    return {
+        f"q{i}": {"recall@5": r, "judged@5": j}
+        for i, (r, j) in enumerate(zip(recall, judged, strict=True))
+    }
+
+
+@pytest.mark.parametrize(
+    ("now_judged", "before_has", "expected"),
+    [
+        ([0.4] * 4, True, (0.4, 0.8, True)),  # the labels cover less of the top 5: a warning
+        ([0.8] * 4, True, (0.8, 0.8, False)),  # as covered as before: information
+        ([0.4] * 4, False, (0.4, None, False)),  # a baseline made before judged@k: no warning
+    ],
+)
+def test_judged_at_k_is_shown_beside_a_gate_whose_value_moved(
+    now_judged: list[float], before_has: bool, expected: tuple[float, float | None, bool]
+) -> None:
+    gold = queries(4)
+    before = with_judged([1.0, 1.0, 1.0, 1.0], [0.8] * 4)
+    if not before_has:
+        before = {q: {"recall@5": row["recall@5"]} for q, row in before.items()}
+    now = with_judged([1.0, 0.0, 1.0, 0.0], now_judged)
+    (result,) = decide_gates(gold, [gate()], ScoreTable(now), baseline(before, ("recall@5",)), None)
+    assert result.coverage is not None
+    coverage = result.coverage
+    assert (coverage.metric, coverage.value, coverage.baseline, coverage.fell) == (
+        "judged@5",
+        *expected,
+    )
+
+
+def test_judged_at_k_is_not_shown_when_nothing_moved_or_without_a_baseline() -> None:
+    gold = queries(4)
+    rows = with_judged([1.0, 0.0, 1.0, 0.0], [0.8] * 4)
+    (same,) = decide_gates(gold, [gate()], ScoreTable(rows), baseline(rows, ("recall@5",)), None)
+    (alone,) = decide_gates(gold, [gate()], ScoreTable(rows), None, None)
+    assert same.coverage is None and alone.coverage is None

@@ -49,6 +49,7 @@ CORE = [
     "llm_eval.fingerprint",
     "llm_eval.digest",
     "llm_eval.settings",
+    "llm_eval.judge.correction",
 ]
 IO_MODULES = {
     "yaml",

@@ -12,7 +12,7 @@ import pytest
 from conftest import script
 
 from llm_eval.cli import main
-from llm_eval.gain import Weights, chunks, gain, novelty
+from llm_eval.gain import Weights, chunks, gain, novelty, pieces
 
 stub = script("stub_openai")
 
@@ -76,6 +76,10 @@ def test_the_arithmetic() -> None:
     weights = Weights(alpha=2.0, beta=3.0, gamma=0.5)
     assert gain(weights, 0.1, 0.2, 0.4) == pytest.approx(0.2 + 0.6 + 0.2)
     assert gain(weights, 0.1, None, 0.4) == pytest.approx(0.2 + 0.2)
+    assert gain(weights, 0.1, None, None) == pytest.approx(0.2)
+    assert pieces("a b c d e", 2) == ["a b", "c d", "e", "a b c d e"]
+    assert pieces("a b", 2) == ["a b"]  # one chunk: the document itself
+    assert pieces("a  b", 2) == ["a b", "a  b"]  # spacing kept, as the corpus is embedded
 
 
 def test_gain_reindexes_bm25_and_measures_novelty(
@@ -89,8 +93,8 @@ def test_gain_reindexes_bm25_and_measures_novelty(
     assert result["after"]["recall@1"] == 1.0
     corpus = np.array([stub.embed(f"{d['title']} {d['text']}") for d in CORPUS])
     for document in NEW:
-        pieces = chunks(f"{document['title']} {document['text']}", 4)
-        vectors = np.array([stub.embed(p) for p in pieces])
+        parts = pieces(f"{document['title']} {document['text']}", 4)
+        vectors = np.array([stub.embed(p) for p in parts])
         expected = 1 - (vectors @ corpus.T).max()  # stub vectors are unit length
         assert result["novelty"][document["_id"]] == pytest.approx(expected)
     assert result["gain"] == pytest.approx(2.0 * 0.5 + 0.5 * result["mean_novelty"])
@@ -130,4 +134,34 @@ def test_a_document_already_in_the_corpus_is_refused(
     assert run_gain(root, monkeypatch) == 3
     assert capsys.readouterr().err == (
         "llm-eval: error: new.jsonl: document 'c1' is already in the corpus\n"
+    )
+
+
+def test_an_exact_copy_of_a_corpus_document_is_not_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = {**CORPUS[1], "_id": "copy-of-c2"}  # longer than chunk_words: several chunks
+    with stub.serve() as server:
+        root = project(tmp_path, server.url)
+        (root / "new.jsonl").write_text(json.dumps(copy) + "\n")
+        assert run_gain(root, monkeypatch) == 0
+    result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
+    assert result["novelty"] == {"copy-of-c2": 0.0}
+
+
+def test_without_embeddings_gain_measures_recall_and_leaves_novelty_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = project(tmp_path, "")
+    config = json.loads((root / "llm-eval.yaml").read_text())
+    del config["embeddings"]
+    (root / "llm-eval.yaml").write_text(json.dumps(config))
+    assert run_gain(root, monkeypatch) == 0
+    result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
+    assert (result["novelty"], result["mean_novelty"]) == (None, None)
+    assert result["delta"]["recall@1"] == 0.5
+    assert result["gain"] == 2.0 * 0.5
+    out = capsys.readouterr().out
+    assert "Gain = 2·Δrecall@1; no judge, so no Δcontext recall; no `embeddings:`, so no" in (
+        " ".join(out.split())
     )

@@ -362,6 +362,7 @@ def test_repeats_report_spread_and_flipped_verdicts(
     # Three chunk verdicts, asked twice each; every second one is turned around.
     assert judged["repeats"] == 2
     assert judged["flips_count"] == 3
+    assert judged["calibration"]["chunks"] == 3  # each chunk once, however often it is asked
     assert judged["spread"]["context_precision@2"] > 0
     assert "Judge steadiness over 2 repeats: mean range context precision@2" in (
         capsys.readouterr().out
@@ -558,3 +559,55 @@ def test_the_stub_binds_a_free_port_with_port_0_and_prints_it() -> None:
         f"stub_openai: cannot listen on 127.0.0.1:{port}: Address already in use; "
         "pass --port 0 for a free port\n"
     )
+
+
+def test_the_baseline_is_judged_with_the_gates_repeats_and_a_mismatch_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with stub.serve(stub.StubOpenAI(flaky=True)) as server:
+        root = write_project(tmp_path, server.url, concurrency=1)
+        monkeypatch.chdir(root)
+        options = ["--config", "llm-eval.yaml", "--criteria", "criteria.yaml"]
+        refresh = ["baseline", "refresh", *options, "--baseline", "base.json"]
+        assert main([*refresh, "--judge-repeat", "2"]) == 0
+        asked = len(server.requests)
+        assert asked == 14  # 7 questions, twice each
+        assert json.loads((root / "base.json").read_text())["judge_repeats"] == 2
+        # The same repeats: every verdict comes from the entries the baseline made, so
+        # the judge's noise on unchanged chunks cancels, and nothing is asked.
+        assert gate(root, monkeypatch, "--baseline", "base.json", "--judge-repeat", "2") == 0
+        assert len(server.requests) == asked
+        assert not [n for n in report(root)["notes"] if "repeat" in n]
+        assert gate(root, monkeypatch, "--baseline", "base.json") == 0
+    notes = [n for n in report(root)["notes"] if "repeat" in n]
+    assert notes == [
+        "The baseline's judged values are means over 2 repeats, these over 1: on chunks that "
+        "did not change the judge's noise does not cancel. Refresh the baseline with "
+        "--judge-repeat 1."
+    ]
+
+
+def test_the_dry_run_estimate_tracks_the_tokens_the_endpoint_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once some calls are cached, the estimate of the others uses the tokens per
+    character the endpoint counted for them (the stub counts words, far from 4
+    characters a token): within 15% of what the run then counts."""
+    with stub.serve() as server:
+        root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
+        gold = (root / "gold.jsonl").read_text().splitlines(keepends=True)
+        (root / "gold.jsonl").write_text(gold[0])  # q1 alone first: its calls are cached
+        assert gate(root, monkeypatch) == 0
+        (root / "gold.jsonl").write_text("".join(gold))
+        capsys.readouterr()
+        assert gate(root, monkeypatch, "--dry-run") == 0
+        said = " ".join(capsys.readouterr().out.split())
+        found = re.search(r"about ([\d,]+) prompt and ([\d,]+) answer tokens", said)
+        assert found is not None, said
+        assert "as the endpoint counted them on the cached calls" in said
+        estimate = sum(int(n.replace(",", "")) for n in found.groups())
+        assert gate(root, monkeypatch) == 0
+    judged = report(root)["judge"]
+    counted = judged["prompt_tokens"] + judged["completion_tokens"]
+    assert judged["calls"] == 3  # q2's chunk, recall and sufficiency calls
+    assert abs(estimate - counted) <= 0.15 * counted, (estimate, counted)

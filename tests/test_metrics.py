@@ -53,6 +53,10 @@ EXP_IDCG5 = 7 / LOG2(2) + 3 / LOG2(3) + 1 / LOG2(4)
         ("ndcg", 1, DCG5 / IDCG5),
         ("ndcg_exp@5", 1, EXP_DCG5 / EXP_IDCG5),
         ("rprec", 1, 1 / 3),  # R = 3: of x, d1, y only d1 is relevant
+        ("judged@1", 1, 0.0),  # x carries no label
+        ("judged@2", 1, 1 / 2),
+        ("judged@5", 3, 2 / 5),  # a label counts whatever the relevance level
+        ("judged@10", 1, 2 / 10),  # divides by k although 5 were retrieved
         ("rprec", 2, 1 / 2),  # R = 2: of x, d1 only d1
         ("Rprec", 3, 0.0),  # R = 1: x is not relevant
     ],
@@ -68,6 +72,12 @@ def test_a_repeated_document_is_credited_once() -> None:
     assert scores.mean("recall@2") == pytest.approx(1 / 3)
     assert scores.mean("precision@2") == pytest.approx(1 / 2)
     assert scores.mean("map") == pytest.approx((1 / 1 + 2 / 3) / 3)
+
+
+def test_judged_counts_a_label_of_grade_0_once_however_often_it_is_listed() -> None:
+    run = {"q": ["d4", "d1", "d4", "x"]}  # d4 is labelled not relevant (grade 0)
+    scores = llm_eval.evaluate(QRELS, run, ["judged@1", "judged@3", "judged@4"])
+    assert scores.means() == {"judged@1": 1.0, "judged@3": 2 / 3, "judged@4": 2 / 4}
 
 
 def test_recall_never_exceeds_one_with_repeats() -> None:
@@ -157,7 +167,7 @@ def test_parse_metric_names(name: str, canonical: str) -> None:
             "recal@5",
             "unknown metric 'recal@5'; valid metrics: recall@k; precision@k (alias P@k); "
             "hit_rate@k (alias success@k); mrr, mrr@k (alias recip_rank); map, map@k; "
-            "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; rprec (alias r_precision); "
+            "ndcg, ndcg@k; ndcg_exp, ndcg_exp@k; judged@k; rprec (alias r_precision); "
             "score_discrimination, score_discrimination@k; rank_correlation, rank_correlation@k; "
             "rejection_accuracy; false_confidence_rate; stale_rate@k; stale_query_rate@k; "
             "conflict_rate@k; context_precision@k; context_recall; context_sufficiency; "

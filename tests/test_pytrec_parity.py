@@ -186,3 +186,30 @@ def test_ndcg_exp_matches_pytrec_eval_over_exponential_gains(
         for k in CUTOFFS:
             got = row[f"ndcg_exp@{k}"]
             assert got == pytest.approx(expected[qid][f"ndcg_cut_{k}"], abs=1e-12), (qid, k)
+
+
+NEGATIVE_GRADES = st.integers(-2, 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=qrels_and_runs(), level=st.sampled_from([1, 2]), signs=st.data())
+def test_judged_at_k_is_precision_counting_every_label(
+    data: tuple[dict, dict], level: int, signs: st.DataObject
+) -> None:
+    """judged@k (ir_measures' Judged@k) is trec_eval's P@k with every qrels entry, whatever
+    its grade (0 and negative too), counted relevant: pytrec_eval (which takes only
+    positive levels) on the grades shifted to 1 and up. Ties, short lists, k beyond the
+    list and missing queries come from the strategy."""
+    qrels, run = data
+    qrels = {q: {d: signs.draw(NEGATIVE_GRADES) for d in judged} for q, judged in qrels.items()}
+    metrics = [f"judged@{k}" for k in CUTOFFS]
+    ours = llm_eval.evaluate(qrels, run, metrics, relevance_level=level).to_dict()
+    every_label = {q: {d: g + 3 for d, g in judged.items()} for q, judged in qrels.items()}
+    expected = reference(every_label, run, 1, {f"P.{','.join(map(str, CUTOFFS))}"})
+    for qid, judged in qrels.items():
+        if not has_relevant(judged, level):
+            assert qid not in ours  # a rejection query: no relevance metric
+            continue
+        for k in CUTOFFS:
+            want = expected[qid][f"P_{k}"] if qid in run else 0.0
+            assert ours[qid][f"judged@{k}"] == pytest.approx(want, abs=1e-12), (qid, k)

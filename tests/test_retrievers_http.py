@@ -26,7 +26,7 @@ from llm_eval.cli import main
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, backoff_seconds, retry_after_seconds
-from llm_eval.retrievers.http import parse_hits, render_body, resolve_headers
+from llm_eval.retrievers.http import parse_response, render_body, resolve_headers
 from llm_eval.retrievers.pool import QueryFailed
 from llm_eval.run_io import load_run
 from llm_eval.runs import RankedResult
@@ -369,9 +369,9 @@ def test_repeat_needs_the_retriever(tmp_path: Path, capsys: pytest.CaptureFixtur
         ),
         (
             {"url": "http://h", "retry": 3},
-            "FILE:6: retriever.retry: unknown key (valid keys: backoff_s, body, cache_key, "
-            "concurrency, fields, headers, kind, max_backoff_s, max_error_rate, results_path, "
-            "retries, timeout_s, url)",
+            "FILE:6: retriever.retry: unknown key (valid keys: answer_path, backoff_s, body, "
+            "cache_key, concurrency, fields, headers, kind, max_backoff_s, max_error_rate, "
+            "results_path, retries, timeout_s, url)",
         ),
     ],
 )
@@ -503,7 +503,7 @@ def test_malformed_answers_fail_the_query_saying_why(
     content: bytes, path: str | None, error: str
 ) -> None:
     with pytest.raises(QueryFailed) as caught:
-        parse_hits(content, path, FIELDS)
+        parse_response(content, path, FIELDS)
     assert str(caught.value) == error
 
 
@@ -511,7 +511,54 @@ def test_hits_are_read_through_the_configured_fields() -> None:
     content = json.dumps(
         {"results": [{"id": 7, "_score": 2, "_source": {"body": "t"}, "page": 3}, {"id": "b"}]}
     ).encode()
-    assert parse_hits(content, None, FIELDS) == (
+    assert parse_response(content, None, FIELDS).results == (
         RankedResult("7", 2.0, "t", None, 3),
         RankedResult("b"),
     )
+
+
+@pytest.mark.parametrize(
+    ("payload", "answer_path", "expected"),
+    [
+        ({"results": [], "answer": "Use sorted()."}, None, "Use sorted()."),
+        ({"data": {"hits": [], "text": "Use sorted()."}}, "data.text", "Use sorted()."),
+        ({"results": []}, None, None),  # no answer: none, not an error
+        ([], None, None),  # a bare list of hits carries no answer
+    ],
+)
+def test_the_generated_answer_is_read_from_the_response(
+    payload: Any, answer_path: str | None, expected: str | None
+) -> None:
+    results_path = "data.hits" if answer_path else None
+    hits = parse_response(json.dumps(payload).encode(), results_path, FIELDS, answer_path)
+    assert hits.answer == expected
+
+
+def test_an_answer_that_is_not_text_fails_the_query() -> None:
+    with pytest.raises(QueryFailed) as caught:
+        parse_response(b'{"results": [], "answer": {"text": "x"}}', None, FIELDS)
+    assert str(caught.value) == "malformed response: `answer` must be the answer as text"
+
+
+def test_the_answer_reaches_the_run_file_and_the_retrieval_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def search(request: Any) -> Reply:
+        query = request.body["query"]
+        return Reply(payload={"results": [{"doc_id": "d1"}], "answer": f"about {query}"})
+
+    with serve(search) as server:
+        project = write_project(tmp_path, {"kind": "http", "url": server.url}, queries=3)
+        code, _, err = retrieve(capsys, project, "--cache")
+        assert code == 0, err
+        first = load_run(project.root / "run.jsonl")
+        asked = len(server.requests)
+        code, _, err = retrieve(capsys, project, "--cache")  # every answer from the cache
+        assert code == 0, err
+        assert len(server.requests) == asked
+    again = load_run(project.root / "run.jsonl")
+    texts = {q["query_id"]: q["query"] for q in project.queries}
+    for run in (first, again):
+        assert {q: r.answer for q, r in run.queries.items()} == {
+            q: f"about {text}" for q, text in texts.items()
+        }

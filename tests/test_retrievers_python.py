@@ -196,6 +196,12 @@ def test_an_exception_for_one_query_is_that_query_error(
             "malformed result: hits[0].score must be a finite number, got nan",
         ),
         ("[{'doc_id': 3, 'page': 2}]", None),
+        ("{'results': [{'doc_id': 3, 'page': 2}], 'answer': 'Use sorted().'}", None),
+        ("{'results': [{'doc_id': 3, 'page': 2}]}", None),  # no answer: none
+        (
+            "{'results': [{'doc_id': 3, 'page': 2}], 'answer': 42}",
+            "malformed result: answer must be text, got int",
+        ),
     ],
 )
 def test_what_the_target_returns_is_checked(
@@ -215,6 +221,7 @@ def test_what_the_target_returns_is_checked(
     assert answer.error == error
     if error is None:
         assert answer.results == (RankedResult("3", page=2),)
+        assert answer.answer == ("Use sorted()." if "'answer'" in returned else None)
 
 
 @pytest.mark.parametrize(

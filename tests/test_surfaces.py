@@ -45,6 +45,7 @@ from llm_eval.formats.markdown import COMMENT_MARKER, STATUS_ICON, render_commen
 from llm_eval.formats.text import render_text
 from llm_eval.gate import (
     GateResult,
+    LabelCoverage,
     Power,
     SliceInput,
     allowed_change,
@@ -320,6 +321,11 @@ def gate_result(draw: st.DrawFn, index: int) -> GateResult:
         assert baseline is not None
         slices = slice_inputs(draw, gate, n)
     result = decide(gate, value, n, baseline, decide_slices(gate, slices), margin=margin)
+    labelled = parse_metric(metric).kind == "relevance" and parsed.k is not None
+    if paired and labelled and draw(BOOLEAN):  # the gate's value moved: judged@k beside it
+        before = None if draw(ONE_IN[4]) else draw(SCORE)
+        coverage = LabelCoverage(f"judged@{parsed.k}", draw(SCORE), before)
+        result = replace(result, coverage=coverage)
     if margin is not None and margin.n >= 2 and margin.changed:
         needed = None
         if result.decision == "inconclusive" and not draw(ONE_IN[4]):
@@ -366,8 +372,13 @@ def report_slices(
     return rows
 
 
-def judge_section(rng: random.Random, metric: str) -> dict[str, Any] | None:
-    """`build_report`'s judge section, from a random `JudgeSummary`."""
+def judge_section(rng: random.Random, metrics: Sequence[str]) -> dict[str, Any] | None:
+    """`build_report`'s judge section, from a random `JudgeSummary` (the judged values
+    of 30 queries, sometimes some of them labelled by a person)."""
+    metric = metrics[0]
+    now = {f"a-{i:03}": {m: rng.random() for m in metrics} for i in range(30)}
+    labelled = rng.sample(sorted(now), rng.choice((0, 1, 12, 30)))
+    labels = {q: {"context_precision@5": rng.random()} for q in labelled}
     calibration = None
     if rng.random() < 0.5:
         calibration = Calibration(
@@ -391,8 +402,9 @@ def judge_section(rng: random.Random, metric: str) -> dict[str, Any] | None:
         repeats=repeats,
         spread={metric: rng.random()} if repeats > 1 else {},
         flips=(("a-002", 3),) if repeats > 1 else (),
+        labels=labels,
     )
-    return core_report._judge(summary)
+    return core_report._judge(summary, ScoreTable(now), metrics)
 
 
 def assemble(
@@ -457,9 +469,11 @@ def reports(draw: st.DrawFn) -> dict[str, Any]:
     report = assemble(results, diff, accepted=gold == "accepted")
     rng = draw(st.randoms(use_true_random=False))
     if rng.random() < 0.25:
-        report["metrics"].append("context_recall")
-        report["metric_labels"]["context_recall"] = parse_metric("context_recall").label
-        report["judge"] = judge_section(rng, "context_recall")
+        judged = ["context_recall", "context_precision@5"]
+        for metric in judged:
+            report["metrics"].append(metric)
+            report["metric_labels"][metric] = parse_metric(metric).label
+        report["judge"] = judge_section(rng, judged)
     report["slices"] = report_slices(report["gates"], report["metrics"], rng)
     report["matching"]["ambiguous_count"] = rng.randint(0, 3)
     if draw(ONE_IN[3]):
@@ -787,6 +801,12 @@ def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
     check_terminal(
         report, renderings["text"], renderings["text, coloured"], renderings["text, ascii"]
     )
+    for gate in report["gates"]:  # judged@k beside a gate that moved, a warning if it fell
+        coverage = gate.get("label_coverage")
+        if coverage:
+            said = ("Warning: " if coverage["fell"] else "") + coverage["sentence"]
+            assert squashed(said) in squashed(renderings["text"])
+            assert squashed(escape_markdown(said)) in squashed(renderings["markdown"])
     check_markdown(report, renderings["markdown"], complete)
     assert renderings["comment"] == f"{COMMENT_MARKER}\n{renderings['markdown']}"
     check_junit(report, renderings["junit"])

@@ -84,6 +84,18 @@ def evaluate(
         echo(command.to_table(scores, per_query))
 
 
+JUDGE_REPEAT_OPTION = click.option(
+    "--judge-repeat",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=1,
+    show_default=True,
+    help="Ask the judge every question N times: judged values are the means, and their "
+    "spread and the verdicts that flip are reported. Refresh the baseline with the same N "
+    "the gate uses.",
+)
+
+
 @cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
 @config_options
 @RUN_OPTION
@@ -108,15 +120,7 @@ def evaluate(
     help="What stdout gets: text, the verdict for a person; json (report.json), markdown "
     "(report.md) or junit (JUnit XML) for tools, with other output on stderr.",
 )
-@click.option(
-    "--judge-repeat",
-    type=click.IntRange(min=1),
-    metavar="N",
-    default=1,
-    show_default=True,
-    help="Ask the judge every question N times: judged values are the means, and their "
-    "spread and the verdicts that flip are reported.",
-)
+@JUDGE_REPEAT_OPTION
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0),
@@ -209,15 +213,18 @@ def baseline() -> None:
 @config_options
 @RUN_OPTION
 @click.option("--force", is_flag=True, help="Write it even when an error gate's floor fails.")
+@JUDGE_REPEAT_OPTION
 def baseline_refresh(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None,
     run_path: Path | None,
     force: bool,
+    judge_repeat: int,
 ) -> int:
     """Recompute the baseline; write it atomically when a score moved."""
     from llm_eval.commands.baseline import refresh
+    from llm_eval.inputs import JudgeOptions
 
     outcome = refresh(
         config_path=config_path,
@@ -225,6 +232,7 @@ def baseline_refresh(
         baseline_path=baseline_path,
         run_path=run_path,
         force=force,
+        judge=JudgeOptions(judge_repeat),
     )
     echo(outcome.text)
     return ExitCode.GATE_FAILED if outcome.refused else ExitCode.PASS

@@ -21,7 +21,7 @@ from llm_eval.fingerprint_io import fingerprints
 from llm_eval.gate import TOLERANCE, allowed_change, decide
 from llm_eval.gitinfo import head_commit
 from llm_eval.gold import GoldQuery
-from llm_eval.inputs import Inputs
+from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs, measure
@@ -55,13 +55,15 @@ def refresh(
     baseline_path: Path | None = None,
     run_path: Path | None = None,
     force: bool = False,
+    judge: JudgeOptions | None = None,
 ) -> RefreshOutcome:
     """Recompute the baseline and write it when something the gate reads moved; refuse
-    to write one below an error gate's floor."""
+    to write one below an error gate's floor. `judge` says how the judge is asked for
+    the judged metrics (the gate should ask as many repeats)."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
-    measurement = measure(inputs, obtain_run(inputs, run_path))
+    measurement = measure(inputs, obtain_run(inputs, run_path), judge)
     new = _baseline(inputs, measurement, run_path)
     scored = plural(len(measurement.per_query), "scored query", "scored queries")
     if old is not None:
@@ -110,6 +112,7 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
         first_relevant_rank=measurement.first_relevant_rank,
         aggregates=breakdown(inputs.gold.queries, measurement.table, metrics),
         service=measurement.service,
+        judge_repeats=None if measurement.judge is None else measurement.judge.repeats,
     )
 
 
@@ -171,13 +174,17 @@ def _untimed(aggregates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
 
 
 def _queries_moved(old: Baseline, new: Baseline) -> int:
-    """The queries whose scores, first relevant rank or failure differ."""
+    """The queries whose scores, first relevant rank or failure differ. A measurement
+    kept beside the gated metrics (judged@k) that the old baseline never had does not by
+    itself move it: the file takes it at the next refresh that writes."""
+    had = {m for scores in old.per_query.values() for m in scores}
+    extra = {m for scores in new.per_query.values() for m in scores} - had - set(new.metrics)
 
     def row(baseline: Baseline, query_id: str) -> Any:
         scores = baseline.per_query.get(query_id)
         record = baseline.service.get(query_id)
         return (
-            dict(scores) if scores is not None else None,
+            {m: v for m, v in scores.items() if m not in extra} if scores is not None else None,
             baseline.first_relevant_rank.get(query_id),
             record is not None and record.error,
         )

@@ -1,7 +1,8 @@
 """`llm-eval gain NEW_DOCS.jsonl`: what new documents would add to the corpus.
 
-Novelty of each new document against the corpus (embeddings), and the change in
-recall@k (and, with a judge, context recall) on the gold set once they are added.
+Novelty of each new document against the corpus (with `embeddings:` only), and the
+change in recall@k (and, with a judge, context recall) on the gold set once they are
+added.
 A retriever that reads the corpus (bm25) is run again over the corpus with the new
 documents; any other needs `--run-after`, a run made with them added.
 """
@@ -19,7 +20,7 @@ from llm_eval.corpus import Document, iter_corpus
 from llm_eval.endpoints.client import EmbeddingClient, EndpointFailed
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
-from llm_eval.gain import chunks, gain, novelty, unit_rows
+from llm_eval.gain import gain, novelty, pieces, unit_rows
 from llm_eval.inputs import Inputs
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table
@@ -78,6 +79,21 @@ def _run_after(inputs: Inputs, new: list[Document], folder: Path, run_after: Pat
     ).run
 
 
+def _novelties(inputs: Inputs, corpus: list[Document], new: list[Document]) -> dict[str, float]:
+    """Each new document's novelty against the corpus, in the embeddings model."""
+    config = inputs.config
+    assert config.embeddings is not None
+    client = EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
+    corpus_matrix = unit_rows(_embed(client, [_text(d) for d in corpus])) if corpus else None
+    novelties = {}
+    for document in new:
+        vectors = _embed(client, pieces(_text(document), config.gain.chunk_words))
+        novelties[document.doc_id] = (
+            1.0 if corpus_matrix is None else novelty(unit_rows(vectors), corpus_matrix)
+        )
+    return novelties
+
+
 def knowledge_gain(
     *,
     config_path: Path,
@@ -99,18 +115,7 @@ def knowledge_gain(
     clash = [d.doc_id for d in new if d.doc_id in known]
     if clash:
         raise InputError(f"document {clash[0]!r} is already in the corpus", path=new_docs)
-    if config.embeddings is None:
-        raise InputError(
-            "novelty compares embeddings; add `embeddings:` (base_url, model)", path=config.path
-        )
-    client = EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
-    corpus_matrix = unit_rows(_embed(client, [_text(d) for d in corpus])) if corpus else None
-    novelties = {}
-    for document in new:
-        pieces = _embed(client, chunks(_text(document), weights.chunk_words))
-        novelties[document.doc_id] = (
-            1.0 if corpus_matrix is None else novelty(unit_rows(pieces), corpus_matrix)
-        )
+    novelties = None if config.embeddings is None else _novelties(inputs, corpus, new)
     folder = out_dir or config.output / "gain"
     before = (
         load_run(run_before)
@@ -122,7 +127,7 @@ def knowledge_gain(
     metrics = [recall, *(["context_recall"] if config.judge is not None else [])]
     scores_before, scores_after = _scores(inputs, before, metrics), _scores(inputs, after, metrics)
     deltas = {m: scores_after[m] - scores_before[m] for m in metrics}
-    mean_novelty = _mean(list(novelties.values()))
+    mean_novelty = None if novelties is None else _mean(list(novelties.values()))
     total = gain(weights, deltas[recall], deltas.get("context_recall"), mean_novelty)
     result: dict[str, Any] = {
         "documents": len(new),
@@ -139,14 +144,14 @@ def knowledge_gain(
 
 
 def _summary(result: dict[str, Any], recall: str, path: Path) -> str:
-    rows = [[doc_id, f"{value:.3f}"] for doc_id, value in sorted(result["novelty"].items())]
     lines = [
         f"llm-eval gain: {plural(result['documents'], 'new document', 'new documents')}, "
         f"gain {result['gain']:+.4f}",
         "",
-        render_table(["document", "novelty"], rows),
-        "",
     ]
+    if result["novelty"] is not None:
+        rows = [[doc_id, f"{value:.3f}"] for doc_id, value in sorted(result["novelty"].items())]
+        lines += [render_table(["document", "novelty"], rows), ""]
     for metric, delta in result["delta"].items():
         label = parse_metric(metric).label
         lines.append(
@@ -157,7 +162,11 @@ def _summary(result: dict[str, Any], recall: str, path: Path) -> str:
     judged = "context_recall" in result["delta"]
     formula = f"{weights['alpha']:g}·Δ{parse_metric(recall).label}"
     formula += f" + {weights['beta']:g}·Δcontext recall" if judged else ""
-    formula += f" + {weights['gamma']:g}·mean novelty ({result['mean_novelty']:.3f})"
-    lines.append(f"Gain = {formula}" + ("" if judged else "; no judge, so no Δcontext recall"))
+    missing = [] if judged else ["no judge, so no Δcontext recall"]
+    if result["mean_novelty"] is None:
+        missing.append("no `embeddings:`, so no novelty")
+    else:
+        formula += f" + {weights['gamma']:g}·mean novelty ({result['mean_novelty']:.3f})"
+    lines.append(f"Gain = {formula}" + "".join(f"; {m}" for m in missing))
     lines.append(f"Wrote {path}")
     return "\n".join(lines)

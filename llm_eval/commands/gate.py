@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from llm_eval import __version__
 from llm_eval.against_baseline import compare
@@ -20,6 +21,9 @@ from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
 from llm_eval.textio import write_atomic
+
+if TYPE_CHECKING:
+    from llm_eval.judge.run import JudgePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,5 +119,12 @@ def judge_dry_run(
         f"llm-eval gate --dry-run: the judge would be asked {asked:,} of {plan.calls:,} calls "
         f"({plan.cached:,} are answered by the call cache): about {plan.prompt_tokens:,} "
         f"prompt and {plan.answer_tokens:,} answer tokens, an estimated cost of "
-        f"{plan.cost:.4f} at the configured prices. Nothing was asked."
+        f"{plan.cost:.4f} at the configured prices ({_rate(plan)}). Nothing was asked."
     )
+
+
+def _rate(plan: JudgePlan) -> str:
+    """How the prompt tokens were estimated."""
+    if plan.measured:
+        return "tokens per character as the endpoint counted them on the cached calls"
+    return "about 4 characters a token: no cached call yet to measure the endpoint by"

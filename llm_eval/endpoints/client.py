@@ -122,6 +122,12 @@ class ChatClient:
         path = _entry_path(self.cache_dir, self.key(prompt, messages, repeat))
         return path is not None and path.is_file()
 
+    def cached_answer(
+        self, prompt: str, messages: Sequence[Message], repeat: int = 0
+    ) -> Answer | None:
+        """This call's cached answer, with the tokens the endpoint counted for it."""
+        return _answer(_read_entry(self.cache_dir, self.key(prompt, messages, repeat)))
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A connection pool sized to the concurrency, with the key read from the environment."""
@@ -172,16 +178,7 @@ class Session:
         return _parse_completion(response.content)
 
     def _cached(self, key: str) -> Answer | None:
-        entry = _read_entry(self.client.cache_dir, key)
-        try:
-            return Answer(
-                str(entry["content"]),
-                int(entry["prompt_tokens"]),
-                int(entry["completion_tokens"]),
-                cached=True,
-            )
-        except (LookupError, ValueError, TypeError):
-            return None  # missing or damaged: asked again, and rewritten
+        return _answer(_read_entry(self.client.cache_dir, key))
 
     def _store(self, key: str, answer: Answer) -> None:
         entry = {
@@ -288,6 +285,19 @@ class EmbeddingClient:
 
 def _entry_path(folder: Path | None, key: str) -> Path | None:
     return None if folder is None else folder / key[:2] / f"{key}.json"
+
+
+def _answer(entry: Any) -> Answer | None:
+    """A cached entry as an answer; None when missing or damaged (asked again, rewritten)."""
+    try:
+        return Answer(
+            str(entry["content"]),
+            int(entry["prompt_tokens"]),
+            int(entry["completion_tokens"]),
+            cached=True,
+        )
+    except (LookupError, ValueError, TypeError):
+        return None
 
 
 def _read_entry(folder: Path | None, key: str) -> Any:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from llm_eval.english import plural
+from llm_eval.english import listed, plural
 from llm_eval.metrics import parse_metric
-from llm_eval.wording import value
+from llm_eval.wording import corrected_phrase, value
 
 
 def headline(report: Mapping[str, Any]) -> str:
@@ -108,6 +108,16 @@ def detail_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def coverage_lines(report: Mapping[str, Any]) -> list[str]:
+    """judged@k beside each gate whose value moved; a warning where it fell."""
+    lines = []
+    for gate in report["gates"]:
+        coverage = gate.get("label_coverage")
+        if coverage:
+            lines.append(f"{'Warning: ' if coverage['fell'] else ''}{coverage['sentence']}.")
+    return lines
+
+
 def judge_lines(report: Mapping[str, Any]) -> list[str]:
     """How far the judge agrees with the gold labels, then what it cost: printed before
     any judged number, so that a reader knows how far to trust those."""
@@ -161,6 +171,29 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
             if m in overall["metrics"]
         )
         lines.append(f"Judged (advisory), all queries: {values}.")
+    lines += corrected_lines(judge)
+    return lines
+
+
+def corrected_lines(judge: Mapping[str, Any]) -> list[str]:
+    """The judged values corrected by the human labels, and which ones the labels
+    cannot correct."""
+    lines = []
+    for entry in judge.get("corrected", []):
+        phrase = corrected_phrase(
+            entry["metric"],
+            entry["value"],
+            entry["ci_low"],
+            entry["ci_high"],
+            entry["confidence"],
+            entry["judge"],
+        )
+        queries = plural(entry["labelled"], "labelled query", "labelled queries")
+        lines.append(f"Corrected by your labels ({queries}): {phrase}.")
+    uncorrected = judge.get("uncorrected", [])
+    if judge.get("corrected") and uncorrected:
+        names = listed([parse_metric(m).label for m in uncorrected])
+        lines.append(f"  Not corrected, as no gold label measures them: {names}.")
     return lines
 
 

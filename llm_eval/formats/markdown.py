@@ -23,6 +23,7 @@ from llm_eval.formats import RenderOptions
 from llm_eval.formats._fit import fitted
 from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, finalize
 from llm_eval.formats._words import (
+    coverage_lines,
     deciding_p,
     detail_lines,
     headline,
@@ -556,7 +557,7 @@ def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:
-    notes = [*judge_lines(report), *missing_lines(report)]
+    notes = [*judge_lines(report), *coverage_lines(report), *missing_lines(report)]
     failed = report["queries"].get("failed") or {}
     if failed:
         notes.append(

@@ -12,6 +12,7 @@ from typing import Any
 from llm_eval.english import plural
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import (
+    coverage_lines,
     deciding_p,
     detail_lines,
     headline,
@@ -164,6 +165,8 @@ def render_text(
             f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
             f"relevant result, {changes['miss_to_hit_count']} gained one.",
         ]
+    covered = coverage_lines(report)
+    lines += ["", *covered] if covered else []
     lines += missing_lines(report)
     lines += detail_lines(report)
     lines += [f"Note: {note}" for note in report["notes"]]

@@ -6,6 +6,8 @@ The model endpoint itself (its settings, the cached chat client) is
 - `prompts/`: the versioned prompt templates, each citing the definition it implements;
 - `arithmetic`: the metric arithmetic from the judge's verdicts, and the judge's
   agreement with the gold labels (pure);
+- `correction`: judged values corrected by the human labels (prediction-powered
+  inference; pure);
 - `run`: asks the judge about every query of a run;
 - `step`: the judge's step of a gate run (`llm_eval.pipeline.measure` calls it).
 

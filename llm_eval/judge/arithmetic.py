@@ -180,3 +180,6 @@ class JudgeSummary:
     embedding_tokens: int = 0
     flips: tuple[tuple[str, int], ...] = ()
     """(query_id, rank) of the chunks whose verdict changed between repeats."""
+    labels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per query a person labelled, the judged metrics its gold labels give too (what
+    `llm_eval.judge.correction` corrects the judge's values by)."""

@@ -60,29 +60,40 @@ class JudgeOutcome:
     """Per metric, the mean over queries of the range (max − min) across the repeats."""
     flips: tuple[tuple[str, int], ...] = ()
     """(query_id, rank) of the chunks whose verdict changed between repeats."""
+    labels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per judged query a person labelled (`reviewed`, every judged chunk labelled or
+    beyond the results), the judged metrics the gold labels also give: context
+    precision@k from the labels of the same chunks (`llm_eval.judge.correction`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class JudgePlan:
-    """The calls a run would make, before any is made."""
+    """The calls a run would make (identical calls once, as they are asked), before any
+    is made."""
 
     calls: int
     cached: int
     """Of them, the ones the call cache already answers."""
     prompt_tokens: int
-    """Estimated: 4 characters a token, over the calls not cached."""
+    """Estimated over the calls not cached: their characters at the endpoint's own
+    tokens per character, measured on the cached calls' counted tokens (4 characters a
+    token when nothing is cached yet)."""
     answer_tokens: int
-    """Estimated: ANSWER_TOKENS a call not cached."""
+    """Estimated: per prompt, the cached answers' mean length (else ANSWER_TOKENS)."""
     cost: float
+    measured: bool = False
+    """Whether the tokens per character were measured on cached calls."""
 
 
 ANSWER_TOKENS = 40
 """The estimated length of one answer: the verdicts asked for are short JSON objects."""
+CHARACTERS_PER_TOKEN = 4
+"""Without a counted call to measure by: about 4 characters a token for English."""
 
 
 def estimated_tokens(characters: int) -> int:
     """Tokens in a prompt before it is sent: about 4 characters a token."""
-    return math.ceil(characters / 4)
+    return math.ceil(characters / CHARACTERS_PER_TOKEN)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -125,8 +136,10 @@ def judge_run(
     rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
     _check_failures(client, [a for answers in rounds for a in answers.values()])
     relevance = _relevance(embeddings, gold, rounds)
+    by_id = {q.query_id: q for q in gold.queries}
     queries = {q.query_id: q.query for q in gold.queries}
     per_query: dict[str, dict[str, float]] = {}
+    labels: dict[str, dict[str, float]] = {}
     ranges: dict[str, list[float]] = {}
     flips: list[tuple[str, int]] = []
     pairs: list[tuple[int, bool]] = []
@@ -143,10 +156,14 @@ def judge_run(
             ]
             verdict_rounds.append(verdicts)
             rows.append(_values(metrics, verdicts, got, chunks, relevance, queries[query_id]))
-            for rank, judged in enumerate(verdicts, start=1):
-                relevant = gold_relevant(query_id, rank)
-                if relevant is not None:
-                    pairs.append((judged, relevant))
+        # Each chunk counts once in the calibration, with its first repeat's verdict: the
+        # repeats' disagreement is reported as flips, not as more labelled chunks.
+        gold_verdicts = [gold_relevant(query_id, r) for r in range(1, len(verdict_rounds[0]) + 1)]
+        pairs += [
+            (j, g) for j, g in zip(verdict_rounds[0], gold_verdicts, strict=True) if g is not None
+        ]
+        if by_id[query_id].reviewed and gold_verdicts and None not in gold_verdicts:
+            labels[query_id] = _label_values(metrics, [int(bool(g)) for g in gold_verdicts], chunks)
         per_query[query_id] = {m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}
         for metric in rows[0]:
             values = [r[metric] for r in rows]
@@ -158,8 +175,31 @@ def judge_run(
         ]
     spread = {m: sum(r) / len(r) for m, r in ranges.items()} if repeats > 1 else {}
     return JudgeOutcome(
-        per_query, unscored, client.usage, calibration(pairs), repeats, spread, tuple(flips)
+        per_query,
+        unscored,
+        client.usage,
+        calibration(pairs),
+        repeats,
+        spread,
+        tuple(flips),
+        labels,
     )
+
+
+def _label_values(
+    metrics: Sequence[Metric], relevant: Sequence[int], chunks: int
+) -> dict[str, float]:
+    """The judged metrics the gold labels give too, from the labels of the judged chunks."""
+    return {
+        m.name: context_precision(relevant, m.k or chunks)
+        for m in metrics
+        if m.family.name in CORRECTABLE
+    }
+
+
+CORRECTABLE = {"context_precision"}
+"""Judged metrics built from chunk verdicts, which the gold labels give as well; the
+others (statements, answers, scores) have no human counterpart to correct them by."""
 
 
 def _relevance(
@@ -190,20 +230,35 @@ def plan_calls(
 ) -> JudgePlan:
     """What judging this run would ask, and an estimate of its tokens and cost."""
     calls, _ = _plan(gold, run, _chunks(metrics), {m.family.name for m in metrics})
-    cached = prompt_chars = 0
+    unique = list(_first_of_each(calls).values())
+    new_chars = seen_chars = seen_tokens = 0
+    new: dict[str, int] = {}
+    answers: dict[str, list[int]] = {}
     for repeat in range(repeats):
-        for call in calls:
+        for call in unique:
             template = prompt(call.prompt)
             messages = template.messages(**call.values)
-            if client.is_cached(template.key, messages, repeat):
-                cached += 1
+            chars = sum(len(m.content) for m in messages)
+            answer = client.cached_answer(template.key, messages, repeat)
+            if answer is None:
+                new_chars += chars
+                new[call.prompt] = new.get(call.prompt, 0) + 1
             else:
-                prompt_chars += sum(len(m.content) for m in messages)
-    asked = len(calls) * repeats - cached
-    prompt_tokens = estimated_tokens(prompt_chars)
-    answer_tokens = asked * ANSWER_TOKENS
+                seen_chars += chars
+                seen_tokens += answer.prompt_tokens
+                answers.setdefault(call.prompt, []).append(answer.completion_tokens)
+    measured = seen_chars > 0 and seen_tokens > 0
+    prompt_tokens = (
+        math.ceil(new_chars * seen_tokens / seen_chars) if measured else estimated_tokens(new_chars)
+    )
+    answer_tokens = sum(
+        math.ceil(count * (sum(answers[p]) / len(answers[p]) if p in answers else ANSWER_TOKENS))
+        for p, count in new.items()
+    )
     cost = price(client.settings, prompt_tokens, answer_tokens)
-    return JudgePlan(len(calls) * repeats, cached, prompt_tokens, answer_tokens, cost)
+    total = len(unique) * repeats
+    cached = total - sum(new.values())
+    return JudgePlan(total, cached, prompt_tokens, answer_tokens, cost, measured)
 
 
 def _chunks(metrics: Sequence[Metric]) -> int:
@@ -356,10 +411,7 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
 
     if not calls:
         return {}
-    # Identical calls (the same passage for the same question in two queries) are asked once.
-    first: dict[tuple[str, tuple[tuple[str, str], ...]], _Call] = {}
-    for call in calls:
-        first.setdefault((call.prompt, tuple(sorted(call.values.items()))), call)
+    first = _first_of_each(calls)
     unique = list(first.values())
     with (
         client.session() as session,
@@ -369,6 +421,15 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
     ):
         answered = dict(zip(unique, pool.map(lambda c: one(session, c), unique), strict=True))
     return {c: answered[first[(c.prompt, tuple(sorted(c.values.items())))]] for c in calls}
+
+
+def _first_of_each(calls: Sequence[_Call]) -> dict[tuple[str, tuple[tuple[str, str], ...]], _Call]:
+    """Identical calls (the same passage for the same question in two queries) are asked
+    once: the first of each, by prompt and values."""
+    first: dict[tuple[str, tuple[tuple[str, str], ...]], _Call] = {}
+    for call in calls:
+        first.setdefault((call.prompt, tuple(sorted(call.values.items()))), call)
+    return first
 
 
 def _by_query(calls: Sequence[_Call]) -> dict[str, list[_Call]]:

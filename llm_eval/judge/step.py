@@ -92,5 +92,6 @@ def judged_measurement(
         repeats=outcome.repeats,
         spread=outcome.spread,
         flips=outcome.flips,
+        labels=outcome.labels,
     )
     return replace(measurement, per_query=per_query, judge=summary)

@@ -32,6 +32,9 @@ class Hits:
 
     results: tuple[RankedResult, ...]
     latency_ms: float
+    answer: str | None = None
+    """The answer the RAG system generated from these results, when it returns one
+    (judged for faithfulness and answer relevance)."""
 
 
 class ResultCache(Protocol):

@@ -7,6 +7,7 @@
       headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
       results_path: data.hits                       # default: the top-level list, or `results`
       fields: {doc_id: id, score: _score, text: _source.text}
+      answer_path: data.answer                      # default: the response's `answer`
 
 The body's string values may hold `${query}` and `${top_k}`; a value that is exactly
 `${top_k}` becomes a number. Header values may hold `${ENV_VAR}`, read from the
@@ -158,6 +159,12 @@ SETTINGS: Mapping[str, Setting] = {
         "Dot path to the list of hits; default: the answer itself when it is a list, "
         "else its `results`.",
     ),
+    "answer_path": Setting(
+        None,
+        check_results_path,
+        "Dot path to the answer the RAG system generated (for faithfulness and answer "
+        "relevance); default: the response's `answer`, when it is an object that has one.",
+    ),
     "fields": Setting(
         {},
         check_fields,
@@ -234,16 +241,35 @@ def hit_list(payload: Any, results_path: str | None) -> list[Any]:
     return hits
 
 
-def parse_hits(
-    content: bytes, results_path: str | None, fields: Mapping[str, str]
-) -> tuple[RankedResult, ...]:
-    """The ranked results in a response body; QueryFailed when it is not as configured."""
+def parse_response(
+    content: bytes,
+    results_path: str | None,
+    fields: Mapping[str, str],
+    answer_path: str | None = None,
+    latency_ms: float = 0.0,
+) -> Hits:
+    """The ranked results and the generated answer in a response body; QueryFailed when
+    they are not as configured (an answer must be text; absent, there is none)."""
+    payload = _decoded(content)
+    answer = dig(payload, answer_path or "answer")
+    if answer is not None and not isinstance(answer, str):
+        where = answer_path or "answer"
+        raise QueryFailed(f"malformed response: `{where}` must be the answer as text")
+    return Hits(_hits(payload, results_path, fields), latency_ms, answer)
+
+
+def _decoded(content: bytes) -> Any:
     try:
-        payload = load_json(content.decode("utf-8"), "the response")
+        return load_json(content.decode("utf-8"), "the response")
     except UnicodeDecodeError:
         raise QueryFailed("malformed JSON: not UTF-8") from None
     except InputError as exc:  # invalid, nested too deeply, a lone surrogate
         raise QueryFailed(f"malformed JSON: {exc.reason.removeprefix('invalid JSON: ')}") from None
+
+
+def _hits(
+    payload: Any, results_path: str | None, fields: Mapping[str, str]
+) -> tuple[RankedResult, ...]:
     results = []
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
@@ -266,6 +292,7 @@ class HttpSearcher:
     """Resolved values, which may be secrets: never shown."""
     results_path: str | None
     fields: Mapping[str, str]
+    answer_path: str | None
     concurrency: int
     timeout_s: float
     retries: int
@@ -291,7 +318,9 @@ class HttpSearcher:
             )
         except CallFailed as failure:
             raise QueryFailed(str(failure)) from None
-        return Hits(parse_hits(response.content, self.results_path, self.fields), latency_ms)
+        return parse_response(
+            response.content, self.results_path, self.fields, self.answer_path, latency_ms
+        )
 
 
 # --- the kind -------------------------------------------------------------------------
@@ -306,6 +335,7 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
         headers=headers,
         results_path=values["results_path"],
         fields=values["fields"],
+        answer_path=values["answer_path"],
         concurrency=values["concurrency"],
         timeout_s=float(values["timeout_s"]),
         retries=values["retries"],
@@ -319,6 +349,7 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
         "headers": sorted(headers),  # names only: the values may be secrets
         "results_path": values["results_path"],
         "fields": values["fields"],
+        **({"answer_path": values["answer_path"]} if values["answer_path"] else {}),
         # What the service's URL and settings cannot show (a new index behind the same
         # URL) reaches the cache through the user's cache_key.
         "cache_key": resolved_cache_key(values["cache_key"], os.environ),

@@ -108,7 +108,7 @@ def answer_query(
             return QueryResults(query.query_id, (), None, str(failure))
         if cache is not None:
             cache.put(query.query, top_k, hits)
-    return QueryResults(query.query_id, hits.results[:top_k], hits.latency_ms)
+    return QueryResults(query.query_id, hits.results[:top_k], hits.latency_ms, answer=hits.answer)
 
 
 # --- hits from user code and services -------------------------------------------------

@@ -9,7 +9,9 @@
 
 The target is called as `target(query_text, top_k)` (a class: instantiated once, then
 `instance.retrieve(query_text, top_k)`) and returns its hits best first, each a dict
-or an object with `doc_id` and optionally `score`, `text`, `document` and `page`.
+or an object with `doc_id` and optionally `score`, `text`, `document` and `page`; or
+`{"results": hits, "answer": "…"}` with the answer the RAG system generated from them
+(judged for faithfulness and answer relevance).
 An exception raised for one query is recorded as that query's error
 (`ValueError: …`) and counted by error_rate; the others go on.
 """
@@ -159,14 +161,22 @@ def _field_getter(hit: Any) -> Callable[[str], Any]:
 
 
 def to_hits(returned: Any, latency_ms: float) -> Hits:
-    """The hits the target returned, checked; QueryFailed when they are not hits."""
+    """The hits the target returned (and its answer), checked; QueryFailed when they are
+    not hits."""
+    answer = None
+    if isinstance(returned, Mapping) and "results" in returned:
+        answer = returned.get("answer")
+        if answer is not None and not isinstance(answer, str):
+            kind = type(answer).__name__
+            raise QueryFailed(f"malformed result: answer must be text, got {kind}")
+        returned = returned["results"]
     if isinstance(returned, str | bytes | Mapping) or not isinstance(returned, Iterable):
         kind = type(returned).__name__
         raise QueryFailed(f"malformed result: expected a list of hits, got {kind}")
     results = tuple(
         ranked_result(_field_getter(hit), f"hits[{index}]") for index, hit in enumerate(returned)
     )
-    return Hits(results, latency_ms)
+    return Hits(results, latency_ms, answer)
 
 
 @dataclass(frozen=True, slots=True)
