@@ -101,10 +101,12 @@ def _need(
 ) -> Need:
     limit = gate.regression_max
     alpha, min_n = gate.statistics.alpha, gate.statistics.min_n
-    if scope.tags:  # a tag's questions are about its own areas, the least covered first
+    if scope.tags:
+        # A tag's questions are about its own areas, the ones most of its labels fall in
+        # first: ranking them by corpus-wide uncoveredness put an area holding a single
+        # label of the tag ahead of the tag's own subject.
         known = [a for t in scope.tags for a in tag_areas.get(t, ())]
-        ordered = [a for a in open_areas if a in known] or known
-        areas = tuple(dict.fromkeys(ordered))[:regions]
+        areas = tuple(dict.fromkeys(known))[:regions]
     else:
         areas = tuple(open_areas[:regions])
     if not limit or gate.regression_relative or parse_metric(gate.metric).family.unit == "ms":

@@ -116,6 +116,26 @@ def test_the_plan_uses_the_gates_power_model(
     assert main(["gold", "plan", "--catch", "1"]) == 3
 
 
+def test_a_tags_plan_names_the_areas_its_labels_fall_in(indexed_demo: Path) -> None:
+    """Each tag's plan lists the areas `gold coverage` gives the tag, most labels first,
+    not areas holding one stray label that the corpus as a whole leaves uncovered."""
+    assert main(["gold", "coverage", "--out", str(indexed_demo / "coverage.json")]) == 0
+    assert main(["gold", "plan", "--out", str(indexed_demo / "plan.json")]) == 0
+    tags = {
+        t["tag"]: t["areas"]
+        for t in json.loads((indexed_demo / "coverage.json").read_text())["tags"]
+    }
+    planned = [
+        s for s in json.loads((indexed_demo / "plan.json").read_text())["scopes"] if s["tags"]
+    ]
+    assert planned
+    for scope in planned:
+        (tag,) = scope["tags"]
+        assert scope["areas"] == tags[tag][: len(scope["areas"])], tag
+    datetime = next(s for s in planned if s["tags"] == ["datetime"])
+    assert datetime["areas"][:3] == ["datetime", "time", "calendar"]
+
+
 def _with_gold(demo: Path, record: dict[str, object]) -> Path:
     """The gold file of the record's tier in the demo project, with the record added."""
     path = demo / "gold" / f"python-docs-{record['tier']}.jsonl"
