@@ -36,7 +36,14 @@ _FIELDS = {
     "source",
     "reviewed",
     "prompt_version",
+    "category",
+    "difficulty",
+    "expected_answer_gist",
 }
+
+SLICE_FIELDS = ("category", "difficulty")
+"""Fields of the design documents' seed schema that slice the gold set as tags do: a
+query with `"category": "lookup"` is in the slice `category:lookup`."""
 
 
 def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
@@ -110,10 +117,13 @@ def _parse_query(
         query_id=record["query_id"],
         query=record["query"],
         tier=tier,
-        tags=_tags(record.get("tags", []), fail),
+        tags=tuple(
+            dict.fromkeys(_tags(record.get("tags", []), fail) + _slice_fields(record, fail))
+        ),
         relevant=relevant,
         is_rejection=is_rejection or not labelled,
-        expected_answer=_optional_text(record, "expected_answer", fail),
+        expected_answer=_optional_text(record, "expected_answer", fail)
+        or _optional_text(record, "expected_answer_gist", fail),
         notes=_optional_text(record, "notes", fail),
         path=path,
         line=line,
@@ -161,6 +171,22 @@ def _tags(value: Any, fail: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
         raise fail("tags", "must be a list of non-empty strings")
     return tuple(dict.fromkeys(value))
+
+
+def _slice_fields(record: Mapping[str, Any], fail: Any) -> tuple[str, ...]:
+    """`category` and `difficulty` as the tags `category:<value>`, `difficulty:<value>`,
+    so every per-tag breakdown, scope and Holm family reads them as it reads tags."""
+    slices = []
+    for key in SLICE_FIELDS:
+        value = record.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(key, f"must be a non-empty string or a whole number, got {value!r}")
+        slices.append(f"{key}:{value.strip()}")
+    return tuple(slices)
 
 
 def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:

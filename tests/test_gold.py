@@ -10,8 +10,9 @@ from llm_eval.gold import GoldQuery, GoldSet, GoldSource
 from llm_eval.gold_io import iter_gold_file, load_gold
 
 VALID_KEYS = (
-    "expected_answer, gold_references, is_rejection, notes, prompt_version, query, query_id, "
-    "reference_passages, relevant, reviewed, source, tags, tier"
+    "category, difficulty, expected_answer, expected_answer_gist, gold_references, "
+    "is_rejection, notes, prompt_version, query, query_id, reference_passages, relevant, "
+    "reviewed, source, tags, tier"
 )
 
 
@@ -330,3 +331,40 @@ def test_a_gold_file_without_queries_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_gold([full, empty])
     assert str(info.value) == f"{empty}: the gold file has no queries"
+
+
+SEED_LINE = {
+    "query_id": "seed-001",
+    "query": "How do I sort a list of dicts by a key?",
+    "tier": "A",
+    "tags": ["howto"],
+    "relevant": ["builtins.sorted#0"],
+    "category": "lookup",
+    "difficulty": "easy",
+    "expected_answer_gist": "sorted(rows, key=itemgetter('k'))",
+}
+
+
+def test_the_design_documents_seed_schema_is_read(tmp_path: Path) -> None:
+    """`category` and `difficulty` slice the set as tags do; the gist is the reference
+    answer when no `expected_answer` is given."""
+    path = tmp_path / "gold.jsonl"
+    lines = [SEED_LINE, {**SEED_LINE, "query_id": "seed-002", "difficulty": 3}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first, second = iter_gold_file(path)
+    assert first.tags == ("howto", "category:lookup", "difficulty:easy")
+    assert second.tags == ("howto", "category:lookup", "difficulty:3")
+    assert first.expected_answer == "sorted(rows, key=itemgetter('k'))"
+    both = {**SEED_LINE, "expected_answer": "Use sorted with a key."}
+    path.write_text(json.dumps(both) + "\n")
+    assert next(iter_gold_file(path)).expected_answer == "Use sorted with a key."
+
+
+@pytest.mark.parametrize("value", ["", " ", True, 1.5, ["lookup"], {"a": 1}])
+def test_a_bad_category_names_its_line_and_key(tmp_path: Path, value: object) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps(SEED_LINE) + "\n" + json.dumps({**SEED_LINE, "category": value}))
+    with pytest.raises(InputError) as raised:
+        list(iter_gold_file(path))
+    assert str(raised.value).startswith(f"{path}:2: category: must be a non-empty string")
+    assert raised.value.exit_code == ExitCode.BAD_INPUT

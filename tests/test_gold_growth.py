@@ -219,3 +219,40 @@ def test_neighbours_follow_the_corpus_a_process_sees_now(
     assert top[0] not in elsewhere and elsewhere[:2] == top[1:]
     corpus.write_text("".join(lines), encoding="utf-8")  # the same folder, the file changed
     assert neighbours_of(load_config("config/llm-eval.yaml"), question, 3) == top
+
+
+def test_seed_schema_categories_are_slices_a_gate_can_read(
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gold set written in the design documents' schema (category, difficulty,
+    expected_answer_gist) validates, and its categories get per-category breakdowns
+    and may scope a gate, as tags do."""
+    gold = indexed_demo / "gold" / "python-docs-A.jsonl"
+    records = [json.loads(line) for line in gold.read_text().splitlines()]
+    for i, record in enumerate(records):
+        record["category"] = "howto" if "howto" in record.get("tags", []) else "other"
+        record["difficulty"] = ("easy", "hard")[i % 2]
+        record["expected_answer_gist"] = "a gist"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in records))
+    criteria = indexed_demo / "config" / "ship-criteria.yaml"
+    criteria.write_text(
+        criteria.read_text().replace(
+            "gates:\n",
+            "gates:\n  - name: howto_recall\n    metric: recall@5\n"
+            "    regression_max: 0.05\n    severity: warning\n"
+            "    scope: {tier: A, tags: ['category:howto']}\n",
+            1,
+        )
+    )
+    assert main(["gold", "validate"]) == 0
+    assert main(["baseline", "refresh"]) == 0
+    assert main(["gate"]) == 0
+    capsys.readouterr()
+    report = json.loads((indexed_demo / ".llm-eval" / "report.json").read_text())
+    names = {s["name"] for s in report["slices"]}
+    assert {"category:howto", "category:other", "difficulty:easy", "difficulty:hard"} <= names
+    howto = next(g for g in report["gates"] if g["name"] == "howto_recall")
+    expected = sum(1 for r in records if r["category"] == "howto" and r.get("relevant"))
+    assert howto["scope"] == "tier A, tag category:howto"
+    assert howto["n"] == expected and howto["status"] == "pass"
+    assert "category:howto" in (indexed_demo / ".llm-eval" / "report.md").read_text()
