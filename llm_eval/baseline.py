@@ -65,3 +65,12 @@ class Baseline:
                 q: {"latency_ms": r.latency_ms, "error": r.error} for q, r in self.service.items()
             },
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A baseline as committed at an earlier commit, which a drift check measures from."""
+
+    baseline: Baseline
+    commit: str
+    """The commit that wrote it."""

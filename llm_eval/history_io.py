@@ -9,13 +9,14 @@ or a corrupt line of the history file, becomes a `Skipped` entry with its reason
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_eval.baseline import Baseline
+from llm_eval.baseline import Baseline, Reference
 from llm_eval.baseline_io import parse_baseline
+from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git
 from llm_eval.history import Entry, Point, Skipped
@@ -139,10 +140,26 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
     return Point(commit, date, "", "report", gold, values)
 
 
-def resolve_since(since: str | int, path: str | Path) -> tuple[Revision, str]:
-    """The baseline's revision a drift check measures from, and words for it:
-    `since` is a number of refreshes back (0 is the committed baseline), or a git ref
-    or tag. InputError when the clone cannot see it."""
+def load_references(gates: Sequence[Gate], path: str | Path) -> dict[str, Reference]:
+    """The reference baseline of each gate that sets `drift_max`, by gate name; an
+    InputError at the gate's `since` when it cannot be read."""
+    references = {}
+    for gate in gates:
+        if gate.drift is None:
+            continue
+        try:
+            revision = resolve_since(gate.drift.since, path)
+            baseline = baseline_at(revision.commit, revision.path)
+        except InputError as exc:
+            raise gate.drift.where.error(exc.render()) from None
+        references[gate.name] = Reference(baseline, revision.commit)
+    return references
+
+
+def resolve_since(since: str | int, path: str | Path) -> Revision:
+    """The baseline's revision a drift check measures from: `since` is a number of
+    refreshes back (0 would be the committed baseline), or a git ref or tag.
+    InputError when the clone cannot see it."""
     if isinstance(since, int):
         log = baseline_log(path, since + 1)
         if len(log) <= since:
@@ -152,8 +169,7 @@ def resolve_since(since: str | int, path: str | Path) -> tuple[Revision, str]:
                 f"{len(log)} commits of it are{shallow if is_shallow() else ''}",
                 path=str(path),
             )
-        words = f"{since} refreshes ago" if since != 1 else "1 refresh ago"
-        return log[since], words
+        return log[since]
     done = _run_git("rev-parse", "--verify", "--quiet", f"{since}^{{commit}}")
     if done.returncode != 0:
         shallow = " (this clone is shallow; fetch tags and history, e.g. fetch-depth: 0)"
@@ -164,7 +180,7 @@ def resolve_since(since: str | int, path: str | Path) -> tuple[Revision, str]:
     revision = _log_at(commit, path)
     if revision is None:
         raise InputError(f"the baseline did not exist at {since!r}", path=str(path))
-    return revision, since
+    return revision
 
 
 def _log_at(commit: str, path: str | Path) -> Revision | None:

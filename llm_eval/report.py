@@ -28,6 +28,7 @@ from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
 from llm_eval.wording import (
+    drift_sentence,
     power_sentence,
     sentence,
     slice_sentence,
@@ -45,7 +46,14 @@ def _number(x: float | None) -> float | None:
 
 
 def gate_entry(result: GateResult) -> GateEntry:
-    """One gate as the report stores it."""
+    """One gate as the report stores it (`drift` only when the gate sets `drift_max`)."""
+    entry = _gate_entry(result)
+    if result.drift is not None:
+        entry["drift"] = _drift_entry(result)
+    return entry
+
+
+def _gate_entry(result: GateResult) -> GateEntry:
     gate = result.gate
     return {
         "name": gate.name,
@@ -89,9 +97,35 @@ def gate_entry(result: GateResult) -> GateEntry:
     }
 
 
+def _drift_entry(result: GateResult) -> dict[str, Any]:
+    """The drift check against the gate's reference baseline."""
+    drift, gate = result.drift, result.gate
+    assert drift is not None and gate.drift is not None
+    return {
+        "since": gate.drift.since,
+        "label": drift.label,
+        "commit": drift.commit,
+        "drift_max": gate.drift.limit,
+        "status": drift.status,
+        "decision": drift.decision,
+        "blocking": drift.blocking,
+        "on_inconclusive": drift.on_inconclusive,
+        "value": _number(drift.value),
+        "reference": _number(drift.reference),
+        "delta": _number(drift.delta),
+        "n": drift.n,
+        "stats": _margin_entry(result, drift.margin),
+        "sentence": drift_sentence(result),
+    }
+
+
 def _stats_entry(result: GateResult) -> dict[str, Any] | None:
     """The paired test of the change against the limit, which decided the gate."""
-    margin = result.margin
+    return _margin_entry(result, result.margin)
+
+
+def _margin_entry(result: GateResult, margin: MarginTest | None) -> dict[str, Any] | None:
+    """A paired test against a limit, as the report stores it."""
     if margin is None:
         return None
     low, high = delta_interval(result.gate.metric, margin)

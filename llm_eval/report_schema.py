@@ -63,6 +63,23 @@ _GATE_SLICE = record(
     },
     frozenset({"slice", "status"}),
 )
+_DRIFT = record(
+    {
+        "label": text,
+        "commit": text,
+        "drift_max": number,
+        "status": one_of(*STATUSES),
+        "decision": one_of(*DECISIONS),
+        "blocking": boolean,
+        "value": _maybe_number,
+        "reference": _maybe_number,
+        "delta": _maybe_number,
+        "n": _count,
+        "stats": optional(_STATS),
+        "sentence": _maybe_text,
+    },
+    frozenset({"label", "status", "decision", "blocking"}),
+)
 _GATE = record(
     {
         "name": text,
@@ -89,6 +106,7 @@ _GATE = record(
             record({"detectable_drop": _maybe_number, "queries_needed": optional(_count)})
         ),
         "slices": list_of(_GATE_SLICE),
+        "drift": _DRIFT,
     },
     frozenset(
         {"name", "metric", "metric_label", "scope", "severity", "status", "value", "baseline"}

@@ -6,7 +6,7 @@ docs/report-json.md is the contract; a test checks these keys against it, and
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 Status = Literal["pass", "warn", "fail", "inconclusive"]
 Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed"]
@@ -48,6 +48,7 @@ class GateEntry(TypedDict):
     slices: list[dict[str, Any]]
     power_warning: str | None
     power: Power | None
+    drift: NotRequired[dict[str, Any]]
 
 
 class Report(TypedDict):

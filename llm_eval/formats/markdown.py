@@ -199,6 +199,9 @@ def _plain(gate: Mapping[str, Any]) -> str:
     )
     if reason == "no_data" and gate.get("sentence"):
         return f"{STATUS_ICON[status]} {gate['sentence']}."
+    drift = gate.get("drift") or {}
+    if reason == "drift" and drift.get("sentence"):
+        return f"{STATUS_ICON[status]} {drift['sentence']}."
     moved = _moved_words(metric, gate["delta"], before, now)
     if reason in ("floor", "both") and gate.get("threshold") is not None:
         text = f"{where} is {now}, below the minimum of {value(metric, gate['threshold'])}"
@@ -297,6 +300,15 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "commands": [],
             }
         )
+    if "drift" in reasons:
+        steps.append(
+            {
+                "text": "Each change since the reference baseline was allowed, their sum is "
+                "not: if the new level is intended, set the gate's since to a newer "
+                "reference in the ship criteria.",
+                "commands": [],
+            }
+        )
     if "cannot_tell" in reasons:
         steps.append(
             {
@@ -334,7 +346,11 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
     metric = gate["metric"]
     limits = limits_text(
-        metric, gate["threshold"], gate["regression_max"], gate.get("regression_relative", False)
+        metric,
+        gate["threshold"],
+        gate["regression_max"],
+        gate.get("regression_relative", False),
+        gate.get("drift"),
     )
     # Reports written before `blocking` was recorded: a failed error gate blocked.
     blocks = gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail")

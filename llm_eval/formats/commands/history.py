@@ -46,7 +46,12 @@ def _title(found: GateHistory, entries: Sequence[Entry]) -> str:
 def _gate_block(number: int, gate: Gate, entries: Sequence[Entry], width: int) -> list[str]:
     values = series(entries, gate.name)
     metric = gate.metric
-    limits = limits_text(metric, gate.threshold, gate.regression_max, gate.regression_relative)
+    drift = (
+        None if gate.drift is None else {"label": gate.drift.label(), "drift_max": gate.drift.limit}
+    )
+    limits = limits_text(
+        metric, gate.threshold, gate.regression_max, gate.regression_relative, drift
+    )
     head = f"#{number} {subject(metric, gate.scope.label())}, gate {gate.name}"
     head += f" ({limits})" if limits else ""
     room = width - len(INDENT)
