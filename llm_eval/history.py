@@ -128,3 +128,38 @@ def sparkline(values: Sequence[float | None], span: float = 0.0) -> str:
         else:
             chars.append(SPARK_BARS[min(bars - 1, max(0, int((v - floor) / width * bars + 1e-9)))])
     return "".join(chars)
+
+
+TREND_POINTS = 12
+"""Committed baselines in the trend line of a gate report (this run's value comes after)."""
+
+
+def trend_entry(
+    entries: Sequence[Entry],
+    gate: str,
+    metric: str,
+    label: str,
+    span: float,
+    value: float,
+    shallow: bool,
+) -> dict[str, object]:
+    """The gated metric's recent trend as report.json stores it: each baseline's value
+    (null for a gap, with the reason it was skipped), then this run's."""
+    points = [
+        {
+            "commit": e.commit,
+            "date": e.date,
+            "value": e.values.get(gate) if isinstance(e, Point) else None,
+            "skipped": e.reason if isinstance(e, Skipped) else None,
+        }
+        for e in entries
+    ]
+    return {
+        "gate": gate,
+        "metric": metric,
+        "label": label,
+        "span": span,
+        "points": points,
+        "value": value if math.isfinite(value) else None,
+        "shallow": shallow,
+    }

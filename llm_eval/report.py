@@ -20,6 +20,7 @@ from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
+from llm_eval.history import History, trend_entry
 from llm_eval.inputs import Inputs
 from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.metrics import parse_metric
@@ -32,6 +33,7 @@ from llm_eval.wording import (
     power_sentence,
     sentence,
     slice_sentence,
+    subject,
 )
 
 SCHEMA_VERSION = 1
@@ -407,10 +409,12 @@ def build_report(
     now: datetime,
     from_cache: int = 0,
     repo_folder: str | None = None,
+    history: History | None = None,
 ) -> Report:
     """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
     answers the retrieval cache gave instead of the retriever; `repo_folder` is where the
-    gate ran, relative to the repository root (paths in the report are relative to it)."""
+    gate ran, relative to the repository root (paths in the report are relative to it);
+    `history` holds the recent committed baselines, for the gated metric's trend."""
     status: Verdict = verdict(comparison.results)
     only = comparison.compared_on
     before = None
@@ -465,6 +469,7 @@ def build_report(
         "context": _context(measurement),
         "gold_changes": _gold_changes(comparison, by_id),
         "judge": _judge(measurement.judge),
+        "trend": _trend(comparison.results, history),
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
@@ -477,6 +482,24 @@ def build_report(
         },
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
+
+
+def _trend(results: Sequence[GateResult], history: History | None) -> dict[str, Any] | None:
+    """The first `error` gate's (else the first gate's) value over the recent committed
+    baselines, ending in this run's value; None without a git history."""
+    if history is None or not results:
+        return None
+    result = next((r for r in results if r.gate.severity == "error"), results[0])
+    gate = result.gate
+    return trend_entry(
+        history.entries,
+        gate.name,
+        gate.metric,
+        subject(gate.metric, gate.scope.label()),
+        gate.regression_max or 0.0,
+        result.value,
+        history.shallow,
+    )
 
 
 def _summary(gates: Sequence[Mapping[str, Any]]) -> list[str]:

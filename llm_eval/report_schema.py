@@ -200,6 +200,23 @@ _QUERIES = record(
         "not_in_gold": _count,
     }
 )
+_TREND = record(
+    {
+        "gate": text,
+        "metric": text,
+        "label": text,
+        "span": number,
+        "points": list_of(
+            record(
+                {"commit": _maybe_text, "date": _maybe_text, "value": _maybe_number},
+                frozenset({"value"}),
+            )
+        ),
+        "value": _maybe_number,
+        "shallow": boolean,
+    },
+    frozenset({"metric", "label", "points", "value"}),
+)
 REPORT: Check = record(
     {
         "schema_version": one_of(1),
@@ -214,6 +231,7 @@ REPORT: Check = record(
         "changes": _CHANGES,
         "queries": _QUERIES,
         "gold_changes": optional(_GOLD_CHANGES),
+        "trend": optional(_TREND),
         "notes": list_of(text),
         "provenance": _PROVENANCE,
         "timings": map_of(_maybe_number),

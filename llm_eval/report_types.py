@@ -70,6 +70,7 @@ class Report(TypedDict):
     context: dict[str, Any] | None
     gold_changes: dict[str, Any] | None
     judge: dict[str, Any] | None
+    trend: NotRequired[dict[str, Any] | None]
     notes: list[str]
     retrieval: dict[str, int]
     provenance: dict[str, Any]

@@ -7,17 +7,23 @@ five (10 points down in sum) and fails the sixth (12 points)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from llm_eval.actions import links_from_env
 from llm_eval.cli import main
 from llm_eval.commands.baseline import refresh
 from llm_eval.commands.gate import run_gate
 from llm_eval.criteria_io import load_criteria
 from llm_eval.errors import InputError
+from llm_eval.formats._markup import Links
+from llm_eval.formats.markdown import render_comment
+from llm_eval.history import sparkline
 
 QUERIES = 500
 RELEVANT = 10
@@ -144,7 +150,10 @@ def test_every_surface_renders_the_drift_from_the_record(
     write_run(scripted, 6)
     assert main(["gate"]) == 1
     terminal = capsys.readouterr().out
-    report = json.loads((scripted / ".llm-eval" / "report.json").read_text())
+    written = scripted / ".llm-eval" / "report.json"
+    if os.environ.get("LLM_EVAL_UPDATE_GOLDEN") == "1":  # the fixture of comment_drift.md
+        shutil.copyfile(written, Path(__file__).parent / "gold" / "reports" / "drift.json")
+    report = json.loads(written.read_text())
     sentence = report["gates"][0]["drift"]["sentence"]
     assert report["gates"][0]["sentence"] == sentence
     assert report["summary"] == [sentence]
@@ -155,6 +164,37 @@ def test_every_surface_renders_the_drift_from_the_record(
     assert "Δ ≥ −3.0 pp, since reference Δ ≥ −11.0 pp" in comment
     junit = (scripted / ".llm-eval" / "report.junit.xml").read_text()
     assert "since reference dropped from 100.0% to 88.0%" in junit
+
+
+def test_the_comment_shows_the_trend_of_the_committed_baselines(scripted: Path) -> None:
+    for step in range(1, 6):
+        write_run(scripted, step)
+        refresh_and_commit(scripted, f"change {step}")
+    write_run(scripted, 6)
+    report = run_gate(
+        config_path=Path("config/llm-eval.yaml"),
+        criteria_path=Path("config/ship-criteria.yaml"),
+    ).report
+    trend = report["trend"]
+    assert trend is not None
+    values = [p["value"] for p in trend["points"]]
+    assert values == pytest.approx([1.0, 0.98, 0.96, 0.94, 0.92, 0.90])
+    assert [p["commit"] for p in trend["points"]] == git(
+        scripted, "log", "--reverse", "--format=%H"
+    ).split()
+    assert trend["value"] == pytest.approx(0.88) and not trend["shallow"]
+    line = (
+        "Trend of recall@10 (tier A) over the last 6 committed baselines and this run: "
+        f"{sparkline([*values, 0.88], 0.03)} 100.0% → 88.0%"
+    )
+    assert sparkline([*values, 0.88], 0.03) == "█▇▆▅▃▂▁"
+    lines = render_comment(report).splitlines()
+    assert lines[lines.index(next(x for x in lines if x.startswith("❌"))) + 2] == line
+    linked = render_comment(report, Links(dashboard="https://owner.github.io/repo/"))
+    assert f"{line} · [dashboard](https://owner.github.io/repo/)" in linked
+    assert links_from_env({"LLM_EVAL_DASHBOARD_URL": "https://d.example/"}).dashboard == (
+        "https://d.example/"
+    )
 
 
 def test_since_a_number_of_refreshes(scripted: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from llm_eval import __version__
 from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
+from llm_eval.commands.history import recent_baselines
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
@@ -57,6 +58,7 @@ def run_gate(
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
     references = load_references(inputs.criteria.gates, baseline_file)
+    history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()
     retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
     run = retrieval.run
@@ -82,6 +84,7 @@ def run_gate(
         now=datetime.now(UTC),
         from_cache=retrieval.from_cache,
         repo_folder=folder_in_repository(),
+        history=history,
     )
     out = out_dir or inputs.config.output
     validate_report(report, out / "report.json")  # every rendering reads this record

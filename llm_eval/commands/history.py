@@ -10,8 +10,9 @@ from pathlib import Path
 
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate
+from llm_eval.errors import InputError
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
-from llm_eval.history import History, merge, of_gold
+from llm_eval.history import TREND_POINTS, History, merge, of_gold
 from llm_eval.history_io import baseline_log, baseline_points, is_shallow, report_points
 from llm_eval.inputs import Inputs
 from llm_eval.pipeline import load_inputs
@@ -55,6 +56,18 @@ def read_gate_history(
         str(path),
         None if history_file is None else str(history_file),
     )
+
+
+def recent_baselines(inputs: Inputs, path: Path, last: int = TREND_POINTS) -> History | None:
+    """The newest `last` committed baselines, for a gate report's trend line; None
+    outside a git checkout (no history to show)."""
+    try:
+        revisions = baseline_log(path, last)
+    except InputError:
+        return None
+    entries = baseline_points(revisions, gate_values(inputs))
+    gold = gold_fingerprint(query_fingerprints(inputs.gold))
+    return History(of_gold(entries, gold), len(revisions) < last and is_shallow())
 
 
 def gate_values(inputs: Inputs) -> _GateValues:
