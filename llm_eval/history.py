@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Source = Literal["baseline", "report"]
@@ -36,6 +36,8 @@ class Point:
     """The gold set's fingerprint the point was measured on."""
     values: Mapping[str, float | None]
     """Per gate name, its metric over its scope (None: the point does not have it)."""
+    aggregates: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    """Per slice (`overall`, `tier:A`, `tag:x`), each metric's value (None: not computed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ or a corrupt line of the history file, becomes a `Skipped` entry with its reason
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,7 +96,13 @@ def baseline_points(revisions: tuple[Revision, ...], values: Values) -> list[Ent
             entries.append(Skipped(rev.commit, rev.date, where, _why(exc)))
             continue
         gold = baseline.fingerprints.get("gold")
-        entries.append(Point(rev.commit, rev.date, rev.subject, "baseline", gold, values(baseline)))
+        aggregates = {
+            key: {m: _finite(v) for m, v in row.items() if m != "n"}
+            for key, row in baseline.aggregates.items()
+        }
+        entries.append(
+            Point(rev.commit, rev.date, rev.subject, "baseline", gold, values(baseline), aggregates)
+        )
     return entries
 
 
@@ -137,7 +145,19 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
             values[entry["name"]] = entry.get("value")
     gold = (provenance.get("fingerprints") or {}).get("gold")
     date = str(provenance.get("generated_at") or "")
-    return Point(commit, date, "", "report", gold, values)
+    aggregates = {
+        row["slice"]: {m: _finite(cell.get("value")) for m, cell in row["metrics"].items()}
+        for row in report["slices"]
+        if isinstance(row.get("metrics"), dict)
+    }
+    return Point(commit, date, "", "report", gold, values, aggregates)
+
+
+def _finite(value: object) -> float | None:
+    """A number that can be drawn, else None (NaN: the slice has no scored query)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def load_references(gates: Sequence[Gate], path: str | Path) -> dict[str, Reference]:
@@ -191,3 +211,37 @@ def _log_at(commit: str, path: str | Path) -> Revision | None:
         return None
     sha, date, subject = done.stdout.strip().split("\x1f", 2)
     return Revision(sha, date, subject, f"{prefix}{path}")
+
+
+def newest_report_part(path: Path, key: str) -> Mapping[str, Any] | None:
+    """`report[key]` of the newest line of a history file that is a valid report with
+    that part set (None when no line has it); corrupt lines are skipped, as in
+    `report_points`, which lists them."""
+    found = None
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            report = validate_report(load_json(line, path, number), f"{path}:{number}")
+        except InputError:
+            continue
+        if isinstance(report.get(key), dict):
+            found = report[key]
+    return found
+
+
+def commit_url(environ: Mapping[str, str]) -> str | None:
+    """Where a commit is shown on GitHub, `https://github.com/OWNER/REPO/commit/`: from
+    the Actions environment, else from the `origin` remote when it is on github.com."""
+    repo = environ.get("GITHUB_REPOSITORY")
+    if repo:
+        server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
+        return f"{server}/{repo}/commit/"
+    done = _run_git("remote", "get-url", "origin")
+    match = re.fullmatch(
+        r"(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+/[\w.-]+?)(?:\.git)?/?",
+        done.stdout.strip(),
+    )
+    return (
+        f"https://github.com/{match.group(1)}/commit/" if match and done.returncode == 0 else None
+    )

@@ -164,3 +164,57 @@ def history_command(
         last=last,
     )
     echo(history_text(found, terminal_width()))
+
+
+@cli.command("dashboard", short_help="The history as a static, self-contained web page.")
+@config_options
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for index.html (default: the `output` of the config, /dashboard).",
+)
+@click.option(
+    "--history-file",
+    type=click.Path(path_type=Path),
+    help="Also read the report.json files kept in this file, one a line.",
+)
+@click.option(
+    "--experiment",
+    type=click.Path(path_type=Path),
+    help="An experiment.json to show (default: the one `llm-eval experiment` wrote, if any).",
+)
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="How many of the newest points to read.",
+)
+def dashboard_command(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    out_dir: Path | None,
+    history_file: Path | None,
+    experiment: Path | None,
+    last: int,
+) -> None:
+    """Write a static page (no CDN, opens from disk and from GitHub Pages): a chart per
+    metric for all queries, each tier and each tag over the baseline's git history (and
+    the kept reports), floors and limits drawn, each point linked to its commit; the
+    latest change's lost and gained questions, the judge's calibration and the
+    experiment table when there are some. Skipped points are gaps, labelled."""
+    from llm_eval.commands.dashboard import write_dashboard
+
+    echo(
+        write_dashboard(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            out=out_dir,
+            baseline_path=baseline_path,
+            history_file=history_file,
+            experiment=experiment,
+            last=last,
+        )
+    )
