@@ -486,8 +486,8 @@ def build_report(
 
 def _trend(results: Sequence[GateResult], history: History | None) -> dict[str, Any] | None:
     """The first `error` gate's (else the first gate's) value over the recent committed
-    baselines, ending in this run's value; None without a git history."""
-    if history is None or not results:
+    baselines, ending in this run's value; None without a committed baseline."""
+    if history is None or not history.entries or not results:
         return None
     result = next((r for r in results if r.gate.severity == "error"), results[0])
     gate = result.gate

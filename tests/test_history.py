@@ -106,6 +106,19 @@ Run = Callable[..., tuple[int, str]]
 
 
 @pytest.fixture
+def dashboard(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+    """`llm-eval dashboard --out site` in a repository: its exit code and what it printed."""
+
+    def run(repo: Path) -> tuple[int, str]:
+        monkeypatch.chdir(repo)
+        code = main(["dashboard", "--out", "site"])
+        printed = capsys.readouterr()
+        return code, printed.out + printed.err
+
+    return run
+
+
+@pytest.fixture
 def history(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
     """`llm-eval history ARGS` in a repository: its exit code and what it printed."""
 
@@ -120,7 +133,7 @@ def history(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_generated_history_of_200_refreshes_is_read_in_order(
-    tmp_path: Path, history: Run
+    tmp_path: Path, history: Run, dashboard: Run
 ) -> None:
     repo = init_repo(tmp_path / "repo")
     base = demo_baseline()
@@ -152,6 +165,12 @@ def test_a_generated_history_of_200_refreshes_is_read_in_order(
     spark = _sparklines(out)[0]
     assert len(spark) == 77 and spark[-1 - (200 - other_gold)] == SPARK_GAP
     assert "the line shows the newest 77" in out
+
+    code, out = dashboard(repo)
+    assert code == 0, out
+    assert "201 entries (2 skipped, drawn as gaps)" in out
+    page = (repo / "site" / "index.html").read_text()
+    assert f"#{corrupt + 1} {BASELINE} at {log[corrupt - 1]}: invalid JSON" in page
 
 
 def _sparklines(out: str) -> list[str]:
