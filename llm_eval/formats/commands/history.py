@@ -106,7 +106,7 @@ def _shallow(found: GateHistory, width: int) -> list[str]:
     if not found.history.shallow:
         return []
     text = (
-        "This clone is shallow: its log ends before the baseline's first commit, so older "
-        "points were not seen (git fetch --unshallow, or fetch-depth: 0 in a workflow)."
+        "This clone is shallow: older points may exist that it did not fetch (git fetch "
+        "--unshallow, or fetch-depth: 0 in a workflow)."
     )
     return ["", *wrap(text, width, "")]
