@@ -87,13 +87,35 @@ def demo_baseline() -> dict[str, Any]:
     return data
 
 
+def gold_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, tier in (("python-docs-A.jsonl", "A"), ("python-docs-B.jsonl", "B")):
+        for line in (REPO / "gold" / name).read_text().splitlines():
+            if line.strip():
+                rows.append({**json.loads(line), "tier": tier})
+    return rows
+
+
 def with_misses(base: Mapping[str, Any], misses: int) -> dict[str, Any]:
     """The baseline with recall@5 set to 0 on the first `misses` tier-A queries that
-    have a hit."""
+    have a hit, its aggregates of recall@5 (overall, per tier, per tag) recomputed as a
+    refresh would: means over the queries scored."""
     data = copy.deepcopy(dict(base))
     hits = [q for q in tier_a() if data["per_query"].get(q, {}).get("recall@5", 0) > 0]
     for query in hits[:misses]:
         data["per_query"][query]["recall@5"] = 0.0
+    for key, row in data["aggregates"].items():
+        kind, _, name = key.partition(":")
+        members = [
+            q["query_id"]
+            for q in gold_rows()
+            if kind == "overall"
+            or (kind == "tier" and q["tier"] == name)
+            or (kind == "tag" and name in q.get("tags", []))
+        ]
+        scores = [data["per_query"][q]["recall@5"] for q in members if q in data["per_query"]]
+        if scores:
+            row["recall@5"] = sum(scores) / len(scores)
     return data
 
 
