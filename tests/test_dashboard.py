@@ -110,3 +110,43 @@ def test_every_chart_draws_its_points(
         assert len(re.findall(r"<circle ", chart)) == expected, (metric[1], slice_[1])
     assert 'href="https://github.com/acme/rag/commit/' in dom
     assert "not json" not in dom and "invalid JSON" in dom  # the gap's reason is listed
+
+
+def test_the_page_shows_the_latest_change_the_calibration_and_the_experiment() -> None:
+    from llm_eval.against_baseline import RankChange
+    from llm_eval.dashboard import Change, Dashboard, Series
+    from llm_eval.formats.commands.dashboard import render_dashboard
+    from llm_eval.history import Point
+
+    entries = (
+        Point("a" * 40, "2026-01-01T00:00:00+00:00", "one", "baseline", None, {}),
+        Point("b" * 40, "2026-01-02T00:00:00+00:00", "two", "baseline", None, {}),
+    )
+    board = Dashboard(
+        entries,
+        (Series("recall@5", "overall", (0.5, 0.4)),),
+        Change("a" * 40, "b" * 40, 5, (RankChange("q-7", 2, 0),), (RankChange("q-9", 0, 4),)),
+        judge={"model": "judge-1", "calibration": {"chunks": 40, "kappa": 0.61}},
+        experiment={
+            "quality": "recall@5",
+            "recommendation": "Keep bm25.",
+            "variants": [
+                {
+                    "name": "dense",
+                    "values": {"recall@5": 0.45},
+                    "versus_reference": {"recall@5": {"delta": -0.05}},
+                    "pareto_front": False,
+                }
+            ],
+        },
+        questions={"q-7": "How do I <sort>?"},
+    )
+    page = render_dashboard(board)
+    assert "From aaaaaaa to bbbbbbb: 1 question lost its relevant result" in page
+    assert (
+        "<td><code>q-7</code></td><td>How do I &lt;sort&gt;?</td><td>2 → not retrieved</td>" in page
+    )
+    assert "<td>not retrieved → 4</td>" in page
+    assert "<tr><th>kappa</th><td>0.610</td></tr>" in page
+    assert "<tr><td>dense</td><td>0.450</td><td>-0.050</td><td></td></tr>" in page
+    assert "Keep bm25." in page

@@ -208,8 +208,9 @@ def _change(board: Dashboard) -> list[str]:
         ]
     head = (
         f"<h2>Latest change</h2><p>From {change.before[:7]} to {change.after[:7]}: "
-        f"{plural(len(change.lost), 'question', 'questions')} lost their relevant result from "
-        f"the top {change.k}, {len(change.gained)} gained one.</p>"
+        f"{plural(len(change.lost), 'question', 'questions')} lost "
+        f"{'its' if len(change.lost) == 1 else 'their'} relevant result from the top "
+        f"{change.k}, {len(change.gained)} gained one.</p>"
     )
     return [
         head,
