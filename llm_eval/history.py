@@ -64,11 +64,6 @@ class History:
     perhaps, but were not fetched."""
 
     @property
-    def points(self) -> tuple[Point, ...]:
-        """The entries that were measured."""
-        return tuple(e for e in self.entries if isinstance(e, Point))
-
-    @property
     def skipped(self) -> tuple[Skipped, ...]:
         """The entries that were not."""
         return tuple(e for e in self.entries if isinstance(e, Skipped))

@@ -5,7 +5,6 @@
 // already in the SVG.
 (function () {
   "use strict";
-  var started = performance.now();
   var NS = "http://www.w3.org/2000/svg";
   var data = JSON.parse(document.getElementById("points").textContent);
   function shown(v, unit) {
@@ -37,7 +36,6 @@
     group.setAttribute("class", "pts");
     group.innerHTML = parts.join("");
     svg.appendChild(group);
-    svg.dataset.drawn = String(parts.length);
     drawn += parts.length;
   }
   document.addEventListener("mouseover", function (event) {
@@ -52,6 +50,5 @@
   });
   document.body.dataset.points = String(drawn);
   document.body.getBoundingClientRect();  // lay the page out now, so that it is timed too
-  document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
   document.body.dataset.readyMs = performance.now().toFixed(1);  // since navigation start
 })();
