@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,9 +22,19 @@ BASELINE = "gold/baseline.json"
 T0 = 1_760_000_000  # the generated commits are a day apart from here
 
 
-def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
+DATED = {"GIT_COMMITTER_DATE": f"{T0} +0000", "GIT_AUTHOR_DATE": f"{T0} +0000"}
+"""The first commit's time, so that the generated ones come after it."""
+
+
+def git(
+    repo: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> str:
     done = subprocess.run(
-        ["git", "-C", str(repo), *args], input=stdin, capture_output=True, check=True
+        ["git", "-C", str(repo), *args],
+        input=stdin,
+        capture_output=True,
+        check=True,
+        env={**os.environ, **(env or {})},
     )
     return done.stdout.decode()
 
@@ -33,30 +44,8 @@ def init_repo(root: Path) -> Path:
     copy_demo(root)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
-    env = {"GIT_COMMITTER_DATE": f"{T0} +0000", "GIT_AUTHOR_DATE": f"{T0} +0000"}
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(root),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@x",
-            "commit",
-            "-qm",
-            "demo",
-        ],
-        check=True,
-        env={**_env(), **env},
-    )
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "demo", env=DATED)
     return root
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def fast_import(repo: Path, versions: Sequence[bytes], start: int = 1) -> None:
