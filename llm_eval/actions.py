@@ -35,8 +35,9 @@ def links_from_env(environ: Mapping[str, str]) -> Links:
     commit comes from the event payload (`pull_request.head.sha`)."""
     server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
     repo, run_id = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_RUN_ID")
+    dashboard = environ.get("LLM_EVAL_DASHBOARD_URL") or None
     if not repo:
-        return NO_LINKS
+        return Links(dashboard=dashboard) if dashboard else NO_LINKS
     run = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
     head = _event_head_sha(environ.get("GITHUB_EVENT_PATH")) or environ.get("GITHUB_SHA")
     return Links(
@@ -44,6 +45,7 @@ def links_from_env(environ: Mapping[str, str]) -> Links:
         artifact=environ.get("LLM_EVAL_ARTIFACT_URL") or run,
         blob=f"{server}/{repo}/blob/{head}/" if head else None,
         head_sha=head,
+        dashboard=dashboard,
     )
 
 

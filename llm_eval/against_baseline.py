@@ -13,20 +13,23 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_eval.baseline import Baseline
+from llm_eval.baseline import Baseline, Reference
 from llm_eval.criteria import Gate, Scope
 from llm_eval.english import listed, plural
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
     TOLERANCE,
+    DriftResult,
     GateResult,
     LabelCoverage,
     Power,
     SliceInput,
     allowed_change,
     decide,
+    decide_drift,
     decide_slices,
+    with_drift,
     worsening_pair,
 )
 from llm_eval.gold import GoldQuery
@@ -92,8 +95,11 @@ def compare(
     measurement: Measurement,
     baseline: Baseline | None,
     allow_gold_change: bool = False,
+    references: Mapping[str, Reference] | None = None,
 ) -> Comparison:
-    """Decide every gate on the current scores and, when there is one, the baseline."""
+    """Decide every gate on the current scores and, when there is one, the baseline;
+    a gate with `drift_max` also against its reference baseline (`references`, by gate
+    name; every such gate needs one)."""
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline)
@@ -107,8 +113,44 @@ def compare(
         labels,
         inputs.gating_k,
     )
+    results = tuple(
+        _with_reference(inputs, r, measurement.table, (references or {}).get(r.gate.name))
+        for r in results
+    )
     accepted = allow_gold_change or diff is None or diff.empty
     return Comparison(results, diff, only, accepted)
+
+
+def _with_reference(
+    inputs: Inputs, result: GateResult, now: ScoreTable, reference: Reference | None
+) -> GateResult:
+    """The gate's result with its drift check, when it sets `drift_max`."""
+    if result.gate.drift is None:
+        return result
+    if reference is None:
+        raise result.gate.drift.where.error("no reference baseline was read for this gate")
+    return with_drift(result, drift_check(inputs, result.gate, now, reference))
+
+
+def drift_check(inputs: Inputs, gate: Gate, now: ScoreTable, reference: Reference) -> DriftResult:
+    """The gate's scope now against the reference baseline, paired over the queries
+    that did not change since, and tested against `drift_max` as the regression check
+    is tested against `regression_max`."""
+    assert gate.drift is not None
+    _, only = check_comparable(inputs, reference.baseline)
+    ids = members(inputs.gold.queries, gate.scope)
+    piece = _scope(None, ids, gate.metric, now, reference.baseline, only)
+    if piece.pairs is None:
+        return decide_drift(gate, piece.value, 0, None, None, reference.commit)
+    margin = None
+    settings = gate.statistics
+    if settings.significance and parse_metric(gate.metric).testable:
+        before, after = worsening_pair(gate.metric, *piece.pairs)
+        span = parse_metric(gate.metric).span
+        test = column_test(before, after, settings.alpha, settings.seed, span)
+        margin = tested_margin(test, before, after, gate.drift.limit, settings.alpha)
+    base = float(piece.pairs[0].mean())
+    return decide_drift(gate, piece.value, piece.n, base, margin, reference.commit)
 
 
 @dataclass(frozen=True, slots=True)

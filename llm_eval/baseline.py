@@ -70,3 +70,12 @@ class Baseline:
             },
             **({} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A baseline as committed at an earlier commit, which a drift check measures from."""
+
+    baseline: Baseline
+    commit: str
+    """The commit that wrote it."""

@@ -60,10 +60,13 @@ def load_baseline(path: str | Path) -> Baseline | None:
         raise InputError(
             f"corrupt baseline: {exc.reason}", path=exc.path, line=exc.line, key=exc.key
         ) from None
-    return _parse(data, str(path))
+    return parse_baseline(data, str(path))
 
 
-def _parse(data: Any, path: str) -> Baseline:
+def parse_baseline(data: Any, path: str) -> Baseline:
+    """A parsed baseline document checked against its schema (InputError naming `path`
+    and the key when it does not fit)."""
+
     def fail(key: str, reason: str) -> InputError:
         return InputError(f"corrupt baseline: {reason}", path=path, key=key)
 

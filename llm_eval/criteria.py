@@ -104,6 +104,28 @@ class Gate:
     """Also check the regression limit on each tag slice of the scope."""
     per_tag_tags: tuple[str, ...] = ()
     """The tags to slice by when `per_tag` lists them (empty: every tag in the scope)."""
+    drift: Drift | None = None
+    """The cumulative limit against a pinned reference baseline (`drift_max`, `since`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How far a gate's scope may move from a reference baseline in sum: steps that are
+    each within `regression_max` may not add up to more than `limit`."""
+
+    limit: float
+    """Largest allowed worsening against the reference, in metric units (`drift_max`)."""
+    since: str | int
+    """The reference: a git ref or tag, or a number of refreshes of the baseline back
+    from the committed one."""
+    where: Location
+    """The gate's `since` key."""
+
+    def label(self) -> str:
+        """`since v1.0`, `since 5 refreshes ago`."""
+        if isinstance(self.since, int):
+            return f"since {self.since} refresh{'es' if self.since != 1 else ''} ago"
+        return f"since {self.since}"
 
 
 @dataclass(frozen=True, slots=True)

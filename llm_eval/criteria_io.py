@@ -16,7 +16,7 @@ from typing import Any
 from llm_eval import defaults
 from llm_eval.config import EvalConfig
 from llm_eval.config_io import check_judge, check_versions
-from llm_eval.criteria import Criteria, Gate, Scope, Severity, Statistics
+from llm_eval.criteria import Criteria, Drift, Gate, Scope, Severity, Statistics
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
@@ -73,6 +73,8 @@ _GATE_KEYS = frozenset(
         "statistics",
         "per_tag",
         "judged",
+        "drift_max",
+        "since",
     }
 )
 _STATISTICS_KEYS = frozenset(
@@ -132,7 +134,36 @@ def _gate(node: Node, defaults: Statistics) -> Gate:
         statistics=_statistics(keys["statistics"], defaults) if "statistics" in keys else defaults,
         per_tag=per_tag,
         per_tag_tags=per_tag_tags,
+        drift=_drift(keys, metric),
     )
+
+
+def _drift(keys: dict[str, Node], metric: str) -> Drift | None:
+    """`drift_max` and `since`, which come together."""
+    if "drift_max" not in keys and "since" not in keys:
+        return None
+    if "since" not in keys:
+        raise keys["drift_max"].error(
+            "drift_max needs `since:` (a git ref, a tag, or a number of refreshes)"
+        )
+    if "drift_max" not in keys:
+        raise keys["since"].error("since: is the reference of `drift_max`; set both or neither")
+    since_node = keys["since"]
+    since = since_node.value
+    if isinstance(since, bool) or not isinstance(since, int | str) or since in ("", 0):
+        raise since_node.error(
+            f"expected a git ref or tag, or a number of refreshes >= 1, got {since!r}"
+        )
+    if isinstance(since, str) and since.startswith("-"):
+        raise since_node.error(f"expected a git ref or tag, got {since!r}")
+    if isinstance(since, int) and since < 1:
+        raise since_node.error(f"expected a number of refreshes >= 1, got {since!r}")
+    limit = keys["drift_max"]
+    if not parse_metric(metric).pairable:
+        raise limit.error(f"{metric} is not scored per query, so it has no drift check to pair")
+    if isinstance(limit.value, str):
+        raise limit.error(f"expected a number in metric units, got {limit.value!r}")
+    return Drift(_limit(limit, metric), since, location_of(since_node))
 
 
 def _flag(node: Node) -> bool:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 from llm_eval.criteria import Gate
@@ -54,11 +54,13 @@ Reason = Literal[
     "unchanged",
     "within",
     "no_data",
+    "drift",
 ]
 """Why a gate or slice has its status: its floor missed, its regression limit exceeded,
 both, one of its tag slices beyond the limit, the data cannot tell, or it passed:
 improved, unchanged (no query's score moved), within its limits; `no_data`: no scored
-query."""
+query; `drift`: its own checks pass but its cumulative change since the reference
+baseline is beyond `drift_max` or cannot be told."""
 _RANK: dict[Status, int] = {"pass": 0, "warn": 1, "inconclusive": 2, "fail": 3}
 
 
@@ -159,15 +161,16 @@ class GateResult:
     interval decided the floor."""
     coverage: LabelCoverage | None = None
     """judged@k over the same queries, when the gate's value moved."""
+    drift: DriftResult | None = None
+    """The check against the reference baseline, when the gate sets `drift_max`."""
 
     @property
     def blocking(self) -> bool:
         """Whether this gate blocks the merge."""
         if self.gate.severity != "error":
             return False
-        return self.status == "fail" or (
-            self.status == "inconclusive" and self.on_inconclusive == "fail"
-        )
+        own = self.decision == "inconclusive" and self.on_inconclusive == "fail"
+        return self.status == "fail" or own or (self.drift is not None and self.drift.blocking)
 
     @property
     def delta(self) -> float | None:
@@ -175,6 +178,89 @@ class GateResult:
         if self.baseline is None or math.isnan(self.value):
             return None
         return self.value - self.baseline
+
+
+@dataclass(frozen=True, slots=True)
+class DriftResult:
+    """The cumulative change of a gate's scope against its reference baseline, decided
+    as the regression check is, against `drift_max` instead of `regression_max`."""
+
+    label: str
+    """`since v1.0`, `since 5 refreshes ago`."""
+    commit: str
+    """The commit of the reference baseline."""
+    value: float
+    """The metric now, over the queries paired with the reference."""
+    reference: float | None
+    """The reference baseline's value over the same queries (None: none paired)."""
+    n: int
+    margin: MarginTest | None
+    decision: Decision
+    status: Status
+    on_inconclusive: Literal["fail", "warn"]
+    severity: str
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the drift check alone blocks the merge (on an `error` gate)."""
+        if self.severity != "error":
+            return False
+        return self.status == "fail" or (
+            self.decision == "inconclusive" and self.on_inconclusive == "fail"
+        )
+
+    @property
+    def delta(self) -> float | None:
+        """value - reference, when both are known."""
+        if self.reference is None or math.isnan(self.value):
+            return None
+        return self.value - self.reference
+
+
+def decide_drift(
+    gate: Gate,
+    value: float,
+    n: int,
+    reference: float | None,
+    margin: MarginTest | None,
+    commit: str,
+) -> DriftResult:
+    """The drift check of a gate that sets `drift_max`: the same zones as the regression
+    check (`_zone`), against the drift limit. No paired query: cannot tell."""
+    drift = gate.drift
+    assert drift is not None
+    exceeded: bool | None = None
+    if reference is not None and not math.isnan(reference):
+        worsening = (
+            value - reference if parse_metric(gate.metric).lower_is_better else reference - value
+        )
+        exceeded = math.isnan(value) or worsening > drift.limit + TOLERANCE
+    decision: Decision = (
+        "inconclusive" if n == 0 or exceeded is None else _zone(gate, exceeded, margin)
+    )
+    status: Status = _ZONE_STATUS[decision] if decision != "fail" else _by_severity(gate)
+    return DriftResult(
+        drift.label(),
+        commit,
+        value,
+        reference,
+        n,
+        margin,
+        decision,
+        status,
+        _on_inconclusive(gate, exceeded),
+        gate.severity,
+    )
+
+
+def with_drift(result: GateResult, drift: DriftResult) -> GateResult:
+    """The gate's verdict with its drift check folded in: the worse status wins, and a
+    gate whose own checks pass takes the reason `drift` when the drift does not."""
+    status = worst_status([result.status, drift.status])
+    reason = result.reason
+    if drift.status != "pass" and reason in ("improved", "unchanged", "within"):
+        reason = "drift"
+    return replace(result, status=status, reason=reason, drift=drift)
 
 
 def _by_severity(gate: Gate) -> Status:

@@ -21,6 +21,7 @@ from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
+from llm_eval.history import History, trend_entry
 from llm_eval.inputs import Inputs
 from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.judge.correction import Corrected, correct
@@ -31,9 +32,11 @@ from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
 from llm_eval.wording import (
     coverage_sentence,
+    drift_sentence,
     power_sentence,
     sentence,
     slice_sentence,
+    subject,
 )
 
 SCHEMA_VERSION = 1
@@ -48,7 +51,14 @@ def _number(x: float | None) -> float | None:
 
 
 def gate_entry(result: GateResult) -> GateEntry:
-    """One gate as the report stores it."""
+    """One gate as the report stores it (`drift` only when the gate sets `drift_max`)."""
+    entry = _gate_entry(result)
+    if result.drift is not None:
+        entry["drift"] = _drift_entry(result)
+    return entry
+
+
+def _gate_entry(result: GateResult) -> GateEntry:
     gate = result.gate
     return {
         "name": gate.name,
@@ -129,9 +139,35 @@ def corrected_entry(corrected: Corrected | None) -> dict[str, Any] | None:
     }
 
 
+def _drift_entry(result: GateResult) -> dict[str, Any]:
+    """The drift check against the gate's reference baseline."""
+    drift, gate = result.drift, result.gate
+    assert drift is not None and gate.drift is not None
+    return {
+        "since": gate.drift.since,
+        "label": drift.label,
+        "commit": drift.commit,
+        "drift_max": gate.drift.limit,
+        "status": drift.status,
+        "decision": drift.decision,
+        "blocking": drift.blocking,
+        "on_inconclusive": drift.on_inconclusive,
+        "value": _number(drift.value),
+        "reference": _number(drift.reference),
+        "delta": _number(drift.delta),
+        "n": drift.n,
+        "stats": _margin_entry(result, drift.margin),
+        "sentence": drift_sentence(result),
+    }
+
+
 def _stats_entry(result: GateResult) -> dict[str, Any] | None:
     """The paired test of the change against the limit, which decided the gate."""
-    margin = result.margin
+    return _margin_entry(result, result.margin)
+
+
+def _margin_entry(result: GateResult, margin: MarginTest | None) -> dict[str, Any] | None:
+    """A paired test against a limit, as the report stores it."""
     if margin is None:
         return None
     low, high = delta_interval(result.gate.metric, margin)
@@ -438,10 +474,12 @@ def build_report(
     now: datetime,
     from_cache: int = 0,
     repo_folder: str | None = None,
+    history: History | None = None,
 ) -> Report:
     """Everything any rendering needs, as a JSON-ready dict. `from_cache` counts the
     answers the retrieval cache gave instead of the retriever; `repo_folder` is where the
-    gate ran, relative to the repository root (paths in the report are relative to it)."""
+    gate ran, relative to the repository root (paths in the report are relative to it);
+    `history` holds the recent committed baselines, for the gated metric's trend."""
     status: Verdict = verdict(comparison.results)
     only = comparison.compared_on
     before = None
@@ -496,6 +534,7 @@ def build_report(
         "context": _context(measurement),
         "gold_changes": _gold_changes(comparison, by_id),
         "judge": _judge(measurement.judge, now_scores, metrics),
+        "trend": _trend(comparison.results, history),
         "notes": [
             *_notes(baseline, baseline_path, comparison, fingerprints),
             *_unpaired_notes(comparison, baseline),
@@ -509,6 +548,24 @@ def build_report(
         },
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
     }
+
+
+def _trend(results: Sequence[GateResult], history: History | None) -> dict[str, Any] | None:
+    """The first `error` gate's (else the first gate's) value over the recent committed
+    baselines, ending in this run's value; None without a committed baseline."""
+    if history is None or not history.entries or not results:
+        return None
+    result = next((r for r in results if r.gate.severity == "error"), results[0])
+    gate = result.gate
+    return trend_entry(
+        history.entries,
+        gate.name,
+        gate.metric,
+        subject(gate.metric, gate.scope.label()),
+        gate.regression_max or 0.0,
+        result.value,
+        history.shallow,
+    )
 
 
 def _summary(gates: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -76,6 +76,23 @@ _CORRECTED = record(
     },
     frozenset({"metric", "value", "ci_low", "ci_high", "judge", "labelled", "confidence"}),
 )
+_DRIFT = record(
+    {
+        "label": text,
+        "commit": text,
+        "drift_max": number,
+        "status": one_of(*STATUSES),
+        "decision": one_of(*DECISIONS),
+        "blocking": boolean,
+        "value": _maybe_number,
+        "reference": _maybe_number,
+        "delta": _maybe_number,
+        "n": _count,
+        "stats": optional(_STATS),
+        "sentence": _maybe_text,
+    },
+    frozenset({"label", "status", "decision", "blocking"}),
+)
 _GATE = record(
     {
         "name": text,
@@ -116,6 +133,7 @@ _GATE = record(
                 frozenset({"metric", "value", "fell", "sentence"}),
             )
         ),
+        "drift": _DRIFT,
     },
     frozenset(
         {"name", "metric", "metric_label", "scope", "severity", "status", "value", "baseline"}
@@ -209,6 +227,23 @@ _QUERIES = record(
         "not_in_gold": _count,
     }
 )
+_TREND = record(
+    {
+        "gate": text,
+        "metric": text,
+        "label": text,
+        "span": number,
+        "points": list_of(
+            record(
+                {"commit": _maybe_text, "date": _maybe_text, "value": _maybe_number},
+                frozenset({"value"}),
+            )
+        ),
+        "value": _maybe_number,
+        "shallow": boolean,
+    },
+    frozenset({"metric", "label", "points", "value"}),
+)
 REPORT: Check = record(
     {
         "schema_version": one_of(1),
@@ -224,6 +259,7 @@ REPORT: Check = record(
         "queries": _QUERIES,
         "gold_changes": optional(_GOLD_CHANGES),
         "judge": optional(record({"corrected": list_of(_CORRECTED), "uncorrected": list_of(text)})),
+        "trend": optional(_TREND),
         "notes": list_of(text),
         "provenance": _PROVENANCE,
         "timings": map_of(_maybe_number),

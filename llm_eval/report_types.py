@@ -6,7 +6,7 @@ docs/report-json.md is the contract; a test checks these keys against it, and
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 Status = Literal["pass", "warn", "fail", "inconclusive"]
 Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed"]
@@ -50,6 +50,7 @@ class GateEntry(TypedDict):
     label_coverage: dict[str, Any] | None
     power_warning: str | None
     power: Power | None
+    drift: NotRequired[dict[str, Any]]
 
 
 class Report(TypedDict):
@@ -71,6 +72,7 @@ class Report(TypedDict):
     context: dict[str, Any] | None
     gold_changes: dict[str, Any] | None
     judge: dict[str, Any] | None
+    trend: NotRequired[dict[str, Any] | None]
     notes: list[str]
     retrieval: dict[str, int]
     provenance: dict[str, Any]

@@ -8,6 +8,8 @@ scores (MRR, MAP, nDCG) as decimals, latencies in milliseconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from llm_eval.criteria import Gate
 from llm_eval.english import plural
@@ -86,15 +88,22 @@ def corrected_phrase(
 
 
 def limits_text(
-    metric: str, threshold: float | None, regression_max: float | None, relative: bool = False
+    metric: str,
+    threshold: float | None,
+    regression_max: float | None,
+    relative: bool = False,
+    drift: Mapping[str, Any] | None = None,
 ) -> str:
-    """`≥ 38.0%, Δ ≥ −3.0 pp` (or `≤ 200.0 ms, Δ ≤ +20%`); empty when neither is set."""
+    """`≥ 38.0%, Δ ≥ −3.0 pp` (or `≤ 200.0 ms, Δ ≤ +20%`), with a drift limit from a
+    report's gate entry `since v1.0 Δ ≥ −11.0 pp`; empty when none is set."""
     compare = "≤" if parse_metric(metric).lower_is_better else "≥"
     parts = []
     if threshold is not None:
         parts.append(f"{compare} {value(metric, threshold)}")
     if regression_max is not None:
         parts.append(f"Δ {compare} {limit(metric, regression_max, relative)}")
+    if drift is not None:
+        parts.append(f"{drift['label']} Δ {compare} {limit(metric, drift['drift_max'])}")
     return ", ".join(parts)
 
 
@@ -182,10 +191,52 @@ def main_check_failed(result: GateResult) -> bool:
 
 
 def sentence(result: GateResult) -> str | None:
-    """One plain sentence for a gate whose own scope misses a limit or cannot tell,
-    built from its decision record (`GateResult.reason`)."""
-    if not main_check_failed(result):
+    """One plain sentence for a gate whose own scope misses a limit or cannot tell, or
+    whose drift since its reference baseline does, built from its decision record
+    (`GateResult.reason`, `GateResult.drift`)."""
+    own = _own_sentence(result) if main_check_failed(result) else None
+    drift = drift_sentence(result)
+    if own is None or drift is None:
+        return own or drift
+    return f"{own}; {drift}"
+
+
+def drift_sentence(result: GateResult) -> str | None:
+    """`recall@5 (tier A) since v1.0 dropped from 50.0% to 38.0% (−12.0 pp; 90% CI …):
+    more than the 11.0 pp drift allowed`; None when the drift check passed or is not set."""
+    drift, gate = result.drift, result.gate
+    if drift is None or gate.drift is None or drift.status == "pass":
         return None
+    metric = gate.metric
+    name = f"{subject(metric, gate.scope.label())} {drift.label}"
+    allowed = delta(metric, gate.drift.limit).lstrip("+")
+    suffix = _drift_suffix(result)
+    if drift.reference is None:
+        return (
+            f"{name}: no query pairs with the reference baseline, so its drift cannot be "
+            f"told{suffix}"
+        )
+    details = "" if drift.margin is None else interval(metric, drift.margin)
+    moved = _moved(gate, drift.reference, drift.value, details)
+    if drift.decision == "fail":
+        return f"{name} {moved}: more than the {allowed} drift allowed{suffix}"
+    return (
+        f"{name} {moved}; whether it {_worsened(metric)} by more than the {allowed} drift "
+        f"allowed cannot be told: {plural(drift.n, 'query', 'queries')} paired{suffix}"
+    )
+
+
+def _drift_suffix(result: GateResult) -> str:
+    drift = result.drift
+    assert drift is not None
+    if result.gate.severity == "warning":
+        return " (warning)"
+    if drift.decision == "inconclusive":
+        return " (blocks the merge)" if drift.blocking else " (reported, not blocking)"
+    return ""
+
+
+def _own_sentence(result: GateResult) -> str:
     gate = result.gate
     metric = gate.metric
     if result.reason == "no_data":

@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from llm_eval.formats._markup import Links
 from llm_eval.formats.markdown import render_comment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +32,11 @@ SHOTS = {
     "fail": "failure",
     "inconclusive": "inconclusive",
     "gold-changed": "gold_changed",
+    "drift": "drift",
 }
 """docs/comment-<key>.png from tests/gold/reports/<value>.json."""
+DASHBOARD = Links(dashboard="https://owner.github.io/repo/")
+"""A configured dashboard, linked from the trend line of the reports that have one."""
 WIDTH = 1000
 GFM_EXTENSIONS = ("table", "strikethrough", "autolink", "tasklist")
 CHROMIUM_FLAGS = [
@@ -109,7 +113,7 @@ def main() -> None:
     for key, name in SHOTS.items():
         report = json.loads((ROOT / "tests/gold/reports" / f"{name}.json").read_text("utf-8"))
         out = args.out / f"comment-{key}.png"
-        height = screenshot(render_comment(report), css, out)
+        height = screenshot(render_comment(report, DASHBOARD), css, out)
         print(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {height} px")
 
 

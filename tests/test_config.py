@@ -59,8 +59,9 @@ def test_the_seed_format_loads_and_derives_metrics(tmp_path: Path) -> None:
         ),
         (
             GOOD_GATES.replace("regression_max: 0.03", "regresion_max: 0.03"),
-            "FILE:4: gates[0].regresion_max: unknown key (valid keys: judged, metric, name, "
-            "per_tag, regression_max, scope, severity, statistics, threshold)",
+            "FILE:4: gates[0].regresion_max: unknown key (valid keys: drift_max, judged, "
+            "metric, name, per_tag, regression_max, scope, severity, since, statistics, "
+            "threshold)",
         ),
         (
             GOOD_GATES.replace("threshold: 0.85", "threshold: 85"),

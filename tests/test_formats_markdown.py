@@ -97,6 +97,12 @@ def test_comment_matches_the_golden_file(name: str) -> None:
     assert_golden(f"comment_{name}.md", render_comment(load(name)))
 
 
+def test_drift_comment_matches_the_golden_file() -> None:
+    """A gate failed on its drift alone, with the trend line and the dashboard's link."""
+    links = Links(dashboard="https://owner.github.io/repo/")
+    assert_golden("comment_drift.md", render_comment(load("drift"), links))
+
+
 def test_huge_comment_matches_the_golden_file() -> None:
     assert_golden("comment_huge.md", render_comment(huge()))
 

@@ -272,7 +272,12 @@ def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
 
 
 def test_the_scaffold_workflows_are_this_repositorys() -> None:
-    for name in ("retrieval-gate.yml", "retrieval-gate-comment.yml", "baseline-refresh.yml"):
+    for name in (
+        "retrieval-gate.yml",
+        "retrieval-gate-comment.yml",
+        "baseline-refresh.yml",
+        "dashboard.yml",
+    ):
         ours = (REPO / ".github" / "workflows" / name).read_text()
         assert scaffold_text(f"workflows/{name}") == ours
         assert point_workflow(ours, "a/b@c") != ours  # every one is pointed at the source

@@ -78,6 +78,19 @@ def _with(key: str, value: Any) -> dict[str, Any]:
         ("timings.total_s", float("inf"), "timings.total_s", "expected a finite number"),
         ("gold_changes", {"added": 3}, "gold_changes.added", "expected a list, got a number"),
         ("matching", {"x": float("nan")}, "matching.x", "expected a finite number or null"),
+        ("trend", {"metric": "recall@5"}, "trend.label", "missing required key"),
+        (
+            "trend",
+            {"metric": "mrr", "label": "MRR", "value": 0.5, "points": [{"value": "x"}]},
+            "trend.points[0].value",
+            'expected a finite number, got "x"',
+        ),
+        (
+            "gates.0.drift",
+            {"label": "since v1", "status": "fail", "decision": "fail"},
+            "gates[0].drift.blocking",
+            "missing required key",
+        ),
     ],
 )
 def test_a_report_off_the_schema_names_the_key(

@@ -61,6 +61,7 @@ from llm_eval.report_schema import VERDICTS, validate_report
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, holm, holm_levels
 from llm_eval.wording import STATUS_WORDS
+from llm_eval.wording import value as metric_value
 
 xmlschema = pytest.importorskip("xmlschema")
 
@@ -628,7 +629,14 @@ def check_markdown(report: Mapping[str, Any], markdown: str, complete: bool) -> 
         lead_end = next(
             i for i, line in enumerate(lines) if line in ("**What to do next**", "<details>")
         )
-        lead = [line for line in lines[1:lead_end] if line and not line.startswith("- ")]
+        lead = [
+            line for line in lines[1:lead_end] if line and not line.startswith(("- ", "Trend of "))
+        ]
+        trend = [line for line in lines[1:lead_end] if line.startswith("Trend of ")]
+        expected = report.get("trend")
+        assert len(trend) == (1 if expected else 0)
+        if expected:  # the trend line ends in this run's value, the report's own
+            assert f"→ {metric_value(expected['metric'], expected['value'])}" in trend[0]
         shown = [g for g in gates if g["status"] != "pass"] or gates
         assert len(lead) == len(shown)
         for line, gate in zip(lead, shown, strict=True):

@@ -69,10 +69,30 @@ def tool(name: str) -> str:
     return found
 
 
+def test_the_dashboard_is_published_with_least_privilege() -> None:
+    """Pages on pushes to the default branch: the build job reads the repository (its
+    whole history: the dashboard is the baseline's git log), and only the deploy job may
+    write Pages and ask for the OIDC token Pages deploys with."""
+    workflow = load(REPO / ".github" / "workflows" / "dashboard.yml")
+    assert triggers(workflow)["push"] == {"branches": ["main"]}
+    assert workflow["permissions"] == {"contents": "read"}
+    build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
+    assert "permissions" not in build
+    assert build["if"] == "github.ref_name == github.event.repository.default_branch"
+    checkout = build["steps"][0]
+    assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
+    runs = [step.get("run", "") for step in build["steps"]]
+    assert 'llm-eval dashboard --out "$RUNNER_TEMP/site"' in runs
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["needs"] == "build"
+    assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
+
+
 def test_the_expected_files_are_there() -> None:
     assert [p.name for p in WORKFLOWS] == [
         "baseline-refresh.yml",
         "ci.yml",
+        "dashboard.yml",
         "retrieval-gate-comment.yml",
         "retrieval-gate.yml",
     ]

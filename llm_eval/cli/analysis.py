@@ -14,6 +14,7 @@ from llm_eval.cli.root import (
     CONFIG_OPTION,
     METRIC_HELP,
     cli,
+    config_options,
     echo,
 )
 
@@ -123,3 +124,97 @@ def retrievers_command() -> None:
     from llm_eval.output import terminal_width
 
     echo(retriever_list(terminal_width()))
+
+
+@cli.command("history", short_help="The gated metrics over the baseline's git history.")
+@config_options
+@click.option(
+    "--history-file",
+    type=click.Path(path_type=Path),
+    help="Also read the report.json files kept in this file, one a line (a workflow "
+    "appends the default branch's reports to it).",
+)
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many of the newest points to show.",
+)
+def history_command(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    history_file: Path | None,
+    last: int,
+) -> None:
+    """Print each gate's metric over the last points of the default branch: every
+    commit of the baseline file (git log --follow), and the kept reports when given,
+    with dates, commits and a sparkline. A point that cannot be read, or that measured
+    another gold set, is drawn as a gap and listed with its reason."""
+    from llm_eval.commands.history import read_gate_history
+    from llm_eval.formats.commands.history import history_text
+    from llm_eval.output import terminal_width
+
+    found = read_gate_history(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        baseline_path=baseline_path,
+        history_file=history_file,
+        last=last,
+    )
+    echo(history_text(found, terminal_width()))
+
+
+@cli.command("dashboard", short_help="The history as a static, self-contained web page.")
+@config_options
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for index.html (default: the `output` of the config, /dashboard).",
+)
+@click.option(
+    "--history-file",
+    type=click.Path(path_type=Path),
+    help="Also read the report.json files kept in this file, one a line.",
+)
+@click.option(
+    "--experiment",
+    type=click.Path(path_type=Path),
+    help="An experiment.json to show (default: the one `llm-eval experiment` wrote, if any).",
+)
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="How many of the newest points to read.",
+)
+def dashboard_command(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    out_dir: Path | None,
+    history_file: Path | None,
+    experiment: Path | None,
+    last: int,
+) -> None:
+    """Write a static page (no CDN, opens from disk and from GitHub Pages): a chart per
+    metric for all queries, each tier and each tag over the baseline's git history (and
+    the kept reports), floors and limits drawn, each point linked to its commit; the
+    latest change's lost and gained questions, the judge's calibration and the
+    experiment table when there are some. Skipped points are gaps, labelled."""
+    from llm_eval.commands.dashboard import write_dashboard
+
+    echo(
+        write_dashboard(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            out=out_dir,
+            baseline_path=baseline_path,
+            history_file=history_file,
+            experiment=experiment,
+            last=last,
+        )
+    )

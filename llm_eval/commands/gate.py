@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 from llm_eval import __version__
 from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
+from llm_eval.commands.history import recent_baselines
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
+from llm_eval.history_io import load_references
 from llm_eval.inputs import JudgeOptions
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.report import build_report
@@ -59,12 +61,14 @@ def run_gate(
     inputs = load_inputs(config_path, criteria_path)
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
+    references = load_references(inputs.criteria.gates, baseline_file)
+    history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()
     retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
     run = retrieval.run
     retrieved = time.perf_counter()
     measurement = measure(inputs, run, judge_options)
-    comparison = compare(inputs, measurement, baseline, allow_gold_change)
+    comparison = compare(inputs, measurement, baseline, allow_gold_change, references)
     evaluated = time.perf_counter()
     report = build_report(
         inputs,
@@ -84,6 +88,7 @@ def run_gate(
         now=datetime.now(UTC),
         from_cache=retrieval.from_cache,
         repo_folder=folder_in_repository(),
+        history=history,
     )
     out = out_dir or inputs.config.output
     validate_report(report, out / "report.json")  # every rendering reads this record

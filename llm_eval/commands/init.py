@@ -2,8 +2,9 @@
 
 Writes the config, the ship criteria, a starter corpus and gold set (twelve passages
 about llm-eval itself and fourteen questions on them, two of them rejection
-questions: replace both with your own), the three GitHub workflows (the gate on pull
-requests, its comment for forks, the baseline refresh), then computes the baseline,
+questions: replace both with your own), the four GitHub workflows (the gate on pull
+requests, its comment for forks, the baseline refresh, the dashboard on GitHub Pages),
+then computes the baseline,
 so that `llm-eval gate` runs at once. It never overwrites a file unless `--force`.
 
 The workflows are this repository's own (package data kept equal to
@@ -32,6 +33,7 @@ FILES = {
     ".github/workflows/retrieval-gate.yml": "workflows/retrieval-gate.yml",
     ".github/workflows/retrieval-gate-comment.yml": "workflows/retrieval-gate-comment.yml",
     ".github/workflows/baseline-refresh.yml": "workflows/baseline-refresh.yml",
+    ".github/workflows/dashboard.yml": "workflows/dashboard.yml",
 }
 DEFAULT_SOURCE = "OWNER/llm-eval@main"
 _SOURCE = re.compile(r"[\w.-]+/[\w.-]+@[\w./-]+")

@@ -71,6 +71,8 @@ class Links:
     """`https://github.com/OWNER/REPO/blob/SHA/`: gold files at the PR's head commit."""
     head_sha: str | None = None
     """The pull request's head commit (a pull_request run checks out a merge commit)."""
+    dashboard: str | None = None
+    """The published dashboard (`LLM_EVAL_DASHBOARD_URL`), when one is configured."""
 
 
 NO_LINKS = Links()

@@ -31,6 +31,7 @@ from llm_eval.formats._words import (
     missing_lines,
 )
 from llm_eval.gate import worst_status
+from llm_eval.history import SPARK_GAP, sparkline
 from llm_eval.metrics import parse_metric
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, subject, value
@@ -136,6 +137,7 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "icon": STATUS_ICON[report["verdict"]],
         "headline": _title(report),
         "lead": _lead(report),
+        "trend": _trend(report.get("trend"), links),
         "next_steps": _next_steps(report),
         "gold_changes": _gold_change_lists(report.get("gold_changes")),
         "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
@@ -157,6 +159,35 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "power_notes": [str(g["power_warning"]) for g in gates if g.get("power_warning")],
         "footer": _footer(report, links),
         "full_changes": CHANGES_SHOWN,
+    }
+
+
+def _trend(trend: Mapping[str, Any] | None, links: Links) -> dict[str, Any] | None:
+    """The gated metric over the recent baselines and this run, as a sparkline at the
+    text's size (in a code span it shrinks to 85%), with the dashboard's link when
+    configured."""
+    if not trend:
+        return None
+    metric, points = trend["metric"], trend["points"]
+    values = [p["value"] for p in points] + [trend["value"]]
+    known = [v for v in values if v is not None]
+    first = value(metric, known[0]) if known else "n/a"
+    gaps = sum(1 for p in points if p["value"] is None)
+    text = (
+        f"Trend of {trend['label']} over the last "
+        f"{plural(len(points), 'committed baseline', 'committed baselines')} and this run:"
+    )
+    notes = []
+    if gaps:
+        notes.append(f"{SPARK_GAP} marks {plural(gaps, 'gap', 'gaps')}: llm-eval history lists why")
+    if trend.get("shallow"):
+        notes.append("older baselines are not in this shallow clone")
+    return {
+        "text": text,
+        "spark": sparkline(values, trend.get("span") or 0.0),
+        "ends": f"{first} → {value(metric, trend['value'])}",
+        "notes": f" ({'; '.join(notes)})" if notes else "",
+        "dashboard": Link("dashboard", links.dashboard) if links.dashboard else None,
     }
 
 
@@ -200,6 +231,9 @@ def _plain(gate: Mapping[str, Any]) -> str:
     )
     if reason == "no_data" and gate.get("sentence"):
         return f"{STATUS_ICON[status]} {gate['sentence']}."
+    drift = gate.get("drift") or {}
+    if reason == "drift" and drift.get("sentence"):
+        return f"{STATUS_ICON[status]} {drift['sentence']}."
     moved = _moved_words(metric, gate["delta"], before, now)
     if reason in ("floor", "both") and gate.get("threshold") is not None:
         text = f"{where} is {now}, below the minimum of {value(metric, gate['threshold'])}"
@@ -298,6 +332,15 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "commands": [],
             }
         )
+    if "drift" in reasons:
+        steps.append(
+            {
+                "text": "Each change since the reference baseline was allowed, their sum is "
+                "not: if the new level is intended, set the gate's since to a newer "
+                "reference in the ship criteria.",
+                "commands": [],
+            }
+        )
     if "cannot_tell" in reasons:
         steps.append(
             {
@@ -335,7 +378,11 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
 def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
     metric = gate["metric"]
     limits = limits_text(
-        metric, gate["threshold"], gate["regression_max"], gate.get("regression_relative", False)
+        metric,
+        gate["threshold"],
+        gate["regression_max"],
+        gate.get("regression_relative", False),
+        gate.get("drift"),
     )
     # Reports written before `blocking` was recorded: a failed error gate blocked.
     blocks = gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail")

@@ -47,6 +47,7 @@ def _gate_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
                 g["threshold"],
                 g["regression_max"],
                 g.get("regression_relative", False),
+                g.get("drift"),
             ),
             "severity": g["severity"],
             "status": _STATUS_WORD[g["status"]],

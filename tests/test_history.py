@@ -1,0 +1,278 @@
+"""`llm-eval history` on real git repositories in tmp_path: the demo's own history, a
+generated one of 200 baseline refreshes (written with git fast-import, not 200 gate
+runs), a shallow clone, a repository of one commit, and bad points."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.history import SPARK_BARS, SPARK_GAP, sparkline
+from tests.conftest import REPO, copy_demo
+
+BASELINE = "gold/baseline.json"
+T0 = 1_760_000_000  # the generated commits are a day apart from here
+
+
+DATED = {"GIT_COMMITTER_DATE": f"{T0} +0000", "GIT_AUTHOR_DATE": f"{T0} +0000"}
+"""The first commit's time, so that the generated ones come after it."""
+
+
+def git(
+    repo: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        input=stdin,
+        capture_output=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return done.stdout.decode()
+
+
+def init_repo(root: Path) -> Path:
+    """The demo project as the first commit of a new repository."""
+    copy_demo(root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "demo", env=DATED)
+    return root
+
+
+def fast_import(repo: Path, versions: Sequence[bytes], start: int = 1) -> None:
+    """One commit per version of the baseline file on top of main, a day apart."""
+    parent = git(repo, "rev-parse", "main").strip()
+    chunks = []
+    for i, data in enumerate(versions, start):
+        message = f"refresh {i}".encode()
+        chunks += [
+            b"commit refs/heads/main\n",
+            f"committer t <t@x> {T0 + i * 86400} +0000\n".encode(),
+            f"data {len(message)}\n".encode() + message + b"\n",
+        ]
+        if i == start:
+            chunks.append(f"from {parent}\n".encode())
+        chunks.append(f"M 100644 inline {BASELINE}\ndata {len(data)}\n".encode() + data + b"\n")
+    git(repo, "fast-import", "--quiet", stdin=b"".join(chunks))
+    git(repo, "reset", "-q", "--hard", "main")
+
+
+def tier_a() -> list[str]:
+    lines = (REPO / "gold" / "python-docs-A.jsonl").read_text().splitlines()
+    return [json.loads(line)["query_id"] for line in lines if line.strip()]
+
+
+def demo_baseline() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((REPO / BASELINE).read_text())
+    return data
+
+
+def gold_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, tier in (("python-docs-A.jsonl", "A"), ("python-docs-B.jsonl", "B")):
+        for line in (REPO / "gold" / name).read_text().splitlines():
+            if line.strip():
+                rows.append({**json.loads(line), "tier": tier})
+    return rows
+
+
+def with_misses(base: Mapping[str, Any], misses: int) -> dict[str, Any]:
+    """The baseline with recall@5 set to 0 on the first `misses` tier-A queries that
+    have a hit, its aggregates of recall@5 (overall, per tier, per tag) recomputed as a
+    refresh would: means over the queries scored."""
+    data = copy.deepcopy(dict(base))
+    hits = [q for q in tier_a() if data["per_query"].get(q, {}).get("recall@5", 0) > 0]
+    for query in hits[:misses]:
+        data["per_query"][query]["recall@5"] = 0.0
+    for key, row in data["aggregates"].items():
+        kind, _, name = key.partition(":")
+        members = [
+            q["query_id"]
+            for q in gold_rows()
+            if kind == "overall"
+            or (kind == "tier" and q["tier"] == name)
+            or (kind == "tag" and name in q.get("tags", []))
+        ]
+        scores = [data["per_query"][q]["recall@5"] for q in members if q in data["per_query"]]
+        if scores:
+            row["recall@5"] = sum(scores) / len(scores)
+    return data
+
+
+def recall_a(data: Mapping[str, Any]) -> float:
+    rows = [data["per_query"][q]["recall@5"] for q in tier_a() if q in data["per_query"]]
+    return sum(rows) / len(rows)
+
+
+Run = Callable[..., tuple[int, str]]
+
+
+@pytest.fixture
+def dashboard(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+    """`llm-eval dashboard --out site` in a repository: its exit code and what it printed."""
+
+    def run(repo: Path) -> tuple[int, str]:
+        monkeypatch.chdir(repo)
+        code = main(["dashboard", "--out", "site"])
+        printed = capsys.readouterr()
+        return code, printed.out + printed.err
+
+    return run
+
+
+@pytest.fixture
+def history(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+    """`llm-eval history ARGS` in a repository: its exit code and what it printed."""
+
+    def run(repo: Path, *args: str) -> tuple[int, str]:
+        monkeypatch.chdir(repo)
+        monkeypatch.setenv("COLUMNS", "80")
+        code = main(["history", *args])
+        printed = capsys.readouterr()
+        return code, printed.out + printed.err
+
+    return run
+
+
+def test_a_generated_history_of_200_refreshes_is_read_in_order(
+    tmp_path: Path, history: Run, dashboard: Run
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    base = demo_baseline()
+    versions = [with_misses(base, i % 13) for i in range(1, 201)]
+    corrupt, other_gold = 150, 190
+    blobs = [json.dumps(v, indent=1).encode() for v in versions]
+    blobs[corrupt - 1] = b'{"schema_version": 1, "created_at": '
+    foreign = copy.deepcopy(versions[other_gold - 1])
+    foreign["fingerprints"]["gold"] = "0123456789abcdef"
+    blobs[other_gold - 1] = json.dumps(foreign).encode()
+    fast_import(repo, blobs)
+    assert git(repo, "rev-list", "--count", "main").strip() == "201"
+
+    code, out = history(repo, "--last", "200")
+    assert code == 0, out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    rows = [line for line in out.splitlines() if line[:2] == "20"]
+    assert len(rows) == 200  # refreshes 1..200, the corrupt and foreign ones included
+    log = git(repo, "log", "--format=%h", "--reverse", "-n200", "--", BASELINE).split()
+    assert [row.split()[1] for row in rows] == log
+    for i, row in zip(range(1, 201), rows, strict=True):
+        if i in (corrupt, other_gold):
+            assert row.endswith("skipped, listed below"), row
+        else:
+            assert row.split()[2] == f"{recall_a(versions[i - 1]) * 100:.1f}%", row
+    skipped = out.split("Skipped, drawn as")[1]
+    assert f"{BASELINE} at {log[corrupt - 1]}: invalid JSON" in skipped
+    assert f"baseline at {log[other_gold - 1]}: another gold set" in skipped
+    spark = _sparklines(out)[0]
+    assert len(spark) == 77 and spark[-1 - (200 - other_gold)] == SPARK_GAP
+    assert "the line shows the newest 77" in out
+
+    code, out = dashboard(repo)
+    assert code == 0, out
+    assert "201 entries (2 skipped, drawn as gaps)" in out
+    page = (repo / "site" / "index.html").read_text()
+    assert f"#{corrupt + 1} {BASELINE} at {log[corrupt - 1]}: invalid JSON" in page
+
+
+def _sparklines(out: str) -> list[str]:
+    chars = set(SPARK_BARS + SPARK_GAP)
+    return [
+        line.strip() for line in out.splitlines() if line.strip() and set(line.strip()) <= chars
+    ]
+
+
+def test_the_last_n_points_and_their_sparkline(tmp_path: Path, history: Run) -> None:
+    repo = init_repo(tmp_path / "repo")
+    base = demo_baseline()
+    versions = [with_misses(base, m) for m in (0, 1, 20, 21, 22)]
+    fast_import(repo, [json.dumps(v).encode() for v in versions])
+    code, out = history(repo, "--last", "4")
+    assert code == 0, out
+    assert "History of gold/baseline.json: 4 points" in out
+    assert _sparklines(out)[0] == sparkline([recall_a(v) for v in versions[1:]], 0.03)
+    assert _sparklines(out)[0][0] > _sparklines(out)[0][-1]  # a cliff, not a flat line
+
+
+def test_a_shallow_clone_says_what_it_could_not_see(tmp_path: Path, history: Run) -> None:
+    repo = init_repo(tmp_path / "repo")
+    fast_import(repo, [json.dumps(with_misses(demo_baseline(), i)).encode() for i in range(8)])
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "3", f"file://{repo}", str(clone)], check=True)
+    code, out = history(clone, "--last", "20")
+    assert code == 0, out
+    assert "History of gold/baseline.json: 3 points" in out
+    assert "This clone is shallow" in out
+    code, out = history(clone, "--last", "2")  # everything asked for was seen
+    assert code == 0 and "shallow" not in out
+
+
+def test_a_repository_of_one_commit(tmp_path: Path, history: Run) -> None:
+    repo = init_repo(tmp_path / "repo")
+    code, out = history(repo)
+    assert code == 0, out
+    assert "History of gold/baseline.json: 1 point," in out
+    assert f"{recall_a(demo_baseline()) * 100:.1f}%" in out
+    assert "shallow" not in out and "Skipped" not in out
+
+
+def test_a_baseline_never_committed(tmp_path: Path, history: Run) -> None:
+    repo = copy_demo(tmp_path / "repo")
+    git(repo, "init", "-q")
+    code, out = history(repo)
+    assert code == 0, out
+    assert "gold/baseline.json has no committed version yet: nothing to show." in out
+
+
+def test_outside_a_git_checkout_is_an_input_error(tmp_path: Path, history: Run) -> None:
+    repo = copy_demo(tmp_path / "repo")
+    code, out = history(repo, "--last", "3")
+    assert code == 3
+    assert out.strip().endswith(
+        "gold/baseline.json: not in a git checkout: the history is read from git"
+    )
+
+
+def test_kept_reports_join_the_timeline_and_a_corrupt_line_is_listed(
+    tmp_path: Path, history: Run
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    fast_import(repo, [json.dumps(with_misses(demo_baseline(), 4)).encode()])
+    report = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
+    report["provenance"]["head_commit"] = "f" * 40
+    report["provenance"]["generated_at"] = "2026-01-05T10:00:00+00:00"
+    value = next(g["value"] for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
+    kept = repo / "history.jsonl"
+    kept.write_text(json.dumps(report) + "\n{not json\n" + json.dumps({"gates": []}) + "\n")
+    code, out = history(repo, "--history-file", kept.name)
+    assert code == 0, out
+    row = next(line for line in out.splitlines() if "fffffff" in line)
+    assert row.split()[2] == f"{value * 100:.1f}%" and row.endswith("(kept report)")
+    assert "history.jsonl:2: invalid JSON: Expecting property name" in out
+    assert "history.jsonl:3: changes: missing required key" in out
+    assert out.index("2025-") < out.index("2026-01-05")  # in time order
+
+
+@pytest.mark.parametrize(
+    ("values", "span", "line"),
+    [
+        ([0.5, 0.5, 0.5], 0.03, "▅▅▅"),
+        ([0.50, 0.51, 0.52], 0.2, "▄▅▅"),  # moves far below the limit stay low
+        ([0.50, 0.51, 0.52], 0.0, "▁▅█"),
+        ([0.5, 0.4, 0.3], 0.0, "█▅▁"),
+        ([0.5, None, 0.3], 0.0, "█·▁"),
+        ([None, None], 0.0, "··"),
+        ([0.2], 0.0, "▅"),
+    ],
+)
+def test_sparkline(values: list[float | None], span: float, line: str) -> None:
+    assert sparkline(values, span) == line
