@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.corpus import Document, iter_corpus
-from llm_eval.endpoints.client import EmbeddingClient, EndpointFailed
+from llm_eval.endpoints.client import Embedder, EndpointFailed
+from llm_eval.endpoints.embedders import embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import chunks, gain, novelty, unit_rows
@@ -35,7 +36,7 @@ def _text(document: Document) -> str:
     return f"{document.title} {document.text}".strip()
 
 
-def _embed(client: EmbeddingClient, texts: Sequence[str]) -> list[list[float]]:
+def _embed(client: Embedder, texts: Sequence[str]) -> list[list[float]]:
     try:
         return client.embed(texts)
     except EndpointFailed as failure:
@@ -101,9 +102,10 @@ def knowledge_gain(
         raise InputError(f"document {clash[0]!r} is already in the corpus", path=new_docs)
     if config.embeddings is None:
         raise InputError(
-            "novelty compares embeddings; add `embeddings:` (base_url, model)", path=config.path
+            "novelty compares embeddings; add `embeddings:` (base_url and model, or model_path)",
+            path=config.path,
         )
-    client = EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
+    client = embedder(config.embeddings, config.output / "cache" / "embeddings")
     corpus_matrix = unit_rows(_embed(client, [_text(d) for d in corpus])) if corpus else None
     novelties = {}
     for document in new:
