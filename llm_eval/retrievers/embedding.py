@@ -15,13 +15,15 @@
 Every corpus document (its `fields`, joined by a space, after `document_prefix`) is
 embedded once; the matrix is cached on disk under `<output>/cache/embedding/`, keyed
 by the corpus's digest, the endpoint and model (or the digest of the model folder's
-files) and how documents are written, so a second run asks only for the queries (which
-the embeddings client also caches). Each query is embedded and scored against every
-document (exact, no approximate index) in numpy; equal cosines keep corpus order. A
-model on disk answers one query at a time (`concurrency` applies to endpoints): it
-encodes one batch at a time anyway, and waiting for another query's turn would count
-as latency. A query whose embedding fails is recorded with
-the endpoint's error; a corpus that cannot be embedded stops the run (exit 4).
+files) and how documents are written. Query vectors from an endpoint, which bills
+them, are cached too, so a second run makes no call; a model on disk embeds each query
+again, so that the latency gates measure the model and not the cache. Each query is
+embedded and scored against every document (exact, no approximate index) in numpy;
+equal cosines keep corpus order. A model on disk answers one query at a time
+(`concurrency` applies to endpoints): it encodes one batch at a time anyway, and
+waiting for another query's turn would count as latency. A query whose embedding
+fails is recorded with the endpoint's error; a corpus that cannot be embedded stops
+the run (exit 4).
 """
 
 from __future__ import annotations
@@ -174,8 +176,10 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
     documents = list(iter_corpus(context.corpus_path))
     fields = list(values["fields"])
     texts = [values["document_prefix"] + field_text(d, fields) for d in documents]
-    queries = embedder(endpoint, context.cache_dir / "embeddings")
-    local = isinstance(queries, LocalEmbeddingClient)
+    # A model on disk embeds each query afresh: a vector from the cache would take no
+    # time, and the latency gates would measure the cache instead of the model.
+    local = values["model_path"] is not None
+    queries = embedder(endpoint, None if local else context.cache_dir / "embeddings")
     model = (
         queries.identity()
         if isinstance(queries, LocalEmbeddingClient)
