@@ -190,6 +190,31 @@ def test_gain_measures_novelty_with_a_model_on_disk(
     assert result["novelty"]["n1"] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_answer_relevance_with_a_model_on_disk(
+    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge asks the chat stub for questions; the model on disk embeds them."""
+    import test_judge
+
+    with test_judge.stub.serve() as server:
+        root = test_judge.with_answers(
+            test_judge.write_project(tmp_path, server.url),
+            server.url,
+            ["answer_relevance"],
+            embeddings={"model_path": str(stand_in), "batch_size": 4},
+        )
+        assert test_judge.gate(root, monkeypatch) == 0
+        assert not [r for r in server.requests if r["path"].endswith("/embeddings")]
+    answer = "Use sorted with a key function. Sockets are fast."
+    generated = stub.judge(f"task: question_generation\n<answer>\n{answer}\n</answer>")
+    question = np.array(stub.embed(test_judge.GOLD[0]["query"]))
+    cosines = [float(question @ np.array(stub.embed(g))) for g in generated["questions"]]
+    relevance = test_judge.overall(root)["answer_relevance"]
+    assert relevance == pytest.approx(sum(cosines) / len(cosines), abs=1e-6)
+    # 3 gold questions and 3 generated ones, in batches of 4
+    assert test_judge.report(root)["judge"]["embeddings"] == {"calls": 2, "cached": 0, "tokens": 0}
+
+
 # --- config errors: one line naming the file, the line and the key -----------------------
 
 
