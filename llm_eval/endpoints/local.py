@@ -73,7 +73,7 @@ def load_model(folder: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class LocalEmbeddingClient:
-    """Embeddings from a model on disk, each text's vector cached on disk (the
+    """Embeddings from a model on disk, each text's vector cached under `cache_dir` (the
     `llm_eval.endpoints.client.EmbeddingClient` interface)."""
 
     settings: Mapping[str, Any]
@@ -89,25 +89,24 @@ class LocalEmbeddingClient:
         """What the vectors depend on: the model's files, not where they lie."""
         return {"local_model": model_digest(self.folder), "format": _FORMAT}
 
-    def key(self, text: str) -> str:
-        """The cache key of one text's vector."""
-        return digest({**self.identity(), "text": text})
-
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; the model is loaded only for texts not cached."""
-        identity = self.identity()
-        keys = {t: digest({**identity, "text": t}) for t in dict.fromkeys(texts)}
+        """One vector per text, in order; the model is loaded only for texts not cached.
+        Without a cache folder no key is computed (a query's latency is the model's)."""
+        unique = list(dict.fromkeys(texts))
+        identity = self.identity() if self.cache_dir is not None else None
+        keys = {t: digest({**identity, "text": t}) for t in unique} if identity else {}
         vectors: dict[str, list[float]] = {}
         for text, key in keys.items():
             cached = _vector(_read_entry(self.cache_dir, key))
             if cached is not None:
                 vectors[text] = cached
                 self.usage.add(Answer("", 0, 0, cached=True))
-        missing = [t for t in keys if t not in vectors]
+        missing = [t for t in unique if t not in vectors]
         if missing:
             for text, vector in zip(missing, self._encode(missing), strict=True):
                 vectors[text] = vector
-                _write_entry(self.cache_dir, keys[text], vector)
+                if text in keys:
+                    _write_entry(self.cache_dir, keys[text], vector)
         return [vectors[t] for t in texts]
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
