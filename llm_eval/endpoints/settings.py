@@ -117,7 +117,9 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
             "price_per_1k_input",
         )
     },
-    "batch_size": Setting(32, whole_check(1, 2048), "Texts embedded per request."),
+    "batch_size": Setting(
+        32, whole_check(1, 2048), "Texts embedded per request (per batch, by a model on disk)."
+    ),
 }
 """The `embeddings:` section: an OpenAI-compatible /embeddings endpoint, or a model on disk."""
 
