@@ -140,14 +140,18 @@ def _gain(node: Node) -> Weights:
 
 
 def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
-    """A model endpoint's settings, checked against `llm_eval.endpoints.settings.<table>`."""
+    """A model endpoint's settings, checked against `llm_eval.endpoints.settings.<table>`
+    (embeddings: an endpoint or a model on disk, exactly one)."""
     from llm_eval.endpoints import settings as declared
 
     known = getattr(declared, table)
     keys = node.mapping(frozenset(known))
     given = {name: keys[name].plain() for name in known if name in keys}
     try:
-        return checked_settings(given, known)
+        values = checked_settings(given, known)
+        if known is declared.EMBEDDING_SETTINGS:
+            declared.check_embedding_source(values)
+        return values
     except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
         where = keys[exc.key] if exc.key is not None and exc.key in keys else node
         raise where.error(exc.reason) from None
@@ -164,8 +168,8 @@ def check_judge(
         )
     if "answer_relevance" in judged and config.embeddings is None:
         raise error(
-            f"answer_relevance compares embeddings; add `embeddings:` (base_url, model) to "
-            f"{config.path}"
+            "answer_relevance compares embeddings; add `embeddings:` (base_url and model, or "
+            f"model_path) to {config.path}"
         )
 
 

@@ -5,6 +5,7 @@ files they name."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from llm_eval.config import EvalConfig
 from llm_eval.digest import digest
@@ -54,5 +55,21 @@ def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | N
         return "run:" + file_digest(run_path)
     if retriever is None:
         return None
-    settings = {"kind": retriever.kind, **retriever.settings}
+    settings = _by_model_contents({"kind": retriever.kind, **retriever.settings})
     return digest({"retriever": settings, "top_k": config.top_k})
+
+
+def _by_model_contents(value: Any) -> Any:
+    """Settings with each model folder (`model_path`, also inside a fusion) replaced by
+    the digest of its files: the same model at another path (a laptop, a CI machine) is
+    the same retriever, and a model replaced at the same path is another."""
+    from llm_eval.endpoints.local import model_digest
+
+    if not isinstance(value, dict):
+        return value
+    return {
+        name: f"files:{model_digest(setting)}"
+        if name == "model_path" and isinstance(setting, str)
+        else _by_model_contents(setting)
+        for name, setting in value.items()
+    }

@@ -444,7 +444,7 @@ def test_answer_relevance_needs_embeddings(
     assert gate(root, monkeypatch) == 3
     assert capsys.readouterr().err == (
         "llm-eval: error: llm-eval.yaml:1: metrics: answer_relevance compares embeddings; add "
-        "`embeddings:` (base_url, model) to llm-eval.yaml\n"
+        "`embeddings:` (base_url and model, or model_path) to llm-eval.yaml\n"
     )
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.corpus import Document, iter_corpus
-from llm_eval.endpoints.client import EmbeddingClient, EndpointFailed
+from llm_eval.endpoints.client import Embedder, EndpointFailed
+from llm_eval.endpoints.embedders import embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import gain, novelty, pieces, unit_rows
@@ -36,7 +37,7 @@ def _text(document: Document) -> str:
     return f"{document.title} {document.text}".strip()
 
 
-def _embed(client: EmbeddingClient, texts: Sequence[str]) -> list[list[float]]:
+def _embed(client: Embedder, texts: Sequence[str]) -> list[list[float]]:
     try:
         return client.embed(texts)
     except EndpointFailed as failure:
@@ -83,7 +84,7 @@ def _novelties(inputs: Inputs, corpus: list[Document], new: list[Document]) -> d
     """Each new document's novelty against the corpus, in the embeddings model."""
     config = inputs.config
     assert config.embeddings is not None
-    client = EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
+    client = embedder(config.embeddings, config.output / "cache" / "embeddings")
     corpus_matrix = unit_rows(_embed(client, [_text(d) for d in corpus])) if corpus else None
     novelties = {}
     for document in new:

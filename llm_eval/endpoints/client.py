@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -281,6 +281,25 @@ class EmbeddingClient:
 
     def _store(self, text: str, vector: list[float]) -> None:
         _write_entry(self.cache_dir, self.key(text), vector)
+
+
+class Embedder(Protocol):
+    """What the embedding retriever, answer relevance and novelty use: an endpoint's
+    client or a model on disk (`llm_eval.endpoints.local`)."""
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The checked `embeddings:` settings."""
+        ...
+
+    @property
+    def usage(self) -> Usage:
+        """Calls, cache hits and tokens so far."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; EndpointFailed when an endpoint fails."""
+        ...
 
 
 def _entry_path(folder: Path | None, key: str) -> Path | None:

@@ -9,13 +9,21 @@
 
 The key is only ever read from the environment when the judge is built; it is not in
 the call cache's key, a report or an error.
+
+`embeddings:` takes an endpoint the same way, or a sentence-transformers model on disk
+(`llm_eval.endpoints.local`), never both:
+
+    embeddings:
+      model_path: models/all-MiniLM-L6-v2      # pip install 'llm-eval-ci[local-embeddings]'
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from llm_eval.errors import InputError
 from llm_eval.settings import Setting, number_check, whole_check
 
 
@@ -59,12 +67,46 @@ SETTINGS: Mapping[str, Setting] = {
 }
 
 
+def _optional_url(value: Any) -> str | None:
+    return None if value is None else _url(value)
+
+
+MODEL_FILES = ("modules.json", "config.json")
+"""A sentence-transformers folder has modules.json; a plain transformers one config.json."""
+
+
+def check_model_folder(value: Any) -> str | None:
+    """None, or a folder on disk that holds a model (nothing is ever downloaded)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return f"must be the path of a model folder, got {value!r}"
+    folder = Path(value)
+    if not folder.is_dir():
+        return f"no such folder: {value} (a model on disk; nothing is downloaded)"
+    if not any((folder / name).is_file() for name in MODEL_FILES):
+        return f"no model in {value}: it has neither {' nor '.join(MODEL_FILES)}"
+    return None
+
+
 EMBEDDING_SETTINGS: Mapping[str, Setting] = {
+    "base_url": Setting(
+        None,
+        _optional_url,
+        "An /embeddings API root, e.g. https://api.openai.com/v1 (or give model_path).",
+        environ=True,
+    ),
+    "model": Setting(None, _optional_text, "The model name the endpoint serves.", environ=True),
+    "model_path": Setting(
+        None,
+        check_model_folder,
+        "A sentence-transformers model folder on disk, instead of an endpoint; never "
+        "downloaded (needs llm-eval-ci[local-embeddings]).",
+        environ=True,
+    ),
     **{
         name: SETTINGS[name]
         for name in (
-            "base_url",
-            "model",
             "api_key",
             "timeout_s",
             "concurrency",
@@ -75,6 +117,27 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
             "price_per_1k_input",
         )
     },
-    "batch_size": Setting(32, whole_check(1, 2048), "Texts embedded per request."),
+    "batch_size": Setting(
+        32, whole_check(1, 2048), "Texts embedded per request (per batch, by a model on disk)."
+    ),
 }
-"""The `embeddings:` section: an OpenAI-compatible /embeddings endpoint."""
+"""The `embeddings:` section: an OpenAI-compatible /embeddings endpoint, or a model on disk."""
+
+
+def check_embedding_source(values: Mapping[str, Any]) -> None:
+    """An endpoint (base_url and model) or a model on disk (model_path), exactly one;
+    InputError naming the key otherwise."""
+    if values["model_path"] is not None:
+        for name in ("base_url", "model"):
+            if values[name] is not None:
+                raise InputError(
+                    "give either model_path (a model on disk) or base_url and model (an "
+                    "endpoint), not both",
+                    key=name,
+                )
+        return
+    for name in ("base_url", "model"):
+        if values[name] is None:
+            raise InputError(
+                f"missing required key {name!r} (or give model_path: a model folder on disk)"
+            )

@@ -19,7 +19,7 @@ from functools import partial
 
 from llm_eval.endpoints.client import (
     ChatClient,
-    EmbeddingClient,
+    Embedder,
     EndpointFailed,
     Session,
     Usage,
@@ -123,7 +123,7 @@ def judge_run(
     client: ChatClient,
     gold_relevant: Callable[[str, int], bool | None],
     repeats: int = 1,
-    embeddings: EmbeddingClient | None = None,
+    embeddings: Embedder | None = None,
 ) -> JudgeOutcome:
     """Judge every answered gold query on the judged `metrics`, `repeats` times.
 
@@ -203,7 +203,7 @@ others (statements, answers, scores) have no human counterpart to correct them b
 
 
 def _relevance(
-    embeddings: EmbeddingClient | None, gold: GoldSet, rounds: Sequence[Mapping[_Call, object]]
+    embeddings: Embedder | None, gold: GoldSet, rounds: Sequence[Mapping[_Call, object]]
 ) -> Callable[[str, Sequence[str]], float]:
     """Answer relevance from embeddings: all texts are embedded at once (and cached)."""
     asked = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from llm_eval.endpoints.client import ChatClient, EmbeddingClient, Usage
+from llm_eval.endpoints.client import ChatClient, Usage
+from llm_eval.endpoints.embedders import embedder
 from llm_eval.errors import InputError
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.judge.arithmetic import JudgeSummary
@@ -65,7 +66,7 @@ def judged_measurement(
     embeddings = (
         None
         if config.embeddings is None
-        else EmbeddingClient(config.embeddings, config.output / "cache" / "embeddings")
+        else embedder(config.embeddings, config.output / "cache" / "embeddings")
     )
     outcome = judge_run(
         inputs.gold, run, metrics, client, gold_relevant, options.repeat, embeddings

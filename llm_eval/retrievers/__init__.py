@@ -118,6 +118,10 @@ def _no_files(settings: Mapping[str, Any], root: Path) -> list[Path]:
     return []
 
 
+def _independent(settings: Mapping[str, Any]) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class RetrieverKind:
     """A registered kind of retriever."""
@@ -133,10 +137,15 @@ class RetrieverKind:
     fingerprints the file's content rather than the settings."""
     depends_on: Callable[[Mapping[str, Any], Path], list[Path]] = _no_files
     """Files inside the repository (given its root) that its answers depend on."""
+    check_together: Callable[[Mapping[str, Any]], None] = _independent
+    """Checks settings that depend on each other (InputError naming the key), after
+    each was checked alone."""
 
     def checked(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """Every declared setting, given or default, checked; InputError naming a bad one."""
-        return checked_settings(settings, self.settings)
+        values = checked_settings(settings, self.settings)
+        self.check_together(values)
+        return values
 
     def create(self, settings: Mapping[str, Any], context: RetrieverContext) -> Retriever:
         """The retriever for these settings, checked once here."""

@@ -8,13 +8,22 @@
       query_prefix: "query: "                 # e5-style instructions, when the model wants them
       document_prefix: "passage: "
 
+    retriever:
+      kind: embedding
+      model_path: models/all-MiniLM-L6-v2     # or a sentence-transformers model on disk
+
 Every corpus document (its `fields`, joined by a space, after `document_prefix`) is
 embedded once; the matrix is cached on disk under `<output>/cache/embedding/`, keyed
-by the corpus's digest, the endpoint, the model and how documents are written, so a
-second run asks only for the queries (which the embeddings client also caches). Each
-query is embedded and scored against every document (exact, no approximate index) in
-numpy; equal cosines keep corpus order. A query whose embedding fails is recorded with
-the endpoint's error; a corpus that cannot be embedded stops the run (exit 4).
+by the corpus's digest, the endpoint and model (or the digest of the model folder's
+files) and how documents are written. Query vectors from an endpoint, which bills
+them, are cached too, so a second run makes no call; a model on disk embeds each query
+again, so that the latency gates measure the model and not the cache. Each query is
+embedded and scored against every document (exact, no approximate index) in numpy;
+equal cosines keep corpus order. A model on disk answers one query at a time
+(`concurrency` applies to endpoints): it encodes one batch at a time anyway, and
+waiting for another query's turn would count as latency. A query whose embedding
+fails is recorded with the endpoint's error; a corpus that cannot be embedded stops
+the run (exit 4).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import numpy.typing as npt
 
 from llm_eval.corpus import check_fields, field_text, iter_corpus
 from llm_eval.digest import digest
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS
+from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, check_embedding_source
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
@@ -100,7 +109,7 @@ class EmbeddingSearcher:
     """Embeds one query and scores it against the corpus matrix."""
 
     client: Any
-    """A `llm_eval.endpoints.client.EmbeddingClient`."""
+    """A `llm_eval.endpoints.client.Embedder`."""
     doc_ids: tuple[str, ...]
     texts: tuple[str, ...]
     matrix: Matrix = field(repr=False)
@@ -158,7 +167,8 @@ def corpus_matrix(client: Any, texts: list[str], folder: Path, key: Mapping[str,
 
 def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
     """Embed the corpus (or read its cached matrix) and the searcher over it."""
-    from llm_eval.endpoints.client import EmbeddingClient
+    from llm_eval.endpoints.embedders import embedder
+    from llm_eval.endpoints.local import LocalEmbeddingClient
 
     if context.corpus_path is None:
         raise InputError("the embedding retriever needs a `corpus` file in the config")
@@ -166,32 +176,42 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
     documents = list(iter_corpus(context.corpus_path))
     fields = list(values["fields"])
     texts = [values["document_prefix"] + field_text(d, fields) for d in documents]
+    # A model on disk embeds each query afresh: a vector from the cache would take no
+    # time, and the latency gates would measure the cache instead of the model.
+    local = values["model_path"] is not None
+    queries = embedder(endpoint, None if local else context.cache_dir / "embeddings")
+    model = (
+        queries.identity()
+        if isinstance(queries, LocalEmbeddingClient)
+        else {"url": str(values["base_url"]).rstrip("/"), "model": values["model"]}
+    )
     identity = {
         "kind": "embedding",
-        "url": str(values["base_url"]).rstrip("/"),
-        "model": values["model"],
+        **model,
         "fields": fields,
         "query_prefix": values["query_prefix"],
         "document_prefix": values["document_prefix"],
         "cache_key": resolved_cache_key(values["cache_key"], os.environ),
     }
     key = {**identity, "corpus": file_digest(context.corpus_path), "format": 1}
-    documents_client = EmbeddingClient(endpoint, None)
+    documents_client = embedder(endpoint, None)
     matrix = corpus_matrix(documents_client, texts, context.cache_dir / "embedding", key)
     searcher = EmbeddingSearcher(
-        EmbeddingClient(endpoint, context.cache_dir / "embeddings"),
+        queries,
         tuple(d.doc_id for d in documents),
         tuple(d.text for d in documents),
         matrix,
         values["query_prefix"],
     )
-    return PooledRetriever(searcher, int(values["concurrency"]), identity)
+    concurrency = 1 if local else int(values["concurrency"])
+    return PooledRetriever(searcher, concurrency, identity)
 
 
 KIND = RetrieverKind(
     name="embedding",
-    description="Dense: exact cosine top-k over the corpus's embeddings (OpenAI-compatible).",
+    description="Dense: exact cosine top-k over embeddings (an endpoint or a model on disk).",
     build=build,
     settings=SETTINGS,
     needs_corpus=True,
+    check_together=check_embedding_source,
 )
