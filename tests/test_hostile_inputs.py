@@ -70,7 +70,7 @@ class Services:
 
     http_url: str
     github: dict[str, str]
-    """Mode (`ok`, `html`, `redirect`) → the fake GitHub's base URL."""
+    """Mode (`ok`, `html`, `redirect`, `moved`) → the fake GitHub's base URL."""
 
 
 def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
@@ -261,14 +261,16 @@ def _answer(request: Received) -> Reply:
 
 @contextmanager
 def _services() -> Iterator[Services]:
-    """The HTTP search server and three fake GitHubs: sound, HTML pages, redirecting."""
+    """The HTTP search server and four fake GitHubs: sound, HTML pages, redirecting with
+    302 and with 301 (which PyGithub refuses in different ways)."""
     with ExitStack() as stack:
         http = stack.enter_context(serve_http(_answer))
         bases: dict[str, str] = {}
-        for mode in ("ok", "html", "redirect"):
+        for mode in ("ok", "html", "redirect", "moved"):
             state = FakeGitHub(users={TOKEN: "llm-eval-bot"})
             state.add_pull(7, "ab" * 20)
             state.html = mode == "html"
-            state.redirect = bases["ok"] if mode == "redirect" else ""
+            state.redirect = bases["ok"] if mode in ("redirect", "moved") else ""
+            state.redirect_status = 301 if mode == "moved" else 302
             bases[mode] = stack.enter_context(serve_github(state)).base_url
         yield Services(http.url.removesuffix("/search"), bases)
