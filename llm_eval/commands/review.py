@@ -532,7 +532,9 @@ def _documents(draft: Draft, documents: dict[str, Document], width: int, rows: i
     for doc_id in fit:
         mark = "*" if doc_id in draft.labels else " "
         about = _about(documents.get(doc_id), doc_id)
-        text = f"{mark}{shown.index(doc_id) + 1}. {doc_id}  {about}"
+        # Only the lines shown are wrapped, and one more to tell that text was left out:
+        # wrapping whole documents took most of the time of each screen drawn.
+        text = f"{mark}{shown.index(doc_id) + 1}. {doc_id}  {about}"[: (each + 2) * width]
         lines += _clipped(wrap(text, width, "    "), each, width)
     more = len(shown) - len(fit)
     return lines + ([f"  … {more} more; a taller window shows them"] if more else [])
