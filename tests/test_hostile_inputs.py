@@ -16,6 +16,7 @@ interpreter reads it only when it starts).
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import shutil
@@ -91,6 +92,8 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "HTTP retriever response",
         "GitHub API response",
         "environment and output",
+        "gold review answers",
+        "init target",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
@@ -130,6 +133,9 @@ def test_hostile_input(
         outcome = _run_in_process(case, project, env, monkeypatch, capsys)
     assert "Traceback" not in outcome.out + outcome.err
     assert outcome.code == case["exit"], outcome.err
+    for name in case.get("unchanged", []):
+        assert (project / name).read_bytes() == (HOSTILE / "base" / name).read_bytes(), name
+    assert [name for name in case.get("absent", []) if (project / name).exists()] == []
     if case.get("stream") == "stdout":
         assert outcome.err == ""
         assert case["message"] in outcome.out
@@ -150,6 +156,8 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
     shutil.copytree(HOSTILE / "base", project)
     for folder in case.get("mkdir", []):
         (project / folder).mkdir()
+    for folder in case.get("readonly", []):
+        (project / folder).chmod(0o555)
     served = b""
     for target, source in case.get("replace", {}).items():
         content = _replace(project / target, source)
@@ -161,11 +169,17 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
     return project
 
 
+def _stdin(case: dict[str, Any]) -> bytes:
+    """What the case types: the bytes of its `stdin` file, or nothing."""
+    return (HOSTILE / case["stdin"]).read_bytes() if "stdin" in case else b""
+
+
 def _run_subprocess(case: dict[str, Any], project: Path, env: dict[str, str]) -> Outcome:
     done = subprocess.run(
         [sys.executable, "-m", "llm_eval.cli", *shlex.split(case["command"])],
         cwd=project,
         env=env,
+        input=_stdin(case),
         capture_output=True,
         check=False,
         timeout=120,
@@ -197,6 +211,9 @@ def _run_in_process(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(project)
+    # Read as a pipe is read where the locale does not say how to decode bad bytes.
+    typed = io.TextIOWrapper(io.BytesIO(_stdin(case)), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", typed)
     capsys.readouterr()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
