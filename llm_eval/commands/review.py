@@ -16,8 +16,9 @@ shown and an empty answer keeps it).
 Accepting appends the question, with `reviewed: true`, to the gold file of the chosen
 tier (or `--to FILE`); each accept and reject is appended to a sidecar
 (`CANDIDATES.review.jsonl`). The two lines are written together, both or neither
-(`textio.write_together`), so a review stopped at any point resumes where it stopped. `undo` takes back the session's last accept, reject or skip,
-its lines in both files included, and shows that candidate again. The closing summary
+(`textio.write_together`), so a review stopped at any point resumes where it
+stopped. `undo` takes back the session's last accept, reject or skip, its lines in
+both files included, and shows that candidate again. The closing summary
 says how the review ended (all done, `q`, the input ended, Ctrl-C), counts the
 decisions and names the next command: after an accept, `llm-eval baseline refresh`,
 since the gate refuses a gold set that differs from its baseline (exit 3).
