@@ -17,6 +17,7 @@ interpreter reads it only when it starts).
 from __future__ import annotations
 
 import io
+import json
 import os
 import shlex
 import shutil
@@ -54,6 +55,20 @@ retriever:
 metrics: [recall@5, mrr]
 baseline: baseline.json
 """
+
+MCP_CONFIG = """gold:
+  - {{path: gold.jsonl, tier: A}}
+retriever:
+  kind: mcp
+  {server}
+  arguments: {{query: "${{query}}", limit: "${{top_k}}"}}
+  results_path: hits
+  fields: {{doc_id: id}}
+  timeout_s: 20
+metrics: [recall@5, mrr]
+baseline: baseline.json
+"""
+MCP_SERVER = Path(__file__).parent / "mcp_search_server.py"
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "environment and output",
         "gold review answers",
         "init target",
+        "MCP server messages",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
@@ -162,10 +178,18 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
     for target, source in case.get("replace", {}).items():
         content = _replace(project / target, source)
         served = content if target == "response" else served
+    url = f"{services.http_url}/{case['name']}"
+    RESPONSES[case["name"]] = Reply(
+        raw=served, headers={"Content-Type": case.get("content_type", "application/json")}
+    )
+    config = project / "config" / "llm-eval.yaml"
     if case.get("config") == "http":
-        RESPONSES[case["name"]] = served
-        url = f"{services.http_url}/{case['name']}"
-        (project / "config" / "llm-eval.yaml").write_text(HTTP_CONFIG.format(url=url))
+        config.write_text(HTTP_CONFIG.format(url=url))
+    elif case.get("config") == "mcp-http":
+        config.write_text(MCP_CONFIG.format(server=f"url: {url}"))
+    elif case.get("config") == "mcp-stdio":
+        command = [sys.executable, str(MCP_SERVER), "stdio", *case.get("server_args", [])]
+        config.write_text(MCP_CONFIG.format(server=f"command: {json.dumps(command)}"))
     return project
 
 
@@ -268,12 +292,12 @@ def _environment(case: dict[str, Any], project: Path, services: Services) -> dic
     return env | case.get("env", {})
 
 
-RESPONSES: dict[str, bytes] = {}
-"""Case name → the body the search server answers that case's requests with."""
+RESPONSES: dict[str, Reply] = {}
+"""Case name → what the search server answers that case's requests with."""
 
 
 def _answer(request: Received) -> Reply:
-    return Reply(raw=RESPONSES[request.path.strip("/")])
+    return RESPONSES[request.path.strip("/")]
 
 
 @contextmanager
