@@ -110,6 +110,7 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "gold review answers",
         "init target",
         "MCP server messages",
+        "fusion component answers",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
