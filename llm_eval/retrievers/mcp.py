@@ -356,21 +356,19 @@ def _what_was_sent(exc: Exception) -> str:
     return f"what is not MCP ({_reason(exc)})"
 
 
-_SDK_LOGGERS = ("mcp.client.stdio", "mcp.client.streamable_http")
-
-
 @contextlib.contextmanager
 def _sdk_log_held() -> Iterator[None]:
-    """The SDK's transport loggers switched off while a session is open."""
-    loggers = [logging.getLogger(name) for name in _SDK_LOGGERS]
-    before = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
+    """The SDK's log (a traceback for each message it cannot read, warnings about the
+    server) kept off stderr while a session is open: what matters is reported once."""
+    logger, held = logging.getLogger("mcp"), logging.NullHandler()
+    propagate = logger.propagate
+    logger.addHandler(held)
+    logger.propagate = False
     try:
         yield
     finally:
-        for logger, disabled in zip(loggers, before, strict=True):
-            logger.disabled = disabled
+        logger.propagate = propagate
+        logger.removeHandler(held)
 
 
 def _reason(exc: BaseException) -> str:
