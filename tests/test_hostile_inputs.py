@@ -111,6 +111,7 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "init target",
         "MCP server messages",
         "fusion component answers",
+        "experiment variants",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
