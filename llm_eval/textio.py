@@ -339,9 +339,12 @@ def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
     unless it was renamed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temporaries(target.parent)
-    fd, name = tempfile.mkstemp(
-        prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
-    )
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
+        )
+    except OSError as exc:  # a read-only folder: the file the user knows is the target
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     temporary = Path(name)
     try:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -398,3 +399,15 @@ def test_work_that_fails_takes_back_the_files_and_folders_written_for_it(
         raise RuntimeError
     assert names_in(tmp_path) == ["kept.txt"]
     assert kept.read_text() == "mine\n"
+
+
+def test_a_folder_that_refuses_files_is_named_by_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(**_: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".gold.jsonl.pid1.x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as caught:
+        write_atomic(tmp_path / "gold.jsonl", "line\n")
+    assert caught.value.filename == str(tmp_path / "gold.jsonl")
