@@ -7,6 +7,7 @@ records); nothing here reads a file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,29 @@ class RetrieverConfig:
         line = dict(self.setting_lines).get(error.key or "", self.where.line)
         key = f"{self.where.key}.{error.key}" if error.key else self.where.key
         return InputError(error.reason, path=self.where.file, line=line, key=key)
+
+
+_UNSAFE_IN_NAME = re.compile(
+    "[\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c`|<>]"
+)
+"""What a variant name may not hold: it is printed in Markdown tables and code spans,
+on a terminal and in a picture, where these are markup, control or reorder the text."""
+
+
+def variant_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a variant, or None."""
+    if _UNSAFE_IN_NAME.search(name):
+        return (
+            "a variant name may not hold control characters, bidirectional controls, "
+            f"`, |, < or > (got {name!r})"
+        )
+    return None
+
+
+def variant_name_from(text: str) -> str:
+    """A variant name made from other text (a config's file name): each character a
+    name may not hold becomes `_`."""
+    return _UNSAFE_IN_NAME.sub("_", text).strip() or "_"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import defaults
-from llm_eval.config import EvalConfig, ExperimentSettings, Lift, RetrieverConfig, Variant
+from llm_eval.config import (
+    EvalConfig,
+    ExperimentSettings,
+    Lift,
+    RetrieverConfig,
+    Variant,
+    variant_name_problem,
+)
 from llm_eval.errors import InputError
 from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSource
@@ -255,6 +262,8 @@ def _variants(
     for item in node.items():
         keys = item.mapping(frozenset({"name", "retriever", "top_k"}), frozenset({"name"}))
         name = string(keys["name"])
+        if problem := variant_name_problem(name):
+            raise keys["name"].error(problem)
         if name in seen:
             raise keys["name"].error(
                 f"duplicate variant name {name!r} (first at line {seen[name]})"

@@ -83,10 +83,11 @@ def upsert_comment(
             if existing is None and not create:
                 return None
             return _write(pull, existing, body, number)
-    except AssertionError:
-        # PyGithub refuses, with `assert`, a URL off its base URL: what a redirect to
-        # another host or port leads to, or an HTML page in place of JSON (its objects
-        # then have no URL at all).
+    except (AssertionError, RuntimeError):
+        # PyGithub refuses, with `assert`, a URL off its base URL: what a 302 to another
+        # host or port leads to, or an HTML page in place of JSON (its objects then have
+        # no URL at all); a 301 to another scheme, host or port it refuses with a
+        # RuntimeError.
         raise CommentNotPosted(
             f"{_scrub(api_url, token)} does not answer as the GitHub API (an HTML page, or a "
             "redirect to another host or port); check GITHUB_API_URL"

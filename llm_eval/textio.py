@@ -18,7 +18,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -175,12 +175,12 @@ def _first_unencodable(value: Any) -> str | None:
     pending: list[tuple[Any, str]] = [(value, "")]
     while pending:
         item, key = pending.pop()
-        if isinstance(item, str) and not _encodable(item):
+        if isinstance(item, str) and not encodable(item):
             return key
         if isinstance(item, dict):
             for name, child in reversed(item.items()):
                 child_key = f"{key}.{name}" if key else name
-                if not _encodable(name):
+                if not encodable(name):
                     return child_key.encode("utf-8", "backslashreplace").decode("utf-8")
                 pending.append((child, child_key))
         elif isinstance(item, list):
@@ -188,7 +188,8 @@ def _first_unencodable(value: Any) -> str | None:
     return None
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """The text can be written as UTF-8 (it holds no lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -265,38 +266,96 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     that killed processes left in that folder are removed first.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale_temporaries(target.parent)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
-    )
-    try:
-        # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
-        Path(tmp_name).chmod(_mode_for(target))
-        if isinstance(text, bytes):
-            with os.fdopen(fd, "wb") as binary:
-                binary.write(text)
-                binary.flush()
-                os.fsync(binary.fileno())
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-        Path(tmp_name).replace(target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with _staged(target, text) as temporary:
+        temporary.replace(target)
 
 
 def append_atomic(path: str | Path, lines: str) -> None:
     """Add `lines` at the end of a text file (made when missing), on a line of their
     own, atomically: the whole file is rewritten by `write_atomic`."""
-    target = Path(path)
-    old = read_text(target) if target.is_file() else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
-    write_atomic(target, old + lines)
+    append_together([(Path(path), lines)])
+
+
+def append_together(appends: Sequence[tuple[Path, str]]) -> None:
+    """`append_atomic` to several files, all or none of them (`write_together`)."""
+    changes = []
+    for target, lines in appends:
+        old = read_text(target) if target.is_file() else ""
+        if old and not old.endswith("\n"):
+            old += "\n"
+        changes.append((target, old + lines))
+    write_together(changes)
+
+
+def write_together(changes: Sequence[tuple[Path, str]]) -> None:
+    """Write related files so that a failure leaves all of them as they were, for files
+    whose lines belong together (a review decision and its gold line)."""
+    with written_together(changes):
+        pass
+
+
+@contextlib.contextmanager
+def written_together(changes: Sequence[tuple[Path, str]]) -> Iterator[None]:
+    """Write the files, and put them back as they were (folders made for them removed)
+    when the body raises: for work that is only whole with every file (`llm-eval init`).
+
+    Each new text is written to a temporary file and flushed first; the renames follow,
+    and when one fails (a folder in a file's place), the files renamed before it get
+    their old text back. A process killed between two renames can still leave the
+    first file new: callers write the file whose line alone does no harm first.
+    """
+    made = _missing_folders([target.parent for target, _ in changes])
+    olds = [target.read_bytes() if target.is_file() else None for target, _ in changes]
+    done: list[int] = []
+    try:
+        with contextlib.ExitStack() as staged:
+            temporaries = [staged.enter_context(_staged(t, text)) for t, text in changes]
+            for i, (target, _) in enumerate(changes):
+                temporaries[i].replace(target)
+                done.append(i)
+        yield
+    except BaseException:
+        for i in reversed(done):
+            target, old = changes[i][0], olds[i]
+            if old is None:
+                target.unlink(missing_ok=True)
+            else:
+                write_atomic(target, old)
+        for folder in made:
+            with contextlib.suppress(OSError):  # not empty: something else was put there
+                folder.rmdir()
+        raise
+
+
+def _missing_folders(folders: Sequence[Path]) -> list[Path]:
+    """The folders (and parents) of `folders` that do not exist yet, deepest first."""
+    missing = {parent for folder in folders for parent in (folder, *folder.parents)}
+    return sorted((f for f in missing if not f.exists()), key=lambda f: -len(f.parts))
+
+
+@contextlib.contextmanager
+def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
+    """A flushed temporary file next to `target` holding `text`; removed on the way out
+    unless it was renamed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temporaries(target.parent)
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=temporary_prefix(target.name), suffix=TEMP_SUFFIX, dir=target.parent
+        )
+    except OSError as exc:  # a read-only folder: the file the user knows is the target
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    temporary = Path(name)
+    try:
+        # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
+        temporary.chmod(_mode_for(target))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        yield temporary
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 TEMP_SUFFIX = ".tmp"

@@ -10,10 +10,16 @@ value swapped for a hostile one) and the command that reads it is run in-process
 through `llm_eval.cli.main`, the command line's own error handler. Exit 5 means a
 bug: its input is kept under `--keep` and the traceback's last line is printed.
 
+The `mcp answer` inputs are messages rather than files: a streamable-HTTP MCP server
+in this process answers `initialize`, `tools/list` and `tools/call` soundly except
+for the one method an input chooses, whose JSON-RPC answer it mutates as above, while
+`llm-eval retrieve` asks it three questions through the mcp retriever (the SDK's
+client). A traceback printed, even with another exit code, is counted too.
+
 Usage: python scripts/fuzz_inputs.py [--count 10000] [--seconds 900] [--seed 0]
        [--keep fuzz-crashes]
-Prints the number of inputs per exit code (and per file kind); exits 1 when any
-input ended in exit 5.
+Prints the number of inputs per exit code (and per file kind) and of printed
+tracebacks; exits 1 when any input ended in exit 5 or printed a traceback.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +61,8 @@ class Target:
     json_lines: bool = False
     """JSONL: a line can be parsed, mutated as a value and written back."""
     json_document: bool = False
+    served: bool = False
+    """An answer of the fake MCP server (`path` names the method), not a file."""
 
 
 TARGETS = (
@@ -71,7 +81,17 @@ TARGETS = (
         ("comment", "--dry-run", "--report", "report.json"),
         json_document=True,
     ),
+    Target(
+        "mcp answer",
+        "tools/call",
+        ("retrieve", "--config", "config/mcp.yaml", "--out", "out/mcp-run.jsonl"),
+        json_document=True,
+        served=True,
+    ),
 )
+MCP_METHODS = ("initialize", "tools/list", "tools/call", "tools/call")
+"""The answer an `mcp answer` input mutates (the search answers twice as often)."""
+MCP_QUERIES = 3
 
 TOKENS = [
     b"NaN",
@@ -149,6 +169,104 @@ def build_project(folder: Path) -> None:
         main(GATE)
     shutil.copy(folder / "out/report.json", folder / "report.json")
     _write_trec(folder, gold)
+    lines = (folder / "gold-A.jsonl").read_text(encoding="utf-8").splitlines()[:MCP_QUERIES]
+    (folder / "gold-mcp.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_mcp_config(folder: Path, url: str) -> None:
+    """The mcp retriever's config: three queries, asked of the fake server at `url`."""
+    (folder / "config/mcp.yaml").write_text(
+        "gold:\n  - {path: gold-mcp.jsonl, tier: A}\n"
+        f"retriever:\n  kind: mcp\n  url: {url}\n  timeout_s: 1\n  concurrency: 3\n"
+        "  results_path: hits\n  fields: {doc_id: id}\n"
+        "metrics: [recall@5, mrr]\nbaseline: baseline.json\noutput: out\n",
+        encoding="utf-8",
+    )
+
+
+@dataclass
+class FakeMcp:
+    """A streamable-HTTP MCP server with one search tool, whose answer to `method` goes
+    through `mutate` (JSON responses, no sessions, no event streams)."""
+
+    method: str = ""
+    mutate: Callable[[bytes], bytes] = field(default=lambda data: data)
+    url: str = ""
+
+    def answer(self, request: dict[str, Any]) -> bytes:
+        """The JSON-RPC answer to one request, mutated when it is for `method`."""
+        method = request.get("method")
+        params = request.get("params") or {}
+        if method == "initialize":
+            result: dict[str, Any] = {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fuzz-search", "version": "1"},
+            }
+        elif method == "tools/list":
+            schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+            result = {"tools": [{"name": "search", "inputSchema": schema}]}
+        elif method == "tools/call":
+            query = str((params.get("arguments") or {}).get("query", ""))
+            hits = [{"id": f"doc-{len(query) + i}", "score": 1.0 / (i + 1)} for i in range(5)]
+            result = {
+                "content": [{"type": "text", "text": json.dumps({"hits": hits})}],
+                "structuredContent": {"hits": hits},
+                "isError": False,
+            }
+        else:
+            error = {"code": -32601, "message": f"no method {method}"}
+            return json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
+        sound = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": result}).encode()
+        return self.mutate(sound) if method == self.method else sound
+
+
+@contextlib.contextmanager
+def serve_mcp(fake: FakeMcp) -> Iterator[FakeMcp]:
+    """`fake` on 127.0.0.1 until the block ends; its URL set."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                request = json.loads(body)
+            except ValueError:
+                request = {}
+            if not isinstance(request, dict) or "id" not in request:  # a notification
+                self._send(202, b"")
+                return
+            self._send(200, fake.answer(request))
+
+        def do_GET(self) -> None:  # no event stream: the client lives without one
+            self._send(405, b"")
+
+        def do_DELETE(self) -> None:
+            self._send(200, b"")
+
+        def _send(self, status: int, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that hung up on a mutated answer: nothing to report
+
+    server = Server(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def _cut_gold(folder: Path) -> list[dict[str, Any]]:
@@ -283,6 +401,8 @@ class Tally:
     codes: Counter[int]
     by_kind: dict[str, Counter[int]]
     crashes: list[str]
+    tracebacks: int = 0
+    """Inputs that printed a traceback, whatever their exit code."""
 
     @property
     def total(self) -> int:
@@ -304,26 +424,36 @@ def fuzz(count: int, seconds: float, seed: int, keep: Path | None) -> Tally:
         del os.environ[name]  # no job summary or PR comment from the fuzzed gates
     rng = random.Random(seed)
     tally = Tally(Counter(), {t.kind: Counter() for t in TARGETS}, [])
-    with tempfile.TemporaryDirectory(prefix="llm-eval-fuzz-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="llm-eval-fuzz-") as tmp, serve_mcp(FakeMcp()) as mcp:
         project = Path(tmp)
         build_project(project)
-        originals = {t.path: (project / t.path).read_bytes() for t in TARGETS}
+        write_mcp_config(project, mcp.url)
+        files = [t for t in TARGETS if not t.served]
+        originals = {t.path: (project / t.path).read_bytes() for t in files}
         deadline = time.monotonic() + seconds
         with contextlib.chdir(project):
             for number in range(count):
                 if time.monotonic() > deadline:
                     break
                 target = TARGETS[number % len(TARGETS)]
-                data = mutate(originals[target.path], target, rng)
-                code = _run(target, data, originals)
+                if target.served:
+                    data, code, printed = _run_served(target, mcp, rng)
+                else:
+                    data = mutate(originals[target.path], target, rng)
+                    code, printed = _run(target, data, originals)
                 tally.codes[code] += 1
                 tally.by_kind[target.kind][code] += 1
-                if code == 5:
+                tally.tracebacks += "Traceback" in printed
+                if code == 5 or "Traceback" in printed:
+                    lines = printed.strip().splitlines()
+                    print(
+                        f"exit {code} on {target.kind}: {' | '.join(lines[-3:])}", file=sys.stderr
+                    )
                     tally.crashes.append(_keep(keep, number, target, data))
     return tally
 
 
-def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> int:
+def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> tuple[int, str]:
     path = Path(target.path)
     path.write_bytes(data)
     try:
@@ -331,10 +461,28 @@ def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> int:
             code = main(list(target.argv))
     finally:
         path.write_bytes(originals[target.path])
-    if code == 5:
-        lines = captured.getvalue().strip().splitlines()
-        print(f"exit 5 on {target.kind}: {' | '.join(lines[-3:])}", file=sys.stderr)
-    return code
+    return code, captured.getvalue()
+
+
+def _run_served(target: Target, mcp: FakeMcp, rng: random.Random) -> tuple[bytes, int, str]:
+    """The retrieve command against the fake server mutating one method's answers (the
+    same mutation for each answer, by a seed of its own); the first answer mutated is
+    what is kept."""
+    mcp.method, seed = rng.choice(MCP_METHODS), rng.randrange(2**32)
+    first: list[bytes] = []
+
+    def mutated(data: bytes) -> bytes:
+        changed = mutate(data, target, random.Random(seed))
+        first.append(first[0] if first else changed)
+        return changed
+
+    mcp.mutate = mutated
+    try:
+        with _quiet() as captured:
+            code = main(list(target.argv))
+    finally:
+        mcp.method = ""
+    return (first[0] if first else b""), code, captured.getvalue()
 
 
 def _keep(folder: Path | None, number: int, target: Target, data: bytes) -> str:
@@ -353,8 +501,9 @@ def report(tally: Tally, elapsed: float) -> str:
         return ", ".join(f"exit {code}: {n}" for code, n in sorted(counter.items()))
 
     lines = [f"{tally.total} mutated inputs in {elapsed:.0f} s: {codes(tally.codes)}"]
-    lines += [f"  {kind:<9} {codes(counter)}" for kind, counter in tally.by_kind.items()]
-    lines += [f"exit 5 kept: {crash}" for crash in tally.crashes]
+    lines += [f"  {kind:<10} {codes(counter)}" for kind, counter in tally.by_kind.items()]
+    lines.append(f"tracebacks printed: {tally.tracebacks}")
+    lines += [f"exit 5 or traceback, kept: {crash}" for crash in tally.crashes]
     return "\n".join(lines)
 
 
@@ -368,7 +517,7 @@ def _main() -> int:
     started = time.monotonic()
     tally = fuzz(args.count, args.seconds, args.seed, args.keep and args.keep.resolve())
     print(report(tally, time.monotonic() - started))
-    return 1 if tally.codes[5] else 0
+    return 1 if tally.codes[5] or tally.tracebacks else 0
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ class FakeGitHub:
     html: bool = False
     """Answer everything 200 with an HTML page, as a proxy's login page or a wrong URL does."""
     redirect: str = ""
-    """Answer everything with a 302 to this base URL (another host or port)."""
+    """Answer everything with a redirect to this base URL (another host or port)."""
+    redirect_status: int = 302
     forced: dict[str, int] = field(default_factory=dict)
     """`"GET /repos/octo/demo/pulls/7"` → the status to answer with."""
     requests: list[Request] = field(default_factory=list)
@@ -127,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer_oddly(self, state: FakeGitHub) -> None:
         """An HTML page, or a redirect elsewhere, whatever was asked."""
         data = b"<!DOCTYPE html><html><body>Sign in to continue</body></html>"
-        self.send_response(302 if state.redirect else 200)
+        self.send_response(state.redirect_status if state.redirect else 200)
         if state.redirect:
             self.send_header("Location", state.redirect + self.path)
         self.send_header("Content-Type", "text/html; charset=utf-8")

@@ -1,7 +1,10 @@
 """A real MCP server with a search tool over the demo corpus (term overlap), for the
 mcp retriever's tests: `python mcp_search_server.py stdio` or `... http PORT`.
 
-Queries containing `tool-error` make the tool fail; `slow` makes it sleep 3 s.
+Queries containing `tool-error` make the tool fail; `slow` makes it sleep 3 s. A
+server started with `noisy` as a further argument prints a line that is not JSON-RPC
+to stdout when it starts, as a careless server's banner would (which the MCP stdio
+transport forbids); queries containing `chatty` print one while answering.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ def build(port: int = 8000) -> FastMCP:
             raise ValueError("index unavailable")
         if "slow" in query:
             await asyncio.sleep(3)
+        if "chatty" in query:
+            print(f"searching for {query}", flush=True)
         found = SERVICE.search(query, limit)
         return {"hits": [{"id": d, "score": s, "text": t} for d, s, t in found]}
 
@@ -41,6 +46,8 @@ def build(port: int = 8000) -> FastMCP:
 
 
 if __name__ == "__main__":
+    if "noisy" in sys.argv[2:]:
+        print("demo-search starting up", flush=True)
     if sys.argv[1] == "stdio":
         build().run("stdio")
     else:

@@ -126,7 +126,8 @@ def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 return
             content = reply.raw if reply.raw is not None else json.dumps(reply.payload).encode()
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
+            if "content-type" not in {name.lower() for name in reply.headers}:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(content)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)

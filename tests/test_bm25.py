@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import gold_query
 
-from llm_eval.errors import InputError
+from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, Setting, bm25, retriever_kind
 from llm_eval.retrievers.bm25 import KIND, Analyzer, BM25Config, BM25Retriever, make_stemmer
 from llm_eval.retrievers.bm25 import index as bm25_index
@@ -150,22 +150,85 @@ def test_corpus_without_indexable_words(tmp_path: Path) -> None:
     assert search(retriever, "the anything") == []
 
 
-def test_each_query_is_ranked_as_in_a_batch_and_timed_alone(
+def reference_rank(
+    index: bm25_index.Index, terms: list[int], top_k: int
+) -> list[tuple[str, float]]:
+    """The top k by summing each term's score-matrix column document by document."""
+    matrix, model = index.model.scores, index.model
+    totals: dict[int, float] = {}
+    for term in terms:
+        lo, hi = int(matrix["indptr"][term]), int(matrix["indptr"][term + 1])
+        for doc, value in zip(matrix["indices"][lo:hi], matrix["data"][lo:hi], strict=True):
+            totals[int(doc)] = totals.get(int(doc), 0.0) + float(value)
+    if model.nonoccurrence_array is not None:
+        base = sum(float(model.nonoccurrence_array[t]) for t in terms)
+        totals = {doc: total + base for doc, total in totals.items()}
+    scored = [(np.float32(t), index.doc_ids[d]) for d, t in totals.items() if np.float32(t) > 0]
+    ranked = sorted(scored, key=lambda pair: (-pair[0], [-b for b in pair[1].encode()]))
+    return [(doc, float(score)) for score, doc in ranked[:top_k]]
+
+
+@pytest.mark.parametrize("method", bm25.METHODS)
+@pytest.mark.parametrize("sparse_factor", [0, 10**9], ids=["dense", "sparse"])
+def test_ranking_equals_a_document_by_document_sum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, sparse_factor: int
+) -> None:
+    rng = np.random.default_rng(7)
+    corpus = texts(
+        *((f"d{i:03}", " ".join(f"w{w}" for w in rng.zipf(1.5, 12) % 30)) for i in range(300))
+    )
+    retriever = build(write_corpus(tmp_path, corpus), method=method, **PLAIN)
+    monkeypatch.setattr(bm25_index, "_SPARSE_FACTOR", sparse_factor)
+    for size in (1, 2, 3, 6):
+        for _ in range(20):
+            terms = retriever.index.term_ids([f"w{w}" for w in rng.integers(0, 30, size)])
+            for top_k in (1, 5, 400):
+                docs, scores = bm25_index.rank(retriever.index, terms, top_k)
+                ids = [retriever.index.doc_ids[i] for i in docs.tolist()]
+                ranked = list(zip(ids, scores.tolist(), strict=True))
+                assert ranked == reference_rank(retriever.index, terms.tolist(), top_k)
+
+
+def test_a_querys_results_hold_no_scratch_arrays(tmp_path: Path) -> None:
+    # Views into the arrays of a whole ranking would keep them alive with the results,
+    # so that memory grew with every query answered (20,000 queries: several GiB).
+    corpus = texts(*((f"d{i}", f"common w{i % 5}") for i in range(200)))
+    retriever = build(write_corpus(tmp_path, corpus), **PLAIN)
+    docs, scores = bm25_index.rank(retriever.index, retriever.index.term_ids(["common"]), 3)
+    assert (len(docs), docs.base, scores.base) == (3, None, None)
+
+
+def test_running_out_of_memory_is_one_line_naming_the_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    retriever = build(write_corpus(tmp_path, texts(("a", "zoo"), ("b", "a zoo"))), **PLAIN)
+    calls: list[object] = []
+
+    def rank_until_memory_is_gone(*args: object) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(args)
+        if len(calls) > 1:
+            raise MemoryError
+        return np.array([0]), np.array([1.0], np.float32)
+
+    monkeypatch.setattr(bm25, "rank", rank_until_memory_is_gone)
+    queries = [gold_query(f"q{i}", text="zoo") for i in range(1500)]
+    with pytest.raises(ExternalError) as caught:
+        retriever.retrieve(queries, 100)
+    assert str(caught.value) == (
+        "the bm25 retriever ran out of memory at query 2 of 1,500 over 2 documents "
+        "(top_k 100); lower top_k in the config or split the corpus"
+    )
+
+
+def test_each_query_is_timed_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = texts(*((f"d{i}", f"w{i % 7} w{i % 3} common") for i in range(40)))
     retriever = build(write_corpus(tmp_path, corpus), **PLAIN)
     queries = [gold_query(f"q{i}", text=f"w{i} common") for i in range(9)]
-    terms = [retriever.index.term_ids(retriever.analyzer.terms(q.query)) for q in queries]
-    together = bm25_index._rank_batch(retriever.index, terms, 5)
-    ids = retriever.index.doc_ids
-    expected = [[ids[i] for i in docs.tolist()] for docs, _ in together]
     # A clock whose reading moves by i ms while the i-th query is answered.
     readings = iter(np.cumsum([0.001 * (i // 2 + 1) * (i % 2) for i in range(18)]).tolist())
     monkeypatch.setattr(bm25.time, "perf_counter", lambda: next(readings))
     run = retriever.retrieve(queries, 5)
     monkeypatch.undo()
-    assert [[r.doc_id for r in run.queries[q.query_id].results] for q in queries] == expected
     assert [run.queries[q.query_id].latency_ms for q in queries] == pytest.approx(
         [float(i) for i in range(1, 10)]
     )

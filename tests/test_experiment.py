@@ -12,8 +12,10 @@ import contextlib
 import csv
 import io
 import json
+import re
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -373,6 +375,15 @@ def test_without_matplotlib_the_table_says_how_to_get_the_picture(
             "variants:\n  - name: x\n  - name: y\nexperiment: {reference: z}\n",
             ":20: experiment.reference: no variant is named 'z' (variants: x, y)",
         ),
+        (
+            "variants:\n  - name: x\n  - name: <b>@here</b>\n",
+            ":19: variants[1].name: a variant name may not hold control characters, "
+            "bidirectional controls, `, |, < or > (got '<b>@here</b>')",
+        ),
+        (
+            'variants:\n  - name: x\n  - name: "a\\x1b[31mred\\u202e"\n',
+            ":19: variants[1].name: a variant name may not hold control characters",
+        ),
         ("", "an experiment compares two or more variants"),
         (
             "variants:\n  - name: x\n  - name: y\n    top_k: 3\n",
@@ -424,3 +435,34 @@ def test_a_front_of_tied_variants_is_said_once() -> None:
     words = recommendation(compare_variants(gold, variants, ["mrr"], "a", "mrr"))
     assert "`a` and `b`, both tied within noise (overlapping p95 latency intervals" in words
     assert words.count("tied within noise") == 1
+
+
+def test_config_files_of_any_name_give_variants_named_apart_and_inert(
+    tmp_path: Path, demo_indexes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # File names may hold what Markdown, a terminal and matplotlib read as markup or
+    # control: a newline, a pipe, a backtick, ESC, BEL, right-to-left override, `$`.
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "out"
+    shutil.copytree(demo_indexes, out / "cache")
+    text = BASE.replace("output: .llm-eval", f"output: {out}")
+    stems = ["new\nline|pipe`tick", "esc\x1b[31m bel\x07 rlo\u202eabc", "$x^2$"]
+    configs = [str(_write(tmp_path / f"{stem}.yaml", text)) for stem in stems]
+    same = str(_write(tmp_path / "same.yaml", text))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["experiment", *configs, same, same, same, "--out", str(tmp_path / "e")])
+    assert code == 0
+    assert [str(w.message) for w in caught] == []
+    names = [
+        v["name"] for v in json.loads((tmp_path / "e" / "experiment.json").read_text())["variants"]
+    ]
+    assert names[:3] == ["new_line_pipe_tick", "esc_[31m bel_ rlo_abc", "$x^2$"]
+    assert names[3:] == ["same", same, f"{same} (2)"]
+    markdown = (tmp_path / "e" / "experiment.md").read_text()
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f\u202e<>]", markdown)
+    widths = {line.count(" | ") for line in markdown.splitlines() if line.startswith("| `")}
+    assert len(widths) <= 3  # each table keeps its own number of cells a row
+    for table in markdown.split("\n\n"):
+        rows = [line for line in table.splitlines() if line.startswith("|")]
+        assert len({row.count("|") - row.count("\\|") for row in rows}) <= 1, table

@@ -1,4 +1,5 @@
-"""A short, fixed-seed run of scripts/fuzz_inputs.py: mutated demo files never crash the tool."""
+"""A short, fixed-seed run of scripts/fuzz_inputs.py: mutated demo files and MCP answers
+never crash the tool nor print a traceback."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import pytest
 from conftest import script
 
 
-def test_300_mutated_inputs_end_in_no_exit_5(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_330_mutated_inputs_end_in_no_exit_5_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fuzz = script("fuzz_inputs")
     monkeypatch.chdir(Path(__file__).parent.parent)
-    tally = fuzz.fuzz(count=300, seconds=600, seed=0, keep=None)
-    assert tally.total == 300
-    assert tally.codes[5] == 0, tally.crashes
+    tally = fuzz.fuzz(count=330, seconds=600, seed=0, keep=None)
+    assert tally.total == 330
+    assert (tally.codes[5], tally.tracebacks) == (0, 0), tally.crashes
     # The mutations reach past the parsers: some inputs still pass, most are refused.
     assert tally.codes[0] > 0 and tally.codes[3] > 0
     assert all(sum(counter.values()) == 30 for counter in tally.by_kind.values())
+    # A mutated MCP answer fails the run as a misbehaving service (exit 4), or passes.
+    assert set(tally.by_kind["mcp answer"]) <= {0, 4} and tally.by_kind["mcp answer"][4] > 0

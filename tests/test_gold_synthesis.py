@@ -155,7 +155,18 @@ def test_synthesize_drops_near_duplicates_and_needs_a_judge(
 def test_a_failing_judge_stops_synthesize(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
     project.faults.extend([stub.Fault(status=400)] * 3)
     assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
-    assert "failed on 3 of 3 calls" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
+        "3 http 400; 0 candidates were not written\n"
+    )
+    not_json = json.dumps({"choices": [{"message": {"content": "I cannot help with that."}}]})
+    project.faults.extend([stub.Fault(status=200, body=not_json.encode())] * 3)
+    assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
+        "3 unreadable answer (the first: unreadable answer: "
+    )
     assert not Path(".out/candidates.jsonl").exists()
 
 

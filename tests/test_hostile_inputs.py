@@ -16,6 +16,8 @@ interpreter reads it only when it starts).
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shlex
 import shutil
@@ -54,6 +56,20 @@ metrics: [recall@5, mrr]
 baseline: baseline.json
 """
 
+MCP_CONFIG = """gold:
+  - {{path: gold.jsonl, tier: A}}
+retriever:
+  kind: mcp
+  {server}
+  arguments: {{query: "${{query}}", limit: "${{top_k}}"}}
+  results_path: hits
+  fields: {{doc_id: id}}
+  timeout_s: 20
+metrics: [recall@5, mrr]
+baseline: baseline.json
+"""
+MCP_SERVER = Path(__file__).parent / "mcp_search_server.py"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -70,7 +86,7 @@ class Services:
 
     http_url: str
     github: dict[str, str]
-    """Mode (`ok`, `html`, `redirect`) → the fake GitHub's base URL."""
+    """Mode (`ok`, `html`, `redirect`, `moved`) → the fake GitHub's base URL."""
 
 
 def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
@@ -91,6 +107,11 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "HTTP retriever response",
         "GitHub API response",
         "environment and output",
+        "gold review answers",
+        "init target",
+        "MCP server messages",
+        "fusion component answers",
+        "experiment variants",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
@@ -130,6 +151,9 @@ def test_hostile_input(
         outcome = _run_in_process(case, project, env, monkeypatch, capsys)
     assert "Traceback" not in outcome.out + outcome.err
     assert outcome.code == case["exit"], outcome.err
+    for name in case.get("unchanged", []):
+        assert (project / name).read_bytes() == (HOSTILE / "base" / name).read_bytes(), name
+    assert [name for name in case.get("absent", []) if (project / name).exists()] == []
     if case.get("stream") == "stdout":
         assert outcome.err == ""
         assert case["message"] in outcome.out
@@ -150,15 +174,30 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
     shutil.copytree(HOSTILE / "base", project)
     for folder in case.get("mkdir", []):
         (project / folder).mkdir()
+    for folder in case.get("readonly", []):
+        (project / folder).chmod(0o555)
     served = b""
     for target, source in case.get("replace", {}).items():
         content = _replace(project / target, source)
         served = content if target == "response" else served
+    url = f"{services.http_url}/{case['name']}"
+    RESPONSES[case["name"]] = Reply(
+        raw=served, headers={"Content-Type": case.get("content_type", "application/json")}
+    )
+    config = project / "config" / "llm-eval.yaml"
     if case.get("config") == "http":
-        RESPONSES[case["name"]] = served
-        url = f"{services.http_url}/{case['name']}"
-        (project / "config" / "llm-eval.yaml").write_text(HTTP_CONFIG.format(url=url))
+        config.write_text(HTTP_CONFIG.format(url=url))
+    elif case.get("config") == "mcp-http":
+        config.write_text(MCP_CONFIG.format(server=f"url: {url}"))
+    elif case.get("config") == "mcp-stdio":
+        command = [sys.executable, str(MCP_SERVER), "stdio", *case.get("server_args", [])]
+        config.write_text(MCP_CONFIG.format(server=f"command: {json.dumps(command)}"))
     return project
+
+
+def _stdin(case: dict[str, Any]) -> bytes:
+    """What the case types: the bytes of its `stdin` file, or nothing."""
+    return (HOSTILE / case["stdin"]).read_bytes() if "stdin" in case else b""
 
 
 def _run_subprocess(case: dict[str, Any], project: Path, env: dict[str, str]) -> Outcome:
@@ -166,6 +205,7 @@ def _run_subprocess(case: dict[str, Any], project: Path, env: dict[str, str]) ->
         [sys.executable, "-m", "llm_eval.cli", *shlex.split(case["command"])],
         cwd=project,
         env=env,
+        input=_stdin(case),
         capture_output=True,
         check=False,
         timeout=120,
@@ -197,6 +237,9 @@ def _run_in_process(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(project)
+    # Read as a pipe is read where the locale does not say how to decode bad bytes.
+    typed = io.TextIOWrapper(io.BytesIO(_stdin(case)), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", typed)
     capsys.readouterr()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
@@ -251,24 +294,26 @@ def _environment(case: dict[str, Any], project: Path, services: Services) -> dic
     return env | case.get("env", {})
 
 
-RESPONSES: dict[str, bytes] = {}
-"""Case name → the body the search server answers that case's requests with."""
+RESPONSES: dict[str, Reply] = {}
+"""Case name → what the search server answers that case's requests with."""
 
 
 def _answer(request: Received) -> Reply:
-    return Reply(raw=RESPONSES[request.path.strip("/")])
+    return RESPONSES[request.path.strip("/")]
 
 
 @contextmanager
 def _services() -> Iterator[Services]:
-    """The HTTP search server and three fake GitHubs: sound, HTML pages, redirecting."""
+    """The HTTP search server and four fake GitHubs: sound, HTML pages, redirecting with
+    302 and with 301 (which PyGithub refuses in different ways)."""
     with ExitStack() as stack:
         http = stack.enter_context(serve_http(_answer))
         bases: dict[str, str] = {}
-        for mode in ("ok", "html", "redirect"):
+        for mode in ("ok", "html", "redirect", "moved"):
             state = FakeGitHub(users={TOKEN: "llm-eval-bot"})
             state.add_pull(7, "ab" * 20)
             state.html = mode == "html"
-            state.redirect = bases["ok"] if mode == "redirect" else ""
+            state.redirect = bases["ok"] if mode in ("redirect", "moved") else ""
+            state.redirect_status = 301 if mode == "moved" else 302
             bases[mode] = stack.enter_context(serve_github(state)).base_url
         yield Services(http.url.removesuffix("/search"), bases)

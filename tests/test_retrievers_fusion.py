@@ -4,7 +4,9 @@ retrievers (run files and BM25), checked against hand-worked values."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,11 @@ from servers import CORPUS, write_project
 
 from llm_eval.cli import main
 from llm_eval.errors import InputError
+from llm_eval.gold import GoldQuery
+from llm_eval.retrieval import count_errors
 from llm_eval.retrievers import RetrieverContext, retriever_kind
-from llm_eval.runs import Run
+from llm_eval.retrievers.fusion import Component, FusionRetriever
+from llm_eval.runs import QueryResults, RankedResult, Run
 
 
 def run_file(path: Path, answers: Mapping[str, Any]) -> str:
@@ -117,11 +122,40 @@ def test_a_component_failure_fails_the_query_naming_it(tmp_path: Path) -> None:
         "dense": {"q": {"results": [("a", None)], "ms": 1.0}, "r": {"results": [], "ms": 1.0}},
     }
     run = fused(tmp_path, components)
-    assert run.queries["r"].error == "timeout: 5 s (from lex)"
+    assert run.queries["r"].error == "timeout (from lex): 5 s"
     assert run.queries["q"].error is None
     weighted = fused(tmp_path, components, method="weighted")
     assert weighted.queries["q"].error == (
-        "fusion: a result without a score; weighted fusion needs scores (from dense)"
+        "no score (from dense): result 1 has none; weighted fusion needs scores"
+    )
+    # The summary of a failed run counts the failures by kind, component included.
+    assert count_errors([weighted.queries["q"].error or "", run.queries["r"].error or ""]) == (
+        "1 no score (from dense), 1 timeout (from lex)"
+    )
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A component answering every query with the given scores (a score that is not a
+    finite number can come from a model's vectors; the file readers refuse one)."""
+
+    scores: tuple[float, ...]
+    cache_identity: None = None
+
+    def retrieve(self, queries: Sequence[GoldQuery], top_k: int, *_: Any) -> Run:
+        results = tuple(RankedResult(f"d{i}", s) for i, s in enumerate(self.scores))
+        return Run({q.query_id: QueryResults(q.query_id, results, 1.0) for q in queries})
+
+
+def test_a_score_that_is_not_finite_fails_weighted_fusion_naming_it() -> None:
+    components = (
+        Component("lex", Scored((2.0, 1.0)), 1.0),
+        Component("dense", Scored((1.0, math.nan)), 1.0),
+    )
+    fusion = FusionRetriever(components, "weighted", 60.0, "minmax", None)
+    answer = fusion.retrieve([gold_query("q", (("d0", 1),))], 5).queries["q"]
+    assert answer.error == (
+        "non-finite score (from dense): result 2 scores nan; weighted fusion needs finite scores"
     )
 
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from llm_eval import defaults
+from llm_eval import defaults, output
 from llm_eval.cli import main
+from llm_eval.commands import review as review_module
 from llm_eval.commands.review import CLEAR, MENU, _about, parse_command, review
 from llm_eval.corpus import Document
 
@@ -420,6 +421,39 @@ def test_ctrl_c_ends_the_review_keeping_the_decisions(
         "Interrupted (Ctrl-C). 1 decision kept in cand.jsonl.review.jsonl. Accepted 0"
     )
     assert [d["decision"] for d in _lines(project / SIDECAR)] == ["rejected"]
+
+
+def test_answers_that_are_no_command_neither_search_nor_wrap_whole_documents(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000 unrecognised answers took 32 s when each searched again, and each screen
+    # wrapped every listed document whole to show three lines of it.
+    monkeypatch.chdir(project)
+    searched: list[str] = []
+    wrapped: list[int] = []
+
+    def neighbours_of(config: Any, text: str, k: int) -> tuple[str, ...]:
+        searched.append(text)
+        return ("topic:assert#0", "long#0")
+
+    def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+        wrapped.append(len(text))
+        return output.wrap(text, width, indent)
+
+    monkeypatch.setattr(review_module, "neighbours_of", neighbours_of)
+    monkeypatch.setattr(review_module, "wrap", wrap)
+    session_documents = review_module.Session.__init__
+
+    def with_a_long_document(self: Any, *args: Any) -> None:
+        session_documents(self, *args)
+        self.documents["long#0"] = Document("long#0", "Long", "word " * 200_000)
+
+    monkeypatch.setattr(review_module.Session, "__init__", with_a_long_document)
+    console = Scripted(*["looks good"] * 50, "q")
+    review(Path("cand.jsonl"), CONFIG, tier="A", to=None, console=console)
+    assert searched == [CANDIDATES[0]["query"]]
+    assert len(wrapped) > 50 and max(wrapped) < 1_000
+    assert "    word word" in "\n".join(console.printed)
 
 
 def test_the_summary_when_every_candidate_is_decided(terminal: Terminal) -> None:

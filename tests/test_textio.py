@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from llm_eval.textio import (
     read_json_file,
     sweep_stale_temporaries,
     write_atomic,
+    write_together,
+    written_together,
 )
 
 
@@ -373,3 +376,38 @@ def test_append_atomic_puts_the_lines_on_their_own_line(tmp_path: Path) -> None:
     append_atomic(path, "c\nd\n")
     assert path.read_text() == "a\nb\nc\nd\n"
     assert names_in(path.parent) == ["file.jsonl"]  # no temporary file left
+
+
+def test_files_written_together_are_all_or_none(tmp_path: Path) -> None:
+    gold, sidecar = tmp_path / "gold.jsonl", tmp_path / "cand.review.jsonl"
+    gold.write_text("old\n")
+    sidecar.mkdir()  # the second rename fails: the first file gets its old text back
+    with pytest.raises(IsADirectoryError):
+        write_together([(gold, "old\nnew\n"), (sidecar, "decided\n")])
+    assert gold.read_text() == "old\n"
+    assert names_in(tmp_path) == ["cand.review.jsonl", "gold.jsonl"]
+
+
+def test_work_that_fails_takes_back_the_files_and_folders_written_for_it(
+    tmp_path: Path,
+) -> None:
+    kept = tmp_path / "kept.txt"
+    kept.write_text("mine\n")
+    new = tmp_path / "config" / "deep" / "new.yaml"
+    with pytest.raises(RuntimeError), written_together([(kept, "theirs\n"), (new, "a: 1\n")]):
+        assert (kept.read_text(), new.read_text()) == ("theirs\n", "a: 1\n")
+        raise RuntimeError
+    assert names_in(tmp_path) == ["kept.txt"]
+    assert kept.read_text() == "mine\n"
+
+
+def test_a_folder_that_refuses_files_is_named_by_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(**_: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".gold.jsonl.pid1.x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as caught:
+        write_atomic(tmp_path / "gold.jsonl", "line\n")
+    assert caught.value.filename == str(tmp_path / "gold.jsonl")

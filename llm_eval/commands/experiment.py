@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from llm_eval.config import EvalConfig, Variant
+from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.experiment import (
@@ -68,11 +68,22 @@ def plan(config_paths: Sequence[Path]) -> Plan:
             )
         if config.retriever is None:
             raise InputError("no retriever is configured; add `retriever:`", path=config.path)
-        name = Path(config.path).stem
-        name = name if name not in names else config.path
+        name = _unique(names, Path(config.path).stem, str(config.path))
         names.add(name)
         variants.append(Variant(name, config.retriever, config.top_k))
     return Plan(base, tuple(variants))
+
+
+def _unique(taken: set[str], stem: str, path: str) -> str:
+    """The config's file name, else its path, else its path numbered: the same config
+    given three times is three variants, each named apart (and named safely)."""
+    for name in (variant_name_from(stem), variant_name_from(path)):
+        if name not in taken:
+            return name
+    number = 2
+    while f"{variant_name_from(path)} ({number})" in taken:
+        number += 1
+    return f"{variant_name_from(path)} ({number})"
 
 
 def run_experiment(

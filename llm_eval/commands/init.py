@@ -22,7 +22,7 @@ from pathlib import Path
 from llm_eval.english import listed
 from llm_eval.errors import InputError
 from llm_eval.output import wrap
-from llm_eval.textio import append_atomic, read_text, write_atomic
+from llm_eval.textio import read_text, written_together
 
 SCAFFOLD = "llm_eval.scaffold"
 FILES = {
@@ -68,12 +68,12 @@ def point_workflow(text: str, source: str) -> str:
     return text.replace("--quiet .\n", f"--quiet {package}\n")
 
 
-def _ignore_output(path: Path) -> None:
-    """Keep the output folder (reports, caches) out of git: add it to .gitignore."""
+def _ignoring_output(path: Path) -> str:
+    """.gitignore's text keeping the output folder (reports, caches) out of git."""
     old = read_text(path) if path.is_file() else ""
     if any(line.strip().strip("/") == ".llm-eval" for line in old.splitlines()):
-        return
-    append_atomic(path, ".llm-eval/\n")
+        return old
+    return old + ("\n" if old and not old.endswith("\n") else "") + ".llm-eval/\n"
 
 
 def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width: int = 80) -> str:
@@ -86,15 +86,18 @@ def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width
             f"{listed(present, 3)} already exist in {root}; nothing was written "
             "(--force overwrites them)"
         )
+    changes = []
     for name, data in FILES.items():
         text = scaffold_text(data)
         if name.startswith(".github/"):
             text = point_workflow(text, source)
-        write_atomic(root / name, text)
-    _ignore_output(root / ".gitignore")
+        changes.append((root / name, text))
+    changes.append((root / ".gitignore", _ignoring_output(root / ".gitignore")))
     from llm_eval.commands.baseline import refresh
 
-    with contextlib.chdir(root):
+    # All or nothing: a failure half-way (a read-only folder, a folder where .gitignore
+    # goes, a baseline that cannot be written) leaves the repository as it was.
+    with written_together(changes), contextlib.chdir(root):
         refresh(
             config_path=Path("config/llm-eval.yaml"),
             criteria_path=Path("config/ship-criteria.yaml"),

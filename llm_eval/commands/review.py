@@ -15,9 +15,10 @@ shown and an empty answer keeps it).
 
 Accepting appends the question, with `reviewed: true`, to the gold file of the chosen
 tier (or `--to FILE`); each accept and reject is appended to a sidecar
-(`CANDIDATES.review.jsonl`). Both writes are atomic, so a review stopped at any point
-resumes where it stopped. `undo` takes back the session's last accept, reject or skip,
-its lines in both files included, and shows that candidate again. The closing summary
+(`CANDIDATES.review.jsonl`). The two lines are written together, both or neither
+(`textio.write_together`), so a review stopped at any point resumes where it
+stopped. `undo` takes back the session's last accept, reject or skip, its lines in
+both files included, and shows that candidate again. The closing summary
 says how the review ended (all done, `q`, the input ended, Ctrl-C), counts the
 decisions and names the next command: after an accept, `llm-eval baseline refresh`,
 since the gate refuses a gold set that differs from its baseline (exit 3).
@@ -47,7 +48,14 @@ from llm_eval.gold import GoldQuery
 from llm_eval.gold_growth import neighbours_of
 from llm_eval.gold_io import iter_gold_file, load_gold
 from llm_eval.output import wrap
-from llm_eval.textio import append_atomic, iter_lines, parse_json_object, read_text, write_atomic
+from llm_eval.textio import (
+    append_together,
+    encodable,
+    iter_lines,
+    parse_json_object,
+    read_text,
+    write_together,
+)
 
 SHOWN = 5
 """BM25's results shown under the labelled documents."""
@@ -110,6 +118,11 @@ class TerminalConsole:
     readline; piped, plain lines with each screen printed once and each answer echoed."""
 
     def __init__(self) -> None:
+        # A line that is not UTF-8 comes through (as lone surrogates), to be refused and
+        # asked again, rather than failing the read and losing the input after it.
+        reconfigure = getattr(sys.stdin, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="surrogateescape")
         self.clears = sys.stdout.isatty()
         self.editing = self.clears and sys.stdin.isatty() and _readline() is not None
         self._last: list[str] = []
@@ -146,7 +159,9 @@ class TerminalConsole:
             if readline is not None:
                 readline.set_startup_hook()
         if not sys.stdin.isatty():
-            self.say(answer)  # what a script answered, so that its transcript reads
+            # What a script answered, so that its transcript reads (bytes that are not
+            # UTF-8 shown escaped: they are refused next).
+            self.say(answer.encode("utf-8", "backslashreplace").decode("utf-8"))
         return answer if answer.strip() or self.editing else value or answer
 
 
@@ -340,15 +355,21 @@ class Session:
                 return command
 
     def _ask(self, prompt: str, value: str = "") -> str:
-        try:
-            answer = self.console.ask(prompt, value)
-        except KeyboardInterrupt:
-            self.console.say("")
-            raise _Ended("interrupt") from None
-        if answer is None:
-            self.console.say("")
-            raise _Ended("eof")
-        return answer
+        """The line typed; asked again while it is not UTF-8 text, which no file can hold."""
+        while True:
+            try:
+                answer = self.console.ask(prompt, value)
+            except KeyboardInterrupt:
+                self.console.say("")
+                raise _Ended("interrupt") from None
+            if answer is None:
+                self.console.say("")
+                raise _Ended("eof")
+            if encodable(answer):
+                return answer
+            self.console.say(
+                "That line is not UTF-8 text (check the terminal's encoding): type it again."
+            )
 
     def _show(self, draft: Draft, index: int) -> None:
         if draft.top_of != draft.question:
@@ -410,12 +431,15 @@ class Session:
         gold_line = sidecar_line = None
         if outcome == "accepted":
             gold_line = _json_line(_accepted(draft, self.tier))
-            append_atomic(self.target, gold_line)
-            self.present.add(query_id)
         if outcome != "skipped":
             record = {"query_id": query_id, "decision": outcome, "to": str(self.target)}
             sidecar_line = _json_line(record)
-            append_atomic(self.sidecar, sidecar_line)
+        # Both lines or neither: a gold line without its decision would be offered again
+        # and refused as already present; the gold line goes first, as the harmless one.
+        lines = [(self.target, gold_line), (self.sidecar, sidecar_line)]
+        append_together([(path, line) for path, line in lines if line is not None])
+        if gold_line is not None:
+            self.present.add(query_id)
         self.history.append(Decision(index, draft, outcome, sidecar_line, gold_line))
         confirmed = {
             "accepted": f"Accepted {query_id} into {self.target}.",
@@ -438,8 +462,7 @@ class Session:
         if any(text is None for _, text in rewritten):
             self.notice = [f"Cannot undo: {query_id}'s line was changed by someone else."]
             return None
-        for path, text in rewritten:
-            write_atomic(path, text or "")
+        write_together([(path, text or "") for path, text in rewritten])
         self.history.pop()
         self.present.discard(query_id)
         taken_back = {
@@ -532,7 +555,9 @@ def _documents(draft: Draft, documents: dict[str, Document], width: int, rows: i
     for doc_id in fit:
         mark = "*" if doc_id in draft.labels else " "
         about = _about(documents.get(doc_id), doc_id)
-        text = f"{mark}{shown.index(doc_id) + 1}. {doc_id}  {about}"
+        # Only the lines shown are wrapped, and one more to tell that text was left out:
+        # wrapping whole documents took most of the time of each screen drawn.
+        text = f"{mark}{shown.index(doc_id) + 1}. {doc_id}  {about}"[: (each + 2) * width]
         lines += _clipped(wrap(text, width, "    "), each, width)
     more = len(shown) - len(fit)
     return lines + ([f"  … {more} more; a taller window shows them"] if more else [])
@@ -566,7 +591,8 @@ def _clipped(lines: list[str], most: int, width: int) -> list[str]:
 def _picked(text: str, listed: Sequence[str]) -> list[str] | None:
     picked = []
     for part in text.replace(",", " ").split():
-        if not part.isdigit() or not 1 <= int(part) <= len(listed):
+        # ASCII digits only: "²" and "٣" pass str.isdigit, and int() refuses the first.
+        if not re.fullmatch("[0-9]+", part) or not 1 <= int(part) <= len(listed):
             return None
         picked.append(listed[int(part) - 1])
     return list(dict.fromkeys(picked))

@@ -39,6 +39,7 @@ from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
+from llm_eval.retrieval import count_errors
 from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
 from llm_eval.textio import append_atomic
 
@@ -224,39 +225,41 @@ def _ask(
     questions = [q.query for q in (*inputs.gold.queries, *existing)]
     dedupe = Deduplicator(questions, max_overlap)
     texts = {d.doc_id: d.text for d in documents}
-    failed = duplicates = answered = 0
+    duplicates = answered = 0
+    failures: list[str] = []  # why each failed call failed, as `kind: detail`
     written: list[dict[str, Any]] = []
     with client.session() as session, ThreadPoolExecutor(int(config.judge["concurrency"])) as pool:
 
-        def attempt(call: Call) -> str | None:
+        def attempt(call: Call) -> str | Exception:
             try:
                 return _question(session, call)
-            except (EndpointFailed, BadVerdict):
-                return None
+            except (EndpointFailed, BadVerdict) as exc:
+                return exc
 
         results = list(pool.map(attempt, calls))
-        failed += sum(1 for r in results if r is None)
         for call, question in zip(calls, results, strict=True):
-            if question is None:
+            if isinstance(question, Exception):
+                failures.append(_why(question))
                 continue
             if not dedupe.admit(question):
                 duplicates += 1
                 continue
             if call.chunk is None:
                 verdicts = _check_rejection(inputs, session, question, texts)
-                failed += verdicts.count(None)
-                if None in verdicts:
+                failures += [v for v in verdicts if isinstance(v, str)]
+                if any(isinstance(v, str) for v in verdicts):
                     continue
                 if any(verdicts):
                     answered += 1
                     continue
             written.append(_record(question, call))
     limit = float(config.judge["max_error_rate"])
-    asked = len(calls)
+    asked, failed = len(calls), len(failures)
     if asked and failed / asked > limit:
         raise ExternalError(
             f"the judge failed on {failed} of {plural(asked, 'call', 'calls')} (more than "
-            f"max_error_rate {limit * 100:g}%); {len(written)} candidates were not written"
+            f"max_error_rate {limit * 100:g}%): {count_errors(failures)}{_first(failures)}; "
+            f"{len(written)} candidates were not written"
         )
     parts = [f"{plural(len(calls), 'question', 'questions')} asked for"]
     if duplicates:
@@ -264,24 +267,35 @@ def _ask(
     if answered:
         parts.append(f"{answered} rejection questions dropped: the corpus answers them")
     if failed:
-        parts.append(f"{failed} failed calls")
+        parts.append(f"{failed} failed calls ({count_errors(failures)})")
     return written, "; ".join(parts)
+
+
+def _first(failures: Sequence[str]) -> str:
+    """The first failure in full, when it says more than its kind."""
+    return f" (the first: {failures[0]})" if ": " in failures[0] else ""
+
+
+def _why(failure: Exception) -> str:
+    """`kind: detail` of a failed call: the endpoint's failure, or an answer that is not
+    what was asked for."""
+    return str(failure) if isinstance(failure, EndpointFailed) else f"unreadable answer: {failure}"
 
 
 def _check_rejection(
     inputs: Any, session: Session, question: str, texts: dict[str, str]
-) -> list[int | None]:
-    """The judge's verdict on each of the question's top BM25 results (None: failed)."""
+) -> list[int | str]:
+    """The judge's verdict on each of the question's top BM25 results, or why it failed."""
     top = neighbours_of(inputs.config, question, CHECKED)
     template = prompt("chunk_relevance")
-    verdicts: list[int | None] = []
+    verdicts: list[int | str] = []
     for doc_id in top:
         values = {"question": question, "reference": "(none given)", "passage": texts[doc_id]}
         try:
             answer = session.ask(template.key, template.messages(**values))
             verdicts.append(verdict(answer.content))
-        except (EndpointFailed, BadVerdict):
-            verdicts.append(None)
+        except (EndpointFailed, BadVerdict) as exc:
+            verdicts.append(_why(exc))
     return verdicts
 
 

@@ -20,8 +20,10 @@ Components are any registered kinds, named by the user. Two methods:
   It needs scores: a component result without one fails the query.
 
 Ties go to the document with the best rank in any component, then the smaller id.
-A query fails when any component failed on it (`timeout: … (from dense)`), and its
-latency is the sum of the components' (they are asked one after another).
+A query fails when any component failed on it, and its error says which and why
+(`timeout (from dense): …`, `no score (from dense): …`, so that the run's summary of
+failures reads `20 timeout (from dense)`); its latency is the sum of the components'
+(they are asked one after another).
 """
 
 from __future__ import annotations
@@ -185,9 +187,9 @@ class FusionRetriever:
     ) -> QueryResults:
         for component, answer in zip(self.components, answers, strict=True):
             if answer is None:
-                return QueryResults(query_id, (), error=f"no answer (from {component.name})")
+                return QueryResults(query_id, (), error=_from("no answer", component.name))
             if answer.error is not None:
-                error = f"{answer.error} (from {component.name})"
+                error = _from(answer.error, component.name)
                 return QueryResults(query_id, (), answer.latency_ms, error=error)
         present = [a for a in answers if a is not None]
         latencies = [a.latency_ms for a in present]
@@ -200,7 +202,7 @@ class FusionRetriever:
             try:
                 contributions = self._contributions(firsts)
             except ValueError as exc:
-                return QueryResults(query_id, (), latency, error=f"{exc} (from {component.name})")
+                return QueryResults(query_id, (), latency, error=_from(str(exc), component.name))
             for rank, (result, contribution) in enumerate(
                 zip(firsts, contributions, strict=True), 1
             ):
@@ -221,8 +223,14 @@ class FusionRetriever:
         if self.method == "rrf":
             return [1.0 / (self.rrf_k + rank) for rank in range(1, len(results) + 1)]
         raw = [r.score for r in results]
-        if any(s is None or not math.isfinite(s) for s in raw):
-            raise ValueError("fusion: a result without a score; weighted fusion needs scores")
+        for rank, score in enumerate(raw, 1):
+            if score is None:
+                raise ValueError(f"no score: result {rank} has none; weighted fusion needs scores")
+            if not math.isfinite(score):
+                raise ValueError(
+                    f"non-finite score: result {rank} scores {score}; weighted fusion needs "
+                    "finite scores"
+                )
         values = np.array(raw, dtype=np.float64)
         if values.size == 0:
             return []
@@ -231,6 +239,12 @@ class FusionRetriever:
             return ((values - values.min()) / spread if spread else np.ones_like(values)).tolist()
         sd = values.std()
         return ((values - values.mean()) / sd if sd else np.zeros_like(values)).tolist()
+
+
+def _from(error: str, component: str) -> str:
+    """A component's error, its kind (the text before ': ') naming the component."""
+    kind, colon, detail = error.partition(": ")
+    return f"{kind} (from {component})" + (f": {detail}" if colon else "")
 
 
 def _first_occurrences(results: Sequence[RankedResult]) -> list[RankedResult]:

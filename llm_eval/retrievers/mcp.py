@@ -16,7 +16,9 @@ content when it has some, else its first text block read as JSON; the hits are f
 with `results_path` and `fields` exactly as the http kind finds them. A tool error, a
 timeout or an answer without the hits fails that query (`tool error: …`, `timeout`,
 `malformed response: …`), never an empty result. A server that cannot be started or
-reached stops the run (exit 4). Needs `pip install 'llm-eval-ci[mcp]'`.
+reached stops the run (exit 4), and so does one that sends what is not MCP (a line on
+stdout that is not JSON-RPC, which MCP's stdio transport forbids, or an HTML page),
+in one line quoting what it sent. Needs `pip install 'llm-eval-ci[mcp]'`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import contextlib
 import datetime
 import importlib.util
 import json
+import logging
 import os
 import threading
 import time
@@ -159,20 +162,29 @@ class McpSearcher:
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Search]:
-        """A session on an event loop in a background thread, for the pool's threads."""
+        """A session on an event loop in a background thread, for the pool's threads.
+
+        What the server sends that is not MCP (a line on stdout that is not JSON-RPC,
+        an HTML page) fails the calls waiting and then the run, in one line that says
+        what it sent; the SDK's own log of it (a traceback a line) is not printed."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="llm-eval-mcp", daemon=True)
         thread.start()
+        stray = _Stray()
         ready: concurrent.futures.Future[tuple[Any, asyncio.Event]] = concurrent.futures.Future()
-        held = asyncio.run_coroutine_threadsafe(self._hold(ready), loop)
+        held = asyncio.run_coroutine_threadsafe(self._hold(ready, stray), loop)
         try:
             try:
                 client, _ = ready.result(timeout=self.timeout_s + 5)
             except concurrent.futures.TimeoutError:
                 raise ExternalError(f"mcp: {self._where()} did not answer in time") from None
             except Exception as exc:  # the SDK's errors are many; name what failed
-                raise ExternalError(f"mcp: cannot open {self._where()}: {_reason(exc)}") from None
-            yield lambda query, top_k: self.search(loop, client, query, top_k)
+                # What the server sent that is not MCP is the cause of what followed.
+                reason = str(stray) if stray.sent else _reason(exc)
+                raise ExternalError(f"mcp: cannot open {self._where()}: {reason}") from None
+            yield lambda query, top_k: self.search(loop, client, stray, query, top_k)
+            if stray.sent:
+                raise ExternalError(f"mcp: {self._where()}: {stray}")
         finally:
             if ready.done() and ready.exception() is None:
                 loop.call_soon_threadsafe(ready.result()[1].set)
@@ -188,14 +200,20 @@ class McpSearcher:
     def _where(self) -> str:
         return self.url if self.url is not None else f"the server `{' '.join(self.command or ())}`"
 
-    async def _hold(self, ready: concurrent.futures.Future[tuple[Any, asyncio.Event]]) -> None:
+    async def _hold(
+        self, ready: concurrent.futures.Future[tuple[Any, asyncio.Event]], stray: _Stray
+    ) -> None:
         """Open the session, hand it over, keep it open until told to stop (the SDK's
         contexts must be left by the task that entered them)."""
         from mcp import ClientSession
 
+        stray.arrived = asyncio.Event()
         try:
-            async with self._streams() as (read, write), ClientSession(read, write) as client:
-                await asyncio.wait_for(client.initialize(), self.timeout_s)
+            async with (
+                self._streams() as (read, write),
+                ClientSession(read, write, message_handler=stray.note) as client,
+            ):
+                await asyncio.wait_for(stray.unless_stray(client.initialize()), self.timeout_s)
                 stop = asyncio.Event()
                 ready.set_result((client, stop))
                 await stop.wait()
@@ -206,7 +224,7 @@ class McpSearcher:
                 raise
 
     @contextlib.asynccontextmanager
-    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         if self.url is not None:
             import httpx
             from mcp.client.streamable_http import streamable_http_client
@@ -235,19 +253,36 @@ class McpSearcher:
                 async with stdio_client(parameters, errlog=quiet) as (read, write):
                     yield read, write
 
-    def search(self, loop: asyncio.AbstractEventLoop, client: Any, query: str, top_k: int) -> Hits:
+    @contextlib.asynccontextmanager
+    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The transport's streams, with the SDK's log of messages it cannot read (a
+        traceback each) held back: `_Stray` reports them."""
+        with _sdk_log_held():
+            async with self._transport() as streams:
+                yield streams
+
+    def search(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        client: Any,
+        stray: _Stray,
+        query: str,
+        top_k: int,
+    ) -> Hits:
         """One tool call; QueryFailed with what went wrong."""
         arguments = render_body(self.arguments, query, top_k)
         started = time.perf_counter()
         call = client.call_tool(
             self.tool, arguments, read_timeout_seconds=datetime.timedelta(seconds=self.timeout_s)
         )
-        future = asyncio.run_coroutine_threadsafe(call, loop)
+        future = asyncio.run_coroutine_threadsafe(stray.unless_stray(call), loop)
         try:
             result = future.result(timeout=self.timeout_s + 5)
         except (concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
             raise QueryFailed("timeout") from None
+        except _NotMcp:
+            raise QueryFailed(f"mcp error: {stray}") from None
         except Exception as exc:
             reason = _reason(exc)
             kind = "timeout" if "timed out" in reason.lower() else "mcp error"
@@ -264,6 +299,76 @@ class McpSearcher:
                 raise QueryFailed(f"malformed result: hits[{index}] is not an object")
             results.append(ranked_result(hit_getter(hit, self.fields), f"hits[{index}]"))
         return Hits(tuple(results), latency_ms)
+
+
+class _NotMcp(Exception):
+    """The server sent something that is not MCP; `_Stray` says what."""
+
+
+@dataclass
+class _Stray:
+    """What a server sent that the SDK could not read as MCP, in the order it came."""
+
+    sent: list[str] = field(default_factory=list)
+    arrived: asyncio.Event | None = None
+    """Set at the first (made on the session's loop)."""
+
+    async def note(self, message: Any) -> None:
+        """The session's message handler: the SDK hands it what it could not read as an
+        exception (and requests and notifications, which need no answer here)."""
+        if isinstance(message, Exception):
+            self.sent.append(_what_was_sent(message))
+            if self.arrived is not None:
+                self.arrived.set()
+
+    async def unless_stray(self, work: Any) -> Any:
+        """`work`'s result; _NotMcp as soon as the server sends something that is not
+        MCP (the answer waited for may have been that)."""
+        assert self.arrived is not None
+        task, stray = asyncio.ensure_future(work), asyncio.ensure_future(self.arrived.wait())
+        try:
+            await asyncio.wait({task, stray}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stray.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        raise _NotMcp
+
+    def __str__(self) -> str:
+        first = self.sent[0] if self.sent else "nothing"
+        more = f" (and {len(self.sent) - 1} more)" if len(self.sent) > 1 else ""
+        return f"it sent {first}{more}"
+
+
+def _what_was_sent(exc: Exception) -> str:
+    """What the SDK could not read: the line or answer pydantic was given, else the
+    SDK's complaint (an unexpected content type)."""
+    errors = getattr(exc, "errors", None)
+    with contextlib.suppress(Exception):  # pydantic's ValidationError keeps its input
+        sent = errors()[0]["input"] if callable(errors) else None
+        if isinstance(sent, bytes):
+            sent = sent.decode("utf-8", "replace")
+        if sent is not None:
+            text = sent if isinstance(sent, str) else json.dumps(sent, default=str)
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            return f"{shown!r}, which is not JSON-RPC"
+    return f"what is not MCP ({_reason(exc)})"
+
+
+@contextlib.contextmanager
+def _sdk_log_held() -> Iterator[None]:
+    """The SDK's log (a traceback for each message it cannot read, warnings about the
+    server) kept off stderr while a session is open: what matters is reported once."""
+    logger, held = logging.getLogger("mcp"), logging.NullHandler()
+    propagate = logger.propagate
+    logger.addHandler(held)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(held)
 
 
 def _reason(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ from llm_eval.experiment import (
     VariantRow,
     tie_groups,
 )
+from llm_eval.formats._markup import escape_markdown
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
 from llm_eval.textio import write_atomic
@@ -303,12 +304,12 @@ def _lifts_markdown(result: Experiment) -> list[str]:
     ]
     for lift in result.lifts:
         if lift.row is None:
-            lines.append(f"| {lift.name} | | | | too few queries | | | |")
+            lines.append(f"| {escape_markdown(lift.name)} | | | | too few queries | | | |")
             continue
         r, m = lift.row, lift.row.metric
         ratio = "n/a" if lift.latency_ratio is None else f"{lift.latency_ratio:.1f}×"
         lines.append(
-            f"| {lift.name} | {short_label(m)} | {value(m, r.mean_a)} "
+            f"| {escape_markdown(lift.name)} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
             f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
             f"| {_p(r.p_value)} | {ratio} |"
@@ -334,8 +335,8 @@ def _slices_markdown(result: Experiment, shown: int = 8) -> list[str]:
         ]
         for r in slices[:shown]:
             lines.append(
-                f"| {r.slice} | {r.n} | {value(q, r.mean_a)} | {value(q, r.mean_b)} "
-                f"| {delta(q, r.delta)} | {_p(r.p_value)} |"
+                f"| {escape_markdown(r.slice)} | {r.n} | {value(q, r.mean_a)} "
+                f"| {value(q, r.mean_b)} | {delta(q, r.delta)} | {_p(r.p_value)} |"
             )
         if len(slices) > shown:
             lines.append(f"| … {len(slices) - shown} more in experiment.json | | | | | |")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_eval.errors import InputError
+from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
 from llm_eval.retrievers.bm25.analyzer import Analyzer, make_stemmer, porter_measure
@@ -53,14 +53,21 @@ class BM25Retriever(BatchRetriever):
         """At most `top_k` documents a query, best first, each with its corpus text."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        ranked, latencies = [], []
-        for query in queries:
-            # Timed alone, so that latency percentiles describe queries, not a batch's mean.
-            started = time.perf_counter()
-            ranked.append(
-                rank(self.index, self.index.term_ids(self.analyzer.terms(query.query)), top_k)
-            )
-            latencies.append((time.perf_counter() - started) * 1000)
+        ranked: list[tuple[IntArray, ScoreArray]] = []
+        latencies = []
+        try:
+            for query in queries:
+                # Timed alone, so that latency percentiles describe queries, not a batch's mean.
+                started = time.perf_counter()
+                terms = self.index.term_ids(self.analyzer.terms(query.query))
+                ranked.append(rank(self.index, terms, top_k))
+                latencies.append((time.perf_counter() - started) * 1000)
+        except MemoryError:
+            raise ExternalError(
+                f"the bm25 retriever ran out of memory at query {len(ranked) + 1:,} of "
+                f"{len(queries):,} over {len(self.index.doc_ids):,} documents (top_k "
+                f"{top_k:,}); lower top_k in the config or split the corpus"
+            ) from None
         # Passage texts are read from the corpus file once for all queries, not timed:
         # a deployed index keeps them in memory.
         texts = read_texts(self.corpus, {self.index.doc_ids[i] for docs, _ in ranked for i in docs})
@@ -91,7 +98,14 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriev
     if context.corpus_path is None:
         raise InputError("the bm25 retriever needs a `corpus` file in the config")
     analyzer = Analyzer.for_config(config)
-    index = open_index(context.corpus_path, config, analyzer, context.cache_dir / "bm25")
+    try:
+        index = open_index(context.corpus_path, config, analyzer, context.cache_dir / "bm25")
+    except MemoryError:
+        size = context.corpus_path.stat().st_size / 2**20
+        raise ExternalError(
+            f"{context.corpus_path}: the bm25 retriever ran out of memory indexing the "
+            f"corpus ({size:,.0f} MiB); split the corpus or give the process more memory"
+        ) from None
     return BM25Retriever(index, analyzer, context.corpus_path)
 
 

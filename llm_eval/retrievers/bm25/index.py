@@ -90,48 +90,53 @@ def build_model(documents: Sequence[Sequence[int]], vocab_size: int, config: BM2
 
 
 def rank(index: Index, terms: IntArray, top_k: int) -> tuple[IntArray, ScoreArray]:
-    """One query's (term ids) best documents (positions in the index) and scores."""
-    return _rank_batch(index, [terms], top_k)[0]
+    """One query's (term ids) best documents (positions in the index) and scores.
+
+    The arrays returned are the query's own (at most `top_k` long), so that the results
+    of many queries hold no scratch memory: what ranking needs at a time grows with the
+    corpus, never with the number of queries ranked before.
+    """
+    docs, score = _score(index, terms)
+    candidates = np.flatnonzero(score > 0)
+    if len(candidates) > top_k:
+        # Only documents scoring at least the k-th best score can rank in the top k;
+        # ties at that score are all kept, so that the tie-break below decides.
+        kth = np.partition(score[candidates], len(candidates) - top_k)[len(candidates) - top_k]
+        candidates = candidates[score[candidates] >= kth]
+    order = np.lexsort((-index.id_rank[docs[candidates]], -score[candidates]))[:top_k]
+    chosen = candidates[order]
+    return docs[chosen].copy(), score[chosen].copy()
 
 
-def _rank_batch(
-    index: Index, queries: Sequence[IntArray], top_k: int
-) -> list[tuple[IntArray, ScoreArray]]:
-    query, doc, score = _score_batch(index, queries)
-    keep = score > 0
-    query, doc, score = query[keep], doc[keep], score[keep]
-    order = np.lexsort((-index.id_rank[doc], -score, query))
-    query, doc, score = query[order], doc[order], score[order]
-    bounds = np.searchsorted(query, np.arange(len(queries) + 1))
-    return [
-        (doc[lo : min(lo + top_k, hi)], score[lo : min(lo + top_k, hi)])
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
-    ]
+def _score(index: Index, terms: IntArray) -> tuple[IntArray, ScoreArray]:
+    """(document, score) for every document sharing a term with the query.
 
-
-def _score_batch(
-    index: Index, queries: Sequence[IntArray]
-) -> tuple[IntArray, IntArray, ScoreArray]:
-    """(query, document, score) for every document sharing a term with a query.
-
-    Gathers the score-matrix columns of all query terms at once and sums them per
-    (query, document) pair; a term repeated in a query counts again, as Pyserini's
-    bag-of-words query weights it by its count.
+    Sums the score-matrix columns of the query's terms per document; a term repeated
+    in a query counts again, as Pyserini's bag-of-words query weights it by its count.
+    Small queries are summed over their postings alone, large ones into one score a
+    document of the corpus, whichever touches less memory.
     """
     matrix = index.model.scores
     num_docs = int(matrix["num_docs"])
-    terms = np.concatenate([np.empty(0, np.int64), *queries])
-    term_query = np.repeat(np.arange(len(queries)), [len(q) for q in queries])
     starts = matrix["indptr"][terms].astype(np.int64)
     counts = matrix["indptr"][terms + 1].astype(np.int64) - starts
     offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
-    pairs = np.repeat(term_query, counts) * num_docs + matrix["indices"][offsets]
-    unique, inverse = np.unique(pairs, return_inverse=True)
-    sums = np.bincount(inverse, weights=matrix["data"][offsets], minlength=len(unique))
-    query = unique // num_docs
+    postings = matrix["indices"][offsets]
+    weights = matrix["data"][offsets]
+    if len(postings) * _SPARSE_FACTOR < num_docs:
+        docs, inverse = np.unique(postings, return_inverse=True)
+        sums = np.bincount(inverse, weights=weights, minlength=len(docs))
+    else:
+        touched = np.zeros(num_docs, dtype=bool)
+        touched[postings] = True
+        docs = np.flatnonzero(touched)
+        sums = np.bincount(postings, weights=weights, minlength=num_docs)[docs]
     nonoccurrence = index.model.nonoccurrence_array
     if nonoccurrence is not None:  # BM25L and BM25+ give every document a base score a term
-        base = np.bincount(term_query, weights=nonoccurrence[terms], minlength=len(queries))
-        sums += base[query]
+        sums += nonoccurrence[terms].sum(dtype=np.float64)
     # Scores are compared in single precision, as Lucene computes and trec_eval stores them.
-    return query, unique % num_docs, sums.astype(np.float32)
+    return docs.astype(np.int64), sums.astype(np.float32)
+
+
+_SPARSE_FACTOR = 16
+"""Queries with fewer postings than the corpus's documents / this are summed sparsely."""
