@@ -22,6 +22,8 @@ import yaml
 from conftest import copy_demo
 from fake_github import FakeGitHub, serve
 
+from llm_eval.cli import main
+
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
@@ -70,22 +72,105 @@ def tool(name: str) -> str:
 
 
 def test_the_dashboard_is_published_with_least_privilege() -> None:
-    """Pages on pushes to the default branch: the build job reads the repository (its
-    whole history: the dashboard is the baseline's git log), and only the deploy job may
-    write Pages and ask for the OIDC token Pages deploys with."""
+    """Pages on pushes to the default branch: the build job may write the repository's
+    contents only to keep each push's report on the history branch (its whole history:
+    the dashboard is the baseline's git log), and only the deploy job may write Pages
+    and ask for the OIDC token Pages deploys with."""
     workflow = load(REPO / ".github" / "workflows" / "dashboard.yml")
     assert triggers(workflow)["push"] == {"branches": ["main"]}
     assert workflow["permissions"] == {"contents": "read"}
     build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
-    assert "permissions" not in build
+    assert build["permissions"] == {"contents": "write"}
     assert build["if"] == "github.ref_name == github.event.repository.default_branch"
     checkout = build["steps"][0]
     assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
     runs = [step.get("run", "") for step in build["steps"]]
-    assert 'llm-eval dashboard --out "$RUNNER_TEMP/site"' in runs
+    assert any('llm-eval dashboard --out "$RUNNER_TEMP/site"' in run for run in runs)
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
     assert deploy["needs"] == "build"
     assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
+
+
+def dashboard_step(name: str) -> str:
+    workflow = load(REPO / ".github" / "workflows" / "dashboard.yml")
+    script: str = next(
+        s["run"] for s in workflow["jobs"]["build"]["steps"] if s.get("name") == name
+    )
+    return script
+
+
+def test_each_push_keeps_its_report_on_the_history_branch(
+    pushed: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The keep and dashboard steps, run by bash as the runner runs them, against a
+    bare `origin`: the first push starts the history branch, the second adds a line, and
+    `llm-eval history` and the dashboard read both reports as points of the history."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "--quiet", "--bare", str(origin))
+    git(pushed, "remote", "add", "origin", str(origin))
+    git(pushed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    shas = []
+    for push in (1, 2):
+        runner = tmp_path / f"runner-{push}"
+        runner.mkdir()
+        sha = git(pushed, "rev-parse", "HEAD").strip()
+        shas.append(sha)
+        for name in ("Keep this push's report", "Write the dashboard"):
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", dashboard_step(name)],
+                cwd=pushed,
+                env=environ
+                | {
+                    "RUNNER_TEMP": str(runner),
+                    "GITHUB_SHA": sha,
+                    "HISTORY_BRANCH": "llm-eval-history",
+                },
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+        assert (runner / "site" / "index.html").is_file()
+        git(pushed, "worktree", "prune")
+        kept = git(origin, "show", "llm-eval-history:history.jsonl").splitlines()
+        assert len(kept) == push
+        assert json.loads(kept[-1])["provenance"]["head_commit"] == sha
+        assert git(origin, "log", "--format=%s", "-1", "llm-eval-history") == (
+            f"Keep the report of {sha}\n"
+        )
+        git(pushed, "commit", "--quiet", "--allow-empty", "--message", f"change {push}")
+    history = tmp_path / "history.jsonl"
+    history.write_text(git(origin, "show", "llm-eval-history:history.jsonl"))
+    monkeypatch.chdir(pushed)
+    assert main(["history", "--history-file", str(history)]) == 0
+    table = capsys.readouterr().out.split("subject\n", 1)[1].splitlines()[1:]
+    # The first push is the baseline's own commit: one point; the second a kept report.
+    assert [row.split()[1] for row in table] == [sha[:7] for sha in shas]
+    assert table[-1].endswith("(kept report)")
+
+
+def test_a_corrupt_report_is_not_kept(
+    shared_demo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    history = tmp_path / "history.jsonl"
+    history.write_text('{"kept": "before"}\n')
+    report = tmp_path / "report.json"
+    report.write_text('{"verdict": "pass"}')
+    monkeypatch.chdir(shared_demo)
+    assert main(["history", "--record", str(report), "--history-file", str(history)]) == 3
+    assert capsys.readouterr().err == (
+        f"llm-eval: error: {report}: changes: missing required key\n"
+    )
+    assert history.read_text() == '{"kept": "before"}\n'
+    assert main(["history", "--record", str(report)]) == 2  # no file named to keep it in
 
 
 def test_the_expected_files_are_there() -> None:

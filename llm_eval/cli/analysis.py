@@ -141,21 +141,35 @@ def retrievers_command() -> None:
     show_default=True,
     help="How many of the newest points to show.",
 )
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(path_type=Path),
+    help="Instead of printing the history, keep this report.json as one line at the end "
+    "of --history-file (checked against the schema first; the file is rewritten "
+    "atomically). The dashboard workflow does this for each push to the default branch.",
+)
 def history_command(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None,
     history_file: Path | None,
     last: int,
+    record_path: Path | None,
 ) -> None:
     """Print each gate's metric over the last points of the default branch: every
     commit of the baseline file (git log --follow), and the kept reports when given,
     with dates, commits and a sparkline. A point that cannot be read, or that measured
     another gold set, is drawn as a gap and listed with its reason."""
-    from llm_eval.commands.history import read_gate_history
+    from llm_eval.commands.history import read_gate_history, record_report
     from llm_eval.formats.commands.history import history_text
     from llm_eval.output import terminal_width
 
+    if record_path is not None:
+        if history_file is None:
+            raise click.UsageError("--record needs --history-file: the file to keep it in")
+        echo(record_report(record_path, history_file))
+        return
     found = read_gate_history(
         config_path=config_path,
         criteria_path=criteria_path,

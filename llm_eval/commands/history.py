@@ -3,6 +3,7 @@ report.json files kept in a history file), newest last."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,3 +92,23 @@ class _GateValues:
             mean = value_over(baseline.table, ids, metric)
             values[name] = mean.value if mean.n and math.isfinite(mean.value) else None
         return values
+
+
+def record_report(report_path: Path, history_file: Path) -> str:
+    """Keep one report.json in the history file, as one compact line at its end: the
+    report is checked against the schema first (a corrupt one is refused, exit 3, and
+    the file is left as it was), and the file is rewritten atomically."""
+    from llm_eval.report_schema import validate_report
+    from llm_eval.textio import append_atomic, iter_lines, read_json_file
+
+    report = validate_report(read_json_file(report_path), report_path)
+    commit = report["provenance"].get("head_commit")
+    if not isinstance(commit, str) or not commit:
+        raise InputError(
+            "the report names no commit (provenance.head_commit): it was not made in a "
+            "git checkout, and a history point needs one",
+            path=report_path,
+        )
+    append_atomic(history_file, json.dumps(report, separators=(",", ":"), allow_nan=False))
+    kept = sum(1 for _, line in iter_lines(history_file) if line.strip())
+    return f"Kept the report of {commit[:12]} in {history_file} ({kept} in all)."
