@@ -66,6 +66,10 @@ class Call:
         """The filled-in template."""
         return prompt(self.prompt).messages(**self.values)
 
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of the answer."""
+        return prompt(self.prompt).schema(**self.values)
+
     @property
     def key(self) -> str:
         """The prompt's name and version."""
@@ -192,7 +196,7 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
     cached = chars = 0
     for call in calls:
         messages = call.messages()
-        if client.is_cached(call.key, messages):
+        if client.is_cached(call.key, messages, schema=call.schema()):
             cached += 1
         else:
             chars += sum(len(m.content) for m in messages)
@@ -205,7 +209,7 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
 
 def _question(session: Session, call: Call) -> str:
     """The question the model wrote; EndpointFailed or BadVerdict when it wrote none."""
-    answer = session.ask(call.key, call.messages())
+    answer = session.ask(call.key, call.messages(), schema=call.schema())
     value = answer_json(answer.content).get("question")
     if not isinstance(value, str) or not value.strip():
         raise BadVerdict(f"question must be a non-empty string, got {value!r}")
@@ -224,20 +228,23 @@ def _ask(
     questions = [q.query for q in (*inputs.gold.queries, *existing)]
     dedupe = Deduplicator(questions, max_overlap)
     texts = {d.doc_id: d.text for d in documents}
-    failed = duplicates = answered = 0
+    failed = duplicates = answered = unreadable = 0
     written: list[dict[str, Any]] = []
     with client.session() as session, ThreadPoolExecutor(int(config.judge["concurrency"])) as pool:
 
-        def attempt(call: Call) -> str | None:
+        def attempt(call: Call) -> str | BadVerdict | None:
             try:
                 return _question(session, call)
-            except (EndpointFailed, BadVerdict):
+            except EndpointFailed:
                 return None
+            except BadVerdict as bad:
+                return bad
 
         results = list(pool.map(attempt, calls))
-        failed += sum(1 for r in results if r is None)
+        failed += sum(1 for r in results if not isinstance(r, str))
+        unreadable = sum(1 for r in results if isinstance(r, BadVerdict))
         for call, question in zip(calls, results, strict=True):
-            if question is None:
+            if not isinstance(question, str):
                 continue
             if not dedupe.admit(question):
                 duplicates += 1
@@ -265,6 +272,12 @@ def _ask(
         parts.append(f"{answered} rejection questions dropped: the corpus answers them")
     if failed:
         parts.append(f"{failed} failed calls")
+    received = sum(1 for r in results if r is not None)
+    if received:
+        parts.append(
+            f"{unreadable} of {plural(received, 'answer', 'answers')} unreadable "
+            f"({unreadable / received * 100:.0f}%)"
+        )
     return written, "; ".join(parts)
 
 
@@ -278,7 +291,8 @@ def _check_rejection(
     for doc_id in top:
         values = {"question": question, "reference": "(none given)", "passage": texts[doc_id]}
         try:
-            answer = session.ask(template.key, template.messages(**values))
+            schema = template.schema(**values)
+            answer = session.ask(template.key, template.messages(**values), schema=schema)
             verdicts.append(verdict(answer.content))
         except (EndpointFailed, BadVerdict):
             verdicts.append(None)

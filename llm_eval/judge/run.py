@@ -31,6 +31,7 @@ from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.judge.arithmetic import (
     BadVerdict,
     Calibration,
+    Readability,
     answer_relevance,
     attributions,
     calibration,
@@ -60,6 +61,8 @@ class JudgeOutcome:
     """Per metric, the mean over queries of the range (max − min) across the repeats."""
     flips: tuple[tuple[str, int], ...] = ()
     """(query_id, rank) of the chunks whose verdict changed between repeats."""
+    readability: Mapping[str, Readability] = field(default_factory=dict)
+    """Per prompt, the answers it got and how many of them were unreadable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,7 @@ def judge_run(
     chunks = _chunks(metrics)
     calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
     rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
+    readable = readability([(c.prompt, answers[c]) for answers in rounds for c in calls])
     _check_failures(client, [a for answers in rounds for a in answers.values()])
     relevance = _relevance(embeddings, gold, rounds)
     queries = {q.query_id: q.query for q in gold.queries}
@@ -158,8 +162,32 @@ def judge_run(
         ]
     spread = {m: sum(r) / len(r) for m, r in ranges.items()} if repeats > 1 else {}
     return JudgeOutcome(
-        per_query, unscored, client.usage, calibration(pairs), repeats, spread, tuple(flips)
+        per_query,
+        unscored,
+        client.usage,
+        calibration(pairs),
+        repeats,
+        spread,
+        tuple(flips),
+        readable,
     )
+
+
+UNREADABLE = "judge answer unreadable: "
+FAILED = "judge call failed: "
+
+
+def readability(answers: Sequence[tuple[str, object]]) -> dict[str, Readability]:
+    """Per prompt, of the (prompt, parsed answer or why there is none) pairs: the
+    answers received and how many were unreadable (failed calls are no answer)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for name, answer in answers:
+        if isinstance(answer, str) and answer.startswith(FAILED):
+            continue
+        got, bad = counts.get(name, (0, 0))
+        unreadable = isinstance(answer, str) and answer.startswith(UNREADABLE)
+        counts[name] = (got + 1, bad + unreadable)
+    return {name: Readability(got, bad) for name, (got, bad) in sorted(counts.items())}
 
 
 def _relevance(
@@ -195,7 +223,8 @@ def plan_calls(
         for call in calls:
             template = prompt(call.prompt)
             messages = template.messages(**call.values)
-            if client.is_cached(template.key, messages, repeat):
+            schema = template.schema(**call.values)
+            if client.is_cached(template.key, messages, repeat, schema):
                 cached += 1
             else:
                 prompt_chars += sum(len(m.content) for m in messages)
@@ -213,7 +242,7 @@ def _chunks(metrics: Sequence[Metric]) -> int:
 
 def _check_failures(client: ChatClient, answers: Sequence[object]) -> None:
     """ExternalError when more calls failed than the judge's max_error_rate allows."""
-    failed = [a.removeprefix("judge call failed: ") for a in answers if isinstance(a, str)]
+    failed = [a.removeprefix(FAILED) for a in answers if isinstance(a, str)]
     limit = float(client.settings["max_error_rate"])
     if answers and len(failed) / len(answers) > limit:
         raise ExternalError(
@@ -333,7 +362,7 @@ def _attribution(query_id: str, what: str, text: str, context: str) -> _Call:
         what,
         "statement_attribution",
         partial(attributions, count=len(said)),
-        {"context": context, "statements": listed},
+        {"context": context, "statements": listed, "count": str(len(said))},
     )
 
 
@@ -346,13 +375,14 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
 
     def one(session: Session, call: _Call) -> object:
         template = prompt(call.prompt)
+        messages = template.messages(**call.values)
         try:
-            answer = session.ask(template.key, template.messages(**call.values), repeat)
+            answer = session.ask(template.key, messages, repeat, template.schema(**call.values))
             return call.parse(answer.content)
         except EndpointFailed as failure:
-            return f"judge call failed: {failure}"
+            return f"{FAILED}{failure}"
         except BadVerdict as bad:
-            return f"judge answer unreadable: {bad}"
+            return f"{UNREADABLE}{bad}"
 
     if not calls:
         return {}

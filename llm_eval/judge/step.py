@@ -92,5 +92,7 @@ def judged_measurement(
         repeats=outcome.repeats,
         spread=outcome.spread,
         flips=outcome.flips,
+        readability=outcome.readability,
+        embedding_pooled=spent.pooled,
     )
     return replace(measurement, per_query=per_query, judge=summary)
