@@ -217,8 +217,7 @@ class Session:
             "seed": settings["seed"],
             "max_tokens": settings["max_tokens"],
         }
-        shapes = RESPONSE_FORMATS if schema is not None else ("none",)
-        shape = shapes[0] if schema is None else _first_accepted(self.client.url)
+        shape = "none" if schema is None else _first_accepted(self.client.url)
         while True:
             asked = dict(payload)
             if shape != "none":
