@@ -29,6 +29,11 @@ Answer = tuple[httpx.Response, float]
 class CallFailed(Exception):
     """A call that failed for good; the message is the error to record."""
 
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+        """The start of the error answer's body (empty without an HTTP answer)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -120,20 +125,28 @@ class Failure:
     retryable: bool
     retry_after: float | None = None
     """Seconds the server asked to wait (Retry-After)."""
+    detail: str = ""
+    """The start of the error answer's body."""
 
 
 def post_json(
-    client: httpx.Client, url: str, payload: Any, policy: RetryPolicy, breaker: Breaker
+    client: httpx.Client,
+    url: str,
+    payload: Any,
+    policy: RetryPolicy,
+    breaker: Breaker,
+    final: Callable[[httpx.Response], bool] | None = None,
 ) -> Answer:
     """The successful answer to POSTing `payload`, and its latency in ms (of the attempt
     that succeeded: waits between retries measure the policy, not the service);
-    CallFailed when every allowed attempt failed."""
+    CallFailed when every allowed attempt failed. An error answer for which `final`
+    says True is not retried (a server refusing a field says so with a 500 as well)."""
     retries = 0 if breaker.open else policy.retries
     attempt = 0
-    while isinstance(outcome := _attempt(client, url, payload), Failure):
+    while isinstance(outcome := _attempt(client, url, payload, final), Failure):
         if not outcome.retryable or attempt == retries:
             breaker.record(outcome.error in UNREACHABLE)
-            raise CallFailed(outcome.error)
+            raise CallFailed(outcome.error, outcome.detail)
         wait = backoff_seconds(
             attempt, policy.backoff_s, policy.max_backoff_s, outcome.retry_after, random.random
         )
@@ -143,8 +156,15 @@ def post_json(
     return outcome
 
 
+ERROR_DETAIL = 2000
+"""Characters of an error answer's body kept for the caller to read."""
+
+
 def _attempt(
-    client: httpx.Client, url: str, payload: Any
+    client: httpx.Client,
+    url: str,
+    payload: Any,
+    final: Callable[[httpx.Response], bool] | None = None,
 ) -> tuple[httpx.Response, float] | Failure:
     started = time.perf_counter()
     try:
@@ -155,5 +175,7 @@ def _attempt(
     status = response.status_code
     if not response.is_success:
         after = retry_after_seconds(response.headers.get("Retry-After"), datetime.now(UTC))
-        return Failure(f"http {status}", retryable_status(status), after)
+        retryable = retryable_status(status) and not (final is not None and final(response))
+        detail = response.text[:ERROR_DETAIL]
+        return Failure(f"http {status}", retryable, after, detail)
     return response, latency_ms

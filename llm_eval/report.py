@@ -424,6 +424,11 @@ def _judge(
             "calls": summary.embedding_calls,
             "cached": summary.embedding_cached,
             "tokens": summary.embedding_tokens,
+            "pooled": summary.embedding_pooled,
+        },
+        "answers": {
+            name: {"answers": r.answers, "unreadable": r.unreadable, "unreadable_share": r.share}
+            for name, r in summary.readability.items()
         },
         "repeats": summary.repeats,
         "spread": dict(summary.spread),

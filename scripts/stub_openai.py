@@ -18,6 +18,15 @@ this: a real HTTP server on 127.0.0.1 that speaks `/v1/chat/completions` and
 Usage is counted as words. `faults` are answered before anything else, one per
 request (a status, optional headers and body, or a delay), to test retries.
 
+`response_format` is checked the way servers do: `accepts` names the shapes taken
+(`json_schema`, OpenAI's, and `json_object` with an optional `schema`, llama-cpp-python's);
+a shape not taken is refused as llama-cpp-python refuses it (HTTP 500 naming the field;
+with no shape taken, a 400 as servers that know no such field answer), an ill-formed
+one with a 400, and an answer asked for with a schema is checked against
+its required keys. With `chatty`, an answer asked for without response_format comes
+wrapped in prose and a ```json fence, as small models write it; `per_token` answers
+embeddings one vector per word, as llama.cpp does for a decoder model without pooling.
+
     python scripts/stub_openai.py --port 8765      # serves until Ctrl-C
     python scripts/stub_openai.py --port 0         # a free port, printed on the first line
 """
@@ -124,6 +133,10 @@ class StubOpenAI:
     authorizations: list[str | None] = field(default_factory=list)
     url: str = ""
     relevance_calls: int = 0
+    accepts: tuple[str, ...] = ("json_schema", "json_object")
+    """The response_format shapes taken; others are refused."""
+    chatty: bool = False
+    per_token: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_fault(self) -> Fault | None:
@@ -152,7 +165,11 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
             with state.lock:
                 state.requests.append({"path": self.path, **request})
             if self.path.endswith("/chat/completions"):
-                self.reply(200, json.dumps(self.completion(request)).encode())
+                refusal = refused(request.get("response_format"), state.accepts)
+                if refusal is not None:
+                    self.reply(refusal[0], json.dumps({"error": {"message": refusal[1]}}).encode())
+                else:
+                    self.reply(200, json.dumps(self.completion(request)).encode())
             elif self.path.endswith("/embeddings"):
                 self.reply(200, json.dumps(self.embeddings(request)).encode())
             else:
@@ -166,7 +183,14 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
                 state.relevance_calls += "verdict" in answer
                 if state.flaky and "verdict" in answer and state.relevance_calls % 2 == 0:
                     answer["verdict"] = 1 - answer["verdict"]
+            wanted = request.get("response_format")
+            if wanted is not None:
+                schema = wanted.get("json_schema", {}).get("schema") or wanted.get("schema") or {}
+                missing = set(schema.get("required", ())) - set(answer)
+                assert not missing, f"the stub's answer lacks {missing}"
             content = json.dumps(answer)
+            if state.chatty and wanted is None:
+                content = f"Sure! Here is my answer:\n```json\n{content}\n```\nHope it helps {{:"
             prompt_tokens = sum(len(m["content"].split()) for m in messages)
             return {
                 "id": "stub",
@@ -185,7 +209,13 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
             inputs = [inputs] if isinstance(inputs, str) else inputs
             return {
                 "object": "list",
-                "data": [{"index": i, "embedding": embed(t)} for i, t in enumerate(inputs)],
+                "data": [
+                    {
+                        "index": i,
+                        "embedding": [embed(w) for w in t.split()] if state.per_token else embed(t),
+                    }
+                    for i, t in enumerate(inputs)
+                ],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs)},
             }
 
@@ -201,11 +231,35 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def refused(wanted: Any, accepts: tuple[str, ...]) -> tuple[int, str] | None:
+    """The status and message refusing a response_format, or None when it is taken."""
+    if wanted is None:
+        return None
+    kind = wanted.get("type") if isinstance(wanted, dict) else None
+    if not accepts:  # as OpenAI-compatible servers that know no such field answer
+        return 400, "Unrecognized request argument supplied: response_format"
+    if kind not in accepts:
+        return 500, f"response_format type must be one of {list(accepts)}, got {kind!r}"
+    inner = wanted.get("json_schema") if kind == "json_schema" else wanted
+    schema = inner.get("schema") if isinstance(inner, dict) else None
+    name = inner.get("name", "") if kind == "json_schema" and isinstance(inner, dict) else "x"
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(name)) or not isinstance(schema, dict | None):
+        return 400, f"invalid response_format: {wanted!r}"
+    if kind == "json_schema" and not isinstance(schema, dict):
+        return 400, "response_format.json_schema.schema is required"
+    return None
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that timed out and left makes the late answer fail: expected here
+
+
 @contextmanager
 def serve(state: StubOpenAI | None = None, port: int = 0) -> Iterator[StubOpenAI]:
     """Run the stub on 127.0.0.1 until the block ends; `state.url` is its /v1 root."""
     state = state or StubOpenAI()
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+    httpd = _Server(("127.0.0.1", port), _handler(state))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})

@@ -212,7 +212,12 @@ def test_answer_relevance_with_a_model_on_disk(
     relevance = test_judge.overall(root)["answer_relevance"]
     assert relevance == pytest.approx(sum(cosines) / len(cosines), abs=1e-6)
     # 3 gold questions and 3 generated ones, in batches of 4
-    assert test_judge.report(root)["judge"]["embeddings"] == {"calls": 2, "cached": 0, "tokens": 0}
+    assert test_judge.report(root)["judge"]["embeddings"] == {
+        "calls": 2,
+        "cached": 0,
+        "tokens": 0,
+        "pooled": 0,
+    }
 
 
 # --- config errors: one line naming the file, the line and the key -----------------------

@@ -434,7 +434,12 @@ def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
     # 3 gold questions and 3 generated ones, embedded 2 a request on the first run;
     # the second run (whose report this is) found all 6 vectors in the cache.
     assert len(embedded) == 3
-    assert report(root)["judge"]["embeddings"] == {"calls": 0, "cached": 6, "tokens": 0}
+    assert report(root)["judge"]["embeddings"] == {
+        "calls": 0,
+        "cached": 6,
+        "tokens": 0,
+        "pooled": 0,
+    }
 
 
 def test_answer_relevance_needs_embeddings(
@@ -497,7 +502,8 @@ def test_the_readme_shows_the_real_judged_demo_output(
             {"base_url": "http://h/v1", "model": "m", "temprature": 0},
             "llm-eval.yaml:1: judge.temprature: unknown key (valid keys: api_key, backoff_s, "
             "base_url, concurrency, max_backoff_s, max_error_rate, max_tokens, model, "
-            "price_per_1k_input, price_per_1k_output, retries, seed, temperature, timeout_s)",
+            "price_per_1k_input, price_per_1k_output, response_format, retries, seed, "
+            "temperature, timeout_s)",
         ),
         (
             {"base_url": "http://h/v1", "model": "m", "price_per_1k_input": -1},

@@ -67,6 +67,10 @@ class Call:
         """The filled-in template."""
         return prompt(self.prompt).messages(**self.values)
 
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of the answer."""
+        return prompt(self.prompt).schema(**self.values)
+
     @property
     def key(self) -> str:
         """The prompt's name and version."""
@@ -193,7 +197,7 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
     cached = chars = 0
     for call in calls:
         messages = call.messages()
-        if client.is_cached(call.key, messages):
+        if client.is_cached(call.key, messages, schema=call.schema()):
             cached += 1
         else:
             chars += sum(len(m.content) for m in messages)
@@ -206,7 +210,7 @@ def _estimate(client: ChatClient, calls: Sequence[Call], rejection: int) -> Esti
 
 def _question(session: Session, call: Call) -> str:
     """The question the model wrote; EndpointFailed or BadVerdict when it wrote none."""
-    answer = session.ask(call.key, call.messages())
+    answer = session.ask(call.key, call.messages(), schema=call.schema())
     value = answer_json(answer.content).get("question")
     if not isinstance(value, str) or not value.strip():
         raise BadVerdict(f"question must be a non-empty string, got {value!r}")
@@ -237,6 +241,8 @@ def _ask(
                 return exc
 
         results = list(pool.map(attempt, calls))
+        unreadable = sum(1 for r in results if isinstance(r, BadVerdict))
+        received = sum(1 for r in results if not isinstance(r, EndpointFailed))
         for call, question in zip(calls, results, strict=True):
             if isinstance(question, Exception):
                 failures.append(_why(question))
@@ -268,6 +274,11 @@ def _ask(
         parts.append(f"{answered} rejection questions dropped: the corpus answers them")
     if failed:
         parts.append(f"{failed} failed calls ({count_errors(failures)})")
+    if received:
+        parts.append(
+            f"{unreadable} of {plural(received, 'answer', 'answers')} unreadable "
+            f"({unreadable / received * 100:.0f}%)"
+        )
     return written, "; ".join(parts)
 
 
@@ -292,7 +303,8 @@ def _check_rejection(
     for doc_id in top:
         values = {"question": question, "reference": "(none given)", "passage": texts[doc_id]}
         try:
-            answer = session.ask(template.key, template.messages(**values))
+            schema = template.schema(**values)
+            answer = session.ask(template.key, template.messages(**values), schema=schema)
             verdicts.append(verdict(answer.content))
         except (EndpointFailed, BadVerdict) as exc:
             verdicts.append(_why(exc))

@@ -6,6 +6,20 @@ messages; the key never holds the API key. A re-run of an unchanged gold set mak
 call. Retries, Retry-After and the breaker are the http retriever's
 (`llm_eval.httpcall`). Tokens are counted from the endpoint's `usage` and priced with
 the configured prices per 1,000 tokens.
+
+Structured answers: a call that comes with a JSON schema asks for it in
+`response_format`, first in OpenAI's shape (`{"type": "json_schema", ...}`: OpenAI,
+vLLM, llama.cpp's llama-server, Ollama), then, when the endpoint refuses that, in
+the older `{"type": "json_object", "schema": ...}` (llama-cpp-python's server), then
+without it. A refusal is an error answer that names `response_format` or
+`json_schema`; it is remembered per endpoint for the rest of the process, so each
+shape is refused at most once per thread that was asking at the time. The schema is in
+the cache key: answers asked for with and without one are different answers.
+
+Embeddings: a server that answers a decoder model's vectors per token (llama.cpp
+without pooling: a list of vectors for each input) has them mean-pooled into one
+vector per input, as llama.cpp's `--pooling mean` would do on the server; the client
+counts the texts it pooled so that the report can say so.
 """
 
 from __future__ import annotations
@@ -13,10 +27,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +40,7 @@ import httpx
 from llm_eval.digest import digest
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
-from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
+from llm_eval.httpcall import ERROR_DETAIL, Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.textio import load_json, write_atomic
 
 _CACHE_FORMAT = 1
@@ -47,6 +62,9 @@ class Answer:
     prompt_tokens: int
     completion_tokens: int
     cached: bool = False
+    response_format: str = "none"
+    """How the answer was asked for: `json_schema`, `json_object` (with the schema) or
+    `none` (the prompt alone)."""
 
 
 @dataclass
@@ -58,7 +76,14 @@ class Usage:
     failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    pooled: int = 0
+    """Texts whose embedding came back one vector per token and was mean-pooled."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_pooled(self, texts: int) -> None:
+        """Count texts whose per-token vectors were mean-pooled."""
+        with self._lock:
+            self.pooled += texts
 
     def add(self, answer: Answer | None) -> None:
         """Count one answer (None: a call that failed)."""
@@ -102,9 +127,21 @@ class ChatClient:
         """The chat completions endpoint."""
         return str(self.settings["base_url"]).rstrip("/") + "/chat/completions"
 
-    def key(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> str:
-        """The cache key: endpoint, model, sampling, the messages and the repeat (no secret)."""
+    def schema(self, schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The schema this client asks for: none when `response_format: false`."""
+        return schema if self.settings.get("response_format", True) else None
+
+    def key(
+        self,
+        prompt: str,
+        messages: Sequence[Message],
+        repeat: int = 0,
+        schema: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The cache key: endpoint, model, sampling, the messages, the schema asked for
+        and the repeat (no secret)."""
         sampling = {k: self.settings[k] for k in ("temperature", "seed", "max_tokens")}
+        asked = self.schema(schema)
         return digest(
             {
                 "url": self.url,
@@ -114,19 +151,31 @@ class ChatClient:
                 "messages": [[m.role, m.content] for m in messages],
                 "format": _CACHE_FORMAT,
                 **({"repeat": repeat} if repeat else {}),
+                **({"schema": asked} if asked is not None else {}),
             }
         )
 
-    def is_cached(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> bool:
+    def is_cached(
+        self,
+        prompt: str,
+        messages: Sequence[Message],
+        repeat: int = 0,
+        schema: Mapping[str, Any] | None = None,
+    ) -> bool:
         """Whether the call cache holds this call's answer."""
-        path = _entry_path(self.cache_dir, self.key(prompt, messages, repeat))
+        path = _entry_path(self.cache_dir, self.key(prompt, messages, repeat, schema))
         return path is not None and path.is_file()
 
     def cached_answer(
-        self, prompt: str, messages: Sequence[Message], repeat: int = 0
+        self,
+        prompt: str,
+        messages: Sequence[Message],
+        repeat: int = 0,
+        schema: Mapping[str, Any] | None = None,
     ) -> Answer | None:
         """This call's cached answer, with the tokens the endpoint counted for it."""
-        return _answer(_read_entry(self.cache_dir, self.key(prompt, messages, repeat)))
+        key = self.key(prompt, messages, repeat, schema)
+        return _answer(_read_entry(self.cache_dir, key))
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -143,16 +192,24 @@ class Session:
     http: httpx.Client
     breaker: Breaker
 
-    def ask(self, prompt: str, messages: Sequence[Message], repeat: int = 0) -> Answer:
+    def ask(
+        self,
+        prompt: str,
+        messages: Sequence[Message],
+        repeat: int = 0,
+        schema: Mapping[str, Any] | None = None,
+    ) -> Answer:
         """The model's answer (from the cache when it was asked before); EndpointFailed.
-        Each `repeat` is a call of its own, to see how steady the model is."""
-        key = self.client.key(prompt, messages, repeat)
+        Each `repeat` is a call of its own, to see how steady the model is. With a
+        `schema`, the answer is asked for as JSON in that shape where the endpoint can."""
+        schema = self.client.schema(schema)
+        key = self.client.key(prompt, messages, repeat, schema)
         cached = self._cached(key)
         if cached is not None:
             self.client.usage.add(cached)
             return cached
         try:
-            answer = self._call(messages)
+            answer = self._call(messages, prompt, schema)
         except EndpointFailed:
             self.client.usage.add(None)
             raise
@@ -160,7 +217,9 @@ class Session:
         self._store(key, answer)
         return answer
 
-    def _call(self, messages: Sequence[Message]) -> Answer:
+    def _call(
+        self, messages: Sequence[Message], prompt: str, schema: Mapping[str, Any] | None
+    ) -> Answer:
         settings = self.client.settings
         payload = {
             "model": settings["model"],
@@ -169,13 +228,27 @@ class Session:
             "seed": settings["seed"],
             "max_tokens": settings["max_tokens"],
         }
-        try:
-            response, _ = post_json(
-                self.http, self.client.url, payload, _policy(settings), self.breaker
-            )
-        except CallFailed as failure:
-            raise EndpointFailed(str(failure)) from None
-        return _parse_completion(response.content)
+        shape = "none" if schema is None else _first_accepted(self.client.url)
+        while True:
+            asked = dict(payload)
+            if shape != "none":
+                assert schema is not None
+                asked["response_format"] = response_format(shape, prompt, schema)
+            try:
+                response, _ = post_json(
+                    self.http,
+                    self.client.url,
+                    asked,
+                    _policy(settings),
+                    self.breaker,
+                    _refuses_format if shape != "none" else None,
+                )
+            except CallFailed as failure:
+                if shape == "none" or not _FORMAT_WORDS.search(failure.detail):
+                    raise EndpointFailed(str(failure)) from None
+                shape = _refused(self.client.url, shape)
+                continue
+            return replace(_parse_completion(response.content), response_format=shape)
 
     def _cached(self, key: str) -> Answer | None:
         return _answer(_read_entry(self.client.cache_dir, key))
@@ -185,8 +258,49 @@ class Session:
             "content": answer.content,
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
+            "response_format": answer.response_format,
         }
         _write_entry(self.client.cache_dir, key, entry)
+
+
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+"""The shapes a schema is asked for in, in the order they are tried."""
+
+_FORMAT_WORDS = re.compile(r"response_format|json_schema", re.I)
+_accepted: dict[str, str] = {}
+"""Per chat endpoint URL, the first shape it has not refused (this process)."""
+_accepted_lock = threading.Lock()
+
+
+def response_format(shape: str, name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The `response_format` field asking for JSON in `schema`, in the shape named."""
+    if shape == "json_schema":
+        label = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": label, "schema": dict(schema), "strict": True},
+        }
+    return {"type": "json_object", "schema": dict(schema)}
+
+
+def _first_accepted(url: str) -> str:
+    with _accepted_lock:
+        return _accepted.get(url, RESPONSE_FORMATS[0])
+
+
+def _refused(url: str, shape: str) -> str:
+    """Remember that the endpoint refused `shape`; the next shape to try."""
+    following = RESPONSE_FORMATS[RESPONSE_FORMATS.index(shape) + 1]
+    with _accepted_lock:
+        known = _accepted.get(url, RESPONSE_FORMATS[0])
+        if RESPONSE_FORMATS.index(following) > RESPONSE_FORMATS.index(known):
+            _accepted[url] = following
+    return following
+
+
+def _refuses_format(response: httpx.Response) -> bool:
+    """An error answer about the response_format field: asking again will not help."""
+    return bool(_FORMAT_WORDS.search(response.text[:ERROR_DETAIL]))
 
 
 @contextmanager
@@ -259,14 +373,19 @@ class EmbeddingClient:
         try:
             body = load_json(response.content.decode("utf-8", errors="replace"), "embeddings")
             rows = sorted(body["data"], key=lambda row: row["index"])
-            found = [[float(x) for x in row["embedding"]] for row in rows]
+            shaped = [one_vector(row["embedding"]) for row in rows]
             tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
         except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
             self.usage.add(None)
             raise EndpointFailed(f"malformed embeddings: {type(exc).__name__}") from None
+        except EndpointFailed:
+            self.usage.add(None)
+            raise
+        found = [vector for vector, _ in shaped]
         if len(found) != len(batch) or not all(found) or len({len(v) for v in found}) != 1:
             self.usage.add(None)
             raise EndpointFailed("malformed embeddings: not one vector per text")
+        self.usage.add_pooled(sum(1 for _, pooled in shaped if pooled))
         self.usage.add(Answer("", tokens, 0))
         for text, vector in zip(batch, found, strict=True):
             self._store(text, vector)
@@ -302,6 +421,26 @@ class Embedder(Protocol):
         ...
 
 
+def one_vector(value: Any) -> tuple[list[float], bool]:
+    """One input's embedding, and whether it was pooled: a list of numbers as it is; a
+    list of per-token vectors (llama.cpp serving a decoder model without pooling) as
+    their mean. EndpointFailed for any other shape."""
+    if isinstance(value, list) and value and all(isinstance(t, list) for t in value):
+        sizes = {len(t) for t in value}
+        if len(sizes) != 1 or 0 in sizes:
+            raise EndpointFailed(
+                "malformed embeddings: per-token vectors of different lengths for one text"
+            )
+        tokens = [[float(x) for x in t] for t in value]
+        return [sum(column) / len(tokens) for column in zip(*tokens, strict=True)], True
+    if not isinstance(value, list) or any(isinstance(x, list | dict | str) for x in value):
+        raise EndpointFailed(
+            "malformed embeddings: an embedding is neither a list of numbers nor a list "
+            "of per-token vectors"
+        )
+    return [float(x) for x in value], False
+
+
 def _entry_path(folder: Path | None, key: str) -> Path | None:
     return None if folder is None else folder / key[:2] / f"{key}.json"
 
@@ -314,8 +453,9 @@ def _answer(entry: Any) -> Answer | None:
             int(entry["prompt_tokens"]),
             int(entry["completion_tokens"]),
             cached=True,
+            response_format=str(entry.get("response_format", "none")),
         )
-    except (LookupError, ValueError, TypeError):
+    except (LookupError, ValueError, TypeError, AttributeError):
         return None
 
 

@@ -41,6 +41,10 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
 
 
+def _flag(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+
+
 SETTINGS: Mapping[str, Setting] = {
     "base_url": Setting(
         None,
@@ -54,6 +58,12 @@ SETTINGS: Mapping[str, Setting] = {
     "temperature": Setting(0.0, number_check(0, 2), "Sampling temperature; 0 for steady verdicts."),
     "seed": Setting(0, whole_check(0, 2**31 - 1), "Sampling seed, for endpoints that honour it."),
     "max_tokens": Setting(512, whole_check(1, 100_000), "Longest answer asked for."),
+    "response_format": Setting(
+        True,
+        _flag,
+        "Ask for JSON in each prompt's schema (response_format) where the endpoint accepts "
+        "it; false sends the prompt alone.",
+    ),
     "timeout_s": Setting(60.0, number_check(0, positive=True), "Seconds to wait for each answer."),
     "concurrency": Setting(4, whole_check(1, 256), "Calls in flight at once."),
     "retries": Setting(3, whole_check(0, 20), "Retries after a timeout, 429 or 5xx."),

@@ -153,6 +153,7 @@ def judge_lines(report: Mapping[str, Any]) -> list[str]:
         f"cache, {judge['failed']:,} failed; {tokens:,} tokens, costing {judge['cost']:.4f} "
         f"in the currency of the configured prices{left}."
     )
+    lines += _answer_lines(judge)
     if judge.get("repeats", 1) > 1:
         spread = ", ".join(
             f"{parse_metric(m).label} {value(m, v)}" for m, v in judge["spread"].items()
@@ -194,6 +195,25 @@ def corrected_lines(judge: Mapping[str, Any]) -> list[str]:
     if judge.get("corrected") and uncorrected:
         names = listed([parse_metric(m).label for m in uncorrected])
         lines.append(f"  Not corrected, as no gold label measures them: {names}.")
+    return lines
+
+
+def _answer_lines(judge: Mapping[str, Any]) -> list[str]:
+    """The share of unreadable answers per prompt, and vectors the client pooled."""
+    lines = []
+    answers = judge.get("answers") or {}
+    if answers:
+        shares = ", ".join(
+            f"{name.replace('_', ' ')} {_share(a['unreadable_share'])} of {a['answers']:,}"
+            for name, a in answers.items()
+        )
+        lines.append(f"Unreadable judge answers (failures, never scores): {shares}.")
+    pooled = (judge.get("embeddings") or {}).get("pooled", 0)
+    if pooled:
+        lines.append(
+            f"The embeddings endpoint answered one vector per token for "
+            f"{plural(pooled, 'text', 'texts')}; each was mean-pooled into one vector."
+        )
     return lines
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+_OBJECT_START = re.compile(r"\{")
 
 
 class BadVerdict(ValueError):
@@ -52,17 +52,21 @@ def statements(reference: str) -> list[str]:
 
 
 def answer_json(content: str) -> dict[str, Any]:
-    """The JSON object in a model's answer (a ```json fence or prose around it is allowed)."""
-    found = _JSON_OBJECT.search(content)
-    if found is None:
-        raise BadVerdict("no JSON object in the answer")
-    try:
-        value = json.loads(found.group(0))
-    except ValueError:
-        raise BadVerdict("the answer's JSON does not parse") from None
-    if not isinstance(value, dict):
-        raise BadVerdict("the answer's JSON is not an object")
-    return value
+    """The first JSON object in a model's answer: the whole answer, or one inside a
+    ```json fence or prose (small local models wrap and ramble)."""
+    decoder = json.JSONDecoder()
+    found_any = False
+    for start in (m.start() for m in _OBJECT_START.finditer(content)):
+        found_any = True
+        try:
+            value, _ = decoder.raw_decode(content, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise BadVerdict(
+        "the answer's JSON does not parse" if found_any else "no JSON object in the answer"
+    )
 
 
 def verdict(content: str) -> int:
@@ -156,6 +160,21 @@ def calibration(pairs: Sequence[tuple[int, bool]]) -> Calibration | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Readability:
+    """How many of one prompt's answers could be read in the shape asked for."""
+
+    answers: int
+    """Answers received (failed calls are none)."""
+    unreadable: int
+    """Of them, the ones not in the shape asked for: failures, never scores."""
+
+    @property
+    def share(self) -> float | None:
+        """The share of unreadable answers; None without answers."""
+        return self.unreadable / self.answers if self.answers else None
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeSummary:
     """What the report says about the judge: who, what it cost, how far to trust it."""
 
@@ -183,3 +202,7 @@ class JudgeSummary:
     labels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Per query a person labelled, the judged metrics its gold labels give too (what
     `llm_eval.judge.correction` corrects the judge's values by)."""
+    readability: Mapping[str, Readability] = field(default_factory=dict)
+    """Per prompt, the answers it got and how many were unreadable."""
+    embedding_pooled: int = 0
+    """Texts whose embedding came back one vector per token and was mean-pooled."""

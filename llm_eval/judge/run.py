@@ -31,6 +31,7 @@ from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.judge.arithmetic import (
     BadVerdict,
     Calibration,
+    Readability,
     answer_relevance,
     attributions,
     calibration,
@@ -64,6 +65,8 @@ class JudgeOutcome:
     """Per judged query a person labelled (`reviewed`, every judged chunk labelled or
     beyond the results), the judged metrics the gold labels also give: context
     precision@k from the labels of the same chunks (`llm_eval.judge.correction`)."""
+    readability: Mapping[str, Readability] = field(default_factory=dict)
+    """Per prompt, the answers it got and how many of them were unreadable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,7 @@ def judge_run(
     chunks = _chunks(metrics)
     calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
     rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
+    readable = readability([(c.prompt, answers[c]) for answers in rounds for c in calls])
     _check_failures(client, [a for answers in rounds for a in answers.values()])
     relevance = _relevance(embeddings, gold, rounds)
     by_id = {q.query_id: q for q in gold.queries}
@@ -183,6 +187,7 @@ def judge_run(
         spread,
         tuple(flips),
         labels,
+        readable,
     )
 
 
@@ -200,6 +205,22 @@ def _label_values(
 CORRECTABLE = {"context_precision"}
 """Judged metrics built from chunk verdicts, which the gold labels give as well; the
 others (statements, answers, scores) have no human counterpart to correct them by."""
+
+UNREADABLE = "judge answer unreadable: "
+FAILED = "judge call failed: "
+
+
+def readability(answers: Sequence[tuple[str, object]]) -> dict[str, Readability]:
+    """Per prompt, of the (prompt, parsed answer or why there is none) pairs: the
+    answers received and how many were unreadable (failed calls are no answer)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for name, answer in answers:
+        if isinstance(answer, str) and answer.startswith(FAILED):
+            continue
+        got, bad = counts.get(name, (0, 0))
+        unreadable = isinstance(answer, str) and answer.startswith(UNREADABLE)
+        counts[name] = (got + 1, bad + unreadable)
+    return {name: Readability(got, bad) for name, (got, bad) in sorted(counts.items())}
 
 
 def _relevance(
@@ -239,7 +260,8 @@ def plan_calls(
             template = prompt(call.prompt)
             messages = template.messages(**call.values)
             chars = sum(len(m.content) for m in messages)
-            answer = client.cached_answer(template.key, messages, repeat)
+            schema = template.schema(**call.values)
+            answer = client.cached_answer(template.key, messages, repeat, schema)
             if answer is None:
                 new_chars += chars
                 new[call.prompt] = new.get(call.prompt, 0) + 1
@@ -268,7 +290,7 @@ def _chunks(metrics: Sequence[Metric]) -> int:
 
 def _check_failures(client: ChatClient, answers: Sequence[object]) -> None:
     """ExternalError when more calls failed than the judge's max_error_rate allows."""
-    failed = [a.removeprefix("judge call failed: ") for a in answers if isinstance(a, str)]
+    failed = [a.removeprefix(FAILED) for a in answers if isinstance(a, str)]
     limit = float(client.settings["max_error_rate"])
     if answers and len(failed) / len(answers) > limit:
         raise ExternalError(
@@ -388,7 +410,7 @@ def _attribution(query_id: str, what: str, text: str, context: str) -> _Call:
         what,
         "statement_attribution",
         partial(attributions, count=len(said)),
-        {"context": context, "statements": listed},
+        {"context": context, "statements": listed, "count": str(len(said))},
     )
 
 
@@ -401,13 +423,14 @@ def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_C
 
     def one(session: Session, call: _Call) -> object:
         template = prompt(call.prompt)
+        messages = template.messages(**call.values)
         try:
-            answer = session.ask(template.key, template.messages(**call.values), repeat)
+            answer = session.ask(template.key, messages, repeat, template.schema(**call.values))
             return call.parse(answer.content)
         except EndpointFailed as failure:
-            return f"judge call failed: {failure}"
+            return f"{FAILED}{failure}"
         except BadVerdict as bad:
-            return f"judge answer unreadable: {bad}"
+            return f"{UNREADABLE}{bad}"
 
     if not calls:
         return {}

@@ -94,5 +94,7 @@ def judged_measurement(
         spread=outcome.spread,
         flips=outcome.flips,
         labels=outcome.labels,
+        readability=outcome.readability,
+        embedding_pooled=spent.pooled,
     )
     return replace(measurement, per_query=per_query, judge=summary)

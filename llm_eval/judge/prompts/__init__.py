@@ -1,16 +1,21 @@
 """The judge's prompt templates: package data, versioned, each citing what it implements.
 
 A template file has a header (`name`, `version`, `implements`), then a `--- system`
-and a `--- user` part whose `{placeholders}` are filled in. The name and version are
-part of every call's cache key, so editing a prompt means bumping its version.
+and a `--- user` part whose `{placeholders}` are filled in, then a `--- schema` part:
+the JSON schema of the answer (its placeholders filled in too), sent as
+`response_format` where the endpoint accepts it. The name and version are part of
+every call's cache key, so editing a prompt means bumping its version; the schema is
+in the key as it is.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from llm_eval.endpoints.client import Message
 
@@ -26,6 +31,8 @@ class Prompt:
     implements: str
     system: str
     user: str
+    schema_text: str
+    """The answer's JSON schema, with placeholders."""
 
     @property
     def key(self) -> str:
@@ -34,12 +41,22 @@ class Prompt:
 
     def messages(self, **values: str) -> list[Message]:
         """The system and user messages with the placeholders filled in."""
+        return [
+            Message("system", _fill(self.system, values)),
+            Message("user", _fill(self.user, values)),
+        ]
 
-        # One pass, so that a value holding `{passage}` is never filled in again.
-        def fill(text: str) -> str:
-            return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+    def schema(self, **values: str) -> dict[str, Any]:
+        """The JSON schema of the answer, with the placeholders filled in."""
+        filled = json.loads(_fill(self.schema_text, values))
+        assert isinstance(filled, dict)
+        return filled
 
-        return [Message("system", fill(self.system)), Message("user", fill(self.user))]
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    """Placeholders replaced in one pass, so that a value holding `{passage}` is never
+    filled in again."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
 @cache
@@ -47,8 +64,14 @@ def prompt(name: str) -> Prompt:
     """The template `name` from the package's data."""
     text = resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
     header, _, rest = text.partition("--- system\n")
-    system, _, user = rest.partition("--- user\n")
+    system, _, rest = rest.partition("--- user\n")
+    user, _, schema = rest.partition("--- schema\n")
     fields = dict(line.split(": ", 1) for line in header.strip().splitlines())
     return Prompt(
-        fields["name"], int(fields["version"]), fields["implements"], system.strip(), user.strip()
+        fields["name"],
+        int(fields["version"]),
+        fields["implements"],
+        system.strip(),
+        user.strip(),
+        schema.strip(),
     )
