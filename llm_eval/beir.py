@@ -49,10 +49,25 @@ def iter_beir_queries(
             queries_path, _parse_query, lambda q: q[0], "_id"
         )
     }
+    yield from judged_queries(texts, qrels, queries_path, f"split {split!r}", tier, matching)
+
+
+def judged_queries(
+    texts: Mapping[str, tuple[str, int]],
+    qrels: Mapping[str, Mapping[str, int]],
+    queries_path: str | Path,
+    judged_in: str,
+    tier: str | None,
+    matching: str,
+) -> Iterator[GoldQuery]:
+    """Gold queries from `{query_id: (text, line)}` and qrels, in the texts' order: the
+    judged ones with a relevant document (grade > 0). A query judged in `judged_in` but
+    without a text is an error."""
     unknown = sorted(set(qrels) - set(texts))
     if unknown:
+        name = Path(queries_path).name
         raise InputError(
-            f"query {unknown[0]!r} is judged in split {split!r} but not in {QUERIES}",
+            f"query {unknown[0]!r} is judged in {judged_in} but not in {name}",
             path=queries_path,
         )
     for query_id, (text, line) in texts.items():

@@ -192,7 +192,8 @@ def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
 
 
 def _gold_source(node: Node) -> GoldSource:
-    """A gold JSONL file (`path`, or the bare path) or a BEIR folder (`beir`, `split`)."""
+    """A gold JSONL file (`path`, or the bare path), a BEIR folder (`beir`, `split`) or
+    TREC topics with their qrels (`topics`, `qrels`)."""
     if isinstance(node.value, str):
         return GoldSource(string(node))
     if isinstance(node.value, dict) and "beir" in node.value:
@@ -200,6 +201,10 @@ def _gold_source(node: Node) -> GoldSource:
         split = string(keys["split"]) if "split" in keys else defaults.BEIR_SPLIT
         tier = string(keys["tier"]) if "tier" in keys else None
         return GoldSource(string(keys["beir"]), tier, split=split)
+    if isinstance(node.value, dict) and "topics" in node.value:
+        keys = node.mapping(frozenset({"topics", "qrels", "tier"}), frozenset({"qrels"}))
+        tier = string(keys["tier"]) if "tier" in keys else None
+        return GoldSource(string(keys["topics"]), tier, qrels=string(keys["qrels"]))
     keys = node.mapping(frozenset({"path", "tier", "matching"}), required=frozenset({"path"}))
     tier = string(keys["tier"]) if "tier" in keys else None
     matching = _matching(keys["matching"]) if "matching" in keys else "auto"

@@ -87,6 +87,8 @@ class GoldSource:
     split: str | None = None
     """Set when `path` is a BEIR dataset folder: the qrels split (`qrels/<split>.tsv`)
     whose queries are the gold set. None: `path` is a gold JSONL file."""
+    qrels: str | None = None
+    """Set when `path` is a TREC topics file: the qrels file that judges its topics."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,8 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
             what = "the gold file has no queries"
             if source.split is not None:
                 what = f"split {source.split!r} has no query with a relevant document"
+            elif source.qrels is not None:
+                what = f"no topic has a relevant document in {source.qrels}"
             raise InputError(what, path=source.path)
     return GoldSet(tuple(queries))
 
@@ -84,6 +86,10 @@ def _iter_source(source: GoldSource) -> Iterator[GoldQuery]:
         from llm_eval.beir import iter_beir_queries
 
         return iter_beir_queries(source.path, source.split, source.tier, source.matching)
+    if source.qrels is not None:
+        from llm_eval.trec_topics import iter_trec_queries
+
+        return iter_trec_queries(source.path, source.qrels, source.tier, source.matching)
     return iter_gold_file(source.path, source.tier, source.matching)
 
 
@@ -114,8 +120,8 @@ def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
     if len(fields) == 4 and fields[3].lstrip("-").isdigit():
         raise InputError(
             "TREC qrels (`query_id 0 doc_id grade`), not gold JSONL: a gold set needs the "
-            "queries' text too; convert it to a BEIR folder and list it as "
-            "`gold: [{beir: FOLDER, split: SPLIT}]`, or score a run against it with "
+            "queries' text too: list it with its topics as `gold: [{topics: TOPICS, "
+            f"qrels: {Path(path).as_posix()}}}]`, or score a run against it with "
             "`llm-eval evaluate --qrels`",
             path=path,
             line=line,

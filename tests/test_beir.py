@@ -123,8 +123,11 @@ def test_trec_qrels_given_as_gold_say_what_reads_them(tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path / "c.yaml", f"  - {qrels}\n"))
     with pytest.raises(InputError) as caught:
         load_gold(config.gold)
-    assert str(caught.value).startswith(f"{qrels}:1: TREC qrels (`query_id 0 doc_id grade`)")
-    assert "`llm-eval evaluate --qrels`" in str(caught.value)
+    assert str(caught.value) == (
+        f"{qrels}:1: TREC qrels (`query_id 0 doc_id grade`), not gold JSONL: a gold set "
+        f"needs the queries' text too: list it with its topics as `gold: [{{topics: TOPICS, "
+        f"qrels: {qrels}}}]`, or score a run against it with `llm-eval evaluate --qrels`"
+    )
 
 
 def test_init_from_beir_then_gate_passes(
@@ -155,3 +158,77 @@ def test_init_from_beir_with_a_bad_split_writes_nothing(
     assert main(["init", "--from-beir", "scifact", "--split", "train"]) == 3
     assert "no qrels for split 'train' (splits there: dev, test)" in capsys.readouterr().err
     assert not (tmp_path / "config").exists()
+
+
+TOPICS = """<top>
+<num> Number: 401
+<title> foreign minorities, Germany
+
+<desc> Description:
+What language and cultural differences impede the integration
+of foreign minorities in Germany?
+</top>
+
+<top>
+<num> Number: 402
+<title>
+behavioral genetics
+<desc> Description:
+What is happening in the field of behavioral genetics?
+</top>
+<top>
+<num> Number: 403
+<title> osteoporosis
+</top>
+"""
+TREC_QRELS = "401 0 FBIS3-1 1\n401 0 FBIS3-2 0\n402 0 LA01-7 2\n403 0 FT-9 0\n"
+
+
+def test_trec_topics_with_their_qrels_are_a_gold_set(tmp_path: Path) -> None:
+    (tmp_path / "topics.txt").write_text(TOPICS)
+    (tmp_path / "qrels.txt").write_text(TREC_QRELS)
+    entry = f"  - {{topics: {tmp_path}/topics.txt, qrels: {tmp_path}/qrels.txt, tier: B}}\n"
+    gold = load_gold(load_config(write_config(tmp_path / "c.yaml", entry)).gold)
+    assert [(q.query_id, q.query, q.line, q.tier) for q in gold.queries] == [
+        ("401", "foreign minorities, Germany", 1, "B"),
+        ("402", "behavioral genetics", 10, "B"),
+    ]
+    assert gold.qrels() == {"401": {"FBIS3-1": 1}, "402": {"LA01-7": 2}}
+
+
+def test_tab_separated_queries_serve_as_topics(tmp_path: Path) -> None:
+    (tmp_path / "queries.tsv").write_text("1\twhat is bm25\n2\twho wrote trec_eval\n")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n2\td9\t1\n")
+    entry = f"  - {{topics: {tmp_path}/queries.tsv, qrels: {tmp_path}/qrels.tsv}}\n"
+    gold = load_gold(load_config(write_config(tmp_path / "c.yaml", entry)).gold)
+    assert [(q.query_id, q.query, q.tier) for q in gold.queries] == [
+        ("2", "who wrote trec_eval", "A")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("topics", "error"),
+    [
+        ("<top>\n<num> Number: 7\n</top>\n", "topics.txt:1: topic without a <title>"),
+        ("<top>\n<title> x\n</top>\n", "topics.txt:1: topic without a <num>"),
+        ("1\ta\n1\tb\n", "topics.txt:2: topic '1' twice (first at line 1)"),
+        (
+            "1 what is bm25\n",
+            "topics.txt:1: expected `<top>` topics or 2 tab-separated columns `query_id query`",
+        ),
+    ],
+)
+def test_bad_topics_name_their_line(tmp_path: Path, topics: str, error: str) -> None:
+    (tmp_path / "topics.txt").write_text(topics)
+    (tmp_path / "qrels.txt").write_text("1 0 d 1\n")
+    entry = f"  - {{topics: {tmp_path}/topics.txt, qrels: {tmp_path}/qrels.txt}}\n"
+    with pytest.raises(InputError) as caught:
+        load_gold(load_config(write_config(tmp_path / "c.yaml", entry)).gold)
+    assert str(caught.value) == f"{tmp_path}/{error}"
+
+
+def test_a_topics_entry_needs_its_qrels(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "c.yaml", "  - {topics: t.txt}\n")
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    assert "qrels" in str(caught.value) and str(caught.value).startswith(f"{path}:2:")
