@@ -232,3 +232,12 @@ def test_a_topics_entry_needs_its_qrels(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_config(path)
     assert "qrels" in str(caught.value) and str(caught.value).startswith(f"{path}:2:")
+
+
+def test_split_without_from_beir_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--split", "dev"]) == 2
+    assert "--split is the split of --from-beir; give that too" in capsys.readouterr().err
+    assert not (tmp_path / "config").exists()

@@ -212,20 +212,21 @@ def _threads_deaf_to_ctrl_c() -> Iterator[None]:
     help="A BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): its "
     "split becomes the gold set, its corpus the corpus.",
 )
-@click.option(
-    "--split",
-    default="test",
-    show_default=True,
-    help="The qrels split of --from-beir.",
-)
-def init_command(root: Path, source: str, force: bool, beir: Path | None, split: str) -> None:
+@click.option("--split", help="The qrels split of --from-beir (default: test).")
+def init_command(
+    root: Path, source: str, force: bool, beir: Path | None, split: str | None
+) -> None:
     """Write config, ship criteria, a starter corpus and gold set, and the GitHub
     workflows, then compute the baseline: `llm-eval gate` runs right after. With
     --from-beir, the gold set and corpus are the BEIR folder's instead."""
     from llm_eval.commands.init import init
+    from llm_eval.defaults import BEIR_SPLIT
     from llm_eval.output import terminal_width
 
+    if split is not None and beir is None:
+        raise click.UsageError("--split is the split of --from-beir; give that too")
     width = terminal_width()
+    split = split or BEIR_SPLIT
     echo(init(root, source=source, force=force, width=width, beir=beir, split=split))
 
 
