@@ -4,9 +4,10 @@ BEIR's layout (Thakur et al., 2021): `corpus.jsonl` (`{"_id", "title", "text"}`,
 corpus format llm-eval reads anyway), `queries.jsonl` (`{"_id", "text"}`) and one
 qrels TSV per split with the header `query-id corpus-id score`. The gold set is the
 split's queries, in the order of `queries.jsonl`, with their judged documents; as in
-BEIR's own evaluation, a query of `queries.jsonl` the split does not judge is not
-part of it, and neither is one whose judgments are all 0 (no relevant document: it
-is not a question the retriever should decline, so it is no rejection query).
+BEIR's loader, a query of `queries.jsonl` the split does not judge is not part of it.
+Unlike BEIR, neither is one whose judgments are all 0: it has no relevant document,
+which would make it a rejection query, and it is not a question the retriever should
+decline (BEIR's averages count it as 0).
 """
 
 from __future__ import annotations
