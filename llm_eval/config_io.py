@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import defaults
+from llm_eval.beir import CORPUS
 from llm_eval.config import (
     EvalConfig,
     ExperimentSettings,
@@ -67,11 +68,12 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         else defaults.METRICS
     )
     top_k = integer(keys["top_k"], 1) if "top_k" in keys else defaults.TOP_K
-    corpus = Path(string(keys["corpus"])) if "corpus" in keys else None
+    gold = tuple(_gold_source(n) for n in keys["gold"].items())
+    corpus = Path(string(keys["corpus"])) if "corpus" in keys else _beir_corpus(gold)
     retriever = _retriever(keys["retriever"], corpus) if "retriever" in keys else None
     config = EvalConfig(
         path=str(path),
-        gold=tuple(_gold_source(n) for n in keys["gold"].items()),
+        gold=gold,
         corpus=corpus,
         retriever=retriever,
         metrics=metrics,
@@ -201,12 +203,29 @@ def check_cutoffs(metrics: tuple[str, ...], top_k: int, node: Node) -> None:
 
 
 def _gold_source(node: Node) -> GoldSource:
+    """A gold JSONL file (`path`, or the bare path), a BEIR folder (`beir`, `split`) or
+    TREC topics with their qrels (`topics`, `qrels`)."""
     if isinstance(node.value, str):
         return GoldSource(string(node))
+    if isinstance(node.value, dict) and "beir" in node.value:
+        keys = node.mapping(frozenset({"beir", "split", "tier"}))
+        split = string(keys["split"]) if "split" in keys else defaults.BEIR_SPLIT
+        tier = string(keys["tier"]) if "tier" in keys else None
+        return GoldSource(string(keys["beir"]), tier, split=split)
+    if isinstance(node.value, dict) and "topics" in node.value:
+        keys = node.mapping(frozenset({"topics", "qrels", "tier"}), frozenset({"qrels"}))
+        tier = string(keys["tier"]) if "tier" in keys else None
+        return GoldSource(string(keys["topics"]), tier, qrels=string(keys["qrels"]))
     keys = node.mapping(frozenset({"path", "tier", "matching"}), required=frozenset({"path"}))
     tier = string(keys["tier"]) if "tier" in keys else None
     matching = _matching(keys["matching"]) if "matching" in keys else "auto"
     return GoldSource(string(keys["path"]), tier, matching)
+
+
+def _beir_corpus(gold: tuple[GoldSource, ...]) -> Path | None:
+    """Without a `corpus` key, the first BEIR folder's `corpus.jsonl`."""
+    folders = [source.path for source in gold if source.split is not None]
+    return Path(folders[0]) / CORPUS if folders else None
 
 
 def _matching(node: Node) -> str:

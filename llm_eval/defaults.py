@@ -19,6 +19,8 @@ METRICS = ("recall@5", "mrr")
 """What is reported when the config (or `evaluate -m`) names no metrics."""
 TOP_K = 10
 """Results asked of the retriever per query."""
+BEIR_SPLIT = "test"
+"""The qrels split of a BEIR folder read as the gold set unless the config names one."""
 COMMENT_WHEN_CHOICES = ("always", "on_change", "on_fail")
 """When `llm-eval comment` posts a new comment: on every run; unless the gate passed and
 no query's score moved; only when the check fails. An existing one is updated in each."""

@@ -77,12 +77,18 @@ SOURCES = ("human", "synthetic")
 
 @dataclass(frozen=True, slots=True)
 class GoldSource:
-    """A gold file and the tier its queries belong to unless they say otherwise."""
+    """A gold file (or a BEIR folder) and the tier its queries belong to unless they
+    say otherwise."""
 
     path: str
     tier: str | None = None
     matching: str = "auto"
     """One of `MATCHINGS`: which labels of its queries the results are matched against."""
+    split: str | None = None
+    """Set when `path` is a BEIR dataset folder: the qrels split (`qrels/<split>.tsv`)
+    whose queries are the gold set. None: `path` is a gold JSONL file."""
+    qrels: str | None = None
+    """Set when `path` is a TREC topics file: the qrels file that judges its topics."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from llm_eval.gold import (
     GoldSet,
     GoldSource,
 )
+from llm_eval.qrels import BEIR_HEADER
 from llm_eval.textio import iter_lines, json_type, parse_json_object
 
 _FIELDS = {
@@ -59,7 +60,7 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
                 path=source.path,
             )
         count = len(queries)
-        for query in iter_gold_file(source.path, source.tier, source.matching):
+        for query in _iter_source(source):
             first = seen.get(query.query_id)
             if first is not None:
                 raise InputError(
@@ -71,8 +72,25 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
             seen[query.query_id] = (query.path, query.line)
             queries.append(query)
         if len(queries) == count:
-            raise InputError("the gold file has no queries", path=source.path)
+            what = "the gold file has no queries"
+            if source.split is not None:
+                what = f"split {source.split!r} has no query with a relevant document"
+            elif source.qrels is not None:
+                what = f"no topic has a relevant document in {source.qrels}"
+            raise InputError(what, path=source.path)
     return GoldSet(tuple(queries))
+
+
+def _iter_source(source: GoldSource) -> Iterator[GoldQuery]:
+    if source.split is not None:
+        from llm_eval.beir import iter_beir_queries
+
+        return iter_beir_queries(source.path, source.split, source.tier, source.matching)
+    if source.qrels is not None:
+        from llm_eval.trec_topics import iter_trec_queries
+
+        return iter_trec_queries(source.path, source.qrels, source.tier, source.matching)
+    return iter_gold_file(source.path, source.tier, source.matching)
 
 
 def iter_gold_file(
@@ -80,8 +98,34 @@ def iter_gold_file(
 ) -> Iterator[GoldQuery]:
     """Stream the queries of one gold file, failing on the first bad line."""
     for line, text in iter_lines(path):
+        if line == 1:
+            _refuse_qrels(path, line, text)
         record = parse_json_object(text, path, line, strict=True)
         yield _parse_query(record, str(path), line, tier, matching)
+
+
+def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
+    """A qrels file given as gold JSONL (its first line tells): say which setting reads it."""
+    if tuple(f.strip() for f in text.split("\t")) == BEIR_HEADER:
+        file = Path(path)
+        folder = file.parent.parent if file.parent.name == "qrels" else Path("FOLDER")
+        raise InputError(
+            "a BEIR qrels file, not gold JSONL: list its dataset folder in the config as "
+            f"`gold: [{{beir: {folder.as_posix()}, split: {file.stem}}}]` (the folder of "
+            "corpus.jsonl, queries.jsonl and qrels/)",
+            path=path,
+            line=line,
+        )
+    fields = text.split()
+    if len(fields) == 4 and fields[3].lstrip("-").isdigit():
+        raise InputError(
+            "TREC qrels (`query_id 0 doc_id grade`), not gold JSONL: a gold set needs the "
+            "queries' text too: list it with its topics as `gold: [{topics: TOPICS, "
+            f"qrels: {Path(path).as_posix()}}}]`, or score a run against it with "
+            "`llm-eval evaluate --qrels`",
+            path=path,
+            line=line,
+        )
 
 
 def _parse_query(

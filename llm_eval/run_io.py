@@ -336,13 +336,14 @@ def _scattered_queries(path: str | Path) -> frozenset[str]:
     return frozenset(query_id for query_id, n in counts.items() if n > 1)
 
 
-def dump_jsonl(run: Run) -> str:
-    """The run as JSONL text, one query a line, in the format `load_run` reads."""
+def dump_jsonl(run: Run, *, text: bool = True) -> str:
+    """The run as JSONL text, one query a line, in the format `load_run` reads;
+    without the results' passage text when `text` is false."""
     lines = []
     for query in run.queries.values():
         record: dict[str, Any] = {
             "query_id": query.query_id,
-            "results": [_result_record(r) for r in query.results],
+            "results": [_result_record(r, text) for r in query.results],
         }
         if query.latency_ms is not None:
             record["latency_ms"] = round(query.latency_ms, 3)
@@ -356,12 +357,56 @@ def dump_jsonl(run: Run) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _result_record(result: RankedResult) -> dict[str, Any]:
+def _result_record(result: RankedResult, text: bool = True) -> dict[str, Any]:
     fields = {
         "doc_id": result.doc_id,
         "score": result.score,
-        "text": result.text,
+        "text": result.text if text else None,
         "document": result.document,
         "page": result.page,
     }
     return {key: item for key, item in fields.items() if item is not None}
+
+
+def dump_trec(run: Run, tag: str) -> tuple[str, int]:
+    """The run as a TREC run file (`query_id Q0 doc_id rank score tag`) and the number of
+    queries whose scores were replaced.
+
+    A reader of TREC runs ranks by score (trec_eval's rule, as `load_run`), not by the
+    rank column; where the retriever's scores (or their absence) would not give back its
+    own order under that rule, the query gets rank-derived scores (n, n-1, … 1) so that
+    the ranking survives. A document listed again in one query is written once, at its
+    first rank (later copies earn nothing anyway); a query without results has no line.
+    """
+    lines: list[str] = []
+    replaced = 0
+    for query in run.queries.values():
+        first: dict[str, RankedResult] = {}
+        for result in query.results:
+            first.setdefault(result.doc_id, result)
+        results = list(first.values())
+        for name in (query.query_id, *(r.doc_id for r in results)):
+            if not name or len(name.split()) != 1 or name != name.strip():
+                raise InputError(
+                    f"id {name!r} holds whitespace or is empty: a TREC run file cannot hold "
+                    "it; write JSONL"
+                )
+        scores = _order_keeping_scores(results)
+        if scores is None:
+            replaced += 1
+            scores = [float(len(results) - i) for i in range(len(results))]
+        lines += [
+            f"{query.query_id} Q0 {r.doc_id} {rank} {score!r} {tag}\n"
+            for rank, (r, score) in enumerate(zip(results, scores, strict=True), 1)
+        ]
+    return "".join(lines), replaced
+
+
+def _order_keeping_scores(results: list[RankedResult]) -> list[float] | None:
+    """The results' scores when trec_eval's order of them (score descending in single
+    precision, ties by doc id descending) is the list's own order; else None."""
+    scores = [float(r.score) for r in results if r.score is not None]
+    if len(scores) != len(results) or not all(map(math.isfinite, scores)):
+        return None
+    keys = [(np.float32(score), r.doc_id) for score, r in zip(scores, results, strict=True)]
+    return scores if all(a > b for a, b in itertools.pairwise(keys)) else None

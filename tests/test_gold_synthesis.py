@@ -256,6 +256,11 @@ def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
 
     made = run("init", "--source", source)
     assert made.returncode == 0, made.stderr
+    # The count it says is the count it lists, and each listed file is there.
+    head, *rest = made.stdout.split("\n\n", 1)[0].splitlines()
+    listed = [line.split(" (")[0].strip() for line in rest]
+    assert head.startswith(f"Wrote {len(listed)} files and gold/baseline.json in ")
+    assert all((tmp_path / name).is_file() for name in listed) and ".gitignore" in listed
     assert (tmp_path / "gold" / "baseline.json").is_file()
     assert ".llm-eval/" in (tmp_path / ".gitignore").read_text()
     gate = run("gate")

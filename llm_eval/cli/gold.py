@@ -205,13 +205,29 @@ def _threads_deaf_to_ctrl_c() -> Iterator[None]:
     "(pin a full commit sha).",
 )
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
-def init_command(root: Path, source: str, force: bool) -> None:
+@click.option(
+    "--from-beir",
+    "beir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): its "
+    "split becomes the gold set, its corpus the corpus.",
+)
+@click.option("--split", help="The qrels split of --from-beir (default: test).")
+def init_command(
+    root: Path, source: str, force: bool, beir: Path | None, split: str | None
+) -> None:
     """Write config, ship criteria, a starter corpus and gold set, and the GitHub
-    workflows, then compute the baseline: `llm-eval gate` runs right after."""
+    workflows, then compute the baseline: `llm-eval gate` runs right after. With
+    --from-beir, the gold set and corpus are the BEIR folder's instead."""
     from llm_eval.commands.init import init
+    from llm_eval.defaults import BEIR_SPLIT
     from llm_eval.output import terminal_width
 
-    echo(init(root, source=source, force=force, width=terminal_width()))
+    if split is not None and beir is None:
+        raise click.UsageError("--split is the split of --from-beir; give that too")
+    width = terminal_width()
+    split = split or BEIR_SPLIT
+    echo(init(root, source=source, force=force, width=width, beir=beir, split=split))
 
 
 @cli.command("gain", short_help="Novelty and retrieval gain of new documents.")

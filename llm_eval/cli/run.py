@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -259,14 +260,42 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
 @click.option(
     "--out", type=click.Path(path_type=Path), required=True, help="The run file to write."
 )
+@click.option(
+    "--format",
+    "run_format",
+    type=click.Choice(["jsonl", "trec"]),
+    default="jsonl",
+    show_default=True,
+    help="JSONL (the ranking, scores, passage text, latency) or a TREC run file "
+    "(`query_id Q0 doc_id rank score tag`) for trec_eval, ranx and the like.",
+)
+@click.option(
+    "--no-text",
+    is_flag=True,
+    help="Leave the passages' text out of a JSONL run (runs scored by passage text or "
+    "by a judge need it).",
+)
 @retrieval_options
-def retrieve_command(config_path: Path, out: Path, use_cache: bool | None, repeat: int) -> None:
-    """Run the configured retriever over the gold set and write a JSONL run file."""
+def retrieve_command(
+    config_path: Path,
+    out: Path,
+    run_format: Literal["jsonl", "trec"],
+    no_text: bool,
+    use_cache: bool | None,
+    repeat: int,
+) -> None:
+    """Run the configured retriever over the gold set and write a run file."""
     from llm_eval.commands.retrieve import retrieve
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
     with Progress() as progress:
         options = RetrieveOptions(use_cache, repeat, progress.update)
-        summary = retrieve(config_path=config_path, out=out, options=options)
+        summary = retrieve(
+            config_path=config_path,
+            out=out,
+            options=options,
+            run_format=run_format,
+            text=not no_text,
+        )
     echo(summary)

@@ -86,6 +86,7 @@ def default_watch(
         config_path,
         criteria_path,
         *(Path(source.path) for source in config.gold),
+        *(Path(source.qrels) for source in config.gold if source.qrels is not None),
         *([config.corpus] if config.corpus is not None else []),
         *([config.versions] if config.versions is not None else []),
         baseline_path or config.baseline,

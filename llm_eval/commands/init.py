@@ -15,14 +15,17 @@ The workflows are this repository's own (package data kept equal to
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from importlib import resources
 from pathlib import Path
 
-from llm_eval.english import listed
+from llm_eval.beir import CORPUS, iter_beir_queries
+from llm_eval.defaults import BEIR_SPLIT
+from llm_eval.english import listed, plural
 from llm_eval.errors import InputError
 from llm_eval.output import wrap
-from llm_eval.textio import read_text, written_together
+from llm_eval.textio import read_text, require_file, written_together
 
 SCAFFOLD = "llm_eval.scaffold"
 FILES = {
@@ -76,19 +79,58 @@ def _ignoring_output(path: Path) -> str:
     return old + ("\n" if old and not old.endswith("\n") else "") + ".llm-eval/\n"
 
 
-def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width: int = 80) -> str:
-    """Write the setup into `root`, compute its baseline; the terminal text."""
+def beir_texts(root: Path, folder: Path, split: str) -> tuple[dict[str, str], str]:
+    """The files `init --from-beir` writes (config, criteria, workflows) and a line on
+    the gold set; the folder's split is read first, so a bad one writes nothing."""
+    queries = list(iter_beir_queries(folder, split))
+    if not queries:
+        raise InputError(f"split {split!r} has no query with a relevant document", path=folder)
+    require_file(folder / CORPUS)
+    where = folder.resolve()
+    if where.is_relative_to(root.resolve()):
+        where = where.relative_to(root.resolve())
+    config = (
+        scaffold_text("beir-llm-eval.yaml")
+        .replace("{folder}", json.dumps(where.as_posix()))
+        .replace("{split}", json.dumps(split))
+        .replace("{corpus}", json.dumps((where / CORPUS).as_posix()))
+    )
+    texts = {
+        "config/llm-eval.yaml": config,
+        "config/ship-criteria.yaml": scaffold_text("beir-ship-criteria.yaml"),
+    }
+    texts |= {name: scaffold_text(FILES[name]) for name in FILES if name.startswith(".github/")}
+    told = f"the {plural(len(queries), 'query', 'queries')} of {where.as_posix()}, split {split}"
+    if where.is_absolute():
+        told += " (outside the repository: CI will not find it there)"
+    return texts, told
+
+
+def init(
+    root: Path,
+    *,
+    source: str = DEFAULT_SOURCE,
+    force: bool = False,
+    width: int = 80,
+    beir: Path | None = None,
+    split: str = BEIR_SPLIT,
+) -> str:
+    """Write the setup into `root` (from a BEIR folder's split when `beir` is given),
+    compute its baseline; the terminal text."""
     if not _SOURCE.fullmatch(source):
         raise InputError(f"--source must look like OWNER/REPO@REF, got {source!r}")
-    present = [name for name in FILES if (root / name).exists()]
+    texts = {name: scaffold_text(data) for name, data in FILES.items()}
+    told = None
+    if beir is not None:
+        texts, told = beir_texts(root, beir, split)
+    present = [name for name in texts if (root / name).exists()]
     if present and not force:
         raise InputError(
             f"{listed(present, 3)} already exist in {root}; nothing was written "
             "(--force overwrites them)"
         )
     changes = []
-    for name, data in FILES.items():
-        text = scaffold_text(data)
+    for name, text in texts.items():
         if name.startswith(".github/"):
             text = point_workflow(text, source)
         changes.append((root / name, text))
@@ -103,12 +145,20 @@ def init(root: Path, *, source: str = DEFAULT_SOURCE, force: bool = False, width
             criteria_path=Path("config/ship-criteria.yaml"),
             force=True,
         )
-    lines = [f"Wrote {len(FILES)} files and gold/baseline.json in {root}:"]
+    # .gitignore is one of the files written, listed first.
+    lines = [f"Wrote {len(texts) + 1} files and gold/baseline.json in {root}:"]
     lines.append("  .gitignore (.llm-eval/, the reports and caches)")
-    lines += [f"  {name}" for name in FILES]
+    lines += [f"  {name}" for name in texts]
     lines.append("")
+    if told is not None:
+        lines += [*wrap(f"The gold set (tier A): {told}.", width, ""), ""]
     steps = [
-        "Next: `llm-eval gate` runs the gate on the starter gold set. Then put your corpus "
+        "Next: `llm-eval gate` runs the gate against this baseline (bm25 over the "
+        "folder's corpus). Put your retriever in config/llm-eval.yaml and run `llm-eval "
+        "baseline refresh`; `llm-eval retrieve --format trec --out run.trec` writes a "
+        "TREC run file for other tools."
+        if beir is not None
+        else "Next: `llm-eval gate` runs the gate on the starter gold set. Then put your corpus "
         "in gold/corpus.jsonl and your retriever in config/llm-eval.yaml, and grow the "
         "gold set: `llm-eval gold coverage`, `llm-eval gold plan`, `llm-eval gold "
         "synthesize` and `llm-eval gold review` (README: From an empty repository to a "

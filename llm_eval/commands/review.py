@@ -191,7 +191,9 @@ def _decided(path: Path) -> dict[str, str]:
 
 def gold_file_of(config: EvalConfig, tier: str) -> Path:
     """The one gold file of the config that holds tier `tier`."""
-    files = [Path(s.path) for s in config.gold if s.tier == tier]
+    files = [
+        Path(s.path) for s in config.gold if s.tier == tier and s.split is None and s.qrels is None
+    ]
     if len(files) != 1:
         held = ", ".join(sorted({str(s.tier) for s in config.gold}))
         reason = "no gold file" if not files else f"{len(files)} gold files"
