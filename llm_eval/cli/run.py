@@ -73,8 +73,9 @@ def evaluate(
     per_query: bool,
     output_format: str,
 ) -> None:
-    """Compute metrics of a run against a gold set or qrels (no gate): relevance and
-    ranking metrics, and with a gold set the rejection metrics."""
+    """Compute metrics of a run against a gold set or qrels (no gate).
+
+    Relevance and ranking metrics, and with a gold set the rejection metrics."""
     from llm_eval.commands import evaluate as command
 
     if bool(gold_paths) == (qrels_path is not None):
