@@ -336,9 +336,14 @@ def coverage_metric(metric: str, default_k: int) -> str | None:
 def relevance_metric(name: str) -> Metric:
     """A metric computed from relevance labels; any other kind is an error saying so."""
     parsed = parse_metric(name)
+    if parsed.kind in ("ranking", "rejection"):
+        raise InputError(
+            f"llm_eval.evaluate computes relevance metrics; {parsed.name} needs the run's "
+            "scores or rejection queries: `llm-eval evaluate --gold` computes it"
+        )
     if parsed.kind != "relevance":
         raise InputError(
-            f"evaluate computes relevance metrics; {parsed.name} is computed by "
+            f"llm_eval.evaluate computes relevance metrics; {parsed.name} is computed by "
             "`llm-eval gate`, which reads the config"
         )
     return parsed
