@@ -10,6 +10,11 @@ coverage should not move when the retriever is tuned). Documents group twice:
 - *areas*: coarser, the section's first name before `.` or `:` (`re.sub` is in
   `re`, `topic:assignment` in `topic`), or the `area` field of its metadata.
 
+Ids that name no groups (BEIR SciFact's `10015292`) would make most documents an
+area of their own, and a plan would ask for questions "about: 10015292, 10017612".
+When the ids and metadata leave most documents alone in their area, documents are
+grouped by a title term instead (`title_term_areas`), and `Coverage.areas_by` says so.
+
 An area or section nobody asks about is where new questions help most.
 """
 
@@ -43,6 +48,65 @@ def area_of(document: Document) -> str:
     if isinstance(given, str) and given:
         return given
     return re.split(r"[.:/]", section_of(document), maxsplit=1)[0] or section_of(document)
+
+
+BY_IDS = "the documents' ids (or their `area` metadata)"
+BY_TITLE_TERMS = (
+    "a term of each document's title (its ids and metadata name no groups): the "
+    "commonest title term shared with other documents"
+)
+
+_STOPWORD_TEXT = """a about above after again against all also among an and any are as at be been
+    before being between both but by can could did do does during each few for from
+    further had has have how if in into is it its may might more most new no nor not of
+    off on once only or other our out over own same should so some such than that the
+    their them then there these they this those through to too under until up upon use
+    used using very via was we were what when where which while who whom why will with
+    within without would you your analysis based effect effects role study studies"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+"""English function words, and words that start titles of every subject."""
+_TERM = re.compile(r"[a-z][a-z0-9-]*[a-z0-9]")
+_NO_TERM = "(no shared title term)"
+
+
+def _alone_share(areas: Mapping[str, str]) -> float:
+    """Share of the documents that are alone in their area."""
+    sizes = Counter(areas.values())
+    return sum(1 for a in areas.values() if sizes[a] == 1) / len(areas) if areas else 0.0
+
+
+def _title_terms(document: Document) -> set[str]:
+    """The content words of its title (of its text's first 20 words when it has none)."""
+    text = document.title or " ".join(document.text.split()[:20])
+    return {w for w in _TERM.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+
+
+def title_term_areas(documents: Sequence[Document]) -> dict[str, str]:
+    """`{doc_id: area}`: each document in the group of its commonest title term shared
+    with another document, among the terms in at most half the titles (a term in most
+    titles says nothing); ties go to the alphabetically first term."""
+    terms = {d.doc_id: _title_terms(d) for d in documents}
+    frequency = Counter(t for found in terms.values() for t in found)
+    cap = max(2, len(documents) // 2)
+    areas = {}
+    for doc_id, found in terms.items():
+        shared = [t for t in found if 2 <= frequency[t] <= cap]
+        areas[doc_id] = min(shared, key=lambda t: (-frequency[t], t)) if shared else _NO_TERM
+    return areas
+
+
+def document_areas(documents: Sequence[Document]) -> tuple[dict[str, str], str]:
+    """`{doc_id: area}` and how the areas were made: by `area_of`, or by title terms
+    when that leaves more than half the documents alone and title terms do better."""
+    by_ids = {d.doc_id: area_of(d) for d in documents}
+    alone = _alone_share(by_ids)
+    if alone <= 0.5:
+        return by_ids, BY_IDS
+    by_terms = title_term_areas(documents)
+    ungrouped = sum(1 for a in by_terms.values() if a == _NO_TERM) / len(by_terms)
+    if _alone_share(by_terms) + ungrouped < alone:
+        return by_terms, BY_TITLE_TERMS
+    return by_ids, BY_IDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +163,10 @@ class Coverage:
     missing: tuple[MissingLabel, ...]
     near_ids: frozenset[str]
     """Every document near some question (what `gold synthesize` skips)."""
+    area_of: Mapping[str, str]
+    """`{doc_id: area}` of every document."""
+    areas_by: str = BY_IDS
+    """How documents were grouped into areas (`BY_IDS` or `BY_TITLE_TERMS`)."""
 
     @property
     def near(self) -> int:
@@ -145,6 +213,7 @@ def coverage(
 ) -> Coverage:
     """Coverage of `documents` by `queries`, with each query's lexical `neighbours`."""
     known = {d.doc_id: d for d in documents}
+    area, areas_by = document_areas(documents)
     labelled: set[str] = set()
     near: set[str] = set()
     missing = []
@@ -166,7 +235,7 @@ def coverage(
             section = section_of(document)
             questions_in[section].add(query.query_id)
             for tag in query.tags:
-                tag_areas[tag][area_of(document)] += 1
+                tag_areas[tag][area[doc_id]] += 1
                 tag_sections[tag][section] += 1
         near.update(d for d in neighbours.get(query.query_id, ()) if d in known)
     near |= labelled
@@ -174,8 +243,8 @@ def coverage(
     sections.sort(key=lambda s: (-s.uncovered, -s.documents, s.name))
     area_questions: dict[str, set[str]] = defaultdict(set)
     for document in documents:
-        area_questions[area_of(document)] |= questions_in.get(section_of(document), set())
-    areas = _groups(documents, area_of, labelled, near, area_questions)
+        area_questions[area[document.doc_id]] |= questions_in.get(section_of(document), set())
+    areas = _groups(documents, lambda d: area[d.doc_id], labelled, near, area_questions)
     areas.sort(key=lambda s: (-s.uncovered, s.near / s.documents, s.name))
     tags = tuple(
         TagCoverage(
@@ -195,4 +264,6 @@ def coverage(
         tags,
         tuple(missing),
         frozenset(near),
+        area,
+        areas_by,
     )

@@ -56,6 +56,15 @@ class InputError(LlmEvalError):
         return ": ".join([*parts, self.reason])
 
 
+class PluginError(LlmEvalError):
+    """An installed metric plugin failed to load: names its entry point and distribution.
+
+    Not an InputError, which callers may catch to try another reading of a name: a
+    broken plugin must stop the run, whatever metric was being parsed."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class ComparisonError(LlmEvalError):
     """The inputs are valid but cannot be compared honestly (e.g. another gold set)."""
 

@@ -64,7 +64,7 @@ def measure_coverage(inputs: Inputs) -> tuple[list[Document], Coverage]:
     return documents, coverage(documents, queries, lexical_neighbours(inputs.config, queries))
 
 
-def make_plan(inputs: Inputs, catch: float) -> list[Need]:
-    """The plan for the loaded inputs."""
+def make_plan(inputs: Inputs, catch: float) -> tuple[list[Need], Coverage]:
+    """The plan for the loaded inputs, and the coverage it was made from."""
     _, found = measure_coverage(inputs)
-    return plan(inputs.criteria, inputs.gold.queries, found, catch)
+    return plan(inputs.criteria, inputs.gold.queries, found, catch), found

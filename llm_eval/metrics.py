@@ -5,7 +5,9 @@ relevance labels, from rejection queries, from stale or conflicting context, or 
 what the retriever cost), whether it takes a cutoff, which way is better, its unit
 and label, how a slice pools it, and the code that computes it. Other modules ask
 the parsed `Metric` (`parse_metric("recall@5").lower_is_better`) and never test names.
-Adding a metric is one `register(Family(...))` call here.
+Adding a metric is one `register(Family(...))` call here; an installed distribution
+adds its own through the `llm_eval.metrics` entry points (`llm_eval.plugins`), read
+the first time a name is parsed or the registry listed.
 
 Names are parsed from strings (`recall@5`, `P@10`, `ndcg@10`, `mrr`), the way
 ir_measures parses measures: a family, an optional cutoff `@k`. Every kernel
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -81,6 +83,8 @@ class Family:
     score_range: tuple[float, float] | None = (0.0, 1.0)
     """Where every per-query value lies; None when unbounded (no paired test with
     error rates valid at every size exists for an unbounded mean)."""
+    source: str = "built-in"
+    """Where it comes from: `built-in`, or the plugin distribution's `name version`."""
 
     def usage(self) -> str:
         """How the name is written, e.g. `recall@k` or `mrr, mrr@k`."""
@@ -251,23 +255,54 @@ def _r_precision(j: Judgments, k: int | None) -> FloatArray:
 
 _REGISTRY: dict[str, Family] = {}
 _SPELLINGS: dict[str, Family] = {}
+_PLUGIN_KINDS = ("relevance",)
+"""The kinds a plugin may add: a relevance metric's values come from its own kernel;
+the others are computed by name in their own modules."""
+_loading: str | None = None
+"""The source of the plugin being loaded, stamped on what it registers."""
+_plugins_loaded = False
 
 
 def register(family: Family) -> Family:
     """Add a family to the registry; its name and aliases must be new."""
-    assert (family.kernel is not None) == (family.kind == "relevance"), family.name
-    assert (family.aggregate is not None) == (family.kind == "service"), family.name
-    for spelling in (family.name, *family.aliases):
-        assert spelling.lower() not in _SPELLINGS, f"{spelling} is registered twice"
-        _SPELLINGS[spelling.lower()] = family
+    if _loading is not None:
+        if family.kind not in _PLUGIN_KINDS:
+            raise ValueError(f"{family.name}: a plugin metric must be of kind relevance")
+        family = replace(family, source=_loading)
+    if (family.kernel is not None) != (family.kind == "relevance"):
+        raise ValueError(f"{family.name}: a relevance metric, and only one, has a kernel")
+    if (family.aggregate is not None) != (family.kind == "service"):
+        raise ValueError(f"{family.name}: a service metric, and only one, has an aggregate")
+    spellings = [s.lower() for s in (family.name, *family.aliases)]
+    for spelling in spellings:
+        if spelling in _SPELLINGS:
+            raise ValueError(f"metric {spelling!r} is already registered")
+    _SPELLINGS.update(dict.fromkeys(spellings, family))
     _REGISTRY[family.name] = family
     parse_metric.cache_clear()
     return family
 
 
+def _load_plugins() -> None:
+    """Register the metrics of the installed plugins, once per process."""
+    global _plugins_loaded, _loading
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from llm_eval.plugins import installed_plugins  # reads installed distributions' metadata
+
+    for plugin in installed_plugins():
+        _loading = plugin.source
+        try:
+            plugin.load()
+        finally:
+            _loading = None
+
+
 def families() -> Iterator[Family]:
-    """Every registered family, in registration order."""
-    return iter(_REGISTRY.values())
+    """Every registered family, built-in first, then the plugins', in registration order."""
+    _load_plugins()
+    return iter(list(_REGISTRY.values()))
 
 
 def valid_metric_names() -> str:
@@ -281,6 +316,7 @@ _NAME = re.compile(r"^\s*([a-z_0-9]+?)(?:\s*@\s*(\S+))?\s*$")
 @lru_cache(maxsize=1024)
 def parse_metric(name: str) -> Metric:
     """Parse `recall@5`, `P@10`, `MRR`, `latency_p95` ... (case-insensitive)."""
+    _load_plugins()
     match = _NAME.match(name.lower())
     family = _SPELLINGS.get(match.group(1)) if match else None
     if match is None or family is None:
@@ -300,9 +336,14 @@ def coverage_metric(metric: str, default_k: int) -> str | None:
 def relevance_metric(name: str) -> Metric:
     """A metric computed from relevance labels; any other kind is an error saying so."""
     parsed = parse_metric(name)
+    if parsed.kind in ("ranking", "rejection"):
+        raise InputError(
+            f"llm_eval.evaluate computes relevance metrics; {parsed.name} needs the run's "
+            "scores or rejection queries: `llm-eval evaluate --gold` computes it"
+        )
     if parsed.kind != "relevance":
         raise InputError(
-            f"evaluate computes relevance metrics; {parsed.name} is computed by "
+            f"llm_eval.evaluate computes relevance metrics; {parsed.name} is computed by "
             "`llm-eval gate`, which reads the config"
         )
     return parsed

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,10 +66,11 @@ def choose_chunks(
     target: Target,
     skip: Iterable[str],
     rng: random.Random,
+    areas: Mapping[str, str] | None = None,
 ) -> list[Document]:
     """Up to `target.count` documents, none of them in `skip`, drawn at random: first
     from the target's pool, then from its areas (any area when it names none), each
-    area in turn."""
+    area in turn. `areas` is coverage's `{doc_id: area}` (default: `area_of`)."""
     skipped = set(skip)
     chosen: list[Document] = []
     if target.pool:  # best first: drawn at random from the first three per question wanted
@@ -82,7 +83,7 @@ def choose_chunks(
     for document in documents:
         if document.doc_id in skipped or not document.text.strip():
             continue
-        area = area_of(document)
+        area = areas[document.doc_id] if areas is not None else area_of(document)
         if not target.areas or area in target.areas:
             pools.setdefault(area, []).append(document)
     for pool in pools.values():

@@ -300,13 +300,139 @@ def test_console_script_returns_the_exit_code(tmp_path: Path, run: Path) -> None
     assert json.loads(good.stdout)["metrics"]["mrr"] == 0.5
 
 
-@pytest.mark.parametrize("metric", ["latency_p95", "rejection_accuracy", "stale_rate@5"])
-def test_non_relevance_metrics_point_to_the_gate(
+@pytest.mark.parametrize("metric", ["latency_p95", "stale_rate@5", "context_recall"])
+def test_metrics_that_need_the_config_point_to_the_gate(
     capsys: pytest.CaptureFixture[str], gold: Path, run: Path, metric: str
 ) -> None:
     code = main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", metric])
     assert code == 3
     assert capsys.readouterr().err == (
-        f"llm-eval: error: evaluate computes relevance metrics; {metric} is computed by "
-        "`llm-eval gate`, which reads the config\n"
+        "llm-eval: error: evaluate computes relevance, ranking and rejection metrics; "
+        f"{metric} is computed by `llm-eval gate`, which reads the config\n"
     )
+
+
+# Ranking and rejection metrics need only the run and the gold set: evaluate computes
+# them, and gives what the gate gives on the same files.
+GATE_GOLD = [
+    {"query_id": "r1", "query": "a?", "relevant": {"d1": 2, "d2": 1}},
+    {"query_id": "r2", "query": "b?", "relevant": {"d3": 1}},
+    {"query_id": "n1", "query": "c?", "is_rejection": True},
+    {"query_id": "n2", "query": "d?", "is_rejection": True},
+    {"query_id": "n3", "query": "e?", "is_rejection": True},
+    {"query_id": "n4", "query": "f?", "is_rejection": True},
+]
+
+
+def _scored(*pairs: tuple[str, float]) -> list[dict[str, object]]:
+    return [{"doc_id": doc, "score": score} for doc, score in pairs]
+
+
+GATE_RUN = [
+    # rank correlation: grades (0, 1, 2) against positions 1..3 → rho = -1
+    {"query_id": "r1", "results": _scored(("d9", 3.0), ("d2", 2.0), ("d1", 1.0))},
+    # grades (1, 0, 0) → rho = +sqrt(3)/2 (ties share ranks)
+    {"query_id": "r2", "results": _scored(("d3", 4.0), ("d8", 2.0), ("d7", 2.0))},
+    {"query_id": "n1", "results": [], "abstain": True},  # rejected: abstained
+    {"query_id": "n2", "results": _scored(("d1", 0.2))},  # rejected at threshold 0.5
+    {"query_id": "n3", "results": _scored(("d1", 0.9))},  # confident
+    # n4 is missing from the run: not rejected
+]
+
+
+def gate_project(root: Path, threshold: str) -> Path:
+    (root / "config").mkdir(parents=True)
+    config = "gold:\n  - {path: gold.jsonl, tier: A}\nretriever: {kind: run, path: run.jsonl}\n"
+    (root / "config" / "llm-eval.yaml").write_text(config + threshold, encoding="utf-8")
+    gates = "".join(
+        f"  - {{name: g{i}, metric: {m}, threshold: 0, severity: warning}}\n"
+        for i, m in enumerate(["rejection_accuracy", "score_discrimination@3",
+                               "rank_correlation@3", "false_confidence_rate"])
+    )  # fmt: skip
+    (root / "config" / "ship-criteria.yaml").write_text(f"gates:\n{gates}", encoding="utf-8")
+    write_jsonl(root / "gold.jsonl", GATE_GOLD)
+    write_jsonl(root / "run.jsonl", GATE_RUN)
+    return root
+
+
+def cv(scores: list[float]) -> float:
+    mean = sum(scores) / len(scores)
+    return (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5 / mean
+
+
+@pytest.mark.parametrize(
+    ("config_line", "option", "accuracy"),
+    [
+        ("", [], 1 / 4),
+        ("rejection_score_threshold: 0.5\n", ["--rejection-score-threshold", "0.5"], 2 / 4),
+    ],
+)
+def test_evaluate_computes_ranking_and_rejection_metrics_as_the_gate_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    config_line: str,
+    option: list[str],
+    accuracy: float,
+) -> None:
+    project = gate_project(tmp_path, config_line)
+    monkeypatch.chdir(project)
+    assert main(["gate"]) == 0
+    capsys.readouterr()
+    report = json.loads((project / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
+    gated = {g["metric"]: g["value"] for g in report["gates"]}
+    metrics = ["-m", "rejection_accuracy", "-m", "score_discrimination@3",
+               "-m", "rank_correlation@3", "-m", "false_confidence_rate", "-m", "mrr"]  # fmt: skip
+    got = evaluate_json(capsys, "--gold", "gold.jsonl", "--run", "run.jsonl", *metrics, *option)
+    expected = {
+        "rejection_accuracy": accuracy,
+        "false_confidence_rate": 1 - accuracy,
+        "score_discrimination@3": (cv([3.0, 2.0, 1.0]) + cv([4.0, 2.0, 2.0])) / 2,
+        "rank_correlation@3": (-1 + 3**0.5 / 2) / 2,
+    }
+    assert got["metrics"] == pytest.approx({**expected, "mrr": (1 / 2 + 1) / 2}, abs=1e-12)
+    assert gated == pytest.approx(expected, abs=1e-12)
+
+
+def test_evaluate_per_query_rows_hold_the_metrics_each_query_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(gate_project(tmp_path, ""))
+    monkeypatch.setenv("COLUMNS", "80")
+    args = ["evaluate", "--gold", "gold.jsonl", "--run", "run.jsonl", "--per-query"]
+    assert main([*args, "-m", "rejection_accuracy", "-m", "rank_correlation@3"]) == 0
+    assert capsys.readouterr().out == (
+        "query  rejection_accuracy  rank_correlation@3\n"
+        "-----  ------------------  ------------------\n"
+        "all                0.2500             -0.0670\n"
+        "r1                    n/a             -1.0000\n"
+        "r2                    n/a              0.8660\n"
+        "n1                 1.0000                 n/a\n"
+        "n2                 0.0000                 n/a\n"
+        "n3                 0.0000                 n/a\n"
+        "n4                 0.0000                 n/a\n"
+        "\n"
+        "2 queries evaluated; 4 without a relevant document, left out\n"
+        "\n"
+        "A rejection query counts as rejected when the run abstained or returned nothing.\n"
+    )
+
+
+def test_rejection_metrics_need_a_gold_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(TREC_QRELS, encoding="utf-8")
+    run = tmp_path / "run.trec"
+    run.write_text(TREC_RUN, encoding="utf-8")
+    base = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--format", "json"]
+    assert main([*base, "-m", "rejection_accuracy"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: rejection_accuracy needs a gold set (--gold): qrels do not mark "
+        "rejection queries\n"
+    )
+    assert main([*base, "-m", "score_discrimination@2"]) == 0
+    # q1 is ranked d9 (3.0), then d2 and d1 tied at 1.0; q2 d3 (0.9), d8 (0.5).
+    expected = (cv([3.0, 1.0]) + cv([0.9, 0.5])) / 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"]["score_discrimination@2"] == pytest.approx(expected, abs=1e-12)

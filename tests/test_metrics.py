@@ -227,7 +227,7 @@ def test_a_family_computes_the_way_its_kind_says() -> None:
 
 
 def test_a_spelling_cannot_be_registered_twice() -> None:
-    with pytest.raises(AssertionError, match="p is registered twice"):
+    with pytest.raises(ValueError, match="metric 'p' is already registered"):
         register(Family("p", "rejection", "none", "x", "x", "share"))
 
 
@@ -269,3 +269,17 @@ def test_a_registered_metric_is_known_to_config_wording_and_help(
         assert "  first_hit_rate@k\n    1 when rank 1 is relevant; a percentage" in metric_table()
     finally:
         parse_metric.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("metric", "hint"),
+    [
+        ("rank_correlation@5", "needs the run's scores or rejection queries: "
+         "`llm-eval evaluate --gold` computes it"),
+        ("stale_rate@5", "is computed by `llm-eval gate`, which reads the config"),
+    ],
+)  # fmt: skip
+def test_the_api_points_to_where_other_metrics_are_computed(metric: str, hint: str) -> None:
+    with pytest.raises(InputError) as raised:
+        llm_eval.evaluate({"q": {"d": 1}}, {"q": ["d"]}, [metric])
+    assert str(raised.value) == f"llm_eval.evaluate computes relevance metrics; {metric} {hint}"

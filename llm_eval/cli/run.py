@@ -54,6 +54,13 @@ from llm_eval.output import encodes
     show_default=True,
     help="Smallest grade that counts as relevant for binary metrics.",
 )
+@click.option(
+    "--rejection-score-threshold",
+    type=float,
+    metavar="SCORE",
+    help="A rejection query whose top score is below SCORE counts as rejected (the config's "
+    "rejection_score_threshold; unset: only abstaining or returning nothing does).",
+)
 @click.option("--per-query", is_flag=True, help="Also show each query's values.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
 def evaluate(
@@ -63,10 +70,13 @@ def evaluate(
     run_format: str,
     metrics: tuple[str, ...],
     relevance_level: int,
+    rejection_score_threshold: float | None,
     per_query: bool,
     output_format: str,
 ) -> None:
-    """Compute metrics of a run against a gold set or qrels (no gate)."""
+    """Compute metrics of a run against a gold set or qrels (no gate).
+
+    Relevance and ranking metrics, and with a gold set the rejection metrics."""
     from llm_eval.commands import evaluate as command
 
     if bool(gold_paths) == (qrels_path is not None):
@@ -78,6 +88,7 @@ def evaluate(
         qrels_path=qrels_path,
         run_format=run_format,  # type: ignore[arg-type]
         relevance_level=relevance_level,
+        rejection_score_threshold=rejection_score_threshold,
     )
     if output_format == "json":
         echo(json.dumps(command.to_json(scores, per_query), indent=2))

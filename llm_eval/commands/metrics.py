@@ -1,4 +1,5 @@
-"""`llm-eval metrics`: every registered metric, how it is written, what it measures."""
+"""`llm-eval metrics`: every registered metric, how it is written, what it measures, and
+for a plugin's metric the distribution it comes from."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ _UNITS = {
 def _entry(family: Family, width: int) -> list[str]:
     better = "higher" if family.higher_is_better else "lower"
     text = f"{family.description}; {_UNITS[family.unit]}, {better} is better"
+    if family.source != "built-in":
+        text += f"; from the plugin {family.source}"
     return [f"  {family.usage()}", *("    " + line for line in wrap(text, width - 4, ""))]
 
 

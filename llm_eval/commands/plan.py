@@ -19,7 +19,7 @@ def run_plan(
     if not catch > 1:
         raise InputError(f"--catch must be above 1 (a multiple of the limit), got {catch:g}")
     inputs = load_inputs(config_path, criteria_path)
-    needs = make_plan(inputs, catch)
+    needs, found = make_plan(inputs, catch)
     path = out or inputs.config.output / "plan.json"
-    write_atomic(path, plan_json(needs, catch))
-    return f"{plan_text(needs, catch, width)}\n\nWrote {path}"
+    write_atomic(path, plan_json(needs, catch, found.areas_by))
+    return f"{plan_text(needs, catch, width, found.areas_by)}\n\nWrote {path}"

@@ -120,7 +120,7 @@ def run_synthesize(
     for target in targets(plan(inputs.criteria, inputs.gold.queries, found), found, n, tag):
         if target.tag is not None:
             target = replace(target, pool=_tag_pool(inputs, target.tag, used))
-        for chunk in choose_chunks(documents, target, used, rng):
+        for chunk in choose_chunks(documents, target, used, rng, found.area_of):
             used.add(chunk.doc_id)
             values = {"title": chunk.title or chunk.doc_id, "passage": chunk.text[:PASSAGE_CHARS]}
             calls.append(Call("question_writing", values, chunk, target))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_eval.coverage import NEIGHBOURS, Coverage, SectionCoverage
+from llm_eval.coverage import BY_IDS, NEIGHBOURS, Coverage, SectionCoverage
 from llm_eval.english import plural
 from llm_eval.output import render_table, wrap
 
@@ -30,6 +30,8 @@ def coverage_text(found: Coverage, width: int = 80, shown: int = 12) -> str:
         f"Sections no question is near: {len(untouched)} of {len(found.sections)}"
         + (f" ({sum(s.documents for s in untouched)} documents)." if untouched else ".")
     )
+    if found.areas_by != BY_IDS:
+        lines.append(f"Areas group documents by {found.areas_by}.")
     wrapped = [w for line in lines for w in wrap(line, width, "")]
     rows = [
         [
@@ -86,6 +88,7 @@ def coverage_json(found: Coverage) -> str:
         "near": found.near,
         "uncovered_share": found.uncovered_share,
         "neighbours": NEIGHBOURS,
+        "areas_by": found.areas_by,
         "areas": [_group_json(s) for s in found.areas],
         "sections": [_group_json(s) for s in found.sections],
         "tags": [

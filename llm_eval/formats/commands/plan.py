@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from llm_eval.coverage import BY_IDS
 from llm_eval.english import listed, plural
 from llm_eval.gold_plan import Need
 from llm_eval.metrics import parse_metric
@@ -14,8 +15,9 @@ from llm_eval.output import render_table, wrap
 from llm_eval.wording import drop_size
 
 
-def plan_text(needs: Sequence[Need], catch: float, width: int = 80) -> str:
-    """The table and, per scope that falls short, what to write."""
+def plan_text(needs: Sequence[Need], catch: float, width: int = 80, areas_by: str = BY_IDS) -> str:
+    """The table and, per scope that falls short, what to write (and, when the corpus's
+    ids name no groups, how its areas were made)."""
     rows = []
     for need in needs:
         metric = need.gate.metric
@@ -50,6 +52,8 @@ def plan_text(needs: Sequence[Need], catch: float, width: int = 80) -> str:
             f"{tier}, about: {regions}"
         )
         lines += wrap(text, width, "  ")
+    if areas_by != BY_IDS:
+        lines += ["", *wrap(f"Areas group documents by {areas_by}.", width, "")]
     lines.append("")
     lines += wrap(
         "`llm-eval gold synthesize --n N` drafts questions for these areas (with --tag "
@@ -60,7 +64,7 @@ def plan_text(needs: Sequence[Need], catch: float, width: int = 80) -> str:
     return "\n".join(lines)
 
 
-def plan_json(needs: Sequence[Need], catch: float) -> str:
+def plan_json(needs: Sequence[Need], catch: float, areas_by: str = BY_IDS) -> str:
     """The plan, for tools (and for a person who wants every section)."""
 
     def number(value: float) -> float | None:
@@ -68,6 +72,7 @@ def plan_json(needs: Sequence[Need], catch: float) -> str:
 
     document: dict[str, Any] = {
         "catch": catch,
+        "areas_by": areas_by,
         "scopes": [
             {
                 "gate": n.gate.name,
