@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llm_eval.coverage import Coverage, area_of
 from llm_eval.gold_plan import Need
@@ -114,3 +114,50 @@ class Deduplicator:
             return False
         self.seen.append(frozenset(tokens(question)))
         return True
+
+
+class MeaningDeduplicator:
+    """Remembers questions by their embeddings; says whether a new one means nearly the
+    same as any of them (cosine at or above the limit), which a paraphrase sharing few
+    words escapes in token F1. `embed` maps texts to vectors (an `Embedder`'s)."""
+
+    def __init__(
+        self,
+        questions: Sequence[str],
+        limit: float,
+        embed: Callable[[Sequence[str]], list[list[float]]],
+    ) -> None:
+        import numpy as np
+
+        self.limit = limit
+        self.embed = embed
+        vectors = np.asarray(embed(list(questions)), dtype=np.float64) if questions else None
+        self.seen = None if vectors is None else _unit(vectors)
+
+    def closest(self, question: str) -> float:
+        """The largest cosine against a remembered question (-1 with none)."""
+        import numpy as np
+
+        vector = _unit(np.asarray(self.embed([question]), dtype=np.float64))
+        self._last = vector
+        if self.seen is None or not len(self.seen):
+            return -1.0
+        return float((self.seen @ vector[0]).max())
+
+    def admit(self, question: str) -> bool:
+        """Remember the question unless it is at or above the limit."""
+        import numpy as np
+
+        if self.closest(question) >= self.limit:
+            return False
+        vector = self._last
+        self.seen = vector if self.seen is None else np.vstack([self.seen, vector])
+        return True
+
+
+def _unit(vectors: Any) -> Any:
+    """Rows scaled to length 1 (a zero row stays zero: it is close to nothing)."""
+    import numpy as np
+
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0.0, norms, 1.0)

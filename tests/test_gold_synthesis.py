@@ -6,10 +6,11 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,13 @@ from llm_eval.cli import main
 from llm_eval.commands.init import point_workflow, scaffold_text
 from llm_eval.corpus import Document
 from llm_eval.coverage import coverage
-from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
+from llm_eval.synthesis import (
+    Deduplicator,
+    MeaningDeduplicator,
+    Target,
+    choose_chunks,
+    targets,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 stub = script("stub_openai")
@@ -297,3 +304,51 @@ def test_the_scaffold_workflows_are_this_repositorys() -> None:
         ours = (REPO / ".github" / "workflows" / name).read_text()
         assert scaffold_text(f"workflows/{name}") == ours
         assert point_workflow(ours, "a/b@c") != ours  # every one is pointed at the source
+
+
+SYNONYMS = {
+    **{"sort": "order", "order": "order", "list": "seq", "sequence": "seq", "reverse": "back"},
+    **{"socket": "net", "timeout": "wait"},
+}
+
+
+def _concepts(texts: Sequence[str]) -> list[list[float]]:
+    """A deterministic stand-in for an embedding model: one axis per concept, synonyms
+    on the same axis, so a paraphrase is close in meaning while sharing few words."""
+    axes = sorted(set(SYNONYMS.values()))
+    return [
+        [
+            float(sum(SYNONYMS.get(w) == axis for w in re.findall("[a-z]+", text.lower())))
+            for axis in axes
+        ]
+        for text in texts
+    ]
+
+
+def test_a_paraphrase_sharing_few_words_is_caught_by_meaning_not_by_token_f1() -> None:
+    known = ["How do I sort a list in reverse?"]
+    paraphrase = "Order a sequence backwards, reverse it"
+    assert Deduplicator(known, 0.7).admit(paraphrase)  # few shared words: let through
+    meaning = MeaningDeduplicator(known, 0.9, _concepts)
+    assert meaning.closest(paraphrase) == pytest.approx(1.0)
+    assert not meaning.admit(paraphrase)
+    assert meaning.admit("What is a socket timeout?")  # far from every known one
+    assert not meaning.admit("socket timeout, what is it?")  # now remembered itself
+
+
+def test_with_embeddings_synthesize_drops_paraphrases_and_says_so(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stub's embeddings behind `embeddings:`; at a limit every drafted question
+    reaches, each one is dropped as a paraphrase, and the summary says how many."""
+    config = yaml.safe_load(Path("judged.yaml").read_text())
+    config["embeddings"] = {"base_url": config["judge"]["base_url"], "model": "stub-embed"}
+    Path("judged.yaml").write_text(yaml.safe_dump(config))
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]
+    assert main([*args, "--max-similarity", "-0.999"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "3 dropped as paraphrases (embedding cosine >= -0.999)" in out
+    assert "0 candidates written" in out
+    assert any(r["path"].endswith("/embeddings") for r in project.requests)
+    assert main(args) == 0  # at the default limit, the drafts are not paraphrases
+    assert "3 candidates written" in capsys.readouterr().out.replace("\n", " ")

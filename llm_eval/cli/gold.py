@@ -115,6 +115,14 @@ def gold_plan(
     show_default=True,
     help="Drop a question whose token F1 with an existing one reaches this.",
 )
+@click.option(
+    "--max-similarity",
+    type=click.FloatRange(-1, 1, min_open=True),
+    default=0.9,
+    show_default=True,
+    help="With `embeddings:` in the config, also drop a question whose embedding cosine "
+    "with an existing one reaches this: a paraphrase sharing few words.",
+)
 @click.option("--max-cost", type=click.FloatRange(0), help="Refuse to start above this cost.")
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and cost; ask nothing.")
 def gold_synthesize(
@@ -127,6 +135,7 @@ def gold_synthesize(
     out: Path | None,
     seed: int,
     max_overlap: float,
+    max_similarity: float,
     max_cost: float | None,
     dry_run: bool,
 ) -> None:
@@ -146,6 +155,7 @@ def gold_synthesize(
             out=out,
             seed=seed,
             max_overlap=max_overlap,
+            max_similarity=max_similarity,
             max_cost=max_cost,
             dry_run=dry_run,
             width=terminal_width(),

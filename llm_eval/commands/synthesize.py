@@ -28,6 +28,7 @@ from llm_eval import defaults
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
+from llm_eval.endpoints.embedders import embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
@@ -40,10 +41,21 @@ from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.retrieval import count_errors
-from llm_eval.synthesis import Deduplicator, Target, choose_chunks, targets
+from llm_eval.synthesis import (
+    Deduplicator,
+    MeaningDeduplicator,
+    Target,
+    choose_chunks,
+    targets,
+)
 from llm_eval.textio import append_atomic
 
 CANDIDATE_TIER = "candidate"
+MAX_SIMILARITY = 0.9
+"""The embedding cosine at or above which a drafted question is a paraphrase of one
+already in the gold set or drafted before (with `embeddings:` in the config)."""
+
+
 PASSAGE_CHARS = 4000
 """The longest passage sent to the model (longer chunks are cut)."""
 CHECKED = 5
@@ -93,6 +105,7 @@ def run_synthesize(
     out: Path | None = None,
     seed: int = 0,
     max_overlap: float = 0.7,
+    max_similarity: float = MAX_SIMILARITY,
     max_cost: float | None = None,
     dry_run: bool = False,
     width: int = 80,
@@ -139,7 +152,7 @@ def run_synthesize(
             f"synthesizing would cost about {estimate.cost:.4f} ({estimate}), more than "
             f"--max-cost {max_cost:g}; nothing was asked"
         )
-    written, report = _ask(inputs, client, calls, existing, max_overlap, documents)
+    written, report = _ask(inputs, client, calls, existing, max_overlap, documents, max_similarity)
     if written:
         append_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
     usage = client.usage
@@ -224,10 +237,13 @@ def _ask(
     existing: Sequence[GoldQuery],
     max_overlap: float,
     documents: Sequence[Document],
+    max_similarity: float = MAX_SIMILARITY,
 ) -> tuple[list[dict[str, Any]], str]:
     config = inputs.config
     questions = [q.query for q in (*inputs.gold.queries, *existing)]
     dedupe = Deduplicator(questions, max_overlap)
+    meaning = _meaning_deduplicator(config, questions, max_similarity)
+    paraphrases = 0
     texts = {d.doc_id: d.text for d in documents}
     duplicates = answered = 0
     failures: list[str] = []  # why each failed call failed, as `kind: detail`
@@ -250,6 +266,14 @@ def _ask(
             if not dedupe.admit(question):
                 duplicates += 1
                 continue
+            if meaning is not None:
+                try:
+                    if not meaning.admit(question):
+                        paraphrases += 1
+                        continue
+                except EndpointFailed as exc:
+                    failures.append(f"embeddings {exc}")
+                    continue
             if call.chunk is None:
                 verdicts = _check_rejection(inputs, session, question, texts)
                 failures += [v for v in verdicts if isinstance(v, str)]
@@ -270,6 +294,10 @@ def _ask(
     parts = [f"{plural(len(calls), 'question', 'questions')} asked for"]
     if duplicates:
         parts.append(f"{duplicates} dropped as near-duplicates (token F1 >= {max_overlap:g})")
+    if paraphrases:
+        parts.append(
+            f"{paraphrases} dropped as paraphrases (embedding cosine >= {max_similarity:g})"
+        )
     if answered:
         parts.append(f"{answered} rejection questions dropped: the corpus answers them")
     if failed:
@@ -285,6 +313,22 @@ def _ask(
 def _first(failures: Sequence[str]) -> str:
     """The first failure in full, when it says more than its kind."""
     return f" (the first: {failures[0]})" if ": " in failures[0] else ""
+
+
+def _meaning_deduplicator(
+    config: Any, questions: Sequence[str], limit: float
+) -> MeaningDeduplicator | None:
+    """With `embeddings:` in the config, paraphrases are caught by meaning as well as by
+    shared words; the gold set's questions are embedded once (and cached)."""
+    if config.embeddings is None:
+        return None
+    client = embedder(config.embeddings, config.output / "cache" / "embeddings")
+    try:
+        return MeaningDeduplicator(questions, limit, client.embed)
+    except EndpointFailed as exc:
+        raise ExternalError(
+            f"embeddings: the gold set's questions could not be embedded to find paraphrases: {exc}"
+        ) from None
 
 
 def _why(failure: Exception) -> str:
