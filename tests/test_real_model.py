@@ -12,6 +12,7 @@ extra is not installed; `.ci/run` installs it.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,7 +83,18 @@ def test_the_judged_demo_reads_the_models_structured_answers_and_caches_them(
 ) -> None:
     config = local.judged_project(tmp_path, server.url, QUERIES, top_k=CHUNKS, metrics=JUDGED)
     before = server.calls("chat/completions")
+    criteria = str(config.parent / "ship-criteria.yaml")
+    dry = llm_eval("gate", "--config", str(config), "--criteria", criteria, "--dry-run")
+    ran_cleanly(dry)
+    found = re.search(r"about ([\d,]+) prompt", " ".join(dry.stdout.split()))
+    assert found is not None, dry.stdout
+    estimated = int(found.group(1).replace(",", ""))
+    assert server.calls("chat/completions") == before  # a dry run asks nothing
     first = gate(config)["report"]["judge"]
+    # With no cached call to measure by, the estimate is 4 characters a token; against
+    # this model's own tokenizer it came within 1% (6,074 estimated, 6,063 counted on 4
+    # queries). Checked at 25%: a prompt change that breaks the estimate fails here.
+    assert abs(estimated - first["prompt_tokens"]) <= 0.25 * first["prompt_tokens"]
     asked = server.calls("chat/completions") - before
     # The first call is refused its json_schema shape (llama-cpp-python takes only
     # json_object) and asked again; every later call goes straight to json_object.
