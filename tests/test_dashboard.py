@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_history import demo_baseline, fast_import, init_repo, with_misses
 
 from llm_eval.cli import main
-from tests.test_history import demo_baseline, fast_import, init_repo, with_misses
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO, copy_demo
 
 from llm_eval.cli import main
 from llm_eval.history import SPARK_BARS, SPARK_GAP, sparkline
-from tests.conftest import REPO, copy_demo
 
 BASELINE = "gold/baseline.json"
 T0 = 1_760_000_000  # the generated commits are a day apart from here

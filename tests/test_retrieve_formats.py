@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.run_io import dump_trec, load_run
 from llm_eval.runs import QueryResults, RankedResult, Run
-from tests.conftest import REPO
 
 METRICS = ["recall@5", "recall@10", "mrr", "ndcg@10", "map@10", "precision@5", "hit_rate@5"]
 GOLD = ["gold/python-docs-A.jsonl", "gold/python-docs-B.jsonl"]
