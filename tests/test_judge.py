@@ -501,8 +501,9 @@ def test_the_readme_shows_the_real_judged_demo_output(
         (
             {"base_url": "http://h/v1", "model": "m", "temprature": 0},
             "llm-eval.yaml:1: judge.temprature: unknown key (valid keys: api_key, backoff_s, "
-            "base_url, concurrency, max_answer_bytes, max_backoff_s, max_error_rate, max_tokens, model, "
-            "price_per_1k_input, price_per_1k_output, response_format, retries, seed, "
+            "base_url, concurrency, max_answer_bytes, max_backoff_s, max_error_rate, "
+            "max_tokens, model, price_per_1k_input, price_per_1k_output, response_format, "
+            "retries, seed, "
             "temperature, timeout_s)",
         ),
         (
