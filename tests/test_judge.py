@@ -91,6 +91,7 @@ def test_answers_are_read(content: str, parse: Any, expected: object) -> None:
         ('{"attributed": [1, 0]}', lambda c: attributions(c, 3)),
         ('{"score": 1.5}', score),
         ('{"score": NaN}', score),
+        ('{"verdict": ' + "[" * 5000 + "1}", verdict),  # too deep for Python's parser
     ],
 )
 def test_an_answer_not_in_the_asked_shape_is_refused(content: str, parse: Any) -> None:

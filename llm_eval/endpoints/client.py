@@ -99,10 +99,13 @@ class Usage:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def ignore_usage(self, url: str, value: Any) -> None:
-        """Count an answer whose usage is not counted; a note on stderr the first time."""
+        """Count an answer whose usage is not counted; a note on stderr the first time an
+        endpoint answers such usage in this process."""
         with self._lock:
             self.ignored_usage += 1
-            first = self.ignored_usage == 1
+        with _noted_lock:
+            first = url not in _noted
+            _noted.add(url)
         if first:
             shown = repr(value)
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
@@ -140,6 +143,11 @@ def price(settings: Mapping[str, Any], prompt_tokens: int, answer_tokens: int) -
         prompt_tokens * settings["price_per_1k_input"]
         + answer_tokens * settings.get("price_per_1k_output", 0.0)
     ) / 1000
+
+
+_noted: set[str] = set()
+"""Endpoints whose odd usage has been noted on stderr (once per process)."""
+_noted_lock = threading.Lock()
 
 
 class EndpointFailed(Exception):
