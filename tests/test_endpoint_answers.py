@@ -213,8 +213,9 @@ def _echo_key(path: str, answer: dict[str, Any]) -> bytes:
     """Each verdict replaced by one quoting the key, raw and escaped."""
     if path.endswith("/chat/completions"):
         echoed = f"you sent {KEY} ({quote(KEY, safe='')}, {json.dumps(KEY)})"
-        content = {"verdict": echoed, "attributed": echoed, "questions": echoed}
-        answer["choices"][0]["message"]["content"] = json.dumps(content)
+        escaped = "".join(f"\\u{ord(c):04x}" for c in KEY)  # JSON's other way to write it
+        content = f'{{"verdict": "you sent {escaped}", "questions": {json.dumps(echoed)}}}'
+        answer["choices"][0]["message"]["content"] = content
     return json.dumps(answer).encode()
 
 

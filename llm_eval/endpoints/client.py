@@ -684,4 +684,29 @@ def _parse_completion(content: bytes, secrets: Sequence[str] = ()) -> Answer:
         raise EndpointFailed(
             "malformed answer: the content holds a lone UTF-16 surrogate"
         ) from None
-    return Answer(scrub(text, secrets), 0, 0, usage=usage)
+    return Answer(_scrub_content(text, secrets), 0, 0, usage=usage)
+
+
+def _scrub_content(text: str, secrets: Sequence[str]) -> str:
+    """The content without the key: its written forms replaced, and, when the content is
+    JSON whose strings hold the key once decoded (escaped as `\\u0073k-...`), the JSON
+    written again with the key replaced."""
+    text = scrub(text, secrets)
+    if not secrets or "\\" not in text:
+        return text
+    try:
+        value = json.loads(text)
+        cleaned = _scrub_value(value, secrets)
+    except (ValueError, RecursionError):
+        return text
+    return text if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
+
+
+def _scrub_value(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, list):
+        return [_scrub_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secrets): _scrub_value(v, secrets) for k, v in value.items()}
+    return value
