@@ -7,20 +7,25 @@ echoes back is in no output; an answer over `max_answer_bytes` fails its call.""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from conftest import gold_query, script
 from test_gain import project, run_gain
 from test_judge import gate, report, with_answers, write_project
 
 from llm_eval.errors import ExternalError
+from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 
 stub = script("stub_openai")
@@ -251,3 +256,36 @@ def test_an_answer_over_max_answer_bytes_fails_its_call(
     failed = [r for r in unscored.values() if "answer over 2,048 bytes" in r]
     assert len(failed) == 2  # q1 and q2 (q3 has nothing to judge)
     assert not list((root / "out" / "cache" / "judge").rglob("*.json"))
+
+
+class _Endless(BaseHTTPRequestHandler):
+    """Answers 200 with no Content-Length and a body that streams 64 KiB chunks until
+    the client hangs up (at most 64 MiB)."""
+
+    protocol_version = "HTTP/1.0"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(1024):
+                self.wfile.write(b" " * 65536)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_answer_without_a_length_is_cut_at_the_cap() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endless)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    try:
+        with httpx.Client(timeout=10) as client, pytest.raises(CallFailed) as failed:
+            post_json(client, url, {}, RetryPolicy(retries=0), Breaker(3), None, 100_000)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(failed.value) == "answer over 100,000 bytes (max_answer_bytes)"
