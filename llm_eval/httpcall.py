@@ -136,14 +136,17 @@ def post_json(
     policy: RetryPolicy,
     breaker: Breaker,
     final: Callable[[httpx.Response], bool] | None = None,
+    max_bytes: int | None = None,
 ) -> Answer:
     """The successful answer to POSTing `payload`, and its latency in ms (of the attempt
     that succeeded: waits between retries measure the policy, not the service);
     CallFailed when every allowed attempt failed. An error answer for which `final`
-    says True is not retried (a server refusing a field says so with a 500 as well)."""
+    says True is not retried (a server refusing a field says so with a 500 as well).
+    With `max_bytes`, an answer longer than that fails (`answer over N bytes`, not
+    retried) as soon as it is known to be, without reading the rest of it."""
     retries = 0 if breaker.open else policy.retries
     attempt = 0
-    while isinstance(outcome := _attempt(client, url, payload, final), Failure):
+    while isinstance(outcome := _attempt(client, url, payload, final, max_bytes), Failure):
         if not outcome.retryable or attempt == retries:
             breaker.record(outcome.error in UNREACHABLE)
             raise CallFailed(outcome.error, outcome.detail)
@@ -156,6 +159,33 @@ def post_json(
     return outcome
 
 
+class _TooLarge(Exception):
+    """An answer longer than the cap; the message is the error to record."""
+
+
+def _post_capped(client: httpx.Client, url: str, payload: Any, max_bytes: int) -> httpx.Response:
+    """The answer read in chunks, up to `max_bytes` (decoded); _TooLarge past them."""
+    with client.stream("POST", url, json=payload) as streamed:
+        too_large = _TooLarge(f"answer over {max_bytes:,} bytes (max_answer_bytes)")
+        declared = streamed.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise too_large
+        chunks, size = [], 0
+        for chunk in streamed.iter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large
+            chunks.append(chunk)
+    headers = [
+        (k, v)
+        for k, v in streamed.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        streamed.status_code, headers=headers, content=b"".join(chunks), request=streamed.request
+    )
+
+
 ERROR_DETAIL = 2000
 """Characters of an error answer's body kept for the caller to read."""
 
@@ -165,12 +195,18 @@ def _attempt(
     url: str,
     payload: Any,
     final: Callable[[httpx.Response], bool] | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[httpx.Response, float] | Failure:
     started = time.perf_counter()
     try:
-        response = client.post(url, json=payload)
+        if max_bytes is None:
+            response = client.post(url, json=payload)
+        else:
+            response = _post_capped(client, url, payload, max_bytes)
     except httpx.TransportError as exc:
         return Failure(transport_error(exc), retryable=True)
+    except _TooLarge as exc:
+        return Failure(str(exc), retryable=False)
     latency_ms = (time.perf_counter() - started) * 1000
     status = response.status_code
     if not response.is_success:

@@ -16,8 +16,19 @@ for the one method an input chooses, whose JSON-RPC answer it mutates as above, 
 `llm-eval retrieve` asks it three questions through the mcp retriever (the SDK's
 client). A traceback printed, even with another exit code, is counted too.
 
+The `embeddings answer` and `judge answer` inputs are the answers of a local fake
+OpenAI-compatible server (scripts/stub_openai.py) in this process: every answer is
+mutated as above (a judge answer's verdict inside its content, half the time), or given
+one of the faults a misbehaving endpoint commits (a NaN, an all-zero vector, a
+duplicate or missing `index`, a query vector of another dimension, usage of 1e400,
+negative or as text, the API key echoed back). `gate` runs the embedding retriever, or
+the judge on the run, with the API key set. Besides exit 5 and tracebacks, these
+count: a key in any form in what was printed or in any file written (`key in
+output`), and a run scored silently (exit 0 after a fault that must fail every query,
+or a report holding NaN, Infinity, or negative tokens or cost).
+
 Usage: python scripts/fuzz_inputs.py [--count 10000] [--seconds 900] [--seed 0]
-       [--keep fuzz-crashes]
+       [--keep fuzz-crashes] [--only 'embeddings answer' --only 'judge answer']
 Prints the number of inputs per exit code (and per file kind) and of printed
 tracebacks; exits 1 when any input ended in exit 5 or printed a traceback.
 """
@@ -28,6 +39,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import random
 import shutil
@@ -36,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -63,6 +75,8 @@ class Target:
     json_document: bool = False
     served: bool = False
     """An answer of the fake MCP server (`path` names the method), not a file."""
+    endpoint: bool = False
+    """An answer of the fake OpenAI-compatible server (`path` names the endpoint)."""
 
 
 TARGETS = (
@@ -88,7 +102,41 @@ TARGETS = (
         json_document=True,
         served=True,
     ),
+    Target(
+        "embeddings answer",
+        "embeddings",
+        (
+            "gate",
+            "--config",
+            "config/embedding.yaml",
+            "--criteria",
+            "config/endpoint-criteria.yaml",
+            "--out",
+            "out-endpoint",
+        ),
+        json_document=True,
+        endpoint=True,
+    ),
+    Target(
+        "judge answer",
+        "chat/completions",
+        (
+            "gate",
+            "--config",
+            "config/judge.yaml",
+            "--criteria",
+            "config/endpoint-criteria.yaml",
+            "--run",
+            "run.jsonl",
+            "--out",
+            "out-endpoint",
+        ),
+        json_document=True,
+        endpoint=True,
+    ),
 )
+FUZZ_KEY = "sk-fuzz/key+echo&0123456789"
+"""The API key the endpoint targets run with, which no output may hold in any form."""
 MCP_METHODS = ("initialize", "tools/list", "tools/call", "tools/call")
 """The answer an `mcp answer` input mutates (the search answers twice as often)."""
 MCP_QUERIES = 3
@@ -142,6 +190,7 @@ HOSTILE_VALUES: list[Any] = [
     "x" * 10_000,
     10**30,
     {"\udc80": 1},
+    f"you sent {FUZZ_KEY}",
 ]
 
 
@@ -171,6 +220,29 @@ def build_project(folder: Path) -> None:
     _write_trec(folder, gold)
     lines = (folder / "gold-A.jsonl").read_text(encoding="utf-8").splitlines()[:MCP_QUERIES]
     (folder / "gold-mcp.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_endpoint_configs(folder: Path, url: str) -> None:
+    """The embedding retriever's and the judge's configs, on the three MCP queries."""
+    common = (
+        "gold:\n  - {path: gold-mcp.jsonl, tier: A}\ncorpus: corpus.jsonl\noutput: out-endpoint\n"
+    )
+    endpoint = (
+        f"base_url: {url}, model: fuzz, api_key: '${{FUZZ_API_KEY}}', retries: 0, "
+        "timeout_s: 5, max_error_rate: 0.5"
+    )
+    (folder / "config/embedding.yaml").write_text(
+        f"{common}retriever: {{kind: embedding, {endpoint}, batch_size: 64}}\n"
+        "metrics: [recall@5, mrr]\n",
+        encoding="utf-8",
+    )
+    (folder / "config/judge.yaml").write_text(
+        f"{common}judge: {{{endpoint}}}\nmetrics: [recall@5, context_precision@5]\n",
+        encoding="utf-8",
+    )
+    (folder / "config/endpoint-criteria.yaml").write_text(
+        "gates:\n  - name: recall\n    metric: recall@5\n    threshold: 0\n", encoding="utf-8"
+    )
 
 
 def write_mcp_config(folder: Path, url: str) -> None:
@@ -391,6 +463,110 @@ def mutate(data: bytes, target: Target, rng: random.Random) -> bytes:
     return data
 
 
+def _zero(rows: list[Any]) -> None:
+    rows[0]["embedding"] = [0.0] * len(rows[0]["embedding"])
+
+
+def _nan(rows: list[Any]) -> None:
+    rows[-1]["embedding"][0] = float("nan")
+
+
+def _duplicate(rows: list[Any]) -> None:
+    rows.append(dict(rows[0]))
+
+
+def _missing(rows: list[Any]) -> None:
+    rows.pop()
+
+
+def _query_size(rows: list[Any]) -> None:
+    if len(rows) == 1:  # a query: the corpus's batches stay at the model's size
+        rows[0]["embedding"] = rows[0]["embedding"][:32]
+
+
+FAILING_FAULTS: dict[str, Callable[[list[Any]], None]] = {
+    "nan": _nan,
+    "all-zero": _zero,
+    "duplicate index": _duplicate,
+    "missing index": _missing,
+    "query dimension": _query_size,
+}
+"""Faults of every embeddings answer that must fail every query (never exit 0)."""
+USAGE_FAULTS: tuple[bytes, ...] = (b"1e400", b"-100000000", b'"12"', b"1.5", b"[1]")
+
+
+def _endpoint_answer(
+    target: Target, answer: dict[str, Any], fault: str, rng: random.Random
+) -> bytes:
+    """A mutated answer of the fake endpoint: a named fault, or random mutations (of
+    the verdict inside a judge answer's content, half the time)."""
+    if fault in FAILING_FAULTS:
+        FAILING_FAULTS[fault](answer["data"])
+        return json.dumps(answer).encode()
+    if fault.startswith("usage "):
+        answer["usage"] = {"prompt_tokens": "@", "completion_tokens": "@"}
+        return json.dumps(answer).encode().replace(b'"@"', fault[6:].encode())
+    if fault == "key":
+        echoed = f"you sent {FUZZ_KEY} ({json.dumps(FUZZ_KEY)})"
+        if "choices" in answer:
+            answer["choices"][0]["message"]["content"] = json.dumps({"verdict": echoed})
+        else:
+            answer["error"] = echoed
+        return json.dumps(answer).encode()
+    if "choices" in answer and rng.random() < 0.5:
+        inner = answer["choices"][0]["message"]["content"].encode()
+        mutated = mutate(inner, target, rng).decode("utf-8", errors="replace")
+        answer["choices"][0]["message"]["content"] = mutated
+        return json.dumps(answer).encode()
+    return mutate(json.dumps(answer).encode(), target, rng)
+
+
+def _endpoint_fault(target: Target, rng: random.Random) -> str:
+    """A named fault a quarter of the time, else `random` (mutations)."""
+    if rng.random() >= 0.25:
+        return "random"
+    faults = ["key", *(f"usage {u.decode()}" for u in USAGE_FAULTS)]
+    if target.path == "embeddings":
+        faults += list(FAILING_FAULTS)
+    return rng.choice(faults)
+
+
+def _key_forms() -> tuple[str, ...]:
+    from urllib.parse import quote, quote_plus
+
+    return (FUZZ_KEY, json.dumps(FUZZ_KEY)[1:-1], quote(FUZZ_KEY, safe=""), quote_plus(FUZZ_KEY))
+
+
+def _silently_scored(folder: Path) -> bool:
+    """A report holding NaN, Infinity, or negative tokens or cost."""
+    try:
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+    def bad(value: Any, key: str) -> bool:
+        if isinstance(value, dict):
+            return any(bad(v, str(k)) for k, v in value.items())
+        if isinstance(value, list):
+            return any(bad(v, key) for v in value)
+        if isinstance(value, float) and not math.isfinite(value):
+            return True
+        counted = "token" in key or "cost" in key
+        return counted and isinstance(value, int | float) and value < 0
+
+    return bad(report, "")
+
+
+def _key_in_files(folder: Path) -> bool:
+    forms = _key_forms()
+    for path in folder.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            if any(form in text for form in forms):
+                return True
+    return False
+
+
 # --- the loop ------------------------------------------------------------------------
 
 
@@ -403,6 +579,11 @@ class Tally:
     crashes: list[str]
     tracebacks: int = 0
     """Inputs that printed a traceback, whatever their exit code."""
+    silently_scored: int = 0
+    """Endpoint answers scored although they must fail, or a report with NaN or
+    negative tokens."""
+    key_shown: int = 0
+    """Endpoint runs that printed the API key or wrote it into a file."""
 
     @property
     def total(self) -> int:
@@ -418,25 +599,36 @@ def _quiet() -> Iterator[io.StringIO]:
         yield captured
 
 
-def fuzz(count: int, seconds: float, seed: int, keep: Path | None) -> Tally:
-    """Run up to `count` mutated inputs (for at most `seconds`); the tally of exit codes."""
+def fuzz(
+    count: int, seconds: float, seed: int, keep: Path | None, only: Sequence[str] = ()
+) -> Tally:
+    """Run up to `count` mutated inputs (for at most `seconds`), of the kinds in `only`
+    (all when empty); the tally of exit codes."""
+    targets = [t for t in TARGETS if not only or t.kind in only]
     for name in [name for name in os.environ if name.startswith("GITHUB_")]:
         del os.environ[name]  # no job summary or PR comment from the fuzzed gates
     rng = random.Random(seed)
-    tally = Tally(Counter(), {t.kind: Counter() for t in TARGETS}, [])
-    with tempfile.TemporaryDirectory(prefix="llm-eval-fuzz-") as tmp, serve_mcp(FakeMcp()) as mcp:
+    tally = Tally(Counter(), {t.kind: Counter() for t in targets}, [])
+    os.environ["FUZZ_API_KEY"] = FUZZ_KEY
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-eval-fuzz-"))
+        mcp = stack.enter_context(serve_mcp(FakeMcp()))
+        openai = stack.enter_context(_stub().serve())
         project = Path(tmp)
         build_project(project)
         write_mcp_config(project, mcp.url)
-        files = [t for t in TARGETS if not t.served]
+        write_endpoint_configs(project, openai.url)
+        files = [t for t in TARGETS if not (t.served or t.endpoint)]
         originals = {t.path: (project / t.path).read_bytes() for t in files}
         deadline = time.monotonic() + seconds
         with contextlib.chdir(project):
             for number in range(count):
                 if time.monotonic() > deadline:
                     break
-                target = TARGETS[number % len(TARGETS)]
-                if target.served:
+                target = targets[number % len(targets)]
+                if target.endpoint:
+                    data, code, printed = _run_endpoint(target, openai, rng, tally)
+                elif target.served:
                     data, code, printed = _run_served(target, mcp, rng)
                 else:
                     data = mutate(originals[target.path], target, rng)
@@ -485,6 +677,49 @@ def _run_served(target: Target, mcp: FakeMcp, rng: random.Random) -> tuple[bytes
     return (first[0] if first else b""), code, captured.getvalue()
 
 
+def _stub() -> Any:
+    """scripts/stub_openai.py, imported from beside this script."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import stub_openai
+
+    return stub_openai
+
+
+def _run_endpoint(
+    target: Target, openai: Any, rng: random.Random, tally: Tally
+) -> tuple[bytes, int, str]:
+    """`gate` against the fake endpoint mutating each answer to `target.path` (the same
+    fault, each by a seed of its own); the first answer mutated is what is kept."""
+    fault, seed = _endpoint_fault(target, rng), rng.randrange(2**32)
+    first: list[bytes] = []
+    counter = iter(range(10**9))
+
+    def rewrite(path: str, answer: dict[str, Any]) -> bytes:
+        if not path.endswith("/" + target.path):
+            return json.dumps(answer).encode()
+        changed = _endpoint_answer(target, answer, fault, random.Random(seed + next(counter)))
+        first.append(first[0] if first else changed)
+        return changed
+
+    out = Path("out-endpoint")
+    shutil.rmtree(out, ignore_errors=True)
+    openai.rewrite = rewrite
+    try:
+        with _quiet() as captured:
+            code = main(list(target.argv))
+    finally:
+        openai.rewrite = None
+    printed = captured.getvalue()
+    silent = (fault in FAILING_FAULTS and code == 0) or _silently_scored(out)
+    shown = any(form in printed for form in _key_forms()) or _key_in_files(out)
+    tally.silently_scored += silent
+    tally.key_shown += shown
+    if silent or shown:
+        why = "silently scored" if silent else "key in output"
+        print(f"{why} on {target.kind} ({fault}): exit {code}", file=sys.stderr)
+    return (first[0] if first else b""), code, printed
+
+
 def _keep(folder: Path | None, number: int, target: Target, data: bytes) -> str:
     if folder is None:
         return f"#{number} {target.kind}"
@@ -501,8 +736,10 @@ def report(tally: Tally, elapsed: float) -> str:
         return ", ".join(f"exit {code}: {n}" for code, n in sorted(counter.items()))
 
     lines = [f"{tally.total} mutated inputs in {elapsed:.0f} s: {codes(tally.codes)}"]
-    lines += [f"  {kind:<10} {codes(counter)}" for kind, counter in tally.by_kind.items()]
+    lines += [f"  {kind:<17} {codes(counter)}" for kind, counter in tally.by_kind.items()]
     lines.append(f"tracebacks printed: {tally.tracebacks}")
+    lines.append(f"endpoint answers silently scored: {tally.silently_scored}")
+    lines.append(f"endpoint runs with the API key in their output or files: {tally.key_shown}")
     lines += [f"exit 5 or traceback, kept: {crash}" for crash in tally.crashes]
     return "\n".join(lines)
 
@@ -513,11 +750,20 @@ def _main() -> int:
     parser.add_argument("--seconds", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="Folder for the inputs that ended in exit 5.")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        choices=[t.kind for t in TARGETS],
+        help="Fuzz only this kind of input (repeatable), e.g. 'embeddings answer'.",
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    tally = fuzz(args.count, args.seconds, args.seed, args.keep and args.keep.resolve())
+    keep = args.keep and args.keep.resolve()
+    tally = fuzz(args.count, args.seconds, args.seed, keep, args.only)
     print(report(tally, time.monotonic() - started))
-    return 1 if tally.codes[5] or tally.tracebacks else 0
+    failed = tally.codes[5] or tally.tracebacks or tally.silently_scored or tally.key_shown
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ one with a 400, and an answer asked for with a schema is checked against
 its required keys. With `chatty`, an answer asked for without response_format comes
 wrapped in prose and a ```json fence, as small models write it; `per_token` answers
 embeddings one vector per word, as llama.cpp does for a decoder model without pooling.
+`rewrite(path, answer)` turns a sound answer into the bytes sent instead (a misbehaving
+server: NaN vectors, odd usage, the key echoed back; the fuzzer's mutations).
 
     python scripts/stub_openai.py --port 8765      # serves until Ctrl-C
     python scripts/stub_openai.py --port 0         # a free port, printed on the first line
@@ -41,7 +43,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -137,6 +139,7 @@ class StubOpenAI:
     """The response_format shapes taken; others are refused."""
     chatty: bool = False
     per_token: bool = False
+    rewrite: Callable[[str, dict[str, Any]], bytes] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_fault(self) -> Fault | None:
@@ -169,9 +172,9 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
                 if refusal is not None:
                     self.reply(refusal[0], json.dumps({"error": {"message": refusal[1]}}).encode())
                 else:
-                    self.reply(200, json.dumps(self.completion(request)).encode())
+                    self.reply(200, self.encoded(self.completion(request)))
             elif self.path.endswith("/embeddings"):
-                self.reply(200, json.dumps(self.embeddings(request)).encode())
+                self.reply(200, self.encoded(self.embeddings(request)))
             else:
                 self.reply(404, b'{"error": {"message": "not found"}}')
 
@@ -218,6 +221,11 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
                 ],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs)},
             }
+
+        def encoded(self, answer: dict[str, Any]) -> bytes:
+            if state.rewrite is not None:
+                return state.rewrite(self.path, answer)
+            return json.dumps(answer).encode()
 
         def reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)

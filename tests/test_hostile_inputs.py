@@ -30,8 +30,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from conftest import script
 from fake_github import FakeGitHub
 from fake_github import serve as serve_github
 from servers import Received, Reply
@@ -39,10 +41,11 @@ from servers import serve as serve_http
 
 from llm_eval.cli import main
 
+stub_openai = script("stub_openai")
 HOSTILE = Path(__file__).parent / "hostile"
 CASES: list[dict[str, Any]] = tomllib.loads((HOSTILE / "manifest.toml").read_text("utf-8"))["case"]
 sys.path.insert(0, str(HOSTILE))
-from make_inputs import GENERATORS  # noqa: E402
+from make_inputs import ENDPOINT_ANSWERS, ENDPOINT_KEY, GENERATORS  # noqa: E402
 
 TOKEN = "ghp_hostile-corpus-token-0123456789"
 HTTP_CONFIG = """gold:
@@ -70,6 +73,28 @@ baseline: baseline.json
 """
 MCP_SERVER = Path(__file__).parent / "mcp_search_server.py"
 
+ENDPOINT = "{{base_url: {url}, model: m, api_key: '${{HOSTILE_API_KEY}}', retries: 0{extra}}}"
+OPENAI_CONFIGS = {
+    "openai-embedding": """gold:
+  - {{path: gold.jsonl, tier: A}}
+corpus: corpus.jsonl
+retriever: {{kind: embedding, {settings}}}
+metrics: [recall@5, mrr]
+baseline: baseline.json
+output: out
+""",
+    "openai-judge": """gold:
+  - {{path: gold.jsonl, tier: A}}
+corpus: corpus.jsonl
+retriever: {{kind: bm25}}
+judge: {endpoint}
+metrics: [recall@5, context_precision@2]
+baseline: baseline.json
+output: out
+""",
+}
+"""The configs of the cases against the fake OpenAI-compatible endpoint."""
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -85,6 +110,7 @@ class Services:
     """The local servers the HTTP and GitHub cases talk to."""
 
     http_url: str
+    openai_url: str
     github: dict[str, str]
     """Mode (`ok`, `html`, `redirect`, `moved`) → the fake GitHub's base URL."""
 
@@ -112,6 +138,7 @@ def test_the_corpus_is_large_and_covers_every_file_kind() -> None:
         "MCP server messages",
         "fusion component answers",
         "experiment variants",
+        "model endpoint answers",
     }
     assert len({case["name"] for case in CASES}) == len(CASES)
 
@@ -157,10 +184,23 @@ def test_hostile_input(
     if case.get("stream") == "stdout":
         assert outcome.err == ""
         assert case["message"] in outcome.out
+        if case.get("secret"):
+            _assert_the_key_is_nowhere(project, outcome)
         return
     assert outcome.err.endswith("\n") and outcome.err.count("\n") == 1, outcome.err
     assert case["message"] in outcome.err
     assert case.get("also", "") in outcome.err
+    if case.get("secret"):
+        _assert_the_key_is_nowhere(project, outcome)
+
+
+def _assert_the_key_is_nowhere(project: Path, outcome: Outcome) -> None:
+    """Not the key, nor its JSON- or URL-escaped forms, in the output or any file."""
+    forms = {ENDPOINT_KEY, json.dumps(ENDPOINT_KEY)[1:-1], quote(ENDPOINT_KEY, safe="")}
+    files = [p.read_bytes().decode("utf-8", "replace") for p in project.rglob("*") if p.is_file()]
+    for form in forms:
+        assert form not in outcome.out + outcome.err
+        assert not [text for text in files if form in text]
 
 
 def test_the_sample_through_the_entry_point_has_every_kind() -> None:
@@ -181,6 +221,8 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
         content = _replace(project / target, source)
         served = content if target == "response" else served
     url = f"{services.http_url}/{case['name']}"
+    if "endpoint" in case:
+        ENDPOINT_CASES[case["name"]] = case["endpoint"]
     RESPONSES[case["name"]] = Reply(
         raw=served, headers={"Content-Type": case.get("content_type", "application/json")}
     )
@@ -189,6 +231,13 @@ def _prepare(case: dict[str, Any], project: Path, services: Services) -> Path:
         config.write_text(HTTP_CONFIG.format(url=url))
     elif case.get("config") == "mcp-http":
         config.write_text(MCP_CONFIG.format(server=f"url: {url}"))
+    elif case.get("config") in OPENAI_CONFIGS:
+        base = f"{services.openai_url}/{case['name']}"
+        extra = "".join(f", {k}: {v}" for k, v in case.get("settings", {}).items())
+        endpoint = ENDPOINT.format(url=base, extra=extra)
+        config.write_text(
+            OPENAI_CONFIGS[case["config"]].format(settings=endpoint[1:-1], endpoint=endpoint)
+        )
     elif case.get("config") == "mcp-stdio":
         command = [sys.executable, str(MCP_SERVER), "stdio", *case.get("server_args", [])]
         config.write_text(MCP_CONFIG.format(server=f"command: {json.dumps(command)}"))
@@ -291,11 +340,20 @@ def _environment(case: dict[str, Any], project: Path, services: Services) -> dic
             "GITHUB_TOKEN": TOKEN,
             "GITHUB_EVENT_PATH": str(event),
         }
-    return env | case.get("env", {})
+    return env | {"HOSTILE_API_KEY": ENDPOINT_KEY} | case.get("env", {})
 
 
 RESPONSES: dict[str, Reply] = {}
 """Case name → what the search server answers that case's requests with."""
+
+
+ENDPOINT_CASES: dict[str, str] = {}
+"""Case name → the `ENDPOINT_ANSWERS` rewrite the fake OpenAI endpoint applies for it."""
+
+
+def _endpoint_answer(path: str, answer: dict[str, Any]) -> bytes:
+    """The fake endpoint's answer for the case its path names (`/v1/<case>/...`)."""
+    return ENDPOINT_ANSWERS[ENDPOINT_CASES[path.split("/")[2]]](path, answer)
 
 
 def _answer(request: Received) -> Reply:
@@ -308,6 +366,9 @@ def _services() -> Iterator[Services]:
     302 and with 301 (which PyGithub refuses in different ways)."""
     with ExitStack() as stack:
         http = stack.enter_context(serve_http(_answer))
+        openai = stack.enter_context(
+            stub_openai.serve(stub_openai.StubOpenAI(rewrite=_endpoint_answer))
+        )
         bases: dict[str, str] = {}
         for mode in ("ok", "html", "redirect", "moved"):
             state = FakeGitHub(users={TOKEN: "llm-eval-bot"})
@@ -316,4 +377,4 @@ def _services() -> Iterator[Services]:
             state.redirect = bases["ok"] if mode in ("redirect", "moved") else ""
             state.redirect_status = 301 if mode == "moved" else 302
             bases[mode] = stack.enter_context(serve_github(state)).base_url
-        yield Services(http.url.removesuffix("/search"), bases)
+        yield Services(http.url.removesuffix("/search"), openai.url, bases)

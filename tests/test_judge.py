@@ -91,6 +91,7 @@ def test_answers_are_read(content: str, parse: Any, expected: object) -> None:
         ('{"attributed": [1, 0]}', lambda c: attributions(c, 3)),
         ('{"score": 1.5}', score),
         ('{"score": NaN}', score),
+        ('{"verdict": ' + "[" * 5000 + "1}", verdict),  # too deep for Python's parser
     ],
 )
 def test_an_answer_not_in_the_asked_shape_is_refused(content: str, parse: Any) -> None:
@@ -501,8 +502,9 @@ def test_the_readme_shows_the_real_judged_demo_output(
         (
             {"base_url": "http://h/v1", "model": "m", "temprature": 0},
             "llm-eval.yaml:1: judge.temprature: unknown key (valid keys: api_key, backoff_s, "
-            "base_url, concurrency, max_backoff_s, max_error_rate, max_tokens, model, "
-            "price_per_1k_input, price_per_1k_output, response_format, retries, seed, "
+            "base_url, concurrency, max_answer_bytes, max_backoff_s, max_error_rate, "
+            "max_tokens, model, price_per_1k_input, price_per_1k_output, response_format, "
+            "retries, seed, "
             "temperature, timeout_s)",
         ),
         (

@@ -227,6 +227,10 @@ def _question(session: Session, call: Call) -> str:
     value = answer_json(answer.content).get("question")
     if not isinstance(value, str) or not value.strip():
         raise BadVerdict(f"question must be a non-empty string, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadVerdict("the question holds a lone UTF-16 surrogate") from None
     return " ".join(value.split())
 
 

@@ -20,15 +20,29 @@ Embeddings: a server that answers a decoder model's vectors per token (llama.cpp
 without pooling: a list of vectors for each input) has them mean-pooled into one
 vector per input, as llama.cpp's `--pooling mean` would do on the server; the client
 counts the texts it pooled so that the report can say so.
+
+What an endpoint answers is checked here, once, for every caller: an embedding that is
+not finite, all zeros, of another dimension than the model's other vectors (in this
+answer, an earlier one or the cache), or an answer whose `index` values are not each
+input's once fails its call (EndpointFailed: counted against max_error_rate, never a
+score of 0). `usage` that is not a whole, non-negative, finite number of tokens is not
+counted, with a note on stderr. An answer longer than `max_answer_bytes` fails without
+being read to its end. The API key never leaves the client: every form of it that an
+endpoint echoes back (as sent, JSON- or URL-escaped) is replaced by `***` in what the
+callers see, and so in every message, report and cache entry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import json
+import math
 import os
 import re
+import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -65,6 +79,8 @@ class Answer:
     response_format: str = "none"
     """How the answer was asked for: `json_schema`, `json_object` (with the schema) or
     `none` (the prompt alone)."""
+    usage: Any = None
+    """The endpoint's `usage` as it came, until the client has checked it."""
 
 
 @dataclass
@@ -78,7 +94,26 @@ class Usage:
     completion_tokens: int = 0
     pooled: int = 0
     """Texts whose embedding came back one vector per token and was mean-pooled."""
+    ignored_usage: int = 0
+    """Answers whose `usage` was not a whole, non-negative, finite number of tokens."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def ignore_usage(self, url: str, value: Any) -> None:
+        """Count an answer whose usage is not counted; a note on stderr the first time an
+        endpoint answers such usage in this process."""
+        with self._lock:
+            self.ignored_usage += 1
+        with _noted_lock:
+            first = url not in _noted
+            _noted.add(url)
+        if first:
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            print(
+                f"note: {url} answered usage {shown}, not a whole number of tokens; "
+                "such answers' tokens are not counted",
+                file=sys.stderr,
+            )
 
     def add_pooled(self, texts: int) -> None:
         """Count texts whose per-token vectors were mean-pooled."""
@@ -108,6 +143,11 @@ def price(settings: Mapping[str, Any], prompt_tokens: int, answer_tokens: int) -
         prompt_tokens * settings["price_per_1k_input"]
         + answer_tokens * settings.get("price_per_1k_output", 0.0)
     ) / 1000
+
+
+_noted: set[str] = set()
+"""Endpoints whose odd usage has been noted on stderr (once per process)."""
+_noted_lock = threading.Lock()
 
 
 class EndpointFailed(Exception):
@@ -181,7 +221,8 @@ class ChatClient:
     def session(self) -> Iterator[Session]:
         """A connection pool sized to the concurrency, with the key read from the environment."""
         with _http(self.settings) as http:
-            yield Session(self, http, Breaker(max(3, int(self.settings["concurrency"]))))
+            breaker = Breaker(max(3, int(self.settings["concurrency"])))
+            yield Session(self, http, breaker, secret_forms(_api_key(self.settings)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +232,8 @@ class Session:
     client: ChatClient
     http: httpx.Client
     breaker: Breaker
+    secrets: tuple[str, ...] = ()
+    """Every form of the API key an answer may echo (see `secret_forms`)."""
 
     def ask(
         self,
@@ -242,13 +285,25 @@ class Session:
                     _policy(settings),
                     self.breaker,
                     _refuses_format if shape != "none" else None,
+                    int(settings.get("max_answer_bytes", MAX_CHAT_BYTES)),
                 )
             except CallFailed as failure:
                 if shape == "none" or not _FORMAT_WORDS.search(failure.detail):
-                    raise EndpointFailed(str(failure)) from None
+                    raise EndpointFailed(scrub(str(failure), self.secrets)) from None
                 shape = _refused(self.client.url, shape)
                 continue
-            return replace(_parse_completion(response.content), response_format=shape)
+            answer = _parse_completion(response.content, self.secrets)
+            tokens = _usage_tokens(answer.usage)
+            if tokens is None:
+                self.client.usage.ignore_usage(self.client.url, answer.usage)
+                tokens = (0, 0)
+            return replace(
+                answer,
+                prompt_tokens=tokens[0],
+                completion_tokens=tokens[1],
+                response_format=shape,
+                usage=None,
+            )
 
     def _cached(self, key: str) -> Answer | None:
         return _answer(_read_entry(self.client.cache_dir, key))
@@ -303,13 +358,78 @@ def _refuses_format(response: httpx.Response) -> bool:
     return bool(_FORMAT_WORDS.search(response.text[:ERROR_DETAIL]))
 
 
+MAX_CHAT_BYTES = 1 << 20
+"""The longest chat answer read by default (`max_answer_bytes`)."""
+MAX_EMBEDDING_BYTES = 64 << 20
+"""The longest embeddings answer read by default (a batch of per-token vectors is large)."""
+
+
+def _api_key(settings: Mapping[str, Any]) -> str | None:
+    api_key = settings.get("api_key")
+    if not api_key:
+        return None
+    return expand_environment(api_key, os.environ, "the api_key setting", "api_key")
+
+
+def secret_forms(key: str | None) -> tuple[str, ...]:
+    """The forms in which an answer may echo the key: as sent, JSON-, URL- and
+    HTML-escaped, as a repr; longest first. None for a key too short to tell apart
+    from ordinary text (under 4 characters)."""
+    if key is None or len(key.strip()) < 4:
+        return ()
+    forms = {
+        key,
+        key.strip(),
+        f"Bearer {key}",
+        json.dumps(key)[1:-1],
+        json.dumps(key, ensure_ascii=False)[1:-1],
+        urllib.parse.quote(key, safe=""),
+        urllib.parse.quote_plus(key, safe=""),
+        html.escape(key),
+        repr(key)[1:-1],
+    }
+    return tuple(sorted(forms - {""}, key=len, reverse=True))
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """The text with every form of the key replaced by `***`."""
+    for form in secrets:
+        text = text.replace(form, "***")
+    return text
+
+
+def _usage_tokens(usage: Any) -> tuple[int, int] | None:
+    """Prompt and completion tokens of an answer's `usage`; (0, 0) without one; None
+    when a count is there but not a whole, non-negative, finite number."""
+    if usage is None:
+        return 0, 0
+    if not isinstance(usage, dict):
+        return None
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(name)
+        if value is None:
+            counts.append(0)
+        elif _whole_count(value):
+            counts.append(int(value))
+        else:
+            return None
+    return counts[0], counts[1]
+
+
+def _whole_count(value: Any) -> bool:
+    """A finite, whole, non-negative number below 2**53 (not a bool, not text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and 0 <= value < 2**53 and value == int(value)
+
+
 @contextmanager
 def _http(settings: Mapping[str, Any]) -> Iterator[httpx.Client]:
     """An HTTP client for an endpoint's settings, its API key read from the environment."""
     headers = {}
-    api_key = settings.get("api_key")
-    if api_key:
-        token = expand_environment(api_key, os.environ, "the api_key setting", "api_key")
+    token = _api_key(settings)
+    if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     concurrency = int(settings["concurrency"])
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -328,6 +448,7 @@ class EmbeddingClient:
     settings: Mapping[str, Any]
     cache_dir: Path | None
     usage: Usage = field(default_factory=Usage)
+    dimension: Dimension = field(default_factory=lambda: Dimension())
 
     @property
     def url(self) -> str:
@@ -358,23 +479,31 @@ class EmbeddingClient:
         if missing:
             with _http(self.settings) as http:
                 breaker = Breaker(3)
+                secrets = secret_forms(_api_key(self.settings))
                 for start in range(0, len(missing), size):
                     batch = missing[start : start + size]
-                    vectors.update(zip(batch, self._call(http, breaker, batch), strict=True))
+                    found = self._call(http, breaker, batch, secrets)
+                    vectors.update(zip(batch, found, strict=True))
+        for text in texts:
+            self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
 
-    def _call(self, http: httpx.Client, breaker: Breaker, batch: list[str]) -> list[list[float]]:
+    def _call(
+        self, http: httpx.Client, breaker: Breaker, batch: list[str], secrets: Sequence[str]
+    ) -> list[list[float]]:
         payload = {"model": self.settings["model"], "input": batch}
+        cap = int(self.settings.get("max_answer_bytes", MAX_EMBEDDING_BYTES))
         try:
-            response, _ = post_json(http, self.url, payload, _policy(self.settings), breaker)
+            response, _ = post_json(
+                http, self.url, payload, _policy(self.settings), breaker, None, cap
+            )
         except CallFailed as failure:
             self.usage.add(None)
-            raise EndpointFailed(str(failure)) from None
+            raise EndpointFailed(scrub(str(failure), secrets)) from None
         try:
             body = load_json(response.content.decode("utf-8", errors="replace"), "embeddings")
-            rows = sorted(body["data"], key=lambda row: row["index"])
-            shaped = [one_vector(row["embedding"]) for row in rows]
-            tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
+            shaped = [one_vector(row["embedding"]) for row in _rows(body["data"], len(batch))]
+            usage = body.get("usage")
         except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
             self.usage.add(None)
             raise EndpointFailed(f"malformed embeddings: {type(exc).__name__}") from None
@@ -382,24 +511,82 @@ class EmbeddingClient:
             self.usage.add(None)
             raise
         found = [vector for vector, _ in shaped]
-        if len(found) != len(batch) or not all(found) or len({len(v) for v in found}) != 1:
+        try:
+            for vector in found:
+                check_vector(vector)
+                self.dimension.check(len(vector))
+        except EndpointFailed:
             self.usage.add(None)
-            raise EndpointFailed("malformed embeddings: not one vector per text")
+            raise
+        counted = _usage_tokens(
+            {"prompt_tokens": usage.get("prompt_tokens")} if isinstance(usage, dict) else usage
+        )
+        if counted is None:
+            self.usage.ignore_usage(self.url, usage)
         self.usage.add_pooled(sum(1 for _, pooled in shaped if pooled))
-        self.usage.add(Answer("", tokens, 0))
+        self.usage.add(Answer("", counted[0] if counted else 0, 0))
         for text, vector in zip(batch, found, strict=True):
             self._store(text, vector)
         return found
 
     def _cached(self, text: str) -> list[float] | None:
+        """The cached vector; None when missing or not a sound vector (asked again)."""
         vector = _read_entry(self.cache_dir, self.key(text))
         try:
-            return [float(x) for x in vector] if isinstance(vector, list) and vector else None
-        except (ValueError, TypeError):
+            found = [float(x) for x in vector] if isinstance(vector, list) and vector else None
+            if found is not None:
+                check_vector(found)
+            return found
+        except (ValueError, TypeError, EndpointFailed):
             return None
 
     def _store(self, text: str, vector: list[float]) -> None:
         _write_entry(self.cache_dir, self.key(text), vector)
+
+
+@dataclass
+class Dimension:
+    """The dimension of a model's vectors, set by the first one seen (thread-safe)."""
+
+    size: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def check(self, size: int) -> None:
+        """EndpointFailed when `size` is not the dimension seen before."""
+        with self._lock:
+            if self.size is None:
+                self.size = size
+            elif size != self.size:
+                raise EndpointFailed(
+                    f"malformed embeddings: a vector of {size} dimensions from a model whose "
+                    f"vectors have {self.size}"
+                )
+
+
+def check_vector(vector: Sequence[float]) -> None:
+    """EndpointFailed for a vector that is empty, not finite or all zeros."""
+    if not vector:
+        raise EndpointFailed("malformed embeddings: an empty vector")
+    if not all(math.isfinite(x) for x in vector):
+        raise EndpointFailed("malformed embeddings: a vector holds NaN or Infinity")
+    if not any(vector):
+        raise EndpointFailed("malformed embeddings: an all-zero vector")
+
+
+def _rows(data: Any, expected: int) -> list[dict[str, Any]]:
+    """The answer's rows in input order: each `index` from 0 to `expected` - 1 once."""
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+        raise EndpointFailed("malformed embeddings: `data` is not a list of objects")
+    indices = [row.get("index") for row in data]
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+        raise EndpointFailed("malformed embeddings: an `index` is not a whole number")
+    if sorted(indices) != list(range(expected)):
+        duplicated = len(set(indices)) != len(indices)
+        raise EndpointFailed(
+            f"malformed embeddings: {'duplicate' if duplicated else 'missing'} `index` values "
+            f"({len(data)} rows for {expected} texts)"
+        )
+    return sorted(data, key=lambda row: row["index"])
 
 
 class Embedder(Protocol):
@@ -480,16 +667,46 @@ def _write_entry(folder: Path | None, key: str, entry: Any) -> None:
         write_atomic(path, json.dumps(entry, ensure_ascii=False))
 
 
-def _parse_completion(content: bytes) -> Answer:
-    """The first choice's text and the usage of an OpenAI chat completion."""
+def _parse_completion(content: bytes, secrets: Sequence[str] = ()) -> Answer:
+    """The first choice's text (every form of the key scrubbed) and the usage (as it
+    came) of an OpenAI chat completion."""
     try:
         payload = load_json(content.decode("utf-8", errors="replace"), "the judge's answer")
         text = payload["choices"][0]["message"]["content"]
-        usage = payload.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
+        usage = payload.get("usage")
     except (InputError, LookupError, TypeError, ValueError, AttributeError) as exc:
         raise EndpointFailed(f"malformed answer: {type(exc).__name__}") from None
     if not isinstance(text, str):
         raise EndpointFailed("malformed answer: no message content")
-    return Answer(text, prompt_tokens, completion_tokens)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EndpointFailed(
+            "malformed answer: the content holds a lone UTF-16 surrogate"
+        ) from None
+    return Answer(_scrub_content(text, secrets), 0, 0, usage=usage)
+
+
+def _scrub_content(text: str, secrets: Sequence[str]) -> str:
+    """The content without the key: its written forms replaced, and, when the content is
+    JSON whose strings hold the key once decoded (escaped as `\\u0073k-...`), the JSON
+    written again with the key replaced."""
+    text = scrub(text, secrets)
+    if not secrets or "\\" not in text:
+        return text
+    try:
+        value = json.loads(text)
+        cleaned = _scrub_value(value, secrets)
+    except (ValueError, RecursionError):
+        return text
+    return text if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
+
+
+def _scrub_value(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, list):
+        return [_scrub_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secrets): _scrub_value(v, secrets) for k, v in value.items()}
+    return value

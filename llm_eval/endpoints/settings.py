@@ -72,6 +72,11 @@ SETTINGS: Mapping[str, Setting] = {
     "max_error_rate": Setting(
         0.0, number_check(0, 1), "Share of calls that may fail; more stops the run (exit 4)."
     ),
+    "max_answer_bytes": Setting(
+        1 << 20,
+        whole_check(1024, 1 << 40),
+        "The longest answer read, in bytes; a longer one fails its call unread.",
+    ),
     "price_per_1k_input": Setting(0.0, number_check(0), "Price of 1,000 prompt tokens."),
     "price_per_1k_output": Setting(0.0, number_check(0), "Price of 1,000 answer tokens."),
 }
@@ -127,6 +132,11 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
             "price_per_1k_input",
         )
     },
+    "max_answer_bytes": Setting(
+        64 << 20,
+        whole_check(1024, 1 << 40),
+        "The longest answer to a batch read, in bytes; a longer one fails its call unread.",
+    ),
     "batch_size": Setting(
         32, whole_check(1, 2048), "Texts embedded per request (per batch, by a model on disk)."
     ),

@@ -60,7 +60,7 @@ def answer_json(content: str) -> dict[str, Any]:
         found_any = True
         try:
             value, _ = decoder.raw_decode(content, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting too deep to read is no verdict
             continue
         if isinstance(value, dict):
             return value

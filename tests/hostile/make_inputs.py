@@ -120,3 +120,74 @@ GENERATORS: dict[str, Callable[[], bytes]] = {
     if callable(function) and not name.startswith("_") and function.__module__ == __name__
 }
 """`generate:<name>` of the manifest → the function that makes the content."""
+
+
+# --- answers of a misbehaving OpenAI-compatible endpoint (`endpoint = NAME`) -----------
+
+ENDPOINT_KEY = "sk-hostile/echo+key&0123456789"
+"""The API key the endpoint cases run with; the `secret` cases check it is shown nowhere."""
+
+
+def _rows(change: Callable[[list[dict[str, Any]]], None]) -> Callable[[str, Any], bytes]:
+    def rewrite(path: str, answer: dict[str, Any]) -> bytes:
+        if path.endswith("/embeddings"):
+            change(answer["data"])
+        return json.dumps(answer).encode()
+
+    return rewrite
+
+
+def _set_first(value: float) -> Callable[[list[dict[str, Any]]], None]:
+    def change(rows: list[dict[str, Any]]) -> None:
+        rows[0]["embedding"][0] = value
+
+    return change
+
+
+def _zero(rows: list[dict[str, Any]]) -> None:
+    rows[0]["embedding"] = [0.0] * len(rows[0]["embedding"])
+
+
+def _query_dimension(rows: list[dict[str, Any]]) -> None:
+    if len(rows) == 1:  # a query's vector; the corpus batch keeps the model's size
+        rows[0]["embedding"] = rows[0]["embedding"][:32]
+
+
+def _usage(raw: bytes) -> Callable[[str, Any], bytes]:
+    def rewrite(path: str, answer: dict[str, Any]) -> bytes:
+        answer["usage"] = {"prompt_tokens": "@", "completion_tokens": "@"}
+        return json.dumps(answer).encode().replace(b'"@"', raw)
+
+    return rewrite
+
+
+def _content(text: str) -> Callable[[str, Any], bytes]:
+    def rewrite(path: str, answer: dict[str, Any]) -> bytes:
+        if path.endswith("/chat/completions"):
+            answer["choices"][0]["message"]["content"] = text
+        return json.dumps(answer).encode()
+
+    return rewrite
+
+
+def _padded(path: str, answer: dict[str, Any]) -> bytes:
+    return json.dumps({**answer, "padding": "x" * 4096}).encode()
+
+
+ENDPOINT_ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
+    "nan": _rows(_set_first(float("nan"))),
+    "infinity": _rows(_set_first(float("inf"))),
+    "zero": _rows(_zero),
+    "duplicate-index": _rows(lambda rows: rows.append(dict(rows[0]))),
+    "missing-index": _rows(lambda rows: rows.pop()),
+    "query-dimension": _rows(_query_dimension),
+    "usage-huge": _usage(b"1e400"),
+    "usage-negative": _usage(b"-100000000"),
+    "usage-text": _usage(b'"12"'),
+    "oversized": _padded,
+    "key-echo": _content(
+        json.dumps({"verdict": f"you sent {ENDPOINT_KEY} ({json.dumps(ENDPOINT_KEY)})"})
+    ),
+    "question-surrogate": _content('{"question": "what is \\ud800 here?"}'),
+}
+"""Case `endpoint` name → how the fake endpoint rewrites each sound answer."""
