@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import script
 from test_history import demo_baseline, fast_import, init_repo, with_misses
 
 from llm_eval.cli import main
@@ -22,17 +23,9 @@ CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
 )
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--enable-logging=stderr",
-    "--v=0",
-]
+# The benchmark's flags (headless, no sandbox, no background networking: this machine's
+# network is closed), with Chromium's console on stderr for the no-error check.
+FLAGS = [*script("bench_dashboard").FLAGS, "--enable-logging=stderr", "--v=0"]
 
 
 def open_page(page: Path, profile: Path) -> tuple[str, str]:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from conftest import gold_query, script
 from test_gain import project, run_gain
-from test_judge import gate, report, with_answers, write_project
+from test_judge import gate, relevance_project, report, with_answers, write_project
 
 from llm_eval.errors import ExternalError
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
@@ -144,13 +144,7 @@ def test_answer_relevance_fails_on_a_bad_vector_never_null(
 ) -> None:
     make, reason = BAD_VECTORS[case]
     with stub.serve(stub.StubOpenAI(rewrite=vectors(make()))) as server:
-        embeddings = {"base_url": server.url, "model": "stub-embed", "batch_size": 2}
-        root = with_answers(
-            write_project(tmp_path, server.url),
-            server.url,
-            ["answer_relevance"],
-            embeddings=embeddings,
-        )
+        root = relevance_project(tmp_path, server.url, batch_size=2)
         assert gate(root, monkeypatch) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and reason in err and "Traceback" not in err

@@ -389,6 +389,15 @@ def with_answers(root: Path, url: str, metrics: list[str], **config: object) -> 
     return root
 
 
+def relevance_project(tmp_path: Path, url: str, **embeddings: object) -> Path:
+    """A project judging answer relevance, its chat and embeddings both from the stub at
+    `url` (`embeddings` adds to or overrides the embeddings settings)."""
+    settings = {"base_url": url, "model": "stub-embed", **embeddings}
+    return with_answers(
+        write_project(tmp_path, url), url, ["answer_relevance"], embeddings=settings
+    )
+
+
 def test_faithfulness_is_the_share_of_answer_statements_the_context_supports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -416,13 +425,7 @@ def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
 ) -> None:
     np = pytest.importorskip("numpy")
     with stub.serve() as server:
-        embeddings = {"base_url": server.url, "model": "stub-embed", "batch_size": 2}
-        root = with_answers(
-            write_project(tmp_path, server.url),
-            server.url,
-            ["answer_relevance"],
-            embeddings=embeddings,
-        )
+        root = relevance_project(tmp_path, server.url, batch_size=2)
         assert gate(root, monkeypatch) == 0
         embedded = [r for r in server.requests if r["path"].endswith("/embeddings")]
         assert gate(root, monkeypatch) == 0

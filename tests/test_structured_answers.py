@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import script
-from test_judge import gate, report, write_project
+from test_judge import gate, relevance_project, report, write_project
 
 from llm_eval.endpoints.client import (
     ChatClient,
@@ -218,16 +218,9 @@ def test_a_pooled_embedding_is_one_vector_and_said_in_the_report(
 ) -> None:
     assert one_vector([[1.0, 3.0], [3.0, 5.0]]) == ([2.0, 4.0], True)
     assert one_vector([0.5, 1]) == ([0.5, 1.0], False)
-    from test_judge import with_answers
 
     with stub.serve(stub.StubOpenAI(per_token=True)) as server:
-        embeddings = {"base_url": server.url, "model": "stub-embed"}
-        root = with_answers(
-            write_project(tmp_path, server.url),
-            server.url,
-            ["answer_relevance"],
-            embeddings=embeddings,
-        )
+        root = relevance_project(tmp_path, server.url)
         assert gate(root, monkeypatch) == 0
     judged = report(root)["judge"]
     assert judged["embeddings"]["pooled"] == 6
