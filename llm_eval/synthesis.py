@@ -136,23 +136,27 @@ class MeaningDeduplicator:
 
     def closest(self, question: str) -> float:
         """The largest cosine against a remembered question (-1 with none)."""
-        import numpy as np
-
-        vector = _unit(np.asarray(self.embed([question]), dtype=np.float64))
-        self._last = vector
-        if self.seen is None or not len(self.seen):
-            return -1.0
-        return float((self.seen @ vector[0]).max())
+        return self._closest(self._vector(question))
 
     def admit(self, question: str) -> bool:
         """Remember the question unless it is at or above the limit."""
         import numpy as np
 
-        if self.closest(question) >= self.limit:
+        vector = self._vector(question)
+        if self._closest(vector) >= self.limit:
             return False
-        vector = self._last
         self.seen = vector if self.seen is None else np.vstack([self.seen, vector])
         return True
+
+    def _vector(self, question: str) -> Any:
+        import numpy as np
+
+        return _unit(np.asarray(self.embed([question]), dtype=np.float64))
+
+    def _closest(self, vector: Any) -> float:
+        if self.seen is None or not len(self.seen):
+            return -1.0
+        return float((self.seen @ vector[0]).max())
 
 
 def _unit(vectors: Any) -> Any:
