@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import json
+import math
 import os
 import shutil
 import socket
@@ -30,6 +31,8 @@ from conftest import gold_query, script
 
 from llm_eval.cli import main
 from llm_eval.endpoints import local
+from llm_eval.endpoints.client import EndpointFailed
+from llm_eval.errors import ExternalError
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 
 stub = script("stub_openai")
@@ -148,12 +151,13 @@ def test_a_changed_model_is_not_answered_from_the_old_ones_cache(
 def test_the_client_counts_calls_and_cache_hits(stand_in: Path, tmp_path: Path) -> None:
     settings = {"model_path": str(stand_in), "batch_size": 2}
     client = local.LocalEmbeddingClient(settings, tmp_path / "cache")
-    texts = ["a b", "c d", "a b", "e f", "g h"]
-    assert client.embed(texts) == [stub.embed(t) for t in texts]
-    assert StandIn.encoded == [["a b", "c d", "e f", "g h"]]  # each text once
+    texts = ["bee sting", "cat nap", "bee sting", "elk herd", "goat milk"]
+    assert client.embed(texts) == [pytest.approx(stub.embed(t)) for t in texts]
+    assert StandIn.encoded == [["bee sting", "cat nap", "elk herd", "goat milk"]]  # each text once
     assert (client.usage.calls, client.usage.cached) == (2, 0)  # 4 texts, 2 a batch
     again = local.LocalEmbeddingClient(settings, tmp_path / "cache")
-    assert again.embed(["e f", "a b"]) == [stub.embed("e f"), stub.embed("a b")]
+    again_texts = ["elk herd", "bee sting"]
+    assert again.embed(again_texts) == [pytest.approx(stub.embed(t)) for t in again_texts]
     assert (again.usage.calls, again.usage.cached) == (0, 2)
 
 
@@ -424,3 +428,72 @@ def test_a_model_folder_without_weights_fails_without_reaching_the_network(
     assert done.stderr.startswith(f"{where} {broken}: "), done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert proxy.connections == 0
+
+
+class Broken(StandIn):
+    """A model whose vector for any text holding `bad` is `vector` (a half-precision
+    model that overflowed, or one that pools nothing)."""
+
+    bad: ClassVar[str] = "sort"
+    vector: ClassVar[list[float]] = [math.nan] * 3
+
+    def encode(self, texts: list[str], **options: Any) -> Any:
+        rows = super().encode(texts, **options)
+        for number, text in enumerate(texts):
+            if Broken.bad in text:
+                rows[number, :] = 0.0
+                rows[number, : len(Broken.vector)] = Broken.vector
+        return rows
+
+
+@pytest.mark.parametrize(
+    ("vector", "reason"),
+    [
+        ([math.nan, 0.5], "NaN or Infinity"),
+        ([math.inf], "NaN or Infinity"),
+        ([0.0], "all-zero vector"),
+    ],
+)
+def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
+    stand_in: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    vector: list[float],
+    reason: str,
+) -> None:
+    monkeypatch.setattr(Broken, "vector", vector)
+    monkeypatch.setattr(sys.modules["sentence_transformers"], "SentenceTransformer", Broken)
+    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    with pytest.raises(EndpointFailed, match=reason) as failure:
+        client.embed(["read a file", "sort a list"])
+    assert "'sort a list'" in str(failure.value)
+    assert (client.usage.calls, client.usage.failed) == (0, 1)
+    # the embedding retriever: the corpus holds sorting documents, so it fails in one line
+    with pytest.raises(ExternalError, match=f"embedding the corpus failed: .*{reason}"):
+        build(stand_in, tmp_path).retrieve(QUERIES, 2)
+
+
+def test_a_cached_vector_that_is_not_sound_is_embedded_again(
+    stand_in: Path, tmp_path: Path
+) -> None:
+    settings = {"model_path": str(stand_in), "batch_size": 8}
+    first = local.LocalEmbeddingClient(settings, tmp_path / "cache")
+    first.embed(["bee sting", "cat nap"])
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert len(entries) == 2
+    for entry in entries:
+        entry.write_text(json.dumps([0.0, 0.0, 0.0]))
+    StandIn.encoded.clear()
+    again = local.LocalEmbeddingClient(settings, tmp_path / "cache")
+    assert again.embed(["bee sting", "cat nap"]) == [
+        pytest.approx(stub.embed(t)) for t in ("bee sting", "cat nap")
+    ]
+    assert StandIn.encoded == [["bee sting", "cat nap"]]
+
+
+def test_vectors_of_another_dimension_fail(stand_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    client.embed(["bee sting"])
+    monkeypatch.setattr(StandIn, "encode", lambda self, texts, **o: np.ones((len(texts), 5)))
+    with pytest.raises(EndpointFailed, match="5 dimensions"):
+        client.embed(["cat nap"])

@@ -11,6 +11,10 @@ folder that is not a whole model fails in one line instead of reaching the netwo
 Each text's vector is cached on disk as an endpoint's is, keyed by a digest of every
 file of the model folder and the text: a second run loads no model, and a changed
 model is never answered from the old one's cache.
+
+Its vectors are checked as an endpoint's are: one that is not finite, all zeros, or of
+another dimension than the model's others fails the call (a half-precision model can
+overflow to NaN), and a cached vector that fails the check is embedded again.
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.digest import digest
-from llm_eval.endpoints.client import Answer, Usage, _read_entry, _write_entry
+from llm_eval.endpoints.client import (
+    Answer,
+    Dimension,
+    EndpointFailed,
+    Usage,
+    _read_entry,
+    _write_entry,
+    check_vector,
+)
 from llm_eval.errors import InputError
 from llm_eval.textio import file_digest
 
@@ -79,6 +91,7 @@ class LocalEmbeddingClient:
     settings: Mapping[str, Any]
     cache_dir: Path | None
     usage: Usage = field(default_factory=Usage)
+    dimension: Dimension = field(default_factory=lambda: Dimension())
 
     @property
     def folder(self) -> str:
@@ -107,6 +120,8 @@ class LocalEmbeddingClient:
                 vectors[text] = vector
                 if text in keys:
                     _write_entry(self.cache_dir, keys[text], vector)
+        for text in texts:
+            self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
@@ -118,13 +133,27 @@ class LocalEmbeddingClient:
             matrix = model.encode(
                 texts, batch_size=size, convert_to_numpy=True, show_progress_bar=False
             )
+        rows = [[float(x) for x in row] for row in matrix.tolist()]
+        for number, vector in enumerate(rows):
+            try:
+                check_vector(vector)
+                self.dimension.check(len(vector))
+            except EndpointFailed as failure:
+                self.usage.add(None)
+                shown = texts[number][:60]
+                where = f"(the model in {self.folder}, for {shown!r})"
+                raise EndpointFailed(f"{failure} {where}") from None
         for _ in range(0, len(texts), size):
             self.usage.add(Answer("", 0, 0))
-        return [[float(x) for x in row] for row in matrix.tolist()]
+        return rows
 
 
 def _vector(entry: Any) -> list[float] | None:
+    """A cached vector; None when missing or not a sound vector (embedded again)."""
     try:
-        return [float(x) for x in entry] if isinstance(entry, list) and entry else None
-    except (ValueError, TypeError):
+        found = [float(x) for x in entry] if isinstance(entry, list) and entry else None
+        if found is not None:
+            check_vector(found)
+        return found
+    except (ValueError, TypeError, EndpointFailed):
         return None
