@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
+from llm_eval import stats
 from llm_eval.stats import (
     Betting,
     ExactPairs,
@@ -289,6 +290,104 @@ def test_power_statement_of_an_exact_gate_is_met() -> None:
         good = int(np.sum((u >= churn + claimed) & (u < 2 * churn + claimed)))
         caught += p_beyond(bad, good) <= 0.05
     assert 0.72 <= caught / 300 <= 0.9
+
+
+def plain_bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """The plug-in bets as Waudby-Smith & Ramdas write them, one array per step."""
+    n = x.shape[-1]
+    seen = np.arange(1, n + 1, dtype=np.float64)
+    means = np.cumsum(x, axis=-1) / (seen + 1.0)
+    variance = (1.0 + np.cumsum((x - means) ** 2, axis=-1)) / (seen + 1.0)
+    before = np.concatenate([np.ones((*x.shape[:-1], 1)), variance[..., :-1]], axis=-1)
+    return np.asarray(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * before)))
+
+
+def plain_log_wealth(x: np.ndarray, bets: np.ndarray, m: float, side: float) -> np.ndarray:
+    capped = np.minimum(bets, stats.BET_CAP / (1.0 + side * m))
+    logs = np.log1p(capped * side * (x - m)).sum(axis=-1)
+    top = logs.max(axis=-1)
+    return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
+
+
+def plain_detectable(
+    before: np.ndarray, after: np.ndarray, margin: float, alpha: float, simulations: int
+) -> float:
+    """The power simulation with every sample tested at every drop, in one batch."""
+    rng = np.random.default_rng(1)  # seed 0 + 1, as `detectable_worsening` draws
+    n = before.size
+    rows = rng.integers(0, n, size=(simulations, n))
+    flips = rng.random((simulations, n)) < 0.5
+    lose = rng.random((simulations, n))
+    churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
+    whole = np.maximum(before[rows], after[rows])
+    mean_whole = float(whole.mean())
+    orders = stats._orders(n, 0)
+
+    def power(drop: float) -> float:
+        x = np.where(lose < min(drop / mean_whole, 1.0), whole, churn)[:, orders]
+        wealth = plain_log_wealth(x, plain_bets(x, alpha), margin, +1.0)
+        return float(np.mean(wealth >= math.log(1.0 / alpha)))
+
+    low = max(margin, 0.0)
+    if mean_whole <= low or power(mean_whole) < stats.POWER:
+        return math.inf
+    inside, outside = mean_whole, low
+    for _ in range(12):
+        middle = (inside + outside) / 2.0
+        inside, outside = (middle, outside) if power(middle) >= stats.POWER else (inside, middle)
+    return inside
+
+
+def graded_pair(n: int, changed: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Skewed graded scores (most near 0), `changed` of them redrawn."""
+    rng = np.random.default_rng(seed)
+    before = rng.random(n) ** 4
+    after = before.copy()
+    after[rng.choice(n, changed, replace=False)] = rng.random(changed)
+    return before, after
+
+
+@pytest.mark.parametrize(
+    ("n", "changed"),
+    [(2, 1), (5, 1), (30, 1), (30, 30), (60, 3), (200, 2), (200, 14), (500, 35)],
+    ids=["n2", "n5", "n30-one", "n30-all", "n60", "n200-low-churn", "n200", "n500"],
+)
+@pytest.mark.parametrize("batch", ["one-sample", "all-samples"])
+def test_power_simulation_equals_every_sample_at_every_drop(
+    monkeypatch: pytest.MonkeyPatch, n: int, changed: int, batch: str
+) -> None:
+    """The simulation tests a few samples at a time and stops counting once the answer
+    is settled; its figure is the one-batch, count-everything figure to the last bit,
+    at small, skewed and low-churn sizes alike."""
+    before, after = graded_pair(n, changed, seed=n + changed)
+    if batch == "one-sample":
+        monkeypatch.setattr(stats, "SIMULATION_ELEMENTS", 1)
+    claimed = detectable_worsening(before, after, 0.05, 0.05, simulations=100)
+    expected = plain_detectable(before, after, 0.05, 0.05, simulations=100)
+    assert claimed == expected
+
+
+@given(
+    st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=40),
+    st.sampled_from([0.01, 0.05, 0.2]),
+    st.floats(-0.9, 0.9),
+    st.sampled_from([1.0, -1.0]),
+)
+def test_bets_and_wealth_computed_in_place_are_the_plain_formulas(
+    values: list[float], alpha: float, m: float, side: float
+) -> None:
+    x = np.array([values, values[::-1]])[None]  # (1, 2 orders, n)
+    bets = stats._plug_in_bets(x, alpha)
+    assert np.array_equal(bets, plain_bets(x, alpha))
+    wealth = stats._log_mean_wealth(x, bets, m, side)
+    assert np.array_equal(wealth, plain_log_wealth(x, bets, m, side))
+
+
+def test_catches_needed_reads_the_rate_as_the_float_comparison() -> None:
+    for simulations in (1, 3, 7, 100, 400, 401):
+        needed = stats._catches_needed(simulations)
+        assert needed / simulations >= stats.POWER
+        assert (needed - 1) / simulations < stats.POWER
 
 
 def test_queries_to_decide_grows_with_weaker_evidence() -> None:
