@@ -63,13 +63,19 @@ def _by_model_contents(value: Any) -> Any:
     """Settings with each model folder (`model_path`, also inside a fusion) replaced by
     the digest of its files: the same model at another path (a laptop, a CI machine) is
     the same retriever, and a model replaced at the same path is another."""
-    from llm_eval.endpoints.local import model_digest
-
     if not isinstance(value, dict):
         return value
     return {
-        name: f"files:{model_digest(setting)}"
+        name: _model_files(setting)
         if name == "model_path" and isinstance(setting, str)
         else _by_model_contents(setting)
         for name, setting in value.items()
     }
+
+
+def _model_files(path: str) -> str:
+    # Imported here: the endpoint client (httpx) costs a run with no model on disk more
+    # than its fingerprints.
+    from llm_eval.endpoints.local import model_digest
+
+    return f"files:{model_digest(path)}"

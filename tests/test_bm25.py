@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import gold_query
+from conftest import REPO, gold_query
 
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.retrievers import RetrieverContext, Setting, bm25, retriever_kind
@@ -48,12 +49,13 @@ def search(retriever: BM25Retriever, text: str, top_k: int = 10) -> list[tuple[s
 
 # --- scores and ranking ---------------------------------------------------------------
 
-HAND_CORPUS = texts(
+HAND_CORPUS_PAIRS = (
     ("d1", "apple banana apple"),
     ("d2", "banana cherry"),
     ("d3", "cherry cherry cherry date"),
     ("d4", "elderberry"),
 )
+HAND_CORPUS = texts(*HAND_CORPUS_PAIRS)
 
 
 def lucene_bm25(tf: int, df: int, dl: int, n: int = 4, avgdl: float = 10 / 4) -> float:
@@ -298,6 +300,58 @@ def test_second_build_loads_the_cached_index(
 
     monkeypatch.setattr(bm25_store, "index_corpus", must_not_index)
     assert search(build(path), "apple cherry") == first
+
+
+@pytest.mark.parametrize("method", bm25.METHODS)
+def test_the_cached_index_ranks_as_the_index_built(tmp_path: Path, method: str) -> None:
+    """The cache is read back without bm25s (`store.SavedModel`): same scores, same
+    order, for every method (BM25L and BM25+ with their non-occurrence scores)."""
+    corpus = texts(*HAND_CORPUS_PAIRS, ("d5", "apple apple date fig"), ("d6", "fig"))
+    path = write_corpus(tmp_path, corpus)
+    built = build(path, method=method)
+    loaded = build(path, method=method)
+    assert not isinstance(built.index.model, bm25_index.SavedModel)
+    assert isinstance(loaded.index.model, bm25_index.SavedModel)
+    for query in ("apple cherry", "fig", "date banana elderberry", "nothing"):
+        assert search(loaded, query) == search(built, query)
+
+
+def test_a_warm_retrieval_and_a_config_load_import_no_bm25s(tmp_path: Path) -> None:
+    """Importing bm25s imports numba and scipy where they are installed: a run that
+    finds its index cached reads it, its stopwords included, without it."""
+    path = write_corpus(tmp_path, HAND_CORPUS)
+    expected = search(build(path), "the apple")
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from conftest import gold_query\n"
+        "from llm_eval.config_io import load_config\n"
+        "from llm_eval.retrievers import RetrieverContext, bm25\n"
+        f"load_config(Path({str(REPO / 'config' / 'llm-eval.yaml')!r}))\n"
+        f"corpus = Path({str(path)!r})\n"
+        "retriever = bm25.KIND.create({}, RetrieverContext(corpus, corpus.parent / 'cache'))\n"
+        "run = retriever.retrieve([gold_query(text='the apple')], 10)\n"
+        "found = [[r.doc_id, r.score] for r in run.queries['q1'].results]\n"
+        "print(json.dumps([found, sorted({'bm25s', 'numba', 'scipy'} & set(sys.modules))]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])},
+    )
+    found, heavy = json.loads(done.stdout)
+    assert [tuple(pair) for pair in found] == expected
+    assert heavy == []
+
+
+def test_the_named_stopwords_are_bm25s_english_list() -> None:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    assert BM25Config().stopword_set() == frozenset(STOPWORDS_EN)
+    assert len(STOPWORDS_EN) == 33  # Lucene's ENGLISH_STOP_WORDS_SET
 
 
 @pytest.mark.parametrize(

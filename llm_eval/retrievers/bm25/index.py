@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
 
@@ -57,11 +56,23 @@ _KEPT = (-1).__ne__
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class SavedModel:
+    """What ranking reads of a `bm25s.BM25`, as read back from the files it saved."""
+
+    scores: Mapping[str, Any]
+    """The score matrix: `data`, `indices`, `indptr` (CSC, one column a term), `num_docs`."""
+    vocab_dict: Mapping[str, int]
+    nonoccurrence_array: ScoreArray | None
+    """BM25L and BM25+: each term's score in a document without it."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Index:
     """A bm25s index and the corpus ids of its documents, in index order."""
 
     model: Any
-    """A `bm25s.BM25` with its score matrix (one column of per-document scores a term)."""
+    """A `bm25s.BM25` with its score matrix (one column of per-document scores a term),
+    or the `SavedModel` read from the cache."""
     doc_ids: tuple[str, ...]
     id_rank: IntArray
     """Each document's position in byte order of the ids (the tie-break)."""
@@ -82,6 +93,8 @@ class Index:
 
 def build_model(documents: Sequence[Sequence[int]], vocab_size: int, config: BM25Config) -> Any:
     """A bm25s model over documents given as term ids 0..vocab_size-1."""
+    import bm25s  # only to index: it imports numba and scipy where they are installed
+
     model = bm25s.BM25(k1=config.k1, b=config.b, method=config.method)
     vocab = {i: i for i in range(vocab_size)}
     with np.errstate(divide="ignore", invalid="ignore"):  # a corpus without a single term
@@ -125,7 +138,9 @@ def _score(index: Index, terms: IntArray) -> tuple[IntArray, ScoreArray]:
     weights = matrix["data"][offsets]
     if len(postings) * _SPARSE_FACTOR < num_docs:
         docs, inverse = np.unique(postings, return_inverse=True)
-        sums = np.bincount(inverse, weights=weights, minlength=len(docs))
+        # float even when no term is known (an empty bincount is of integers), so that
+        # BM25L and BM25+ can add their base scores below
+        sums = np.bincount(inverse, weights=weights, minlength=len(docs)).astype(np.float64)
     else:
         touched = np.zeros(num_docs, dtype=bool)
         touched[postings] = True

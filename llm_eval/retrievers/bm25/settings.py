@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
 from llm_eval.corpus import FIELDS, check_fields
 from llm_eval.settings import Setting, number_check
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
-STOPWORD_LISTS: Mapping[str, frozenset[str]] = {"en": frozenset(STOPWORDS_EN)}
+STOPWORD_LISTS = ("en",)
+"""The named stopword lists: bm25s's, read when an analyzer is made (importing bm25s
+imports numba and scipy where they are installed, which a config load does not need)."""
 
 
 def check_k1(value: Any) -> str | None:
@@ -95,7 +99,7 @@ class BM25Config:
     method: str = "lucene"
     stemmer: str | None = "porter"
     stopwords: str | tuple[str, ...] | None = "en"
-    """A name from STOPWORD_LISTS, None, or the words (lower case, sorted)."""
+    """A name in STOPWORD_LISTS, None, or the words (lower case, sorted)."""
     fields: tuple[str, ...] = FIELDS
 
     @classmethod
@@ -118,5 +122,22 @@ class BM25Config:
         if self.stopwords is None:
             return frozenset()
         if isinstance(self.stopwords, str):
-            return STOPWORD_LISTS[self.stopwords]
+            return _named_stopwords(self.stopwords)
         return frozenset(self.stopwords)
+
+
+@functools.cache
+def _named_stopwords(name: str) -> frozenset[str]:
+    """A list of STOPWORD_LISTS ("en": Lucene's English set, as bm25s ships it), read
+    from bm25s's `stopwords` module alone: importing the bm25s package imports numba
+    and scipy where they are installed, which analysing a query does not need."""
+    package = importlib.util.find_spec("bm25s")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("bm25s is not installed")
+    path = Path(package.submodule_search_locations[0]) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("_bm25s_stopwords", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset({"en": module.STOPWORDS_EN}[name])

@@ -7,18 +7,19 @@ bytes, the index settings, the bm25s version and the index format below.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import shutil
 import tempfile
 from pathlib import Path
 
-import bm25s
+import numpy as np
 
 from llm_eval.corpus import field_text, iter_corpus
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.bm25.analyzer import Analyzer
-from llm_eval.retrievers.bm25.index import Index, Vocabulary, build_model
+from llm_eval.retrievers.bm25.index import Index, SavedModel, Vocabulary, build_model
 from llm_eval.retrievers.bm25.settings import BM25Config
 from llm_eval.textio import (
     TEMP_SUFFIX,
@@ -32,6 +33,9 @@ from llm_eval.textio import (
 INDEX_FORMAT = 1
 """Bump when the analysis or the cache layout changes, so old caches are not reused."""
 _DOC_IDS_FILE = "doc_ids.json"
+_NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
+"""The methods whose saved index has a non-occurrence array (bm25s's
+`methods_requiring_nonoccurrence`)."""
 
 
 def index_key(corpus: Path, config: BM25Config) -> str:
@@ -43,7 +47,7 @@ def index_key(corpus: Path, config: BM25Config) -> str:
         config.stemmer,
         config.stopwords,
         config.fields,
-        bm25s.__version__,
+        importlib.metadata.version("bm25s"),
         INDEX_FORMAT,
     ]
     return digest([file_digest(corpus), settings])
@@ -65,13 +69,17 @@ def index_corpus(corpus: Path, config: BM25Config, analyzer: Analyzer) -> Index:
 
 
 def load_index(folder: Path) -> Index | None:
-    """The index cached in `folder`, or None when it is missing or unreadable."""
+    """The index cached in `folder`, or None when it is missing or unreadable.
+
+    The files `bm25s.BM25.save` wrote are read here as `bm25s.BM25.load` reads them,
+    without importing bm25s: it imports numba and scipy where they are installed, which
+    costs a warm run more than everything else it does."""
     if not folder.is_dir():
         return None
     try:
-        model = bm25s.BM25.load(str(folder), show_progress=False)
+        model = _read_model(folder)
         doc_ids = read_json_file(folder / _DOC_IDS_FILE)
-    except Exception:  # damaged files make bm25s, numpy and json raise assorted errors
+    except Exception:  # damaged files make numpy and json raise assorted errors
         return None
     consistent = (
         isinstance(doc_ids, list)
@@ -80,6 +88,22 @@ def load_index(folder: Path) -> Index | None:
         and len(model.scores["indptr"]) == len(model.vocab_dict) + 1
     )
     return Index.of(model, doc_ids) if consistent else None
+
+
+def _read_model(folder: Path) -> SavedModel:
+    params = read_json_file(folder / "params.index.json")
+    vocab = read_json_file(folder / "vocab.index.json")
+    scores = {
+        name: np.load(folder / f"{name}.csc.index.npy", allow_pickle=False)
+        for name in ("data", "indices", "indptr")
+    }
+    scores["num_docs"] = int(params["num_docs"])
+    nonoccurrence = None
+    if params["method"] in _NONOCCURRENCE_METHODS:
+        nonoccurrence = np.load(folder / "nonoccurrence_array.index.npy", allow_pickle=False)
+    if not isinstance(vocab, dict):
+        raise TypeError("the vocabulary is not an object")
+    return SavedModel(scores, vocab, nonoccurrence)
 
 
 def save_index(index: Index, folder: Path) -> None:
