@@ -145,7 +145,7 @@ def _score(index: Index, terms: IntArray) -> tuple[IntArray, ScoreArray]:
         touched = np.zeros(num_docs, dtype=bool)
         touched[postings] = True
         docs = np.flatnonzero(touched)
-        sums = np.bincount(postings, weights=weights, minlength=num_docs)[docs]
+        sums = np.bincount(postings, weights=weights, minlength=num_docs)[docs].astype(np.float64)
     nonoccurrence = index.model.nonoccurrence_array
     if nonoccurrence is not None:  # BM25L and BM25+ give every document a base score a term
         sums += nonoccurrence[terms].sum(dtype=np.float64)
