@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import script
 
 from llm_eval.baseline_io import load_baseline
 from llm_eval.cli import main
@@ -535,3 +536,19 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     assert "inf" not in (shared_demo / "moved" / "report.md").read_text()
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert main(["comment", "--report", "moved/report.json", "--dry-run"]) == 0
+
+
+def test_the_scale_benchmark_project_is_gated_with_its_changes(tmp_path: Path) -> None:
+    """`scripts/bench_gate_scale.py` builds a project whose gate reads a run that differs
+    from the baseline's on the share of queries asked, and measures a real gate."""
+    bench = script("bench_gate_scale")
+    bench.build_project(tmp_path, 300, 0.2)
+    cost = bench.run_cost(bench.gate_command(tmp_path / "out"), tmp_path, REPO)
+    assert cost.cpu > 0.0
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    gates = {gate["name"]: gate for gate in report["gates"]}
+    assert set(gates) == {"retrieval_recall_at_5", "retrieval_mrr"}
+    mrr = gates["retrieval_mrr"]
+    assert 0 < mrr["stats"]["changed"] < 0.4 * mrr["n"]  # at most a fifth redrawn
+    assert mrr["stats"]["method"] == "betting"
+    assert mrr["power"]["detectable_drop"] > 0.05  # the graded power simulation ran
