@@ -635,13 +635,20 @@ def _simulated_detectable(
     samples resamples the n queries with replacement, flips each one's change at random
     and makes a share `drop / mean whole score` of them lose their whole score.
 
-    The samples are tested a few at a time (`SIMULATION_ELEMENTS`), and a drop's count
-    of catches stops as soon as the samples left cannot change whether it reaches
-    `POWER`. Which samples go first only decides how soon that is: those that the
-    drops tried before say will settle the answer (a sample caught at a smaller drop
-    is likely caught at a larger one). Every sample gets the numbers it gets in one
-    batch of all, so the answer is the same to the last bit, in a fraction of the
-    memory and of the time."""
+    Why the figure is the one of testing every sample at every drop, to the last bit:
+    the random numbers are drawn whole, as before; a sample's wealth depends on its own
+    row alone (every operation works along the queries, row by row, in the order it
+    always had), so testing the samples a few at a time (`SIMULATION_ELEMENTS`) or in
+    another order gives each the same float. A drop is caught when at least `needed`
+    samples reject: once that many have, more cannot undo it, and once more than
+    `simulations - needed` have not, the rest cannot reach it; so the count stops there
+    with the answer the full count gives. Which samples go first only decides how soon:
+    those the drops tried before say will settle it (a sample caught at a smaller drop
+    is likely caught at a larger one). Why not resample only the changed queries: in
+    this model an unchanged query may lose its whole score, and a zero difference still
+    moves the wealth (by 1 - bet x margin) and the running variance the next bets are
+    drawn from, so every query of every sample is tested.
+    """
     rng = np.random.default_rng(seed + 1)
     n = before.size
     rows = rng.integers(0, n, size=(simulations, n))
