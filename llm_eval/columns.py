@@ -19,8 +19,7 @@ every step runs over whole arrays:
 from __future__ import annotations
 
 import itertools
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +43,9 @@ HashArray = npt.NDArray[np.uint64]
 _MULTIPLIER = np.uint64(0xFF51AFD7ED558CCD)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(29)
+
+# Rows judged at a time: their hashes and their queries' qrels entries stay in cache.
+_SLICE_ROWS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -83,13 +85,10 @@ class QrelsColumns:
         docs = [doc.decode("utf-8") for doc in self.doc_ids.tolist()]
         grades = self.grades.tolist()
         ends = list(itertools.accumulate(self.counts.tolist(), initial=0))
-        qrels = {}
-        for query_id, start, end in zip(self.query_ids, ends, ends[1:], strict=False):
-            judged = qrels[query_id] = dict(zip(docs[start:end], grades[start:end], strict=True))
-            if len(judged) < end - start:
-                doc_id = next(d for d, n in Counter(docs[start:end]).items() if n > 1)
-                raise InputError(f"document {doc_id!r} is judged twice for query {query_id!r}")
-        return qrels
+        return {
+            query_id: dict(zip(docs[start:end], grades[start:end], strict=True))
+            for query_id, start, end in zip(self.query_ids, ends, ends[1:], strict=False)
+        }
 
 
 def run_columns(query_ids: Any, doc_ids: Any, scores: Any) -> RunColumns:
@@ -118,6 +117,9 @@ def qrels_columns(query_ids: Any, doc_ids: Any, grades: Any) -> QrelsColumns:
     docs = utf8_column(doc_ids, values.size)
     if order is not None:
         docs, values = docs[order], values[order]
+    repeat = _first_repeat(groups, counts, docs)
+    if repeat is not None:
+        raise InputError(f"document {repeat[1]!r} is judged twice for query {repeat[0]!r}")
     return QrelsColumns(groups, counts, docs, values.astype(np.int64))
 
 
@@ -173,24 +175,18 @@ def _text(item: object) -> str:
     return item.decode("utf-8") if isinstance(item, bytes) else str(item)
 
 
-def doc_hashes(docs: BytesArray) -> HashArray:
-    """A 64-bit hash of each doc id's bytes."""
+def doc_hashes(docs: BytesArray, salt: IntArray, seed: int = 0) -> HashArray:
+    """A 64-bit hash of each doc id's bytes and its salt (its query, say): the bytes read
+    as machine words, each mixed in by a multiplication and a shift."""
     width = -(-max(docs.dtype.itemsize, 1) // 8) * 8
     padded = np.ascontiguousarray(docs, dtype=f"S{width}")
     words = padded.view(np.uint64).reshape(docs.size, width // 8)
-    hashes = np.full(docs.size, _GOLDEN, dtype=np.uint64)
+    hashes = (salt.astype(np.uint64) + np.uint64(seed + 1)) * _GOLDEN
     for column in words.T:
         hashes ^= column
         hashes *= _MULTIPLIER
         hashes ^= hashes >> _SHIFT
     return hashes
-
-
-def _mixed(hashes: HashArray, groups: IntArray, seed: int) -> HashArray:
-    """The hashes made distinct per group (and per seed)."""
-    salt = (groups.astype(np.uint64) + np.uint64(seed)) * _GOLDEN
-    mixed = (hashes ^ salt) * _MULTIPLIER
-    return mixed ^ (mixed >> _SHIFT)
 
 
 class _EntryKeys:
@@ -199,37 +195,55 @@ class _EntryKeys:
     def __init__(self, index: _QrelsIndex) -> None:
         self.index = index
         self.docs = utf8_column(index.docs, len(index.docs))
-        hashes = doc_hashes(self.docs)
         # Seeds are tried until no two entries share a key (almost always the first).
         for seed in itertools.count():
-            self.keys = _mixed(hashes, index.query, seed)
+            self.keys = doc_hashes(self.docs, index.query, seed)
             ordered = np.sort(self.keys)
             if not (ordered[1:] == ordered[:-1]).any():
                 self.seed = seed
                 break
 
     def match(
-        self, hashes: HashArray, docs: BytesArray, query: IntArray, queries: IntArray
+        self, docs: BytesArray, query: IntArray, queries: IntArray
     ) -> tuple[IntArray, IntArray]:
         """Rows whose (query, doc id) is a qrels entry, and that entry.
 
         `query[i]` is row `i`'s evaluated query (negative for others); `queries` are
         the evaluated queries among them. Rows are looked up among these queries'
-        entries only: a small sorted array, searched in the processor's cache.
+        entries only: a small table, in the processor's cache.
         """
         entries = _ranges(self.index.start[queries], self.index.count[queries])
-        rows = np.flatnonzero(query >= 0)
-        if entries.size == 0 or rows.size == 0:
-            return rows[:0], rows[:0]
-        order = np.argsort(self.keys[entries])
-        entries = entries[order]
-        ordered = self.keys[entries]
-        keys = _mixed(hashes[rows], query[rows], self.seed)
-        where = np.minimum(np.searchsorted(ordered, keys), ordered.size - 1)
-        candidates = np.flatnonzero(ordered[where] == keys)
-        rows, entries = rows[candidates], entries[where[candidates]]
+        if entries.size == 0:
+            return entries[:0], entries[:0]
+        found = _lookup(self.keys[entries], doc_hashes(docs, query, self.seed))
+        found[query < 0] = -1
+        rows = np.flatnonzero(found >= 0)
+        entries = entries[found[rows]]
         same = (self.index.query[entries] == query[rows]) & (self.docs[entries] == docs[rows])
         return rows[same], entries[same]
+
+
+def _lookup(table_keys: HashArray, keys: HashArray) -> IntArray:
+    """Per key: its index in `table_keys` (which are distinct), -1 when not there.
+
+    An open table of 8 to 16 slots per key, indexed by the keys' top bits (they are
+    mixed): a lookup is a couple of reads where a binary search takes a dozen. The few
+    keys whose slot is shared are found by binary search.
+    """
+    bits = max(4, (table_keys.size * 8).bit_length())
+    shift = np.uint64(64 - bits)
+    slots = (table_keys >> shift).view(np.int64)
+    table = np.full(1 << bits, -1, dtype=np.int64)
+    table[slots] = np.arange(table_keys.size)
+    table[np.bincount(slots, minlength=1 << bits) > 1] = -2
+    found = table[(keys >> shift).view(np.int64)]
+    found[table_keys[np.maximum(found, 0)] != keys] = -1
+    shared = np.flatnonzero(table[(keys >> shift).view(np.int64)] == -2)
+    if shared.size:
+        order = np.argsort(table_keys)
+        where = np.minimum(np.searchsorted(table_keys[order], keys[shared]), order.size - 1)
+        found[shared] = np.where(table_keys[order[where]] == keys[shared], order[where], -1)
+    return found
 
 
 def judge_columns(
@@ -238,9 +252,12 @@ def judge_columns(
     """Judgments for a scored run given as columns, in one part or several (a large run
     file read block by block). A query repeated in a later part replaces the earlier
     one, as in `judge_scored_chunks`."""
-    index = _QrelsIndex(
-        qrels.to_dict() if isinstance(qrels, QrelsColumns) else qrels, relevance_level
-    )
+    if isinstance(qrels, QrelsColumns):
+        index = _QrelsIndex.from_arrays(
+            list(qrels.query_ids), qrels.counts, qrels.grades, qrels.doc_ids, relevance_level
+        )
+    else:
+        index = _QrelsIndex(qrels, relevance_level)
     keys = _EntryKeys(index)
     # Per evaluated query the part that last listed it; hits of earlier parts are dropped.
     last_part = np.full(len(index.query_ids), -1, dtype=np.int64)
@@ -250,20 +267,43 @@ def judge_columns(
         queries = index.locate(chunk.query_ids)
         last_part[queries[queries >= 0]] = number
         other.update(itertools.compress(chunk.query_ids, (queries == -2).tolist()))
-        entries, ranks = _judge_chunk(chunk, queries, keys)
-        parts.append((entries, ranks, np.full(entries.size, number, dtype=np.int64)))
+        for groups, piece in _slices(chunk):
+            entries, ranks = _judge_chunk(piece, queries[groups], keys)
+            parts.append((entries, ranks, np.full(entries.size, number, dtype=np.int64)))
     entries, ranks, numbers = (np.concatenate(column) for column in zip(*parts, strict=True))
     keep = last_part[index.query[entries]] == numbers
     return index.freeze(entries[keep], ranks[keep], last_part >= 0, len(other))
+
+
+def _slices(chunk: RunColumns) -> Iterator[tuple[slice, RunColumns]]:
+    """The run in slices of whole queries of about `_SLICE_ROWS` rows, and their groups:
+    the qrels entries of a slice's queries are then few enough to search in cache."""
+    ends = np.cumsum(chunk.counts)
+    cuts = np.searchsorted(
+        ends, np.arange(_SLICE_ROWS, int(ends[-1]) if ends.size else 0, _SLICE_ROWS)
+    )
+    bounds = [0, *np.unique(cuts + 1).tolist(), len(chunk.query_ids)]
+    for start, stop in itertools.pairwise(bounds):
+        if start >= stop:
+            continue
+        first, last = int(ends[start - 1]) if start else 0, int(ends[stop - 1])
+        yield (
+            slice(start, stop),
+            RunColumns(
+                chunk.query_ids[start:stop],
+                chunk.counts[start:stop],
+                chunk.doc_ids[first:last],
+                chunk.scores[first:last],
+            ),
+        )
 
 
 def _judge_chunk(
     chunk: RunColumns, queries: IntArray, keys: _EntryKeys
 ) -> tuple[IntArray, IntArray]:
     """The qrels entries retrieved in one part of a run, and their ranks."""
-    hashes = doc_hashes(chunk.doc_ids)
     query = np.repeat(queries, chunk.counts)
-    rows, entries = keys.match(hashes, chunk.doc_ids, query, queries[queries >= 0])
+    rows, entries = keys.match(chunk.doc_ids, query, queries[queries >= 0])
     scores = chunk.scores.astype(np.float32)
     starts = np.cumsum(chunk.counts) - chunk.counts
     groups = np.searchsorted(starts, rows, side="right") - 1
@@ -280,34 +320,39 @@ def _judge_chunk(
 
 def refuse_repeats(chunk: RunColumns) -> RunColumns:
     """The run; an error naming the first document listed twice for one query, if any."""
-    hashes = doc_hashes(chunk.doc_ids)
-    if hashes.size == 0:
-        return chunk
-    groups = np.repeat(np.arange(len(chunk.query_ids), dtype=np.int64), chunk.counts)
-    keys = _mixed(hashes, groups, 0)
-    width = int(chunk.counts.max(initial=0))
-    if width * chunk.counts.size <= 2 * keys.size:
+    repeat = _first_repeat(chunk.query_ids, chunk.counts, chunk.doc_ids)
+    if repeat is not None:
+        raise InputError(f"document {repeat[1]!r} is listed twice for query {repeat[0]!r}")
+    return chunk
+
+
+def _first_repeat(
+    query_ids: tuple[str, ...], counts: IntArray, docs: BytesArray
+) -> tuple[str, str] | None:
+    """The query and doc id of the first row whose doc id came before in its query."""
+    if docs.size == 0:
+        return None
+    groups = np.repeat(np.arange(len(query_ids), dtype=np.int64), counts)
+    keys = doc_hashes(docs, groups)
+    width = int(counts.max(initial=0))
+    if width * counts.size <= 2 * keys.size:
         # Lists of about one length (the usual run): sorted a list at a time, in cache,
         # padded with distinct fillers. A repeated key (or a filler equal to a key) is
         # then looked into by the exact search below.
-        matrix = np.arange(width * chunk.counts.size, dtype=np.uint64).reshape(-1, width)
-        matrix[np.arange(width) < chunk.counts[:, None]] = keys
+        matrix = np.arange(width * counts.size, dtype=np.uint64).reshape(-1, width)
+        matrix[np.arange(width) < counts[:, None]] = keys
         matrix.sort(axis=1)
         if not (matrix[:, 1:] == matrix[:, :-1]).any():
-            return chunk
+            return None
     order = np.argsort(keys)
     ordered = keys[order]
     same = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if same.size == 0:
-        return chunk
     first, second = order[same], order[same + 1]
-    repeated = (groups[first] == groups[second]) & (chunk.doc_ids[first] == chunk.doc_ids[second])
-    if repeated.any():
-        row = int(np.maximum(first, second)[repeated].min())
-        query_id = chunk.query_ids[int(groups[row])]
-        doc_id = chunk.doc_ids[row].decode("utf-8")
-        raise InputError(f"document {doc_id!r} is listed twice for query {query_id!r}")
-    return chunk
+    repeated = (groups[first] == groups[second]) & (docs[first] == docs[second])
+    if not repeated.any():
+        return None
+    row = int(np.maximum(first, second)[repeated].min())
+    return query_ids[int(groups[row])], docs[row].decode("utf-8")
 
 
 def qrels_from_columns(qrels: Any) -> Qrels | QrelsColumns:

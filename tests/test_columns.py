@@ -292,6 +292,5 @@ def test_bad_columns_are_refused(run: dict, message: str) -> None:
 
 
 def test_qrels_judging_a_document_twice_are_refused() -> None:
-    qrels = llm_eval.qrels_columns(["q", "q"], ["a", "a"], [1, 2])
     with pytest.raises(InputError, match="document 'a' is judged twice for query 'q'"):
-        llm_eval.evaluate_columns(qrels, as_columns(ROWS), ["mrr"])
+        llm_eval.qrels_columns(["q", "r", "q"], ["a", "a", "a"], [1, 2, 0])
