@@ -45,7 +45,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(29)
 
 # Rows judged at a time: their hashes and their queries' qrels entries stay in cache.
-_SLICE_ROWS = 1 << 16
+_SLICE_ROWS = 1 << 17
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -237,8 +237,8 @@ def _lookup(table_keys: HashArray, keys: HashArray) -> IntArray:
     table[slots] = np.arange(table_keys.size)
     table[np.bincount(slots, minlength=1 << bits) > 1] = -2
     found = table[(keys >> shift).view(np.int64)]
+    shared = np.flatnonzero(found == -2)
     found[table_keys[np.maximum(found, 0)] != keys] = -1
-    shared = np.flatnonzero(table[(keys >> shift).view(np.int64)] == -2)
     if shared.size:
         order = np.argsort(table_keys)
         where = np.minimum(np.searchsorted(table_keys[order], keys[shared]), order.size - 1)

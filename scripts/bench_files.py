@@ -16,10 +16,13 @@ run it measures, in CPU seconds (user + system, children included) and peak memo
      parser (`parse_qrel`, `parse_run`): trec_eval itself is not installed, and the
      pytrec-eval-terrier source package downloads its C sources at build time.
    Every tool's means must equal llm-eval's (to 1e-9; ir_measures prints 12 places).
-2. `llm_eval.evaluate_columns` vs `pytrec_eval.RelevanceEvaluator.evaluate`, in this
-   process, each fed its own native input built before timing: numpy arrays (query
-   id, doc id and score columns; qrels as `{qid: {doc: grade}}`) for llm-eval, dicts
-   for pytrec_eval. Default `--api-queries 50000` (5M rows), best of `--repeat`.
+2. `llm_eval.evaluate_columns` vs `pytrec_eval.RelevanceEvaluator(...).evaluate` +
+   means, in this process, each fed its own native input built before timing:
+   `RunColumns` and `QrelsColumns` (`llm_eval.run_columns`, `llm_eval.qrels_columns`)
+   for llm-eval, dicts for pytrec_eval. Also timed: `evaluate_columns` given plain
+   numpy arrays of str (query id, doc id, score; qrels as dicts), the grouping and
+   UTF-8 encoding then inside the timed region, and the dict API `evaluate`.
+   Default `--api-queries 50000` (5M rows), best of `--repeat`.
 
 Usage: python scripts/bench_files.py [--queries 100000] [--api-queries 50000]
            [--repeat 3] [--ranx-python PATH]
@@ -218,29 +221,35 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
     return min(times)
 
 
-def columnar_api(queries: int, repeat: int) -> tuple[float, float, float]:
-    """CPU seconds of evaluate_columns, of pytrec_eval, and of the dict `evaluate`."""
+def columnar_api(queries: int, repeat: int) -> dict[str, float]:
+    """CPU seconds of pytrec_eval and of llm-eval's ways in, on the same data."""
     import pytrec_eval
 
     import llm_eval
 
     qrels, run, columns = in_memory(queries)
     pytrec_names = {names[0] for names in METRICS.values()}
-
-    def ours() -> dict[str, float]:
-        return llm_eval.evaluate_columns(qrels, columns, list(METRICS)).means()
+    qrels_rows = [(q, d, g) for q, judged in qrels.items() for d, g in judged.items()]
+    qrels_columns = llm_eval.qrels_columns(*map(np.array, zip(*qrels_rows, strict=True)))
+    run_columns = llm_eval.run_columns(columns["query_id"], columns["doc_id"], columns["score"])
 
     def theirs() -> dict[str, float]:
         per_query = pytrec_eval.RelevanceEvaluator(qrels, pytrec_names).evaluate(run)
         means = {m: statistics.fmean(v[m] for v in per_query.values()) for m in pytrec_names}
         return {m: means[names[0]] for m, names in METRICS.items()}
 
-    def dicts() -> dict[str, float]:
-        return llm_eval.evaluate(qrels, run, list(METRICS)).means()
-
-    agree("pytrec_eval", ours(), theirs())
-    agree("pytrec_eval", dicts(), theirs())
-    return best_of(repeat, ours), best_of(repeat, theirs), best_of(repeat, dicts)
+    ways: dict[str, Callable[[], dict[str, float]]] = {
+        "pytrec_eval": theirs,
+        "columns": lambda: llm_eval.evaluate_columns(
+            qrels_columns, run_columns, list(METRICS)
+        ).means(),
+        "arrays": lambda: llm_eval.evaluate_columns(qrels, columns, list(METRICS)).means(),
+        "dicts": lambda: llm_eval.evaluate(qrels, run, list(METRICS)).means(),
+    }
+    reference = theirs()
+    for way in ways.values():
+        agree("pytrec_eval", way(), reference)
+    return {name: best_of(repeat, way) for name, way in ways.items()}
 
 
 def warm_up_ranx(python: str) -> None:
@@ -281,15 +290,22 @@ def main() -> None:
         ratio = "" if name.startswith("llm-eval") else f"  {cpu / ours_cpu:5.2f}x llm-eval's CPU"
         print(f"  {name:27s} {cpu:7.2f} s CPU   peak {rss:6.0f} MiB{ratio}")
 
-    ours, theirs, dicts = columnar_api(args.api_queries, args.repeat)
+    times = columnar_api(args.api_queries, args.repeat)
     rows_api = args.api_queries * DOCS_PER_QUERY
     print(
         f"in process: {args.api_queries:,} queries x {DOCS_PER_QUERY} = {rows_api:,} rows, "
-        f"8 metrics (CPU, best of {args.repeat})"
+        f"8 metrics (CPU, best of {args.repeat}; means equal to 1e-9)"
     )
-    print(f"  llm_eval.evaluate_columns (numpy)   {ours:7.3f} s")
-    print(f"  pytrec_eval evaluate (dicts)        {theirs:7.3f} s  {theirs / ours:5.2f}x")
-    print(f"  llm_eval.evaluate (dicts)           {dicts:7.3f} s  {theirs / dicts:5.2f}x")
+    theirs = times["pytrec_eval"]
+    lines = [
+        ("pytrec_eval evaluate, dicts", "pytrec_eval"),
+        ("llm_eval.evaluate_columns, Run/QrelsColumns", "columns"),
+        ("llm_eval.evaluate_columns, numpy str arrays", "arrays"),
+        ("llm_eval.evaluate, dicts", "dicts"),
+    ]
+    for label, name in lines:
+        ratio = "" if name == "pytrec_eval" else f"  {theirs / times[name]:5.2f}x pytrec_eval"
+        print(f"  {label:44s} {times[name]:7.3f} s{ratio}")
 
 
 if __name__ == "__main__":
