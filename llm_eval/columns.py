@@ -177,15 +177,17 @@ def _text(item: object) -> str:
 
 def doc_hashes(docs: BytesArray, salt: IntArray, seed: int = 0) -> HashArray:
     """A 64-bit hash of each doc id's bytes and its salt (its query, say): the bytes read
-    as machine words, each mixed in by a multiplication and a shift."""
+    as machine words, each but the zero words of padding mixed in by a multiplication
+    and a shift."""
     width = -(-max(docs.dtype.itemsize, 1) // 8) * 8
     padded = np.ascontiguousarray(docs, dtype=f"S{width}")
     words = padded.view(np.uint64).reshape(docs.size, width // 8)
     hashes = (salt.astype(np.uint64) + np.uint64(seed + 1)) * _GOLDEN
     for column in words.T:
-        hashes ^= column
-        hashes *= _MULTIPLIER
-        hashes ^= hashes >> _SHIFT
+        mixed = (hashes ^ column) * _MULTIPLIER
+        mixed ^= mixed >> _SHIFT
+        # A word of padding changes nothing: an id hashes alike in arrays of any width.
+        hashes = np.where(column != 0, mixed, hashes)
     return hashes
 
 

@@ -10,6 +10,7 @@ line-by-line reading of `test_judgments` on the same odd files, at many block si
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -130,7 +131,13 @@ def test_columns_judge_as_dicts_with_negative_grades(data: tuple[dict, dict], le
     run = {q: scored for q, scored in run.items() if scored}
     columns = llm_eval.run_columns(*as_columns(rows_of(run)).values())
     judged = llm_eval.qrels_columns(*as_columns(rows_of(qrels)).values())
-    assert_same_judgments(judge_columns(judged, [columns], level), judge_scored(qrels, run, level))
+    expected = judge_scored(qrels, run, level)
+    assert_same_judgments(judge_columns(judged, [columns], level), expected)
+    # Doc ids held in arrays of other widths (as a file's blocks and the qrels are).
+    for width in (9, 17, 40):
+        wider = dataclasses.replace(columns, doc_ids=columns.doc_ids.astype(f"S{width}"))
+        assert_same_judgments(judge_columns(judged, [wider], level), expected)
+        assert_same_judgments(judge_columns(qrels, [wider], level), expected)
 
 
 # --- the file reader ---------------------------------------------------------------
