@@ -6,9 +6,10 @@ form a TREC run file is read into block by block (`llm_eval.trec_columns`) and w
 by `run_columns`. Doc ids are kept as UTF-8 bytes in a numpy `S` array, so that
 every step runs over whole arrays:
 
-- a 64-bit hash of each doc id (its bytes read as machine words) finds the rows that
-  are in the qrels, by binary search among the qrels entries' hashes; a match is then
-  checked byte for byte, so a hash collision cannot credit a document;
+- a 64-bit hash of each doc id and its query (the id's bytes read as machine words)
+  finds the rows that are in the qrels, through a small table of the hashes of the
+  qrels entries of a slice of the run's queries; a match is then checked byte for
+  byte, so a hash collision cannot credit a document;
 - the same hashes find a document listed twice for one query (an error, as in a
   TREC file);
 - ranks follow trec_eval as `judge_scored` does (score descending, compared in single

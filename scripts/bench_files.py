@@ -1,8 +1,10 @@
 """Benchmark TREC files through `llm-eval evaluate`, and the columnar API, against peers.
 
 Synthetic data as in `bench_metrics.py`: N queries x 100 scored documents (scores of 6
-decimals, so a few tie), 1-5 relevant documents a query graded 1-3, 8 metrics. In one
-run it measures, in CPU seconds (user + system, children included) and peak memory:
+decimals, distinct within a query: with ties, ranx's means differed from trec_eval's
+by 3e-7 on mrr in a first run; ties are checked against pytrec_eval by the tests),
+1-5 relevant documents a query graded 1-3, 8 metrics. In one run it measures, in CPU
+seconds (user + system, children included) and peak memory (max RSS):
 
 1. a TREC qrels and run file (N x 100 lines; default 100,000 queries = 10M lines)
    evaluated end to end, each tool in its own process:
@@ -95,7 +97,10 @@ def pieces(queries: int, seed: int = 0) -> Iterator[tuple[int, np.ndarray, np.nd
         n = min(QUERIES_PER_PIECE, queries - first)
         offsets = np.arange(DOCS_PER_QUERY + 3) * span
         docs = rng.permuted(offsets + rng.integers(0, span, (n, DOCS_PER_QUERY + 3)), axis=1)
-        scores = np.sort(rng.random((n, DOCS_PER_QUERY)).round(6), axis=1)[:, ::-1]
+        # Distinct per query (millionths from disjoint ranges): ranx orders tied
+        # documents otherwise than trec_eval does, and its means would then differ.
+        steps = np.arange(DOCS_PER_QUERY) * span + rng.integers(0, span, (n, DOCS_PER_QUERY))
+        scores = np.sort(steps / 1e6, axis=1)[:, ::-1]
         judged = []
         for q in range(n):
             picks = rng.choice(DOCS_PER_QUERY + 3, size=rng.integers(1, 6), replace=False)
