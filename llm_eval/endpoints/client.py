@@ -265,7 +265,10 @@ class Session:
             self.client.usage.add(cached)
             return cached
         try:
-            answer = self._call(messages, prompt, schema)
+            # The shape to ask in is read once the call has its slot, so that a call
+            # waiting behind a refused one asks in the shape that one found.
+            with self.client.in_flight:
+                answer = self._call(messages, prompt, schema)
         except EndpointFailed:
             self.client.usage.add(None)
             raise
@@ -291,16 +294,15 @@ class Session:
                 assert schema is not None
                 asked["response_format"] = response_format(shape, prompt, schema)
             try:
-                with self.client.in_flight:
-                    response, _ = post_json(
-                        self.http,
-                        self.client.url,
-                        asked,
-                        _policy(settings),
-                        self.breaker,
-                        _refuses_format if shape != "none" else None,
-                        int(settings.get("max_answer_bytes", MAX_CHAT_BYTES)),
-                    )
+                response, _ = post_json(
+                    self.http,
+                    self.client.url,
+                    asked,
+                    _policy(settings),
+                    self.breaker,
+                    _refuses_format if shape != "none" else None,
+                    int(settings.get("max_answer_bytes", MAX_CHAT_BYTES)),
+                )
             except CallFailed as failure:
                 if shape == "none" or not _FORMAT_WORDS.search(failure.detail):
                     raise EndpointFailed(scrub(str(failure), self.secrets)) from None
