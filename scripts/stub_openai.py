@@ -144,11 +144,14 @@ class StubOpenAI:
 
     faults: list[Fault] = field(default_factory=list)
     flaky: bool = False
-    """Turn every second chunk-relevance verdict around (a judge that is not steady)."""
+    """Turn a chunk-relevance verdict around every second time the same prompt is asked
+    (a judge that is not steady; by prompt, so whatever order concurrent calls come in)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     url: str = ""
     relevance_calls: int = 0
+    times_asked: dict[str, int] = field(default_factory=dict)
+    """How often each chunk-relevance prompt was asked."""
     accepts: tuple[str, ...] = ("json_schema", "json_object")
     """The response_format shapes taken; others are refused."""
     chatty: bool = False
@@ -213,8 +216,10 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
             answer = judge(user)
             with state.lock:
                 state.relevance_calls += "verdict" in answer
-                if state.flaky and "verdict" in answer and state.relevance_calls % 2 == 0:
-                    answer["verdict"] = 1 - answer["verdict"]
+                if "verdict" in answer:
+                    state.times_asked[user] = asked = state.times_asked.get(user, 0) + 1
+                    if state.flaky and asked % 2 == 0:
+                        answer["verdict"] = 1 - answer["verdict"]
             wanted = request.get("response_format")
             if wanted is not None:
                 schema = wanted.get("json_schema", {}).get("schema") or wanted.get("schema") or {}

@@ -360,7 +360,7 @@ def test_repeats_report_spread_and_flipped_verdicts(
         assert gate(root, monkeypatch, "--judge-repeat", "2") == 0
         assert len(server.requests) == 14  # every call twice: each repeat its own entry
     judged = report(root)["judge"]
-    # Three chunk verdicts, asked twice each; every second one is turned around.
+    # Three chunk verdicts, asked twice each; every second ask is turned around.
     assert judged["repeats"] == 2
     assert judged["flips_count"] == 3
     assert judged["calibration"]["chunks"] == 3  # each chunk once, however often it is asked
