@@ -12,9 +12,14 @@ Structured answers: a call that comes with a JSON schema asks for it in
 vLLM, llama.cpp's llama-server, Ollama), then, when the endpoint refuses that, in
 the older `{"type": "json_object", "schema": ...}` (llama-cpp-python's server), then
 without it. A refusal is an error answer that names `response_format` or
-`json_schema`; it is remembered per endpoint for the rest of the process, so each
-shape is refused at most once per thread that was asking at the time. The schema is in
-the cache key: answers asked for with and without one are different answers.
+`json_schema`; it is remembered per endpoint for the rest of the process, and a call
+chooses its shape once it has its slot (`concurrency`), so each shape is refused at
+most once per call on the wire at the time. The schema is in the cache key: answers
+asked for with and without one are different answers.
+
+Concurrency: each client lets at most its section's `concurrency` calls be on the
+wire at once, however many threads ask; the cache is read and written outside that
+limit. An embeddings client sends a list's batches that many at a time.
 
 Embeddings: a server that answers a decoder model's vectors per token (llama.cpp
 without pooling: a list of vectors for each input) has them mean-pooled into one
