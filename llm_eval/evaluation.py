@@ -1,13 +1,16 @@
-"""The public evaluation API: `evaluate(qrels, run, metrics)` and its `Scores`."""
+"""The public evaluation API: `evaluate(qrels, run, metrics)`, `evaluate_columns` for
+runs given as columns, and their `Scores`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from llm_eval import defaults
+from llm_eval.columns import judge_columns, qrels_from_columns, run_from_columns
 from llm_eval.judgments import (
     FloatArray,
     Judgments,
@@ -115,4 +118,26 @@ def evaluate(
         judgments = judge_ranked(qrels, run, relevance_level)  # type: ignore[arg-type]
     else:
         judgments = judge_scored(qrels, run, relevance_level)  # type: ignore[arg-type]
+    return score_judgments(judgments, parsed)
+
+
+def evaluate_columns(
+    qrels: Any,
+    run: Any,
+    metrics: Iterable[str] = defaults.METRICS,
+    *,
+    relevance_level: int = 1,
+) -> Scores:
+    """Evaluate a run given as columns: the fast way in for large runs.
+
+    `run` is a `RunColumns` (`llm_eval.run_columns(query_ids, doc_ids, scores)`, or
+    `llm_eval.read_trec_run(path)`), or a frame with `query_id`, `doc_id` and `score`
+    columns: a pandas or pyarrow frame, a dict of numpy arrays. `qrels` is a
+    `QrelsColumns` (`llm_eval.qrels_columns`, `llm_eval.read_qrels`), such a frame
+    with a `grade` column, or `{query_id: {doc_id: grade}}`. Ranked as `evaluate`
+    ranks scored runs (trec_eval's order); a document listed twice for one query is
+    an error.
+    """
+    parsed = parse_metrics(metrics)
+    judgments = judge_columns(qrels_from_columns(qrels), [run_from_columns(run)], relevance_level)
     return score_judgments(judgments, parsed)

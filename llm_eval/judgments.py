@@ -28,7 +28,7 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -161,18 +161,41 @@ class _QrelsIndex:
     by query."""
 
     def __init__(self, qrels: Qrels, relevance_level: int) -> None:
-        self.qrels = qrels
+        self._setup(list(qrels), *_flatten_qrels(qrels.values()), relevance_level)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        query_ids: list[str],
+        lengths: IntArray,
+        grades: IntArray,
+        docs: npt.NDArray[np.bytes_],
+        relevance_level: int,
+    ) -> _QrelsIndex:
+        """The index of qrels given as arrays: per query its entries, per entry its grade
+        and doc id (UTF-8 bytes), grouped by query."""
+        index = cls.__new__(cls)
+        index._setup(query_ids, lengths, grades, docs, relevance_level)
+        return index
+
+    def _setup(
+        self,
+        all_ids: list[str],
+        lengths: IntArray,
+        grades: IntArray,
+        docs: list[str] | npt.NDArray[np.bytes_],
+        relevance_level: int,
+    ) -> None:
+        self.all_ids = all_ids
         self.relevance_level = relevance_level
-        lengths, grades, docs = _flatten_qrels(qrels.values())
         owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
         self.evaluated = np.bincount(owner[grades >= relevance_level], minlength=lengths.size) > 0
         """Per qrels query: whether it has a relevant document."""
-        all_ids = list(qrels)
         self.query_ids = _kept(all_ids, self.evaluated)
         self.rejection = _kept(all_ids, ~self.evaluated)
         kept = self.evaluated[owner]
-        self.docs = _kept(docs, kept)
-        """Per entry: its document id."""
+        self.docs: Any = docs[kept] if isinstance(docs, np.ndarray) else _kept(docs, kept)
+        """Per entry: its document id (UTF-8 bytes when built `from_arrays`)."""
         self.grades = grades[kept]
         """Per entry: its grade."""
         self.query = (np.cumsum(self.evaluated) - 1)[owner[kept]]
@@ -186,7 +209,7 @@ class _QrelsIndex:
         """Per qrels query id: its index among the evaluated queries, -1 for a rejection query."""
         where = np.cumsum(self.evaluated) - 1
         where[~self.evaluated] = -1
-        return dict(zip(self.qrels, where.tolist(), strict=True))
+        return dict(zip(self.all_ids, where.tolist(), strict=True))
 
     def not_in_qrels(self, run: Mapping[str, object], answered: int) -> int:
         """Run queries not in the qrels, given how many evaluated queries the run answers."""

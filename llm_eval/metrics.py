@@ -39,7 +39,7 @@ from typing import Literal
 
 import numpy as np
 
-from llm_eval.errors import InputError
+from llm_eval.errors import InputError, PluginError
 from llm_eval.judgments import FloatArray, IntArray, Judgments, group_starts
 from llm_eval.service import ServiceRecord, error_rate, latency_percentile
 
@@ -157,9 +157,42 @@ class Metric:
         return f"positions@{self.k}" if self.family.pooling == "positions" else None
 
     def compute(self, judgments: Judgments) -> FloatArray:
-        """One value per evaluated query (relevance metrics only)."""
+        """One value per evaluated query (relevance metrics only). A plugin's kernel is
+        checked: an exception in it, or values that are not one finite number per
+        query within the family's range, are a PluginError naming the metric and its
+        distribution, never a traceback or a value the gate would read."""
         assert self.family.kernel is not None, f"{self.name} is not computed from judgments"
-        return self.family.kernel(judgments, self.k)
+        if self.family.source == "built-in":
+            return self.family.kernel(judgments, self.k)
+        return self._checked(judgments)
+
+    def _checked(self, judgments: Judgments) -> FloatArray:
+        assert self.family.kernel is not None
+        where = f"metric {self.name} of the plugin {self.family.source}"
+        try:
+            values = np.asarray(self.family.kernel(judgments, self.k), dtype=np.float64)
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            detail = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+            raise PluginError(f"{where} failed: {detail}") from None
+        expected = (len(judgments.query_ids),)
+        if values.shape != expected:
+            raise PluginError(
+                f"{where} gave values of shape {values.shape}, not one per query {expected}"
+            )
+        if not np.isfinite(values).all():
+            bad = int((~np.isfinite(values)).sum())
+            raise PluginError(f"{where} gave {bad} value(s) that are NaN or infinite")
+        if self.family.score_range is not None:
+            low, high = self.family.score_range
+            outside = (values < low - 1e-9) | (values > high + 1e-9)
+            if outside.any():
+                first = float(values[outside][0])
+                raise PluginError(
+                    f"{where} gave {int(outside.sum())} value(s) outside its range "
+                    f"[{low:g}, {high:g}], e.g. {first:g}"
+                )
+        return values
 
     def aggregate(self, records: list[ServiceRecord]) -> float:
         """The value over a slice's records (service metrics only)."""

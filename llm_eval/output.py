@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import shutil
 import sys
 import textwrap
@@ -44,12 +45,40 @@ def table_width(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
+def render_blocks(
+    header: Sequence[str], rows: Sequence[Sequence[str]], width: int = 80, keep: int = 1
+) -> str:
+    """`render_table`, or when that is wider than `width`, the same table cut into blocks
+    of whole columns one under the other, each repeating the first `keep` columns (the
+    row labels) and no wider than `width` (unless a single column already is)."""
+    if table_width(header, rows) <= width:
+        return render_table(header, rows)
+    labels = list(range(keep))
+    blocks: list[list[int]] = [[]]
+    for column in range(keep, len(header)):
+        trial = labels + blocks[-1] + [column]
+        if blocks[-1] and table_width(*_columns(header, rows, trial)) > width:
+            blocks.append([])
+        blocks[-1].append(column)
+    return "\n\n".join(render_table(*_columns(header, rows, labels + b)) for b in blocks)
+
+
+def _columns(
+    header: Sequence[str], rows: Sequence[Sequence[str]], picked: Sequence[int]
+) -> tuple[list[str], list[list[str]]]:
+    return [header[i] for i in picked], [[row[i] for i in picked] for row in rows]
+
+
 def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
     """`text` wrapped to `width` columns, continuation lines indented; a word longer
-    than the width is broken rather than left overlong."""
-    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False) or [
-        ""
-    ]
+    than the width is broken rather than left overlong, and a number keeps its unit
+    ("−8.5 pp", "120 ms") on its line."""
+    glued = _UNIT.sub("\\1\ue000\\2", text)  # a private-use character, never split
+    lines = textwrap.wrap(glued, width=width, subsequent_indent=indent, break_on_hyphens=False)
+    return [line.replace("\ue000", " ") for line in lines] or [""]
+
+
+_UNIT = re.compile(r"(\d) (pp|ms)\b")
 
 
 def colour(text: str, name: str) -> str:

@@ -31,6 +31,12 @@ server: NaN vectors, odd usage, the key echoed back; the fuzzer's mutations).
 
     python scripts/stub_openai.py --port 8765      # serves until Ctrl-C
     python scripts/stub_openai.py --port 0         # a free port, printed on the first line
+    python scripts/stub_openai.py --delay-ms 200   # every answer after 200 ms, as a model's
+
+With `delay_s`, every answer waits that long first (a model's latency, for
+`scripts/bench_judge_wall.py`). `spans` records each request's path, start and end
+(monotonic seconds), so that a test can check which requests were in flight together;
+`hold` lets a test keep requests waiting until it says so.
 """
 
 from __future__ import annotations
@@ -68,9 +74,17 @@ def share_found(part: str, whole: str) -> float:
     return len(wanted & words(whole)) / len(wanted) if wanted else 0.0
 
 
+def task_of(user: str) -> str:
+    """The prompt's `task: <name>` line, looked for outside the tagged blocks (a passage
+    may hold any line)."""
+    outside = re.sub(r"<(\w+)>\n.*?\n</\1>", "", user, flags=re.S)
+    found = re.search(r"^task: (\w+)\s*$", outside, re.M)
+    return found.group(1) if found else ""
+
+
 def judge(user: str) -> dict[str, Any]:
     """The rule-based answer to one of llm-eval's prompts."""
-    task = user.splitlines()[0].removeprefix("task: ").strip() if user else ""
+    task = task_of(user)
     if task == "chunk_relevance":
         useful = share_found(section(user, "question"), section(user, "passage")) >= 0.5
         return {"verdict": int(useful), "reason": "word overlap"}
@@ -130,16 +144,26 @@ class StubOpenAI:
 
     faults: list[Fault] = field(default_factory=list)
     flaky: bool = False
-    """Turn every second chunk-relevance verdict around (a judge that is not steady)."""
+    """Turn a chunk-relevance verdict around every second time the same prompt is asked
+    (a judge that is not steady; by prompt, so whatever order concurrent calls come in)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     url: str = ""
     relevance_calls: int = 0
+    times_asked: dict[str, int] = field(default_factory=dict)
+    """How often each chunk-relevance prompt was asked."""
     accepts: tuple[str, ...] = ("json_schema", "json_object")
     """The response_format shapes taken; others are refused."""
     chatty: bool = False
     per_token: bool = False
     rewrite: Callable[[str, dict[str, Any]], bytes] | None = None
+    delay_s: float = 0.0
+    """Every answer waits this long first (a model's latency)."""
+    spans: list[tuple[str, float, float]] = field(default_factory=list)
+    """(path, start, end) of every request answered, in monotonic seconds: from its
+    arrival to just before its answer is sent."""
+    hold: Callable[[str], None] | None = None
+    """Called with the path of each request before it is answered (a test's barrier)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_fault(self) -> Fault | None:
@@ -151,10 +175,18 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        # Headers and body go out in two writes: with Nagle's algorithm the body waits
+        # for the client's delayed ACK (~40 ms). Real servers set TCP_NODELAY too.
+        disable_nagle_algorithm = True
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def do_POST(self) -> None:
+            self.started = time.monotonic()
+            if state.hold is not None:
+                state.hold(self.path)
+            time.sleep(state.delay_s)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
             with state.lock:
@@ -184,8 +216,10 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
             answer = judge(user)
             with state.lock:
                 state.relevance_calls += "verdict" in answer
-                if state.flaky and "verdict" in answer and state.relevance_calls % 2 == 0:
-                    answer["verdict"] = 1 - answer["verdict"]
+                if "verdict" in answer:
+                    state.times_asked[user] = asked = state.times_asked.get(user, 0) + 1
+                    if state.flaky and asked % 2 == 0:
+                        answer["verdict"] = 1 - answer["verdict"]
             wanted = request.get("response_format")
             if wanted is not None:
                 schema = wanted.get("json_schema", {}).get("schema") or wanted.get("schema") or {}
@@ -228,6 +262,10 @@ def _handler(state: StubOpenAI) -> type[BaseHTTPRequestHandler]:
             return json.dumps(answer).encode()
 
         def reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            # The span ends before the answer goes out: a request the client sends once it
+            # has this answer starts after this one ended, in `spans` as on the wire.
+            with state.lock:
+                state.spans.append((self.path, self.started, time.monotonic()))
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -259,6 +297,8 @@ def refused(wanted: Any, accepts: tuple[str, ...]) -> tuple[int, str] | None:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients connecting at once are queued, not refused
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that timed out and left makes the late answer fail: expected here
 
@@ -285,10 +325,14 @@ def main() -> None:
     parser.add_argument(
         "--port", type=int, default=8765, help="Port on 127.0.0.1; 0 picks a free one."
     )
-    port = parser.parse_args().port
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="Answer every request after this long."
+    )
+    args = parser.parse_args()
+    port = args.port
     with contextlib.ExitStack() as stack:
         try:
-            state = stack.enter_context(serve(port=port))
+            state = stack.enter_context(serve(StubOpenAI(delay_s=args.delay_ms / 1000), port))
         except OSError as error:
             message = f"cannot listen on 127.0.0.1:{port}: {error.strerror}"
             parser.exit(2, f"stub_openai: {message}; pass --port 0 for a free port\n")

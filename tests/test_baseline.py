@@ -296,7 +296,7 @@ def test_a_latency_moves_only_beyond_the_limit_of_a_gate_that_reads_it(
 
 REPO = Path(__file__).resolve().parents[1]
 NOTHING_MOVED = (
-    "Nothing moved: {path} already holds these scores (327 scored queries); left as it is.\n"
+    "Nothing moved: fresh.json already holds these scores (327 scored queries); left\n  as it is.\n"
 )
 
 
@@ -321,7 +321,7 @@ def test_two_refreshes_of_an_unchanged_setup_leave_the_file_byte_identical(
     for _ in range(2):
         assert refresh(capsys, "--baseline", "fresh.json") == (
             0,
-            NOTHING_MOVED.format(path="fresh.json"),
+            NOTHING_MOVED,
         )
         assert (indexed_demo / "fresh.json").read_bytes() == written
 
@@ -335,12 +335,12 @@ def test_a_score_change_rewrites_the_file_and_says_what_moved(
     code, out = refresh(capsys, "--baseline", "fresh.json")
     assert code == 0
     assert out.startswith(
-        "Wrote fresh.json (327 scored queries); moved: fingerprints (retriever), "
-        "the scores of 74 queries.\n\nWhat moved (new value, change):\n"
+        "Wrote fresh.json (327 scored queries); moved: fingerprints (retriever), the\n"
+        "  scores of 74 queries.\n\nWhat moved (new value, change):\n"
     )
     after = load_baseline(indexed_demo / "fresh.json")
     assert after is not None and after.aggregates != json.loads(before)["aggregates"]
-    assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED.format(path="fresh.json")
+    assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED
 
 
 def test_the_readme_shows_what_refresh_prints(
@@ -386,4 +386,8 @@ def test_a_move_below_a_floor_is_refused_but_a_state_that_did_not_move_is_not(
     assert out.startswith("Not writing b.json: an error gate's floor fails on this state.\n")
     assert (indexed_demo / "b.json").read_bytes() == written
     assert refresh(capsys, *degraded, "--force")[0] == 0
-    assert refresh(capsys, *degraded) == (0, NOTHING_MOVED.format(path="b.json"))
+    assert refresh(capsys, *degraded) == (
+        0,
+        "Nothing moved: b.json already holds these scores (327 scored queries); left as\n"
+        "  it is.\n",
+    )

@@ -218,8 +218,11 @@ def test_retrieve_then_compare_two_runs(
     assert main(["compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("compare: A is better on recall@5 (−9.0 pp)\nA = a.jsonl\n")
-    overall = next(line for line in out.splitlines() if line.startswith("overall"))
+    lines = out.splitlines()
+    overall = lines[lines.index("overall (327 queries)") + 3]
+    assert overall.startswith("recall@5 ")
     assert overall.split()[-1] == "A"  # the mistuned retriever loses, significantly
+    assert max(map(len, lines)) <= 80
     rows = (shared_demo / "cmp" / "compare.csv").read_text().splitlines()
     assert rows[0] == "slice,metric,n,mean_a,mean_b,delta,ci_low,ci_high,p_value,winner"
     slice_name, metric, _, mean_a, mean_b, change, low, high, p, winner = rows[1].split(",")
@@ -253,13 +256,25 @@ def test_gold_validate_and_stats(
     assert "The drop each gate catches 4 times in 5 on each scope it checks" in stats
     # One row per scope a gate checks: recall@5's gate reads tier A only, MRR's all
     # queries and, per tag, each tag; no row for tier B, which no gate reads alone.
-    table = stats.split("limit\n", 1)[1].splitlines()[1:]  # below the header's rule
-    rows = [re.split(r"\s{2,}", line.strip()) for line in table]
-    scopes = [(row[0], row[1]) for row in rows]
-    assert scopes[0] == ("retrieval_recall_at_5", "tier A") and rows[0][2] == "176"
-    assert scopes[1] == ("retrieval_mrr", "all queries")
-    assert all(gate == "retrieval_mrr" and scope.startswith("tag ") for gate, scope in scopes[2:])
-    assert len(scopes) == 2 + 15  # the 15 tags MRR scores (out-of-scope holds no answerable)
+    # Each gate has its own table, under its name and limit.
+    blocks = stats.split("\n\n")
+    tables = {
+        block.splitlines()[0]: [
+            re.split(r"\s{2,}", line.strip()) for line in block.splitlines()[3:]
+        ]
+        for block in blocks
+        if block.startswith("retrieval_")
+    }
+    assert list(tables) == [
+        "retrieval_recall_at_5 (regression limit 3.0 pp)",
+        "retrieval_mrr (regression limit 0.050)",
+    ]
+    recall, mrr = tables.values()
+    assert recall == [["tier A", "176", "8.1 pp", "212 more queries"]]
+    assert mrr[0][:2] == ["all queries", "327"]
+    assert all(row[0].startswith("tag ") for row in mrr[1:])
+    assert len(mrr) == 1 + 15  # the 15 tags MRR scores (out-of-scope holds no answerable)
+    assert max(map(len, stats.splitlines())) <= 80
 
 
 def test_gold_validate_rejects_labels_missing_from_the_corpus(
@@ -354,7 +369,7 @@ def test_gold_stats_counts_without_a_baseline(
     out = capsys.readouterr().out
     assert "tag troubleshooting" in out
     assert out.endswith(
-        "No baseline at none.json: the smallest detectable drops are estimated from its "
+        "No baseline at none.json: the smallest detectable drops are estimated from its\n"
         "per-query scores; run `llm-eval baseline refresh` to create one.\n"
     )
 

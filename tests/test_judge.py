@@ -360,7 +360,7 @@ def test_repeats_report_spread_and_flipped_verdicts(
         assert gate(root, monkeypatch, "--judge-repeat", "2") == 0
         assert len(server.requests) == 14  # every call twice: each repeat its own entry
     judged = report(root)["judge"]
-    # Three chunk verdicts, asked twice each; every second one is turned around.
+    # Three chunk verdicts, asked twice each; every second ask is turned around.
     assert judged["repeats"] == 2
     assert judged["flips_count"] == 3
     assert judged["calibration"]["chunks"] == 3  # each chunk once, however often it is asked
@@ -435,12 +435,13 @@ def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
     question = np.array(stub.embed(GOLD[0]["query"]))
     cosines = [float(question @ np.array(stub.embed(g))) for g in generated["questions"]]
     assert overall(root)["answer_relevance"] == pytest.approx(sum(cosines) / len(cosines))
-    # 3 gold questions and 3 generated ones, embedded 2 a request on the first run;
-    # the second run (whose report this is) found all 6 vectors in the cache.
-    assert len(embedded) == 3
+    # The question of q1 (the one query with an answer) and its 3 generated ones,
+    # embedded 2 a request on the first run; the second run (whose report this is)
+    # found all 4 vectors in the cache.
+    assert len(embedded) == 2
     assert report(root)["judge"]["embeddings"] == {
         "calls": 0,
-        "cached": 6,
+        "cached": 4,
         "tokens": 0,
         "pooled": 0,
     }

@@ -6,10 +6,17 @@ import io
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from llm_eval.output import ASCII_FALLBACK, degrade_unencodable_output
+from llm_eval.cli import main
+from llm_eval.output import (
+    ASCII_FALLBACK,
+    degrade_unencodable_output,
+    render_blocks,
+    render_table,
+)
 
 
 @pytest.mark.parametrize(
@@ -53,3 +60,37 @@ def test_streams_that_are_not_text_wrappers_are_left_alone() -> None:
         sys.stdout = saved
     stream.write("✓")
     assert stream.getvalue() == "✓"
+
+
+def test_a_table_too_wide_is_cut_into_blocks_of_whole_columns() -> None:
+    header = ["slice", "n", *(f"metric{i}" for i in range(8))]
+    rows = [[name, "12", *(f"{i}.{i}%" for i in range(8))] for name in ("overall", "tier:A")]
+    assert render_blocks(header, rows, width=200) == render_table(header, rows)
+    blocks = render_blocks(header, rows, width=40, keep=2).split("\n\n")
+    assert len(blocks) > 1
+    seen = []
+    for block in blocks:
+        lines = block.splitlines()
+        assert max(map(len, lines)) <= 40
+        titles = lines[0].split()
+        assert titles[:2] == ["slice", "n"]  # the row labels repeat in each block
+        assert [line.split()[:2] for line in lines[2:]] == [["overall", "12"], ["tier:A", "12"]]
+        seen += titles[2:]
+    assert seen == header[2:]  # every column once, in order
+
+
+def test_a_single_column_wider_than_the_limit_still_shows() -> None:
+    header, rows = ["label", "x" * 30], [["a", "1"]]
+    assert render_blocks(header, rows, width=20).splitlines()[0].split() == header
+
+
+def test_the_demo_baseline_reads_within_80_columns(
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(shared_demo)
+    assert main(["baseline", "show"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80
+    for label in ("recall@1", "recall@5", "MRR", "nDCG@10", "precision@5", "hit rate@5"):
+        assert f" {label}" in out
+    assert out.count("tag:troubleshooting") == 2  # one row in each block of columns

@@ -211,3 +211,50 @@ def test_a_broken_plugin_is_one_line_naming_its_entry_point(
     )
     # Help never parses a metric, so it neither loads nor trips over the plugin.
     assert llm_eval(site, project, "--help").returncode == 0
+
+
+FAULTY = """
+import numpy as np
+
+from llm_eval.metrics import Family, register
+
+
+def kernel(judgments, k):
+    n = len(judgments.query_ids)
+    {body}
+
+
+register(Family("faulty", "relevance", "none", "a kernel with a fault", "faulty", "score",
+                kernel=kernel))
+"""
+
+KERNEL_FAULTS = [
+    ("return 1 / 0", "failed: ZeroDivisionError: division by zero"),
+    ("return np.ones(n + 1)", "gave values of shape (6,), not one per query (5,)"),
+    ("return [0.5] * n", None),  # a list is fine: it is read as numbers
+    ("return np.full(n, np.nan)", "gave 5 value(s) that are NaN or infinite"),
+    ("return np.array([np.inf] + [0.0] * (n - 1))", "gave 1 value(s) that are NaN or infinite"),
+    ("return np.full(n, 2.5)", "gave 5 value(s) outside its range [0, 1], e.g. 2.5"),
+    ("return np.array(['x'] * n)", "failed: ValueError: could not convert string to float"),
+]
+
+
+@pytest.mark.parametrize(("body", "reason"), KERNEL_FAULTS)
+def test_a_plugin_kernel_that_fails_or_gives_bad_values_is_one_line_exit_3(
+    tmp_path: Path, body: str, reason: str | None
+) -> None:
+    site = install(
+        tmp_path, "llm-eval-faulty", {"faulty": FAULTY.format(body=body)}, "f = faulty\n"
+    )
+    project = write_project(
+        tmp_path / "project", "  - {name: faulty, metric: faulty, threshold: 0.1}\n"
+    )
+    done = llm_eval(site, project, "gate")
+    if reason is None:
+        assert done.returncode == 0, done.stderr
+        return
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.startswith(
+        f"llm-eval: error: metric faulty of the plugin llm-eval-faulty 0.1 {reason}"
+    )
+    assert done.stderr.count("\n") == 1

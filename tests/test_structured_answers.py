@@ -57,7 +57,7 @@ def test_an_endpoint_that_accepts_it_gets_the_prompts_schema_in_openais_shape() 
     assert sent == {
         "type": "json_schema",
         "json_schema": {
-            "name": "chunk_relevance_1",
+            "name": "chunk_relevance_2",
             "schema": prompt("chunk_relevance").schema(),
             "strict": True,
         },
@@ -223,8 +223,8 @@ def test_a_pooled_embedding_is_one_vector_and_said_in_the_report(
         root = relevance_project(tmp_path, server.url)
         assert gate(root, monkeypatch) == 0
     judged = report(root)["judge"]
-    assert judged["embeddings"]["pooled"] == 6
+    assert judged["embeddings"]["pooled"] == 4  # q1's question and its 3 generated ones
     value = next(s for s in report(root)["slices"] if s["kind"] == "overall")
     assert math.isfinite(value["metrics"]["answer_relevance"]["value"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "one vector per token for 6 texts; each was mean-pooled into one vector." in out
+    assert "one vector per token for 4 texts; each was mean-pooled into one vector." in out

@@ -23,7 +23,7 @@ from llm_eval.gitinfo import head_commit
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
-from llm_eval.output import render_table
+from llm_eval.output import render_blocks, wrap
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
@@ -75,7 +75,7 @@ def refresh(
         head = f"Wrote {path} ({scored})" + (replaced if unreadable else ".")
     if not found:
         text = f"Nothing moved: {path} already holds these scores ({scored}); left as it is."
-        return RefreshOutcome(new, found, False, text)
+        return RefreshOutcome(new, found, False, "\n".join(wrap(text, 80)))
     blocking = _floors_failed(inputs, measurement)
     if blocking and not force:
         lines = [f"Not writing {path}: an error gate's floor fails on this state."]
@@ -83,6 +83,7 @@ def refresh(
         lines.append("Fix the regression, or pass --force to accept it as the new baseline.")
         return RefreshOutcome(new, found, False, "\n".join(lines))
     save_baseline(path, new)
+    head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
     return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip())
 
 
@@ -221,23 +222,23 @@ def _beyond(gate: Gate, before: float, after: float) -> bool:
 
 
 def moved(old: Baseline | None, new: Baseline) -> str:
-    """What changed between two baselines: overall and per tier, one row each."""
-    header = ["slice", "n", *(parse_metric(m).label for m in new.metrics)]
+    """What changed between two baselines: one row per metric, one column per slice
+    (overall and each tier), cut into blocks of columns to stay within 80 columns."""
+    slices = [name for name in new.aggregates if not name.startswith("tag:")]
+    header = ["metric", *(f"{name} ({new.aggregates[name]['n']})" for name in slices)]
     rows = []
-    for slice_name, row in new.aggregates.items():
-        if slice_name.startswith("tag:"):
-            continue
-        before = old.aggregates.get(slice_name, {}) if old is not None else {}
-        cells = [slice_name, str(row["n"])]
-        for metric in new.metrics:
-            now_value = float(row[metric])
+    for metric in new.metrics:
+        cells = [parse_metric(metric).label]
+        for name in slices:
+            now_value = float(new.aggregates[name][metric])
             cell = value(metric, now_value)
+            before = old.aggregates.get(name, {}) if old is not None else {}
             if metric in before:
                 cell += f" ({delta(metric, now_value - float(before[metric]))})"
             cells.append(cell)
         rows.append(cells)
     title = "What moved (new value, change):" if old is not None else "New values:"
-    return title + "\n" + render_table(header, rows)
+    return title + "\n" + render_blocks(header, rows)
 
 
 def show(baseline_path: Path) -> str:
@@ -247,18 +248,27 @@ def show(baseline_path: Path) -> str:
         raise InputError(
             "no baseline here; create one with `llm-eval baseline refresh`", path=baseline_path
         )
+    fingerprints = ", ".join(f"{k} {v or '-'}" for k, v in baseline.fingerprints.items())
     head = [
         f"Baseline {baseline_path}",
-        f"  created {baseline.created_at} at commit {baseline.git_commit or 'unknown'} "
-        f"by llm-eval {baseline.tool_version}",
-        f"  {len(baseline.per_query)} scored queries, relevance level "
-        f"{baseline.relevance_level}, hits counted at top {baseline.gating_k}",
-        "  fingerprints: " + ", ".join(f"{k} {v or '-'}" for k, v in baseline.fingerprints.items()),
+        *wrap(
+            f"  created {baseline.created_at} at commit {(baseline.git_commit or 'unknown')[:12]} "
+            f"by llm-eval {baseline.tool_version}",
+            80,
+            "    ",
+        ),
+        *wrap(
+            f"  {len(baseline.per_query)} scored queries, relevance level "
+            f"{baseline.relevance_level}, hits counted at top {baseline.gating_k}",
+            80,
+            "    ",
+        ),
+        *wrap(f"  fingerprints: {fingerprints}", 80, "    "),
         "",
     ]
     rows = [
         [name, str(row["n"]), *(value(m, float(row[m])) for m in baseline.metrics)]
         for name, row in baseline.aggregates.items()
     ]
-    table = render_table(["slice", "n", *(parse_metric(m).label for m in baseline.metrics)], rows)
-    return "\n".join(head) + table
+    header = ["slice", "n", *(parse_metric(m).label for m in baseline.metrics)]
+    return "\n".join(head) + render_blocks(header, rows, keep=2)

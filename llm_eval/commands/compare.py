@@ -8,9 +8,9 @@ from pathlib import Path
 
 from llm_eval.ab_test import compare_runs, per_query_metrics, verdict_line
 from llm_eval.config_io import load_config
-from llm_eval.formats.commands.compare import HEADER, cells, to_csv, to_markdown
+from llm_eval.formats.commands.compare import terminal_table, to_csv, to_markdown
 from llm_eval.gold_io import load_gold
-from llm_eval.output import render_table
+from llm_eval.output import wrap
 from llm_eval.pipeline import scoring_for
 from llm_eval.run_io import load_run
 from llm_eval.scoring import score_run
@@ -37,8 +37,14 @@ def compare(
     folder = out_dir or config.output
     write_atomic(folder / "compare.md", to_markdown(rows, str(run_a), str(run_b), alpha))
     write_atomic(folder / "compare.csv", to_csv(rows))
-    table = render_table(HEADER, [cells(r) for r in rows])
+    table = terminal_table(rows)
     written = f"Wrote {folder / 'compare.md'} and {folder / 'compare.csv'}"
     if skipped:
         written += f"\nNot compared (aggregates, not per-query values): {', '.join(skipped)}"
-    return f"compare: {verdict_line(rows)}\nA = {run_a}\nB = {run_b}\n\n{table}\n\n{written}"
+    verdict = "\n".join(wrap(f"compare: {verdict_line(rows)}", 80))
+    legend = (
+        "winner: the run better by a paired test at this level (tag rows Holm-corrected "
+        "per metric, their interval's level in brackets); neither: no significant difference"
+    )
+    notes = "\n".join(wrap(legend, 80))
+    return f"{verdict}\nA = {run_a}\nB = {run_b}\n\n{table}\n\n{notes}\n{written}"

@@ -18,20 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_eval.columns import judge_columns
 from llm_eval.english import listed, plural
 from llm_eval.errors import InputError
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
-from llm_eval.judgments import Judgments, judge_ranked, judge_scored_chunks
+from llm_eval.judgments import Judgments, judge_ranked
 from llm_eval.matching import match_run, needs_matching
 from llm_eval.metrics import Metric, parse_metric
 from llm_eval.output import render_table
 from llm_eval.qrels import load_qrels
 from llm_eval.ranking import ranking_values
-from llm_eval.run_io import detect_format, iter_trec_scores, load_run
+from llm_eval.run_io import detect_format, load_run
 from llm_eval.runs import RunFormat
 from llm_eval.scoring import Scoring, score_run
+from llm_eval.trec_columns import iter_trec_columns
 
 _FROM_THE_RUN = ("ranking", "rejection")
 """Kinds evaluate computes besides relevance: they need only the run and the labels."""
@@ -157,8 +159,8 @@ def _judge(
 ) -> Judgments:
     fmt = detect_format(run_path) if run_format == "auto" else run_format
     if fmt == "trec":
-        # Chunk by chunk: the whole run is never held in memory.
-        return judge_scored_chunks(qrels, iter_trec_scores(run_path), level)
+        # Read as columns, a block at a time: the whole run is never held in memory.
+        return judge_columns(qrels, iter_trec_columns(run_path), level)
     return judge_ranked(qrels, load_run(run_path, "jsonl").ranked(), level)
 
 

@@ -15,7 +15,7 @@ from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.gold_plan import gated_scopes
 from llm_eval.inputs import Inputs
-from llm_eval.output import render_table
+from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.slices import members
 from llm_eval.stats import detectable_drop, queries_to_catch
@@ -74,32 +74,35 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
     baseline = load_baseline(path)
     text = [_counts(inputs), ""]
     if baseline is None:  # the counts need no baseline; the detectable drops do
-        text.append(
+        text += wrap(
             f"No baseline at {path}: the smallest detectable drops are estimated from its "
-            "per-query scores; run `llm-eval baseline refresh` to create one."
+            "per-query scores; run `llm-eval baseline refresh` to create one.",
+            80,
+            "",
         )
         return "\n".join(text)
-    rows = []
-    for row in detectability(inputs, baseline):
-        metric = row.gate.metric
-        limit = row.gate.regression_max
-        verdict = "" if row.needed is None else f"{row.needed - row.n} more queries"
-        rows.append(
+    text += wrap(
+        "The drop each gate catches 4 times in 5 on each scope it checks, by its own test "
+        "(normal approximation, before any churn between runs widens it):",
+        80,
+        "",
+    )
+    header = ["slice", "n", "drop caught 4 in 5", "to catch 2x the limit"]
+    found = detectability(inputs, baseline)
+    for gate in dict.fromkeys(row.gate for row in found):
+        metric, limit = gate.metric, gate.regression_max
+        shown = drop_size(metric, limit) if limit is not None else "none"
+        rows = [
             [
-                row.gate.name,
                 row.slice,
                 str(row.n),
                 drop_size(metric, row.drop),
-                drop_size(metric, limit) if limit is not None else "-",
-                verdict,
+                "" if row.needed is None else f"{row.needed - row.n} more queries",
             ]
-        )
-    header = ["gate", "slice", "n", "drop caught 4 in 5", "limit", "to catch 2x the limit"]
-    text.append(
-        "The drop each gate catches 4 times in 5 on each scope it checks, by its own test "
-        "(normal approximation, before any churn between runs widens it):"
-    )
-    text.append(render_table(header, rows))
+            for row in found
+            if row.gate is gate
+        ]
+        text += ["", f"{gate.name} (regression limit {shown})", render_table(header, rows)]
     return "\n".join(text)
 
 

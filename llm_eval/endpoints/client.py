@@ -12,9 +12,14 @@ Structured answers: a call that comes with a JSON schema asks for it in
 vLLM, llama.cpp's llama-server, Ollama), then, when the endpoint refuses that, in
 the older `{"type": "json_object", "schema": ...}` (llama-cpp-python's server), then
 without it. A refusal is an error answer that names `response_format` or
-`json_schema`; it is remembered per endpoint for the rest of the process, so each
-shape is refused at most once per thread that was asking at the time. The schema is in
-the cache key: answers asked for with and without one are different answers.
+`json_schema`; it is remembered per endpoint for the rest of the process, and a call
+chooses its shape once it has its slot (`concurrency`), so each shape is refused at
+most once per call on the wire at the time. The schema is in the cache key: answers
+asked for with and without one are different answers.
+
+Concurrency: each client lets at most its section's `concurrency` calls be on the
+wire at once, however many threads ask; the cache is read and written outside that
+limit. An embeddings client sends a list's batches that many at a time.
 
 Embeddings: a server that answers a decoder model's vectors per token (llama.cpp
 without pooling: a list of vectors for each input) has them mean-pooled into one
@@ -44,6 +49,7 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -154,6 +160,13 @@ class EndpointFailed(Exception):
     """A call that failed for good, or an answer that is not what was asked for."""
 
 
+def _in_flight(settings: Mapping[str, Any]) -> threading.BoundedSemaphore:
+    """The limit of an endpoint section's requests in flight at once (`concurrency`),
+    held only while a request is on the wire: a caller's threads may build prompts,
+    read the cache and parse answers meanwhile."""
+    return threading.BoundedSemaphore(int(settings.get("concurrency", 1)))
+
+
 @dataclass(frozen=True, slots=True)
 class ChatClient:
     """Chat completions from one endpoint and model."""
@@ -161,6 +174,11 @@ class ChatClient:
     settings: Mapping[str, Any]
     cache_dir: Path | None
     usage: Usage = field(default_factory=Usage)
+    in_flight: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
+    """At most `concurrency` requests on the wire, however many threads ask."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "in_flight", _in_flight(self.settings))
 
     @property
     def url(self) -> str:
@@ -252,7 +270,10 @@ class Session:
             self.client.usage.add(cached)
             return cached
         try:
-            answer = self._call(messages, prompt, schema)
+            # The shape to ask in is read once the call has its slot, so that a call
+            # waiting behind a refused one asks in the shape that one found.
+            with self.client.in_flight:
+                answer = self._call(messages, prompt, schema)
         except EndpointFailed:
             self.client.usage.add(None)
             raise
@@ -449,6 +470,11 @@ class EmbeddingClient:
     cache_dir: Path | None
     usage: Usage = field(default_factory=Usage)
     dimension: Dimension = field(default_factory=lambda: Dimension())
+    in_flight: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
+    """At most `concurrency` batches on the wire, however many threads embed."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "in_flight", _in_flight(self.settings))
 
     @property
     def url(self) -> str:
@@ -467,7 +493,8 @@ class EmbeddingClient:
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; EndpointFailed when the endpoint fails."""
+        """One vector per text, in order; EndpointFailed when the endpoint fails. The
+        texts not cached go in batches of `batch_size`, `concurrency` at a time."""
         vectors: dict[str, list[float]] = {}
         for text in dict.fromkeys(texts):
             cached = self._cached(text)
@@ -476,14 +503,18 @@ class EmbeddingClient:
                 self.usage.add(Answer("", 0, 0, cached=True))
         missing = [t for t in dict.fromkeys(texts) if t not in vectors]
         size = int(self.settings["batch_size"])
-        if missing:
-            with _http(self.settings) as http:
-                breaker = Breaker(3)
+        batches = [missing[start : start + size] for start in range(0, len(missing), size)]
+        if batches:
+            workers = min(len(batches), int(self.settings["concurrency"]))
+            with (
+                _http(self.settings) as http,
+                ThreadPoolExecutor(workers, thread_name_prefix="llm-eval-embed") as pool,
+            ):
+                breaker = Breaker(max(3, workers))
                 secrets = secret_forms(_api_key(self.settings))
-                for start in range(0, len(missing), size):
-                    batch = missing[start : start + size]
-                    found = self._call(http, breaker, batch, secrets)
-                    vectors.update(zip(batch, found, strict=True))
+                found = pool.map(lambda b: self._call(http, breaker, b, secrets), batches)
+                for batch, got in zip(batches, found, strict=True):
+                    vectors.update(zip(batch, got, strict=True))
         for text in texts:
             self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
@@ -494,9 +525,10 @@ class EmbeddingClient:
         payload = {"model": self.settings["model"], "input": batch}
         cap = int(self.settings.get("max_answer_bytes", MAX_EMBEDDING_BYTES))
         try:
-            response, _ = post_json(
-                http, self.url, payload, _policy(self.settings), breaker, None, cap
-            )
+            with self.in_flight:
+                response, _ = post_json(
+                    http, self.url, payload, _policy(self.settings), breaker, None, cap
+                )
         except CallFailed as failure:
             self.usage.add(None)
             raise EndpointFailed(scrub(str(failure), secrets)) from None

@@ -7,15 +7,21 @@ sufficiency call for `context_sufficiency`. A query whose results carry no text,
 whose calls failed or came back unreadable, is left unscored with the reason; it is
 never scored 0. More failed calls than the judge's `max_error_rate` stop the run
 (exit 4), as a failing retriever does.
+
+The calls go out together: every repeat's calls in one pool, the client keeping the
+judge's `concurrency` on the wire, and the embeddings of answer relevance batch by
+batch alongside them (the embeddings section's own `concurrency`), not after them.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 from llm_eval.endpoints.client import (
     ChatClient,
@@ -136,12 +142,15 @@ def judge_run(
     """
     chunks = _chunks(metrics)
     calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
-    rounds = [_ask(client, calls, repeat) for repeat in range(repeats)]
-    readable = readability([(c.prompt, answers[c]) for answers in rounds for c in calls])
-    _check_failures(client, [a for answers in rounds for a in answers.values()])
-    relevance = _relevance(embeddings, gold, rounds)
-    by_id = {q.query_id: q for q in gold.queries}
     queries = {q.query_id: q.query for q in gold.queries}
+    asked = [queries[c.query_id] for c in calls if c.what == "questions"]
+    with _Vectors(embeddings if asked else None) as vectors:
+        vectors.add(asked)
+        rounds = _ask(client, calls, repeats, vectors.add)
+        readable = readability([(c.prompt, answers[c]) for answers in rounds for c in calls])
+        _check_failures(client, [a for answers in rounds for a in answers.values()])
+        relevance = vectors.relevance()
+    by_id = {q.query_id: q for q in gold.queries}
     per_query: dict[str, dict[str, float]] = {}
     labels: dict[str, dict[str, float]] = {}
     ranges: dict[str, list[float]] = {}
@@ -223,27 +232,64 @@ def readability(answers: Sequence[tuple[str, object]]) -> dict[str, Readability]
     return {name: Readability(got, bad) for name, (got, bad) in sorted(counts.items())}
 
 
-def _relevance(
-    embeddings: Embedder | None, gold: GoldSet, rounds: Sequence[Mapping[_Call, object]]
-) -> Callable[[str, Sequence[str]], float]:
-    """Answer relevance from embeddings: all texts are embedded at once (and cached)."""
-    asked = [
-        a
-        for answers in rounds
-        for a in answers.values()
-        if isinstance(a, list) and a and isinstance(a[0], str)
-    ]
-    if embeddings is None or not asked:
-        return lambda query, generated: math.nan
-    texts = [q.query for q in gold.queries] + [t for generated in asked for t in generated]
-    unique = list(dict.fromkeys(texts))
-    try:
-        vectors = dict(zip(unique, embeddings.embed(unique), strict=True))
-    except EndpointFailed as failure:
-        raise ExternalError(f"the embeddings endpoint failed: {failure}") from None
-    return lambda query, generated: answer_relevance(
-        vectors[query], [vectors[g] for g in generated]
-    )
+class _Vectors:
+    """Texts embedded as they come, in batches of the embedder's `batch_size`, up to its
+    `concurrency` batches at once (one at a time for a model on disk), while the chat
+    calls go on: the generated questions of answer relevance are embedded as soon as a
+    batch of them is there, not after the last chat call."""
+
+    def __init__(self, embeddings: Embedder | None) -> None:
+        self._embeddings = embeddings
+        settings = embeddings.settings if embeddings is not None else {}
+        self._size = int(settings.get("batch_size", 32))
+        local = settings.get("model_path") is not None
+        workers = 1 if local else int(settings.get("concurrency", 1))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="llm-eval-embed")
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()
+        self._pending: list[str] = []
+        self._batches: list[tuple[list[str], Future[list[list[float]]]]] = []
+
+    def __enter__(self) -> _Vectors:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Embed these texts too (each text once); a full batch is sent at once."""
+        if self._embeddings is None:
+            return
+        with self._lock:
+            new = [t for t in dict.fromkeys(texts) if t not in self._seen]
+            self._seen.update(new)
+            self._pending += new
+            while len(self._pending) >= self._size:
+                self._send(self._pending[: self._size])
+                del self._pending[: self._size]
+
+    def _send(self, batch: list[str]) -> None:
+        assert self._embeddings is not None
+        self._batches.append((batch, self._pool.submit(self._embeddings.embed, batch)))
+
+    def relevance(self) -> Callable[[str, Sequence[str]], float]:
+        """Answer relevance from the vectors, once every text sent is embedded (NaN
+        without an embedder); ExternalError when the endpoint failed."""
+        if self._embeddings is None:
+            return lambda query, generated: math.nan
+        with self._lock:
+            if self._pending:
+                self._send(self._pending)
+                self._pending = []
+        vectors: dict[str, list[float]] = {}
+        try:
+            for batch, future in self._batches:
+                vectors.update(zip(batch, future.result(), strict=True))
+        except EndpointFailed as failure:
+            raise ExternalError(f"the embeddings endpoint failed: {failure}") from None
+        return lambda query, generated: answer_relevance(
+            vectors[query], [vectors[g] for g in generated]
+        )
 
 
 def plan_calls(
@@ -374,7 +420,7 @@ def _reference_calls(
         values = {**base, "passage": str(text)}
         calls.append(_Call(query.query_id, f"chunk:{rank}", "chunk_relevance", verdict, values))
     if "context_recall" in names:
-        calls.append(_attribution(query.query_id, "recall", reference, context))
+        calls.append(_attribution(query, "recall", reference, context))
     if "context_sufficiency" in names:
         values = {**base, "context": context}
         calls.append(_Call(query.query_id, "sufficiency", "context_sufficiency", score, values))
@@ -386,7 +432,7 @@ def _answer_calls(query: GoldQuery, answer: str, context: str, names: set[str]) 
     the questions it answers (for answer relevance)."""
     calls = []
     if "faithfulness" in names:
-        calls.append(_attribution(query.query_id, "faithfulness", answer, context))
+        calls.append(_attribution(query, "faithfulness", answer, context))
     if "answer_relevance" in names:
         values = {"answer": answer, "count": str(QUESTIONS)}
         calls.append(
@@ -401,16 +447,17 @@ def _answer_calls(query: GoldQuery, answer: str, context: str, names: set[str]) 
     return calls
 
 
-def _attribution(query_id: str, what: str, text: str, context: str) -> _Call:
+def _attribution(query: GoldQuery, what: str, text: str, context: str) -> _Call:
     """Which sentences of `text` the context supports."""
     said = statements(text)
     listed = "\n".join(f"{i}. {s}" for i, s in enumerate(said, start=1))
+    values = {"question": query.query, "context": context, "statements": listed}
     return _Call(
-        query_id,
+        query.query_id,
         what,
         "statement_attribution",
         partial(attributions, count=len(said)),
-        {"context": context, "statements": listed, "count": str(len(said))},
+        {**values, "count": str(len(said))},
     )
 
 
@@ -418,32 +465,55 @@ QUESTIONS = 3
 """Questions generated from an answer for answer relevance (RAGAS's default)."""
 
 
-def _ask(client: ChatClient, calls: Sequence[_Call], repeat: int = 0) -> dict[_Call, object]:
-    """Every call's parsed answer, or the text of why there is none."""
+def _ask(
+    client: ChatClient,
+    calls: Sequence[_Call],
+    repeats: int,
+    generated: Callable[[Sequence[str]], None],
+) -> list[dict[_Call, object]]:
+    """Per repeat, every call's parsed answer, or the text of why there is none; each
+    list of generated questions is handed to `generated` as it comes.
 
-    def one(session: Session, call: _Call) -> object:
+    All repeats' calls share one pool. It has twice the endpoint's `concurrency` in
+    threads, while the client keeps `concurrency` requests on the wire: a thread builds
+    its prompt, reads the cache and writes the answer outside that limit, so the
+    endpoint is never left waiting for them. The question generation calls go first,
+    so that the embeddings of their questions overlap the other calls."""
+
+    def one(session: Session, call: _Call, repeat: int) -> object:
         template = prompt(call.prompt)
         messages = template.messages(**call.values)
         try:
             answer = session.ask(template.key, messages, repeat, template.schema(**call.values))
-            return call.parse(answer.content)
+            parsed = call.parse(answer.content)
         except EndpointFailed as failure:
             return f"{FAILED}{failure}"
         except BadVerdict as bad:
             return f"{UNREADABLE}{bad}"
+        if call.what == "questions":
+            generated(cast(list[str], parsed))
+        return parsed
 
     if not calls:
-        return {}
+        return [{} for _ in range(repeats)]
     first = _first_of_each(calls)
     unique = list(first.values())
+    jobs = [(call, repeat) for repeat in range(repeats) for call in unique]
+    jobs.sort(key=lambda job: job[0].what != "questions")
+    workers = 2 * int(client.settings["concurrency"])
     with (
         client.session() as session,
-        ThreadPoolExecutor(
-            int(client.settings["concurrency"]), thread_name_prefix="llm-eval-judge"
-        ) as pool,
+        ThreadPoolExecutor(workers, thread_name_prefix="llm-eval-judge") as pool,
     ):
-        answered = dict(zip(unique, pool.map(lambda c: one(session, c), unique), strict=True))
-    return {c: answered[first[(c.prompt, tuple(sorted(c.values.items())))]] for c in calls}
+        answered = dict(zip(jobs, pool.map(lambda job: one(session, *job), jobs), strict=True))
+    return [
+        {c: answered[(first[_identity(c)], repeat)] for c in calls} for repeat in range(repeats)
+    ]
+
+
+def _identity(call: _Call) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What makes two calls the same call: the prompt and its values."""
+    return call.prompt, tuple(sorted(call.values.items()))
 
 
 def _first_of_each(calls: Sequence[_Call]) -> dict[tuple[str, tuple[tuple[str, str], ...]], _Call]:
@@ -451,7 +521,7 @@ def _first_of_each(calls: Sequence[_Call]) -> dict[tuple[str, tuple[tuple[str, s
     once: the first of each, by prompt and values."""
     first: dict[tuple[str, tuple[tuple[str, str], ...]], _Call] = {}
     for call in calls:
-        first.setdefault((call.prompt, tuple(sorted(call.values.items()))), call)
+        first.setdefault(_identity(call), call)
     return first
 
 

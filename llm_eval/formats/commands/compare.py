@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from llm_eval.ab_test import Row, verdict_line
 from llm_eval.metrics import parse_metric
+from llm_eval.output import render_blocks
 from llm_eval.stats import format_p
 from llm_eval.wording import delta, value
 
@@ -28,6 +29,24 @@ def cells(row: Row) -> list[str]:
         format_p(row.p_value),
         row.winner,
     ]
+
+
+def terminal_table(rows: Sequence[Row], width: int = 80) -> str:
+    """The terminal's table: one block per slice, one row per metric, no wider than
+    `width` (whole columns move to a block of their own beyond it)."""
+    header = ["metric", "A", "B", "Δ (B − A)", "CI", "p", "winner"]
+    blocks = []
+    for name in dict.fromkeys(r.slice for r in rows):
+        mine = [r for r in rows if r.slice == name]
+        body = []
+        for row in mine:
+            full = cells(row)
+            shown_p = full[7].removeprefix("p = ").removeprefix("p ")
+            winner = "neither" if row.winner == "no significant difference" else row.winner
+            body.append([full[1], full[3], full[4], full[5], full[6], shown_p, winner])
+        title = f"{name} ({mine[0].n} queries)"
+        blocks.append(title + "\n" + render_blocks(header, body, width))
+    return "\n\n".join(blocks)
 
 
 def _level(row: Row) -> str:

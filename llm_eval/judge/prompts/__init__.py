@@ -6,6 +6,14 @@ the JSON schema of the answer (its placeholders filled in too), sent as
 `response_format` where the endpoint accepts it. The name and version are part of
 every call's cache key, so editing a prompt means bumping its version; the schema is
 in the key as it is.
+
+A header `system: judging` takes the system part from `judging.txt` instead. The
+prompts that judge one query's results all do, and fill their user part in the same
+order: what every call of the query shares first (the question, then the context),
+then the task, then what is the call's own (a passage, statements, the expected
+answer). The calls of a query then begin with the same long text, a prefix that
+endpoints with prompt caching can reuse (OpenAI's automatic caching, vLLM's and
+llama.cpp's prefix caching).
 """
 
 from __future__ import annotations
@@ -62,11 +70,14 @@ def _fill(text: str, values: dict[str, str]) -> str:
 @cache
 def prompt(name: str) -> Prompt:
     """The template `name` from the package's data."""
-    text = resources.files(__name__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
-    header, _, rest = text.partition("--- system\n")
-    system, _, rest = rest.partition("--- user\n")
-    user, _, schema = rest.partition("--- schema\n")
+    text = _read(f"{name}.txt")
+    header, _, rest = text.partition("--- ")
     fields = dict(line.split(": ", 1) for line in header.strip().splitlines())
+    system, _, rest = ("--- " + rest).partition("--- user\n")
+    system = system.removeprefix("--- system\n")
+    if "system" in fields:
+        system = _read(f"{fields['system']}.txt")
+    user, _, schema = rest.partition("--- schema\n")
     return Prompt(
         fields["name"],
         int(fields["version"]),
@@ -75,3 +86,7 @@ def prompt(name: str) -> Prompt:
         user.strip(),
         schema.strip(),
     )
+
+
+def _read(file: str) -> str:
+    return resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
