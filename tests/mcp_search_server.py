@@ -33,7 +33,10 @@ def build(port: int = 8000) -> FastMCP:
         if "slow" in query:
             await asyncio.sleep(3)
         if "chatty" in query:
-            print(f"searching for {query}", flush=True)
+            # One write of the whole line: `print` writes the text and the newline
+            # apart, and the SDK's writer thread can put an answer between them.
+            sys.stdout.buffer.write(f"searching for {query}\n".encode())
+            sys.stdout.buffer.flush()
         found = SERVICE.search(query, limit)
         return {"hits": [{"id": d, "score": s, "text": t} for d, s, t in found]}
 
