@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +303,52 @@ def test_second_build_loads_the_cached_index(
     assert search(build(path), "apple cherry") == first
 
 
+TEXTS_CORPUS = texts(
+    ("d1", "apple pie"),
+    ("d2", "apple \u00e9clair \u2014 \U0001f34e"),
+    ("d3", ""),  # an empty text
+    ("d4", "apple " * 500),
+)
+
+
+def test_a_warm_run_reads_the_returned_texts_from_the_cache_not_the_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_corpus(tmp_path, TEXTS_CORPUS)
+    cold = build(path).retrieve([gold_query(text="apple")], 10)
+    want = {d["_id"]: d["text"] for d in TEXTS_CORPUS}
+    assert {r.doc_id: r.text for r in cold.queries["q1"].results} == {
+        d: want[d] for d in ("d1", "d2", "d4")
+    }
+
+    def must_not_read(*args: object) -> None:
+        raise AssertionError("read the corpus again")
+
+    monkeypatch.setattr(bm25_store, "iter_corpus", must_not_read)
+    warm = build(path).retrieve([gold_query(text="apple")], 10)
+    assert warm.queries["q1"].results == cold.queries["q1"].results
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda folder: (folder / "texts.utf8").unlink(),
+        lambda folder: (folder / "texts.utf8").write_bytes(b"short"),
+        lambda folder: (folder / "text_ends.npy").write_bytes(b"not numpy"),
+        lambda folder: np.save(folder / "text_ends.npy", np.array([1, 2], dtype=np.int64)),
+    ],
+)
+def test_damaged_cached_texts_are_read_from_the_corpus(
+    tmp_path: Path, damage: Callable[[Path], None]
+) -> None:
+    path = write_corpus(tmp_path, TEXTS_CORPUS)
+    cold = build(path).retrieve([gold_query(text="apple")], 10)
+    (folder,) = cached_indexes(tmp_path / "cache")
+    damage(folder)
+    warm = build(path).retrieve([gold_query(text="apple")], 10)
+    assert warm.queries["q1"].results == cold.queries["q1"].results
+
+
 @pytest.mark.parametrize("method", bm25.METHODS)
 def test_the_cached_index_ranks_as_the_index_built(tmp_path: Path, method: str) -> None:
     """The cache is read back without bm25s (`store.SavedModel`): same scores, same
@@ -420,7 +467,7 @@ def test_a_failed_save_leaves_no_index_and_is_no_error(
     assert [doc for doc, _ in search(build(path), "apple")] == ["d1"]
     assert cached_indexes(tmp_path / "cache") == []
     with pytest.raises(OSError, match="No space left"):
-        bm25_store.save_index(build(path).index, tmp_path / "cache" / "bm25" / "key")
+        bm25_store.save_index(build(path).index, tmp_path / "cache" / "bm25" / "key", path)
     assert cached_indexes(tmp_path / "cache") == []
 
 

@@ -26,7 +26,7 @@ from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
 from llm_eval.retrievers.bm25.analyzer import Analyzer, make_stemmer, porter_measure
 from llm_eval.retrievers.bm25.index import Index, IntArray, ScoreArray, rank
 from llm_eval.retrievers.bm25.settings import METHODS, SETTINGS, BM25Config
-from llm_eval.retrievers.bm25.store import open_index, read_texts
+from llm_eval.retrievers.bm25.store import open_index, texts_of
 from llm_eval.runs import QueryResults, RankedResult, Run
 
 __all__ = [
@@ -48,6 +48,8 @@ class BM25Retriever(BatchRetriever):
     index: Index
     analyzer: Analyzer
     corpus: Path
+    folder: Path
+    """The index's folder in the cache, which also keeps the documents' texts."""
 
     def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
         """At most `top_k` documents a query, best first, each with its corpus text."""
@@ -70,7 +72,8 @@ class BM25Retriever(BatchRetriever):
             ) from None
         # Passage texts are read from the corpus file once for all queries, not timed:
         # a deployed index keeps them in memory.
-        texts = read_texts(self.corpus, {self.index.doc_ids[i] for docs, _ in ranked for i in docs})
+        returned = (i for docs, _ in ranked for i in docs.tolist())
+        texts = texts_of(self.folder, self.corpus, self.index, returned)
         return Run(
             {
                 query.query_id: QueryResults(
@@ -99,14 +102,16 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriev
         raise InputError("the bm25 retriever needs a `corpus` file in the config")
     analyzer = Analyzer.for_config(config)
     try:
-        index = open_index(context.corpus_path, config, analyzer, context.cache_dir / "bm25")
+        index, folder = open_index(
+            context.corpus_path, config, analyzer, context.cache_dir / "bm25"
+        )
     except MemoryError:
         size = context.corpus_path.stat().st_size / 2**20
         raise ExternalError(
             f"{context.corpus_path}: the bm25 retriever ran out of memory indexing the "
             f"corpus ({size:,.0f} MiB); split the corpus or give the process more memory"
         ) from None
-    return BM25Retriever(index, analyzer, context.corpus_path)
+    return BM25Retriever(index, analyzer, context.corpus_path, folder)
 
 
 KIND = RetrieverKind(

@@ -11,6 +11,7 @@ import importlib.metadata
 import json
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +31,14 @@ from llm_eval.textio import (
     write_atomic,
 )
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 """Bump when the analysis or the cache layout changes, so old caches are not reused."""
 _DOC_IDS_FILE = "doc_ids.json"
+_TEXTS_FILE = "texts.utf8"
+"""Every document's `text`, UTF-8, one after the other in index order; where each one
+ends is in `_TEXT_ENDS_FILE`. A warm run reads the texts of the documents it returns
+from here instead of parsing the whole corpus file again."""
+_TEXT_ENDS_FILE = "text_ends.npy"
 _NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
 """The methods whose saved index has a non-occurrence array (bm25s's
 `methods_requiring_nonoccurrence`)."""
@@ -106,7 +112,7 @@ def _read_model(folder: Path) -> SavedModel:
     return SavedModel(scores, vocab, nonoccurrence)
 
 
-def save_index(index: Index, folder: Path) -> None:
+def save_index(index: Index, folder: Path, corpus: Path) -> None:
     """Write the index to a temporary folder beside `folder`, then rename it into place.
 
     A crash leaves either no `folder` or a complete one, never half an index; the
@@ -121,6 +127,7 @@ def save_index(index: Index, folder: Path) -> None:
     try:
         index.model.save(str(staging), show_progress=False)
         write_atomic(staging / _DOC_IDS_FILE, json.dumps(index.doc_ids, ensure_ascii=False))
+        save_texts(corpus, index.doc_ids, staging)
         shutil.rmtree(folder, ignore_errors=True)  # an unreadable index being replaced
         staging.rename(folder)
     except OSError:
@@ -130,16 +137,19 @@ def save_index(index: Index, folder: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def open_index(corpus: Path, config: BM25Config, analyzer: Analyzer, cache: Path) -> Index:
-    """The cached index of this corpus and these settings, building it on a miss."""
+def open_index(
+    corpus: Path, config: BM25Config, analyzer: Analyzer, cache: Path
+) -> tuple[Index, Path]:
+    """The cached index of this corpus and these settings, building it on a miss, and
+    its folder in the cache."""
     folder = cache / index_key(corpus, config)
     sweep_stale_temporaries(cache)
     index = load_index(folder)
     if index is None:
         index = index_corpus(corpus, config, analyzer)
         with contextlib.suppress(OSError):  # the cache only saves time; a full disk is no error
-            save_index(index, folder)
-    return index
+            save_index(index, folder, corpus)
+    return index, folder
 
 
 def read_texts(corpus: Path, doc_ids: set[str]) -> dict[str, str]:
@@ -153,3 +163,41 @@ def read_texts(corpus: Path, doc_ids: set[str]) -> dict[str, str]:
             f"document {min(missing)!r} was indexed but is no longer in the corpus", path=corpus
         )
     return texts
+
+
+def save_texts(corpus: Path, doc_ids: Sequence[str], folder: Path) -> None:
+    """Write the documents' texts beside their index (`_TEXTS_FILE`): one more pass
+    over the corpus, when the index is built."""
+    ends = np.zeros(len(doc_ids), dtype=np.int64)
+    written = 0
+    with (folder / _TEXTS_FILE).open("wb") as out:
+        for number, document in enumerate(iter_corpus(corpus)):
+            if number >= len(doc_ids) or document.doc_id != doc_ids[number]:
+                raise OSError("the corpus changed while it was indexed")
+            data = document.text.encode("utf-8")
+            out.write(data)
+            written += len(data)
+            ends[number] = written
+    np.save(folder / _TEXT_ENDS_FILE, ends, allow_pickle=False)
+
+
+def texts_of(folder: Path, corpus: Path, index: Index, numbers: Iterable[int]) -> dict[str, str]:
+    """The `text` of the documents at these index positions: from the texts saved beside
+    the index when they are there and whole, else read from the corpus."""
+    wanted = sorted(set(numbers))
+    try:
+        ends = np.load(folder / _TEXT_ENDS_FILE, allow_pickle=False)
+        if ends.shape != (len(index.doc_ids),) or ends.dtype != np.int64:
+            raise ValueError("the text offsets do not match the index")
+        with (folder / _TEXTS_FILE).open("rb") as texts:
+            if texts.seek(0, 2) != (int(ends[-1]) if ends.size else 0):
+                raise ValueError("the texts do not match their offsets")
+            found = {}
+            for number in wanted:
+                start = int(ends[number - 1]) if number else 0
+                texts.seek(start)
+                data = texts.read(int(ends[number]) - start)
+                found[index.doc_ids[number]] = data.decode("utf-8")
+            return found
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return read_texts(corpus, {index.doc_ids[n] for n in wanted})
