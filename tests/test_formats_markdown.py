@@ -389,3 +389,56 @@ def test_inconclusive_tags_are_not_reported_as_missed() -> None:
         piece["status"] = "inconclusive"
     assert "MRR: 8 tags missed the limit" in render_comment(load("failure_stats"))
     assert "tags missed the limit" not in render_comment(report)
+
+
+def test_the_compiled_template_is_cached_and_renders_the_same(tmp_path: Path) -> None:
+    """Jinja's bytecode cache: a second process reads the compiled report template
+    instead of compiling it, and renders the same text."""
+    code = (
+        "import json, sys\n"
+        "from llm_eval.formats import markdown\n"
+        "report = json.load(open(sys.argv[1]))\n"
+        "cache = markdown._environment().bytecode_cache\n"
+        "print(json.dumps([cache.directory, markdown.render_markdown(report)]))\n"
+    )
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(load("failure")), encoding="utf-8")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(report)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for _ in range(2)
+    ]
+    (folder, first), (_, second) = (json.loads(r.stdout) for r in runs)
+    assert first == second == render_markdown(load("failure"))
+    assert Path(folder).parent == tmp_path
+    assert [p.name.startswith("__jinja2_") for p in Path(folder).iterdir()] == [True]
+
+
+def test_a_cache_folder_that_cannot_be_used_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from llm_eval.formats import markdown
+
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(blocked))
+    assert markdown._bytecode_cache() is None  # no folder can be made inside a file
+    monkeypatch.undo()
+    cache = markdown._bytecode_cache()
+    assert cache is not None
+    cache.directory = str(tmp_path / "gone")  # vanished after start: writes fail quietly
+    environment = markdown._environment().overlay(bytecode_cache=cache)
+    text = environment.get_template("report.md.j2").render(
+        markdown._view(load("failure"), markdown.NO_LINKS),
+        changes_shown=markdown.CHANGES_SHOWN,
+        tags_shown=99,
+    )
+    assert text.startswith("## ❌ Retrieval quality: FAIL")

@@ -11,6 +11,7 @@ pull request built), so every value in it is treated as untrusted text.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
@@ -110,6 +111,7 @@ def _environment() -> jinja2.Environment:
 
     return jinja2.Environment(
         loader=jinja2.PackageLoader("llm_eval", "templates"),
+        bytecode_cache=_bytecode_cache(),
         # HTML autoescaping does not cover Markdown; `finalize` runs `escape_markdown` on
         # every `{{ … }}` a template prints, so no field can be left unescaped by mistake.
         # Markup lives only in the templates' literal text.
@@ -120,6 +122,29 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Jinja's cache of compiled templates in a folder of the user's own under the
+    system's temporary folder (compiling the report's template is about a twentieth of
+    a warm gate); none where that folder cannot be made or used safely."""
+    import jinja2
+
+    class Quiet(jinja2.FileSystemBytecodeCache):
+        """A template that cannot be cached is compiled each time, never an error."""
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError, ValueError, EOFError):
+                super().load_bytecode(bucket)
+
+    try:
+        return Quiet()
+    except (OSError, RuntimeError):
+        return None
 
 
 # --- the view: the report's numbers in words ----------------------------------------
