@@ -254,7 +254,7 @@ def judge_columns(
 ) -> Judgments:
     """Judgments for a scored run given as columns, in one part or several (a large run
     file read block by block). A query repeated in a later part replaces the earlier
-    one, as in `judge_scored_chunks`."""
+    one, as `dict.update` would: the run is the union of the parts."""
     if isinstance(qrels, QrelsColumns):
         index = _QrelsIndex.from_arrays(
             list(qrels.query_ids), qrels.counts, qrels.grades, qrels.doc_ids, relevance_level

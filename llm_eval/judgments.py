@@ -7,15 +7,15 @@ so the metric kernels run over all queries at once (see `llm_eval.metrics`).
 
 Two front ends build them:
 
-- `judge_scored` for `{query_id: {doc_id: score}}` (pytrec_eval's shape), and
-  `judge_scored_chunks` for such a run given a few queries at a time (a large run
-  file read block by block). Following trec_eval, the ranking is score descending,
-  ties broken by doc id in descending byte order; like trec_eval, scores are
-  compared in single precision (it stores them as C floats), so scores equal to 7
-  significant digits tie. Instead of sorting every list, it looks up only the
-  relevant documents' scores and counts how many scores in the same list beat each
-  of them. The lists are Python objects spread over memory, so the time goes into
-  reading them: each is read once, while it is in the processor's cache.
+- `judge_scored` for `{query_id: {doc_id: score}}` (pytrec_eval's shape; a large
+  run file is judged as columns, `llm_eval.columns.judge_columns`). Following
+  trec_eval, the ranking is score descending, ties broken by doc id in descending
+  byte order; like trec_eval, scores are compared in single precision (it stores
+  them as C floats), so scores equal to 7 significant digits tie. Instead of sorting
+  every list, it looks up only the relevant documents' scores and counts how many
+  scores in the same list beat each of them. The lists are Python objects spread
+  over memory, so the time goes into reading them: each is read once, while it is
+  in the processor's cache.
 - `judge_ranked` for `{query_id: [doc_id, ...]}` where list order is the ranking
   (JSONL runs). A repeated id counts at its first rank only.
 """
@@ -306,33 +306,6 @@ def judge_scored(qrels: Qrels, run: ScoredRun, relevance_level: int = 1) -> Judg
     entries, ranks, read = _scored_hits(index, np.arange(len(index.query_ids)), lists)
     answered = np.fromiter(map(operator.is_not, read, itertools.repeat(_ABSENT)), np.bool_)
     return index.freeze(entries, ranks, answered, index.not_in_qrels(run, int(answered.sum())))
-
-
-def judge_scored_chunks(
-    qrels: Qrels, chunks: Iterable[ScoredRun], relevance_level: int = 1
-) -> Judgments:
-    """Judgments for a scored run given as chunks of whole queries, e.g. read from a file.
-
-    A query id repeated in a later chunk replaces the earlier list, as `dict.update`
-    would: the run is the union of the chunks.
-    """
-    index = _QrelsIndex(qrels, relevance_level)
-    # Per evaluated query the chunk that last listed it; hits of earlier chunks are dropped.
-    last_chunk = np.full(len(index.query_ids), -1, dtype=np.int64)
-    other: set[str] = set()
-    parts: list[tuple[IntArray, IntArray, IntArray]] = [(_NO_INTS, _NO_INTS, _NO_INTS)]
-    for number, chunk in enumerate(chunks):
-        run_ids = list(chunk)
-        queries = index.locate(run_ids)
-        rows = queries >= 0
-        last_chunk[queries[rows]] = number
-        other.update(itertools.compress(run_ids, (queries == -2).tolist()))
-        lists = itertools.compress(chunk.values(), rows.tolist())
-        entries, ranks, _ = _scored_hits(index, queries[rows], lists)
-        parts.append((entries, ranks, np.full(entries.size, number, dtype=np.int64)))
-    entries, ranks, numbers = (np.concatenate(column) for column in zip(*parts, strict=True))
-    keep = last_chunk[index.query[entries]] == numbers
-    return index.freeze(entries[keep], ranks[keep], last_chunk >= 0, len(other))
 
 
 def _scored_hits(

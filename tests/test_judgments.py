@@ -11,7 +11,7 @@ import codecs
 import itertools
 import math
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -23,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_eval import judgments, run_io, textio
+from llm_eval.columns import RunColumns, judge_columns, run_columns
 from llm_eval.errors import InputError
-from llm_eval.judgments import Judgments, judge_scored, judge_scored_chunks
+from llm_eval.judgments import Judgments, judge_scored
 from llm_eval.run_io import iter_trec_scores, load_trec_scores
 from llm_eval.textio import iter_lines, iter_text_blocks
 
@@ -73,6 +74,20 @@ def small_pieces(block_bytes: int, chunk_docs: int = 3) -> Iterator[None]:
         mock.patch.object(run_io, "_CHUNK_DOCS", chunk_docs),
     ):
         yield
+
+
+def columns_of(chunks: Iterable[Mapping[str, Mapping[str, float]]]) -> Iterator[RunColumns]:
+    """Each chunk of a scored run as columns (a query with no documents has no rows)."""
+    for chunk in chunks:
+        rows = [(q, d, s) for q, scored in chunk.items() for d, s in scored.items()]
+        query_ids, doc_ids, scores = zip(*rows, strict=True) if rows else ((), (), ())
+        yield run_columns(np.array(query_ids, dtype=np.str_), np.array(doc_ids, dtype=np.str_),
+                          np.array(scores, dtype=np.float64))  # fmt: skip
+
+
+def with_rows(run: Mapping[str, Mapping[str, float]]) -> dict[str, Mapping[str, float]]:
+    """The queries of a run that list a document: all that columns can hold."""
+    return {query: scored for query, scored in run.items() if scored}
 
 
 def outcome(read: object, path: Path) -> object:
@@ -165,26 +180,6 @@ def test_the_block_reader_reads_as_line_by_line(content: bytes, block_bytes: int
             assert outcome(load_trec_scores, path) == expected
 
 
-@settings(max_examples=200, deadline=None)
-@given(content=trec_lines(), block_bytes=st.sampled_from(BLOCK_SIZES), level=st.integers(1, 2))
-def test_judging_a_trec_file_chunk_by_chunk_equals_judging_it_whole(
-    content: bytes, block_bytes: int, level: int
-) -> None:
-    qrels = {"q1": {"a": 1, "b": 2, "\u00e9": 1}, "q2": {"z2": 1}, "q3": {"B": 0}, "q9": {"a": 1}}
-    with tempfile.TemporaryDirectory() as folder:
-        path = write(Path(folder), content)
-        whole = outcome(lambda p: judge_scored(qrels, read_trec_line_by_line(p), level), path)
-        with small_pieces(block_bytes):
-            chunked = outcome(
-                lambda p: judge_scored_chunks(qrels, iter_trec_scores(p), level), path
-            )
-    if isinstance(whole, str):  # a bad file: read in chunks, it is refused with the same error
-        assert chunked == whole
-        return
-    assert isinstance(chunked, Judgments) and isinstance(whole, Judgments)
-    assert_same_judgments(chunked, whole)
-
-
 def test_a_run_whose_queries_are_apart_reads_as_the_contiguous_one(tmp_path: Path) -> None:
     together = "q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq2 Q0 c 1 1 t\nq3 Q0 a 1 1 t\nq3 Q0 d 2 0 t\n"
     apart = "q1 Q0 a 1 3 t\nq2 Q0 c 1 1 t\nq3 Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq3 Q0 d 2 0 t\n"
@@ -195,8 +190,8 @@ def test_a_run_whose_queries_are_apart_reads_as_the_contiguous_one(tmp_path: Pat
         chunks = list(iter_trec_scores(tmp_path / "apart"))
         assert load_trec_scores(tmp_path / "apart") == load_trec_scores(tmp_path / "together")
         assert_same_judgments(
-            judge_scored_chunks(qrels, iter_trec_scores(tmp_path / "apart")),
-            judge_scored_chunks(qrels, iter_trec_scores(tmp_path / "together")),
+            judge_columns(qrels, columns_of(iter_trec_scores(tmp_path / "apart"))),
+            judge_columns(qrels, columns_of(iter_trec_scores(tmp_path / "together"))),
         )
     # Read once up to q1's second stretch, then again holding q1 and q3 to the end.
     assert chunks == [
@@ -251,7 +246,7 @@ def test_ties_across_blocks_are_broken_by_doc_id(tmp_path: Path) -> None:
     path.write_text("".join(f"q Q0 {doc} {rank} 0.5 t\n" for rank, doc in enumerate(grades, 1)))
     for block_bytes in BLOCK_SIZES:
         with small_pieces(block_bytes):
-            judged = judge_scored_chunks({"q": grades}, iter_trec_scores(path))
+            judged = judge_columns({"q": grades}, columns_of(iter_trec_scores(path)))
         ranks = dict(zip(judged.hit_grade.tolist(), judged.hit_rank.tolist(), strict=True))
         assert ranks == {
             grades["d30"]: 1,
@@ -337,7 +332,8 @@ def test_chunks_judge_as_the_whole_run(
     bounds = [0, *sorted(cuts), len(items)]
     chunks = [dict(items[a:b]) for a, b in itertools.pairwise(bounds)]
     assert_same_judgments(
-        judge_scored_chunks(qrels, chunks, level), judge_scored(qrels, run, level)
+        judge_columns(qrels, columns_of(chunks), level),
+        judge_scored(qrels, with_rows(run), level),
     )
 
 
@@ -349,8 +345,9 @@ def test_a_later_chunk_replaces_a_query_of_an_earlier_one(
     """As `dict.update` would: what counts is the last list given for each query."""
     qrels, run = data
     chunks = [stale[1], run]
-    merged = {**stale[1], **run}
-    assert_same_judgments(judge_scored_chunks(qrels, chunks), judge_scored(qrels, merged))
+    # A chunk's empty list has no rows: the earlier list of that query stands.
+    merged = {**with_rows(stale[1]), **with_rows(run)}
+    assert_same_judgments(judge_columns(qrels, columns_of(chunks)), judge_scored(qrels, merged))
 
 
 @settings(max_examples=100, deadline=None)
