@@ -563,14 +563,7 @@ class EmbeddingClient:
 
     def _cached(self, text: str) -> list[float] | None:
         """The cached vector; None when missing or not a sound vector (asked again)."""
-        vector = _read_entry(self.cache_dir, self.key(text))
-        try:
-            found = [float(x) for x in vector] if isinstance(vector, list) and vector else None
-            if found is not None:
-                check_vector(found)
-            return found
-        except (ValueError, TypeError, EndpointFailed):
-            return None
+        return cached_vector(_read_entry(self.cache_dir, self.key(text)))
 
     def _store(self, text: str, vector: list[float]) -> None:
         _write_entry(self.cache_dir, self.key(text), vector)
@@ -593,6 +586,18 @@ class Dimension:
                     f"malformed embeddings: a vector of {size} dimensions from a model whose "
                     f"vectors have {self.size}"
                 )
+
+
+def cached_vector(entry: Any) -> list[float] | None:
+    """A vector read from the cache; None when missing or not a sound vector (the text
+    is embedded again)."""
+    try:
+        found = [float(x) for x in entry] if isinstance(entry, list) and entry else None
+        if found is not None:
+            check_vector(found)
+        return found
+    except (ValueError, TypeError, EndpointFailed):
+        return None
 
 
 def check_vector(vector: Sequence[float]) -> None:

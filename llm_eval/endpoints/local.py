@@ -36,6 +36,7 @@ from llm_eval.endpoints.client import (
     Usage,
     _read_entry,
     _write_entry,
+    cached_vector,
     check_vector,
 )
 from llm_eval.errors import InputError
@@ -110,7 +111,7 @@ class LocalEmbeddingClient:
         keys = {t: digest({**identity, "text": t}) for t in unique} if identity else {}
         vectors: dict[str, list[float]] = {}
         for text, key in keys.items():
-            cached = _vector(_read_entry(self.cache_dir, key))
+            cached = cached_vector(_read_entry(self.cache_dir, key))
             if cached is not None:
                 vectors[text] = cached
                 self.usage.add(Answer("", 0, 0, cached=True))
@@ -146,14 +147,3 @@ class LocalEmbeddingClient:
         for _ in range(0, len(texts), size):
             self.usage.add(Answer("", 0, 0))
         return rows
-
-
-def _vector(entry: Any) -> list[float] | None:
-    """A cached vector; None when missing or not a sound vector (embedded again)."""
-    try:
-        found = [float(x) for x in entry] if isinstance(entry, list) and entry else None
-        if found is not None:
-            check_vector(found)
-        return found
-    except (ValueError, TypeError, EndpointFailed):
-        return None
