@@ -288,8 +288,9 @@ def _irregular_block(raw: bytes, path: str | Path, first: int) -> _Block:
         raise InputError("not valid UTF-8", path=path, line=first) from None
     fields = [_trec_fields(line, path, n) for n, line in enumerate(text.split("\n"), first)]
     rows = [f for f in fields if f is not None]
-    ids = [key.encode("utf-8") for key, _ in itertools.groupby(r[0] for r in rows)]
-    counts = [len(list(group)) for _, group in itertools.groupby(r[0] for r in rows)]
+    stretches = [(key, len(list(group))) for key, group in itertools.groupby(r[0] for r in rows)]
+    ids = [key.encode("utf-8") for key, _ in stretches]
+    counts = [count for _, count in stretches]
     docs = np.array([r[1].encode("utf-8") for r in rows], dtype=np.bytes_)
     scores = np.array([r[2] for r in rows], dtype=np.float64)
     return _Block(ids, np.array(counts, dtype=np.int64), docs, scores)
