@@ -7,7 +7,6 @@ the working directory (the repository root in CI and in git hooks).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import RetrieverKind, retriever_kind
 from llm_eval.settings import checked_settings
+from llm_eval.textio import is_finite_number
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 from llm_eval.yamlvalues import integer, location_of, metric_name, proportion, string, switch
@@ -129,7 +129,7 @@ def _f1_threshold(node: Node) -> float:
 
 def _number(node: Node) -> float:
     value = node.value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise node.error(f"must be a number, got {value!r}")
     return float(value)
 

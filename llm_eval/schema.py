@@ -44,7 +44,9 @@ def text(value: Any, key: str, fail: Fail) -> None:
 def number(value: Any, key: str, fail: Fail) -> None:
     """A finite number (not a boolean)."""
     if not is_finite_number(value):
-        raise fail(key, f"expected a finite number, got {shown(value)}")
+        too_large = type(value) is int  # beyond a float's range: 309 digits or more
+        got = f"an integer of {len(str(abs(value)))} digits" if too_large else shown(value)
+        raise fail(key, f"expected a finite number, got {got}")
 
 
 def boolean(value: Any, key: str, fail: Fail) -> None:

@@ -8,7 +8,6 @@ InputError naming the bad key. Nothing here reads a file.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
+from llm_eval.textio import is_finite_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,7 @@ def number_check(low: float, high: float | None = None, positive: bool = False) 
     """A finite number from `low` (to `high`), above 0 too when `positive`."""
 
     def check(value: Any) -> str | None:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        ok = ok and math.isfinite(value) and value >= low and (high is None or value <= high)
+        ok = is_finite_number(value) and value >= low and (high is None or value <= high)
         ok = ok and (not positive or value > 0)
         bounds = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
         return None if ok else f"must be a number {bounds}, got {value!r}"

@@ -128,6 +128,11 @@ def _broken(key: str, value: object) -> dict[str, object]:
         ("aggregates.overall.n", -1, "expected a whole number >= 0, got -1"),
         ("aggregates.overall.mrr", float("-inf"), "expected a finite number, got -Infinity"),
         ("aggregates.overall.mrr", "0.5", 'expected a finite number, got "0.5"'),
+        (
+            "aggregates.overall.mrr",
+            10**400,
+            "expected a finite number, got an integer of 401 digits",
+        ),
         ("first_relevant_rank.q1", "2", 'expected a whole number >= 0, got "2"'),
         ("first_relevant_rank.q1", 1.5, "expected a whole number >= 0, got 1.5"),
         ("first_relevant_rank.q1", True, "expected a whole number >= 0, got true"),

@@ -91,6 +91,7 @@ def test_answers_are_read(content: str, parse: Any, expected: object) -> None:
         ('{"attributed": [1, 0]}', lambda c: attributions(c, 3)),
         ('{"score": 1.5}', score),
         ('{"score": NaN}', score),
+        ('{"score": 1' + "0" * 399 + "}", score),  # valid JSON, beyond a float's range
         ('{"verdict": ' + "[" * 5000 + "1}", verdict),  # too deep for Python's parser
     ],
 )

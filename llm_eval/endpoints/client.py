@@ -61,7 +61,7 @@ from llm_eval.digest import digest
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
 from llm_eval.httpcall import ERROR_DETAIL, Breaker, CallFailed, RetryPolicy, post_json
-from llm_eval.textio import load_json, write_atomic
+from llm_eval.textio import is_finite_number, load_json, write_atomic
 
 _CACHE_FORMAT = 1
 
@@ -440,9 +440,7 @@ def _usage_tokens(usage: Any) -> tuple[int, int] | None:
 
 def _whole_count(value: Any) -> bool:
     """A finite, whole, non-negative number below 2**53 (not a bool, not text)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return math.isfinite(value) and 0 <= value < 2**53 and value == int(value)
+    return is_finite_number(value) and 0 <= value < 2**53 and value == int(value)
 
 
 @contextmanager
@@ -604,7 +602,7 @@ def check_vector(vector: Sequence[float]) -> None:
     """EndpointFailed for a vector that is empty, not finite or all zeros."""
     if not vector:
         raise EndpointFailed("malformed embeddings: an empty vector")
-    if not all(math.isfinite(x) for x in vector):
+    if not all(map(is_finite_number, vector)):
         raise EndpointFailed("malformed embeddings: a vector holds NaN or Infinity")
     if not any(vector):
         raise EndpointFailed("malformed embeddings: an all-zero vector")
@@ -655,14 +653,26 @@ def one_vector(value: Any) -> tuple[list[float], bool]:
             raise EndpointFailed(
                 "malformed embeddings: per-token vectors of different lengths for one text"
             )
-        tokens = [[float(x) for x in t] for t in value]
+        tokens = [_floats(t) for t in value]
         return [sum(column) / len(tokens) for column in zip(*tokens, strict=True)], True
-    if not isinstance(value, list) or any(isinstance(x, list | dict | str) for x in value):
-        raise EndpointFailed(
-            "malformed embeddings: an embedding is neither a list of numbers nor a list "
-            "of per-token vectors"
-        )
-    return [float(x) for x in value], False
+    if not isinstance(value, list):
+        raise EndpointFailed(_NOT_A_VECTOR)
+    return _floats(value), False
+
+
+_NOT_A_VECTOR = (
+    "malformed embeddings: an embedding is neither a list of numbers nor a list of "
+    "per-token vectors"
+)
+
+
+def _floats(values: list[Any]) -> list[float]:
+    """A vector's numbers as floats, any that is not finite (NaN, or an integer beyond
+    a float's range) as NaN for `check_vector` to refuse; EndpointFailed for anything
+    that is not a number (text, null, true, a list)."""
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in values):
+        raise EndpointFailed(_NOT_A_VECTOR)
+    return [float(x) if is_finite_number(x) else math.nan for x in values]
 
 
 def _entry_path(folder: Path | None, key: str) -> Path | None:

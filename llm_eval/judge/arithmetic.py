@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_eval.textio import is_finite_number
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 _OBJECT_START = re.compile(r"\{")
 
@@ -117,10 +119,8 @@ def answer_relevance(query: Sequence[float], generated: Sequence[Sequence[float]
 def score(content: str) -> float:
     """`{"score": x}` with x from 0 to 1."""
     value = answer_json(content).get("score")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-        if math.isfinite(number) and 0 <= number <= 1:
-            return number
+    if is_finite_number(value) and 0 <= value <= 1:
+        return float(value)
     raise BadVerdict(f"score must be a number from 0 to 1, got {value!r}")
 
 

@@ -25,7 +25,6 @@ retried. A query that still fails is recorded with its error (`timeout`, `http 5
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -52,7 +51,7 @@ from llm_eval.retrievers.pool import (
 )
 from llm_eval.runs import RankedResult
 from llm_eval.settings import Setting, whole_check
-from llm_eval.textio import load_json
+from llm_eval.textio import is_finite_number, load_json
 
 PLACEHOLDERS = ("query", "top_k")
 DEFAULT_BODY: Mapping[str, Any] = {"query": "${query}", "top_k": "${top_k}"}
@@ -117,8 +116,7 @@ def check_fields(value: Any) -> str | None:
 
 
 def _check_seconds(value: Any, positive: bool) -> str | None:
-    bad = isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-    if bad or value < 0 or (positive and value == 0):
+    if not is_finite_number(value) or value < 0 or (positive and value == 0):
         return f"must be a number of seconds {'> 0' if positive else '>= 0'}, got {value!r}"
     return None
 

@@ -51,6 +51,23 @@ def huge_integer_array() -> bytes:
     return b'[{"id": "sort", "score": ' + b"9" * DIGITS + b"}]"
 
 
+def huge_integer_score() -> bytes:
+    """A run whose first score has 400 digits: a valid integer, too large for a float."""
+    rows = (BASE / "run.jsonl").read_text(encoding="utf-8").splitlines()
+    rows[0] = rows[0].replace('"score": 2.0', '"score": 1' + "0" * 399, 1)
+    return ("\n".join(rows) + "\n").encode()
+
+
+def baseline_huge_integer() -> bytes:
+    """A per-query score of 400 digits."""
+    return _edited("baseline.json", lambda b: b["per_query"]["q1"].update({"mrr": 10**399}))
+
+
+def report_huge_integer() -> bytes:
+    """A gate value of 400 digits."""
+    return _edited("report.json", lambda r: r["gates"][0].update({"value": 10**399}))
+
+
 def _edited(name: str, edit: Callable[[dict[str, Any]], None]) -> bytes:
     data = json.loads((BASE / name).read_text(encoding="utf-8"))
     edit(data)
@@ -182,6 +199,8 @@ ENDPOINT_ANSWERS: dict[str, Callable[[str, Any], bytes]] = {
     "missing-index": _rows(lambda rows: rows.pop()),
     "query-dimension": _rows(_query_dimension),
     "usage-huge": _usage(b"1e400"),
+    "usage-huge-integer": _usage(b"1" + b"0" * 399),
+    "integer-beyond-float": _rows(_set_first(10**399)),
     "usage-negative": _usage(b"-100000000"),
     "usage-text": _usage(b'"12"'),
     "oversized": _padded,
