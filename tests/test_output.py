@@ -94,3 +94,21 @@ def test_the_demo_baseline_reads_within_80_columns(
     for label in ("recall@1", "recall@5", "MRR", "nDCG@10", "precision@5", "hit rate@5"):
         assert f" {label}" in out
     assert out.count("tag:troubleshooting") == 2  # one row in each block of columns
+
+
+def test_a_command_runs_with_the_collector_thresholds_raised_then_put_back(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    import llm_eval.cli as command_line
+
+    during: list[tuple[int, ...]] = []
+    monkeypatch.setattr(
+        command_line, "degrade_unencodable_output", lambda: during.append(gc.get_threshold())
+    )
+    before = gc.get_threshold()
+    assert main(["--version"]) == 0
+    assert during == [command_line._GC_THRESHOLD] != [before]
+    assert gc.get_threshold() == before  # a caller in the same process keeps its own
+    assert capsys.readouterr().out.startswith("llm-eval")
