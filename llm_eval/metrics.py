@@ -7,7 +7,9 @@ and label, how a slice pools it, and the code that computes it. Other modules as
 the parsed `Metric` (`parse_metric("recall@5").lower_is_better`) and never test names.
 Adding a metric is one `register(Family(...))` call here; an installed distribution
 adds its own through the `llm_eval.metrics` entry points (`llm_eval.plugins`), read
-the first time a name is parsed or the registry listed.
+the first time a name is not a built-in one or the registry is listed: a gate on
+built-in metrics neither reads the installed distributions' metadata nor trips over
+a broken plugin it does not use.
 
 Names are parsed from strings (`recall@5`, `P@10`, `ndcg@10`, `mrr`), the way
 ir_measures parses measures: a family, an optional cutoff `@k`. Every kernel
@@ -348,10 +350,13 @@ _NAME = re.compile(r"^\s*([a-z_0-9]+?)(?:\s*@\s*(\S+))?\s*$")
 
 @lru_cache(maxsize=1024)
 def parse_metric(name: str) -> Metric:
-    """Parse `recall@5`, `P@10`, `MRR`, `latency_p95` ... (case-insensitive)."""
-    _load_plugins()
+    """Parse `recall@5`, `P@10`, `MRR`, `latency_p95` ... (case-insensitive). The
+    installed plugins are read the first time a name is not a built-in one."""
     match = _NAME.match(name.lower())
     family = _SPELLINGS.get(match.group(1)) if match else None
+    if match is not None and family is None and not _plugins_loaded:
+        _load_plugins()
+        family = _SPELLINGS.get(match.group(1))
     if match is None or family is None:
         raise InputError(f"unknown metric {name!r}; valid metrics: {valid_metric_names()}")
     return Metric(family, _cutoff(name, family, match.group(2)))

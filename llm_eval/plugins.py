@@ -8,8 +8,9 @@ A distribution declares, in its pyproject.toml,
 
 and every metric it registers is listed by `llm-eval metrics` with the distribution's
 name and version as its source, the way pytest finds its plugins. The entry points are
-read the first time a metric name is parsed (`llm_eval.metrics` asks), not when the
-command line starts, so `llm-eval --help` imports no plugin. A plugin that fails to
+read the first time a metric name is not a built-in one, or the metrics are listed
+(`llm_eval.metrics` asks), not when the command line starts: `llm-eval --help` and a
+gate on built-in metrics import no plugin. A plugin that fails to
 load is a one-line error naming the entry point (exit 3, `PluginError`), never a traceback.
 """
 

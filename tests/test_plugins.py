@@ -202,14 +202,24 @@ def test_a_broken_plugin_is_one_line_naming_its_entry_point(
     tmp_path: Path, module: str, reason: str
 ) -> None:
     site = install(tmp_path, "llm-eval-broken", {"broken_metric": module}, "b = broken_metric\n")
-    project = write_project(tmp_path / "project", "  - {name: retrieval_mrr, threshold: 0.1}\n")
-    done = llm_eval(site, project, "gate")
-    assert (done.returncode, done.stdout) == (3, "")
-    assert done.stderr == (
+    line = (
         "llm-eval: error: metric plugin 'b = broken_metric' (llm-eval-broken 0.1) failed to "
         f"load: {reason}\n"
     )
-    # Help never parses a metric, so it neither loads nor trips over the plugin.
+    # The plugins are read when a name is not a built-in one (a plugin's, or a typo) ...
+    gates = "  - {name: rr, metric: rr_squared, threshold: 0.1}\n"
+    project = write_project(tmp_path / "project", gates)
+    done = llm_eval(site, project, "gate")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "", line)
+    # ... and when the metrics are listed.
+    done = llm_eval(site, project, "metrics")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "", line)
+    # A gate on built-in metrics never reads them: it neither loads nor trips over the
+    # broken plugin, and neither does help.
+    gates = "  - {name: retrieval_mrr, threshold: 0.1}\n"
+    project = write_project(tmp_path / "built-in", gates)
+    done = llm_eval(site, project, "gate")
+    assert (done.returncode, done.stderr) == (0, "")
     assert llm_eval(site, project, "--help").returncode == 0
 
 
