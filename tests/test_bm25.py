@@ -672,3 +672,9 @@ def test_the_staging_folder_of_a_killed_build_is_swept(tmp_path: Path) -> None:
     assert [doc for doc, _ in search(build(path), "apple")] == ["d1"]
     assert not staging.exists()
     assert len(cached_indexes(tmp_path / "cache")) == 1
+
+
+def test_the_index_key_names_the_bm25s_version_importlib_metadata_gives() -> None:
+    import importlib.metadata
+
+    assert bm25_store._bm25s_version() == importlib.metadata.version("bm25s")
