@@ -14,6 +14,14 @@ def git(*args: str, timeout: float | None = None) -> subprocess.CompletedProcess
     )
 
 
+def git_bytes(*args: str, stdin: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run git with these arguments and `stdin`, capturing its output as bytes (object
+    contents have sizes in bytes); OSError or TimeoutExpired as `git`."""
+    return subprocess.run(
+        ["git", *args], input=stdin, capture_output=True, timeout=timeout, check=False
+    )
+
+
 def _git_output(*args: str) -> str | None:
     """git's stdout, stripped; None outside a git checkout or when git fails."""
     try:

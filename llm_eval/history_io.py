@@ -4,26 +4,35 @@ or a number of refreshes back) for the drift check.
 
 Bad points do not stop the reading: a baseline that does not parse at some commit,
 or a corrupt line of the history file, becomes a `Skipped` entry with its reason.
+
+What a committed baseline gives as a point depends only on its bytes (its git object
+id) and on the gates asked about, so points are kept in a cache under the output
+folder (`cache/history/`), keyed by both: a warm gate reads no old baseline again,
+and the dashboard's thousand points are parsed once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_eval import __version__
 from llm_eval.baseline import Baseline, Reference
 from llm_eval.baseline_io import parse_baseline
 from llm_eval.criteria import Gate
+from llm_eval.digest import digest
 from llm_eval.errors import InputError
-from llm_eval.gitinfo import git
+from llm_eval.gitinfo import git, git_bytes
 from llm_eval.history import Entry, Point, Skipped
 from llm_eval.report_schema import validate_report
-from llm_eval.textio import iter_lines, load_json
+from llm_eval.textio import iter_lines, load_json, write_atomic
 
 Values = Callable[[Baseline], Mapping[str, float | None]]
 """A baseline's value of each gate (the command knows the gates and their scopes)."""
@@ -38,6 +47,34 @@ class Revision:
     subject: str
     path: str
     """The file's path at that commit, from the repository root (it may have moved)."""
+    blob: str | None = None
+    """The file's git object id at that commit; None when the log does not give it
+    (a merge commit lists no files): the file is then read as `commit:path`."""
+
+    @property
+    def spec(self) -> str:
+        """How git names the file's content at this commit."""
+        return self.blob or f"{self.commit}:{self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class PointCache:
+    """Where the points read from committed baselines are kept, for one set of gates."""
+
+    folder: Path
+    gates: str
+    """A digest of each gate's metric and scope members: what a point's values depend on."""
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"points-{digest([_POINT_FORMAT, __version__, self.gates])}.json"
+
+
+_POINT_FORMAT = 1
+"""The layout of a cached point; a change makes older caches unseen."""
+_POINTS_KEPT = 5000
+"""Cached points per set of gates at most (the newest written kept)."""
+_ABSENT = "0" * 40
 
 
 def _run_git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,7 +90,7 @@ def baseline_log(path: str | Path, limit: int | None = None) -> tuple[Revision, 
     top = _run_git("rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise InputError("not in a git checkout: the history is read from git", path=str(path))
-    args = ["log", "--follow", "--name-only", "--format=%x1e%H%x1f%cI%x1f%s"]
+    args = ["log", "--follow", "--raw", "--no-abbrev", "--format=%x1e%H%x1f%cI%x1f%s"]
     if limit is not None:
         args.append(f"-n{limit}")
     done = _run_git(*args, "--", str(path))
@@ -61,10 +98,18 @@ def baseline_log(path: str | Path, limit: int | None = None) -> tuple[Revision, 
         return ()
     revisions = []
     for record in done.stdout.split("\x1e")[1:]:
-        head, _, names = record.partition("\n")
+        head, _, changes = record.partition("\n")
         commit, date, subject = head.split("\x1f", 2)
-        name = next((n for n in names.splitlines() if n.strip()), str(path))
-        revisions.append(Revision(commit, date, subject, name))
+        name, blob = str(path), None
+        # `:100644 100644 <old id> <new id> M<TAB>path` (R100<TAB>old<TAB>new on a rename)
+        for line in changes.splitlines():
+            modes, tab, names = line.partition("\t")
+            ids = modes.split()
+            if line.startswith(":") and tab and len(ids) >= 4:
+                name = names.split("\t")[-1]
+                blob = ids[3] if ids[3].strip("0") else None  # all zeros: deleted here
+                break
+        revisions.append(Revision(commit, date, subject, name, blob))
     return tuple(revisions)
 
 
@@ -78,32 +123,157 @@ def baseline_at(commit: str, repo_path: str) -> Baseline:
     """The baseline file as committed at `commit` (`repo_path` from the repository
     root); InputError when it is missing there or does not parse."""
     where = f"{repo_path} at {commit[:7]}"
-    done = _run_git("show", f"{commit}:{repo_path}")
-    if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "not there"
-        raise InputError(f"cannot read it: {reason.removeprefix('fatal: ')}", path=where)
-    return parse_baseline(load_json(done.stdout, where, strict=True), where)
+    spec = f"{commit}:{repo_path}"
+    text = _read_objects([spec])[spec]
+    if isinstance(text, InputError):
+        raise InputError(text.reason, path=where)
+    return parse_baseline(load_json(text, where, strict=True), where)
 
 
-def baseline_points(revisions: tuple[Revision, ...], values: Values) -> list[Entry]:
-    """Each revision's baseline as a point, or skipped with the reason it cannot be read."""
+def baseline_points(
+    revisions: tuple[Revision, ...], values: Values, cache: PointCache | None = None
+) -> list[Entry]:
+    """Each revision's baseline as a point, or skipped with the reason it cannot be read.
+    The baselines not in `cache` are read from git in one call, and kept there."""
+    kept = _read_points(cache)
+    wanted = [rev for rev in revisions if rev.blob is None or rev.blob not in kept]
+    specs = [rev.spec for rev in wanted]
+    try:
+        texts = _read_objects(specs) if specs else {}
+    except InputError as exc:  # each point is skipped with the reason, as one read alone
+        texts = dict.fromkeys(specs, exc)
+    found: dict[str, _Found] = {}
+    for rev in wanted:
+        found[rev.spec] = _point_of(texts[rev.spec], rev, values)
+    if cache is not None and any(rev.blob is not None for rev in wanted):
+        new = {rev.blob: found[rev.spec] for rev in wanted if rev.blob is not None}
+        _write_points(cache, kept, {b: f for b, f in new.items() if f.cacheable})
     entries: list[Entry] = []
     for rev in reversed(revisions):
-        try:
-            baseline = baseline_at(rev.commit, rev.path)
-        except InputError as exc:
-            where = f"{rev.path} at {rev.commit[:7]}"
-            entries.append(Skipped(rev.commit, rev.date, where, _why(exc)))
-            continue
-        gold = baseline.fingerprints.get("gold")
-        aggregates = {
-            key: {m: _finite(v) for m, v in row.items() if m != "n"}
-            for key, row in baseline.aggregates.items()
-        }
-        entries.append(
-            Point(rev.commit, rev.date, rev.subject, "baseline", gold, values(baseline), aggregates)
-        )
+        point = found.get(rev.spec) or kept[rev.spec]
+        where = f"{rev.path} at {rev.commit[:7]}"
+        if point.skipped is not None:
+            entries.append(Skipped(rev.commit, rev.date, where, point.skipped))
+        else:
+            entries.append(
+                Point(
+                    rev.commit,
+                    rev.date,
+                    rev.subject,
+                    "baseline",
+                    point.gold,
+                    point.values,
+                    point.aggregates,
+                )
+            )
     return entries
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What one committed baseline gives: a point's figures, or why it gives none."""
+
+    gold: str | None = None
+    values: Mapping[str, float | None] = field(default_factory=dict)
+    aggregates: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    skipped: str | None = None
+    cacheable: bool = True
+    """False when git could not give the file: another clone (or a deeper fetch) may."""
+
+    def to_json(self) -> dict[str, Any]:
+        if self.skipped is not None:
+            return {"skipped": self.skipped}
+        return {"gold": self.gold, "values": self.values, "aggregates": self.aggregates}
+
+
+def _point_of(text: str | InputError, rev: Revision, values: Values) -> _Found:
+    where = f"{rev.path} at {rev.commit[:7]}"
+    if isinstance(text, InputError):
+        return _Found(skipped=_why(text), cacheable=False)
+    try:
+        baseline = parse_baseline(load_json(text, where, strict=True), where)
+    except InputError as exc:
+        return _Found(skipped=_why(exc))
+    aggregates = {
+        key: {m: _finite(v) for m, v in row.items() if m != "n"}
+        for key, row in baseline.aggregates.items()
+    }
+    return _Found(baseline.fingerprints.get("gold"), dict(values(baseline)), aggregates)
+
+
+def _read_objects(specs: Sequence[str]) -> dict[str, str | InputError]:
+    """Each git object's text by its name (an object id, or `commit:path`), all through
+    one `git cat-file --batch`; an InputError for one that git cannot give or that is not
+    UTF-8 text."""
+    try:
+        names = "".join(f"{spec}\n" for spec in specs).encode("utf-8")
+        done = git_bytes("cat-file", "--batch", stdin=names, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"cannot run git: {exc}") from None
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        raise InputError(f"cannot run git cat-file: {reason.splitlines()[-1]}")
+    out, at, texts = done.stdout, 0, {}  # type: bytes, int, dict[str, str | InputError]
+    for spec in specs:
+        end = out.find(b"\n", at)
+        if end < 0:  # an answer cut short: what is left is not there
+            end = len(out)
+        header = out[at:end].decode("utf-8", "replace").split()
+        at = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            # `<name> missing` (or ambiguous); an answer cut short reads the same
+            texts[spec] = InputError("cannot read it: not there")
+            continue
+        size = int(header[2])
+        content, at = out[at : at + size], at + size + 1
+        if len(content) != size:
+            texts[spec] = InputError("cannot read it: git's answer was cut short")
+            continue
+        try:
+            texts[spec] = (
+                content.decode("utf-8") if header[1] == "blob" else InputError("not a file")
+            )
+        except UnicodeDecodeError:
+            texts[spec] = InputError("corrupt baseline: not UTF-8 text")
+    return texts
+
+
+def _read_points(cache: PointCache | None) -> dict[str, _Found]:
+    """The points kept for these gates, by object id; none when the cache is missing or
+    does not read as it was written (it is then written again)."""
+    if cache is None:
+        return {}
+    try:
+        data = load_json(cache.path.read_text(encoding="utf-8"), cache.path, strict=True)
+        return {blob: _found_of(entry) for blob, entry in data["points"].items()}
+    except (OSError, InputError, LookupError, TypeError, ValueError, AttributeError):
+        return {}
+
+
+def _found_of(entry: Mapping[str, Any]) -> _Found:
+    """A kept point as it was written; ValueError for anything else."""
+    if set(entry) == {"skipped"} and isinstance(entry["skipped"], str):
+        return _Found(skipped=entry["skipped"])
+    gold, values, aggregates = entry["gold"], entry["values"], entry["aggregates"]
+    rows = [values, *aggregates.values()]
+    if not (gold is None or isinstance(gold, str)) or not all(
+        all(v is None or type(v) is float for v in row.values()) for row in rows
+    ):
+        raise ValueError("not a kept point")
+    return _Found(gold, values, aggregates)
+
+
+def _write_points(cache: PointCache, kept: dict[str, _Found], new: dict[str, _Found]) -> None:
+    """Add the new points to the cache file (the newest `_POINTS_KEPT` stay); a folder
+    that cannot be written is no error: the cache only saves time."""
+    if not new:
+        return
+    points = {**{b: f for b, f in kept.items() if b not in new}, **new}
+    newest = list(points.items())[-_POINTS_KEPT:]
+    text = json.dumps({"points": {b: f.to_json() for b, f in newest}})
+    with contextlib.suppress(OSError):
+        cache.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(cache.path, text)
 
 
 def report_points(path: Path, gates: Mapping[str, tuple[str, str]]) -> list[Entry]:

@@ -276,3 +276,78 @@ def test_kept_reports_join_the_timeline_and_a_corrupt_line_is_listed(
 )
 def test_sparkline(values: list[float | None], span: float, line: str) -> None:
     assert sparkline(values, span) == line
+
+
+def _git_calls(trace: Path) -> list[str]:
+    """The git commands a run started, from GIT_TRACE's log (emptied after reading)."""
+    calls = [
+        line.split("trace: built-in: git ", 1)[1]
+        for line in trace.read_text().splitlines()
+        if "trace: built-in: git " in line
+    ]
+    trace.write_text("")
+    return calls
+
+
+def test_points_are_kept_so_a_second_read_parses_no_old_baseline(
+    tmp_path: Path, history: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    base = demo_baseline()
+    versions = [with_misses(base, m) for m in (1, 2, 3, 4, 5)]
+    blobs = [json.dumps(v).encode() for v in versions]
+    blobs[2] = b'{"schema_version": 1, "created_at": '  # corrupt: skipped, and kept so
+    fast_import(repo, blobs)
+    # The file moves (git log --follow still finds its versions under the old name).
+    (repo / "gold" / "kept").mkdir()
+    git(repo, "mv", BASELINE, "gold/kept/baseline.json")
+    config = repo / "config" / "llm-eval.yaml"
+    config.write_text(config.read_text().replace(BASELINE, "gold/kept/baseline.json"))
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "move it")
+    trace = tmp_path / "git-trace.log"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+
+    code, cold = history(repo, "--last", "20")
+    assert code == 0, cold
+    assert "History of gold/kept/baseline.json: 7 points" in cold
+    rows = [line for line in cold.splitlines() if line[:2] == "20"]
+    assert [row.split()[2] for row in rows if "skipped" not in row] == [
+        f"{recall_a(v) * 100:.1f}%" for v in (base, *versions[:2], *versions[3:], versions[4])
+    ]
+    assert "invalid JSON" in cold.split("Skipped, drawn as")[1]
+    assert sum(call.startswith("cat-file --batch") for call in _git_calls(trace)) == 1
+    kept = list((repo / ".llm-eval" / "cache" / "history").glob("points-*.json"))
+    assert len(kept) == 1
+
+    code, warm = history(repo, "--last", "20")
+    assert (code, warm) == (0, cold)
+    calls = _git_calls(trace)
+    assert not [call for call in calls if call.startswith(("cat-file", "show"))], calls
+
+    # A cache that does not read as written is read around, and written again.
+    kept[0].write_text('{"points": {"' + "0" * 40 + '": {"gold": 1}}}')
+    code, again = history(repo, "--last", "20")
+    assert (code, again) == (0, cold)
+    assert sum(call.startswith("cat-file --batch") for call in _git_calls(trace)) == 1
+    assert json.loads(kept[0].read_text())["points"].keys() >= {
+        git(repo, "rev-parse", f"main~1:{BASELINE}").strip()
+    }
+
+    # Other gates (another scope) are other values: kept apart, read afresh.
+    criteria = repo / "config" / "ship-criteria.yaml"
+    criteria.write_text(criteria.read_text().replace("tier: A", "tier: B", 1))
+    code, other = history(repo, "--last", "20")
+    assert code == 0, other
+    assert len(list(kept[0].parent.glob("points-*.json"))) == 2
+    assert sum(call.startswith("cat-file --batch") for call in _git_calls(trace)) == 1
+
+
+def test_a_committed_baseline_that_is_not_utf8_is_skipped_with_its_reason(
+    tmp_path: Path, history: Run
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    fast_import(repo, [b'{"schema_version": "\xff"}', json.dumps(demo_baseline()).encode()])
+    code, out = history(repo, "--last", "5")
+    assert code == 0, out
+    log = git(repo, "log", "--format=%h", "-n3", "--", BASELINE).split()
+    assert f"{BASELINE} at {log[1]}: corrupt baseline: not UTF-8 text" in out

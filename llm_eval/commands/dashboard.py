@@ -43,7 +43,8 @@ def write_dashboard(
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     revisions = baseline_log(path, last)
-    baselines = baseline_points(revisions, gate_values(inputs))
+    values = gate_values(inputs)
+    baselines = baseline_points(revisions, values, values.cache(inputs))
     reports: list[Entry] = []
     if history_file is not None:
         wanted = {g.name: (g.metric, g.scope.key()) for g in inputs.criteria.gates}

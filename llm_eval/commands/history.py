@@ -11,10 +11,17 @@ from pathlib import Path
 
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate
+from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.history import TREND_POINTS, History, merge, of_gold
-from llm_eval.history_io import baseline_log, baseline_points, is_shallow, report_points
+from llm_eval.history_io import (
+    PointCache,
+    baseline_log,
+    baseline_points,
+    is_shallow,
+    report_points,
+)
 from llm_eval.inputs import Inputs
 from llm_eval.pipeline import load_inputs
 from llm_eval.slices import members, value_over
@@ -43,7 +50,7 @@ def read_gate_history(
     path = baseline_path or inputs.config.baseline
     revisions = baseline_log(path, last)
     values = gate_values(inputs)
-    baselines = baseline_points(revisions, values)
+    baselines = baseline_points(revisions, values, values.cache(inputs))
     reports = []
     if history_file is not None:
         wanted = {g.name: (g.metric, g.scope.key()) for g in inputs.criteria.gates}
@@ -66,7 +73,8 @@ def recent_baselines(inputs: Inputs, path: Path, last: int = TREND_POINTS) -> Hi
         revisions = baseline_log(path, last)
     except InputError:
         return None
-    entries = baseline_points(revisions, gate_values(inputs))
+    values = gate_values(inputs)
+    entries = baseline_points(revisions, values, values.cache(inputs))
     gold = gold_fingerprint(query_fingerprints(inputs.gold))
     return History(of_gold(entries, gold), len(revisions) < last and is_shallow())
 
@@ -82,6 +90,12 @@ def gate_values(inputs: Inputs) -> _GateValues:
 @dataclass(frozen=True, slots=True)
 class _GateValues:
     scopes: Mapping[str, tuple[str, list[str]]]
+
+    def cache(self, inputs: Inputs) -> PointCache:
+        """Where the points of these gates are kept: under the output folder, by what
+        the values depend on (each gate's name, metric and scope members)."""
+        gates = sorted((name, metric, sorted(ids)) for name, (metric, ids) in self.scopes.items())
+        return PointCache(inputs.config.output / "cache" / "history", digest(gates))
 
     def __call__(self, baseline: Baseline) -> dict[str, float | None]:
         values: dict[str, float | None] = {}
