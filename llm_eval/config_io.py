@@ -23,13 +23,13 @@ from llm_eval.config import (
     variant_name_problem,
 )
 from llm_eval.errors import InputError
+from llm_eval.finite import is_finite_number
 from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSource
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import RetrieverKind, retriever_kind
 from llm_eval.settings import checked_settings
-from llm_eval.textio import is_finite_number
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 from llm_eval.yamlvalues import integer, location_of, metric_name, proportion, string, switch

@@ -27,9 +27,9 @@ from typing import Any, Literal
 import numpy as np
 
 from llm_eval.errors import InputError
+from llm_eval.finite import is_finite_number
 from llm_eval.runs import QueryResults, RankedResult, Run, RunFormat
 from llm_eval.textio import (
-    is_finite_number,
     iter_lines,
     iter_text_blocks,
     iter_unique_records,

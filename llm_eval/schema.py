@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.textio import is_finite_number, json_type
+from llm_eval.finite import is_finite_number
+from llm_eval.textio import json_type
 
 Fail = Callable[[str, str], InputError]
 Check = Callable[[Any, str, Fail], None]

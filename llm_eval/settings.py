@@ -15,7 +15,7 @@ from typing import Any
 
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
-from llm_eval.textio import is_finite_number
+from llm_eval.finite import is_finite_number
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,17 +11,14 @@ import codecs
 import contextlib
 import hashlib
 import json
-import math
-import numbers
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, TypeVar
 
 from llm_eval.errors import InputError
 
@@ -237,25 +234,6 @@ def _mode_for(target: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def is_finite_number(value: Any) -> TypeGuard[float]:
-    """A real, finite number (not a boolean), as scores and latencies must be; an
-    integer too large for a float (JSON allows 400 digits) is not one."""
-    kind = type(value)
-    if kind is float:  # the common case first: JSON numbers with a point or exponent
-        return math.isfinite(value)
-    if kind is int:
-        return -_FLOAT_MAX <= value <= _FLOAT_MAX
-    if kind is bool or not isinstance(value, numbers.Real):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
-_FLOAT_MAX = int(sys.float_info.max)
 
 
 def json_type(value: Any) -> str:

@@ -60,8 +60,9 @@ import httpx
 from llm_eval.digest import digest
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
+from llm_eval.finite import is_finite_number
 from llm_eval.httpcall import ERROR_DETAIL, Breaker, CallFailed, RetryPolicy, post_json
-from llm_eval.textio import is_finite_number, load_json, write_atomic
+from llm_eval.textio import load_json, write_atomic
 
 _CACHE_FORMAT = 1
 

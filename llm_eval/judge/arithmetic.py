@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_eval.textio import is_finite_number
+from llm_eval.finite import is_finite_number
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 _OBJECT_START = re.compile(r"\{")

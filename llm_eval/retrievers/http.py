@@ -36,6 +36,7 @@ import httpx
 
 from llm_eval.environment import expand_environment
 from llm_eval.errors import InputError
+from llm_eval.finite import is_finite_number
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
@@ -51,7 +52,7 @@ from llm_eval.retrievers.pool import (
 )
 from llm_eval.runs import RankedResult
 from llm_eval.settings import Setting, whole_check
-from llm_eval.textio import is_finite_number, load_json
+from llm_eval.textio import load_json
 
 PLACEHOLDERS = ("query", "top_k")
 DEFAULT_BODY: Mapping[str, Any] = {"query": "${query}", "top_k": "${top_k}"}

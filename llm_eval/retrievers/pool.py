@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from llm_eval.environment import expand_environment
+from llm_eval.finite import is_finite_number
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import Hits, ResultCache
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.settings import Setting, whole_check
-from llm_eval.textio import is_finite_number
 
 RESULT_FIELDS = ("doc_id", "score", "text", "document", "page")
 """What a hit may carry, as in a run file."""
