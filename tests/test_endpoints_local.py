@@ -473,8 +473,12 @@ def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
         build(stand_in, tmp_path).retrieve(QUERIES, 2)
 
 
+@pytest.mark.parametrize(
+    "kept",
+    ["[0.0, 0.0, 0.0]", "[1" + "0" * 399 + ", 1.0, 1.0]"],  # all zeros; beyond a float
+)
 def test_a_cached_vector_that_is_not_sound_is_embedded_again(
-    stand_in: Path, tmp_path: Path
+    stand_in: Path, tmp_path: Path, kept: str
 ) -> None:
     settings = {"model_path": str(stand_in), "batch_size": 8}
     first = local.LocalEmbeddingClient(settings, tmp_path / "cache")
@@ -482,7 +486,7 @@ def test_a_cached_vector_that_is_not_sound_is_embedded_again(
     entries = sorted((tmp_path / "cache").rglob("*.json"))
     assert len(entries) == 2
     for entry in entries:
-        entry.write_text(json.dumps([0.0, 0.0, 0.0]))
+        entry.write_text(kept)
     StandIn.encoded.clear()
     again = local.LocalEmbeddingClient(settings, tmp_path / "cache")
     assert again.embed(["bee sting", "cat nap"]) == [

@@ -595,7 +595,7 @@ def cached_vector(entry: Any) -> list[float] | None:
         if found is not None:
             check_vector(found)
         return found
-    except (ValueError, TypeError, EndpointFailed):
+    except (ValueError, TypeError, OverflowError, EndpointFailed):  # 400 digits: overflow
         return None
 
 
