@@ -56,6 +56,11 @@ class Revision:
         """How git names the file's content at this commit."""
         return self.blob or f"{self.commit}:{self.path}"
 
+    @property
+    def where(self) -> str:
+        """How a message names the file at this commit: `path at 1a2b3c4`."""
+        return f"{self.path} at {self.commit[:7]}"
+
 
 @dataclass(frozen=True, slots=True)
 class PointCache:
@@ -74,7 +79,6 @@ _POINT_FORMAT = 1
 """The layout of a cached point; a change makes older caches unseen."""
 _POINTS_KEPT = 5000
 """Cached points per set of gates at most (the newest written kept)."""
-_ABSENT = "0" * 40
 
 
 def _run_git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -145,15 +149,14 @@ def baseline_points(
     found: dict[str, _Found] = {}
     for rev in wanted:
         found[rev.spec] = _point_of(texts[rev.spec], rev, values)
-    if cache is not None and any(rev.blob is not None for rev in wanted):
+    if cache is not None:
         new = {rev.blob: found[rev.spec] for rev in wanted if rev.blob is not None}
         _write_points(cache, kept, {b: f for b, f in new.items() if f.cacheable})
     entries: list[Entry] = []
     for rev in reversed(revisions):
         point = found.get(rev.spec) or kept[rev.spec]
-        where = f"{rev.path} at {rev.commit[:7]}"
         if point.skipped is not None:
-            entries.append(Skipped(rev.commit, rev.date, where, point.skipped))
+            entries.append(Skipped(rev.commit, rev.date, rev.where, point.skipped))
         else:
             entries.append(
                 Point(
@@ -187,11 +190,10 @@ class _Found:
 
 
 def _point_of(text: str | InputError, rev: Revision, values: Values) -> _Found:
-    where = f"{rev.path} at {rev.commit[:7]}"
     if isinstance(text, InputError):
         return _Found(skipped=_why(text), cacheable=False)
     try:
-        baseline = parse_baseline(load_json(text, where, strict=True), where)
+        baseline = parse_baseline(load_json(text, rev.where, strict=True), rev.where)
     except InputError as exc:
         return _Found(skipped=_why(exc))
     aggregates = {
