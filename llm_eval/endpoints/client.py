@@ -590,13 +590,14 @@ class Dimension:
 def cached_vector(entry: Any) -> list[float] | None:
     """A vector read from the cache; None when missing or not a sound vector (the text
     is embedded again)."""
-    try:
-        found = [float(x) for x in entry] if isinstance(entry, list) and entry else None
-        if found is not None:
-            check_vector(found)
-        return found
-    except (ValueError, TypeError, OverflowError, EndpointFailed):  # 400 digits: overflow
+    if not isinstance(entry, list) or not entry:
         return None
+    try:
+        found = _floats(entry)
+        check_vector(found)
+    except EndpointFailed:
+        return None
+    return found
 
 
 def check_vector(vector: Sequence[float]) -> None:
