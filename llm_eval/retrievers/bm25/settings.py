@@ -131,13 +131,20 @@ def _named_stopwords(name: str) -> frozenset[str]:
     """A list of STOPWORD_LISTS ("en": Lucene's English set, as bm25s ships it), read
     from bm25s's `stopwords` module alone: importing the bm25s package imports numba
     and scipy where they are installed, which analysing a query does not need."""
-    package = importlib.util.find_spec("bm25s")
-    if package is None or not package.submodule_search_locations:
-        raise ImportError("bm25s is not installed")
-    path = Path(package.submodule_search_locations[0]) / "stopwords.py"
+    path = bm25s_folder() / "stopwords.py"
     spec = importlib.util.spec_from_file_location("_bm25s_stopwords", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot read {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return frozenset({"en": module.STOPWORDS_EN}[name])
+
+
+def bm25s_folder() -> Path:
+    """The folder the bm25s package is installed in, found without importing it
+    (importing it imports numba and scipy where they are installed); ImportError
+    when it is not installed."""
+    package = importlib.util.find_spec("bm25s")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("bm25s is not installed")
+    return Path(package.submodule_search_locations[0])

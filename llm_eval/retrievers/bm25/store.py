@@ -7,7 +7,6 @@ bytes, the index settings, the bm25s version and the index format below.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import shutil
 import tempfile
@@ -21,7 +20,7 @@ from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.bm25.analyzer import Analyzer
 from llm_eval.retrievers.bm25.index import Index, SavedModel, Vocabulary, build_model
-from llm_eval.retrievers.bm25.settings import BM25Config
+from llm_eval.retrievers.bm25.settings import BM25Config, bm25s_folder
 from llm_eval.textio import (
     TEMP_SUFFIX,
     file_digest,
@@ -63,11 +62,9 @@ def _bm25s_version() -> str:
     """bm25s's version, from its `bm25s-<version>.dist-info` folder beside the package
     (the layout every wheel install has), which costs a warm gate nothing; else from
     importlib.metadata, whose import alone is 12 ms of CPU."""
-    spec = importlib.util.find_spec("bm25s")
-    if spec is not None and spec.origin is not None:
-        found = list(Path(spec.origin).parent.parent.glob("bm25s-*.dist-info"))
-        if len(found) == 1:
-            return found[0].name.removeprefix("bm25s-").removesuffix(".dist-info")
+    found = list(bm25s_folder().parent.glob("bm25s-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name.removeprefix("bm25s-").removesuffix(".dist-info")
     from importlib.metadata import version
 
     return version("bm25s")
