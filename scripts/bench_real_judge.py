@@ -1,6 +1,6 @@
 """The judge against a real small model: readable answers without and with response_format.
 
-Serves SmolLM2-135M-Instruct with llama-cpp-python on 127.0.0.1 (`scripts/local_model.py`;
+Serves SmolLM2-135M-Instruct with llama.cpp's server on 127.0.0.1 (`scripts/local_model.py`;
 needs the `real-models` extra) and runs `llm-eval gate` on the judged demo over the first
 N tier-A gold queries twice per mode: once asking with the prompt alone
 (`response_format: false`, what llm-eval did before) and once asking for JSON in each
@@ -103,7 +103,7 @@ def main() -> None:
     if reason is not None:
         sys.exit(f"bench_real_judge: {reason}")
     print(
-        f"{local_model.MODEL} (llama-cpp-python), judged demo, first {options.queries} "
+        f"{local_model.MODEL} (llama.cpp server), judged demo, first {options.queries} "
         f"tier-A queries, context_precision@{options.chunks}; load average at start "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
         flush=True,
