@@ -64,7 +64,7 @@ def _command_section(path: tuple[str, ...], command: click.Command) -> list[str]
         lines += ["Arguments: " + ", ".join(f"`{p.make_metavar(ctx)}`" for p in arguments), ""]
     options = [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
     if options:
-        lines += ["| option | value | default | |", "|---|---|---|---|"]
+        lines += ["| option | value | default | what it does |", "|---|---|---|---|"]
         lines += [_option_row(p, ctx) for p in options] + [""]
     if isinstance(command, click.Group):
         lines += [f"Commands: {', '.join(f'`{name}`' for name in sorted(command.commands))}", ""]
@@ -89,7 +89,7 @@ def metric_reference() -> str:
     lines: list[str] = []
     registered = list(families())
     for kind, heading in _SOURCES.items():
-        lines += [f"**{heading.rstrip(':')}**", "", "| metric | unit | better | |"]
+        lines += [f"**{heading.rstrip(':')}**", "", "| metric | unit | better | what it measures |"]
         lines.append("|---|---|---|---|")
         for family in (f for f in registered if f.kind == kind):
             better = "higher" if family.higher_is_better else "lower"
@@ -104,7 +104,7 @@ def metric_reference() -> str:
 
 def settings_table(declared: Mapping[str, Any]) -> str:
     """A table of declared settings (`llm_eval.settings.Setting`): name, default, help."""
-    lines = ["| setting | default | |", "|---|---|---|"]
+    lines = ["| setting | default | what it does |", "|---|---|---|"]
     for name, setting in declared.items():
         given = "required" if setting.required else f"`{json.dumps(setting.default)}`"
         environ = " Reads `${VAR}` and `${VAR:-default}`." if setting.environ else ""
