@@ -348,12 +348,12 @@ def test_a_score_change_rewrites_the_file_and_says_what_moved(
     assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED
 
 
-def test_the_readme_shows_what_refresh_prints(
+def test_the_refresh_guide_shows_what_refresh_prints(
     indexed_demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """On the committed baseline: nothing moved; after the change the README names, what
+    """On the committed baseline: nothing moved; after the change the guide names, what
     moved."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "how-to" / "baseline-refresh.md").read_text(encoding="utf-8")
     blocks = re.findall(
         r"^```console\n\$ llm-eval baseline refresh(.*?)\n(.*?)^```$", readme, re.M | re.S
     )

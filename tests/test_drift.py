@@ -135,7 +135,7 @@ def test_each_step_is_allowed_and_the_sum_is_caught(scripted: Path) -> None:
     assert seen == [("pass", "pass", 0)] * 5 + [("fail", "fail", 1)]
     assert result["reason"] == "drift" and result["blocking"]
     assert drift["stats"]["ci_high"] < -0.11  # the whole interval beyond the limit
-    assert drift["sentence"] == (  # quoted in the README's "History and drift"
+    assert drift["sentence"] == (  # quoted in docs/how-to/history-and-drift.md
         "recall@10 (tier A) since reference dropped from 100.0% to 88.0% (−12.0 pp; 90% CI "
         "−12.8 to −11.0 pp): more than the 11.0 pp drift allowed"
     )

@@ -39,7 +39,8 @@ class Gated:
 @pytest.fixture(scope="module")
 def gated(shared_demo: Path) -> Callable[..., Gated]:
     """`llm-eval gate ARGS` on the shared demo, run once per ARGS for the module (the
-    tests that read the same run share it), on an 80-column terminal as the README."""
+    tests that read the same run share it), on an 80-column terminal, as the README and the
+    demo tutorial show it."""
     runs: dict[tuple[str, ...], Gated] = {}
 
     def run(*args: str) -> Gated:
@@ -321,12 +322,15 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries
 
 
+@pytest.mark.parametrize("page", ["README.md", "docs/tutorials/demo.md"])
 @pytest.mark.parametrize(
     "command",
     ["llm-eval gate", 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'],
 )
-def test_the_readme_shows_the_real_demo_output(gated: Callable[..., Gated], command: str) -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_readme_and_the_tutorial_show_the_real_demo_output(
+    gated: Callable[..., Gated], command: str, page: str
+) -> None:
+    readme = (REPO / page).read_text()
     start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
     shown = readme[start : readme.index("```", start)]
     run = gated(*command.removeprefix("llm-eval gate").split(";")[0].split())

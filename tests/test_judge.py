@@ -470,7 +470,7 @@ def test_the_answer_field_of_a_run_must_be_text(tmp_path: Path) -> None:
     assert str(raised.value) == f"{path}:1: answer: must be the generated answer as text, got 3"
 
 
-def test_the_readme_shows_the_real_judged_demo_output(
+def test_the_judged_guide_shows_the_real_judged_demo_output(
     demo_project: Path,
     demo_indexes: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -478,7 +478,7 @@ def test_the_readme_shows_the_real_judged_demo_output(
 ) -> None:
     shutil.copytree(demo_indexes, demo_project / ".llm-eval" / "judged" / "cache")
     command = "$ llm-eval gate --config config/examples/judged.yaml\n"
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "how-to" / "judged-diagnostics.md").read_text()
     start = readme.index(command) + len(command)
     shown = readme[start : readme.index("```", start)]
     example = demo_project / "config" / "examples" / "judged.yaml"

@@ -1,9 +1,9 @@
-"""The README's CI recipes show the files as they are.
+"""The CI recipes of the how-to guides show the files as they are.
 
-Each fenced YAML snippet in the sections below names its file in a comment on its
-first line. A file of this repository must be shown whole and unchanged; a file that
-lives in the user's repository (`.pre-commit-config.yaml`) is checked against what it
-refers to here.
+Each fenced YAML snippet in the pages below names its file in a comment on its first
+line. A file of this repository must be shown whole and unchanged; a file that lives in
+the user's repository (`.pre-commit-config.yaml`) is checked against what it refers to
+here.
 """
 
 from __future__ import annotations
@@ -16,34 +16,30 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("Use in GitHub Actions", "Pre-push", "Refreshing the baseline")
-NEXT_SECTION = "Data in this repository"
+PAGES = ("how-to/github-actions.md", "how-to/pre-push.md", "how-to/baseline-refresh.md")
 
 
-def section(title: str) -> str:
-    """The text of a `## title` section, up to the next `## ` heading."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", readme, re.M | re.S)
-    assert match, f"README.md has no section '## {title}'"
-    return match.group(1)
+def page(name: str) -> str:
+    """The text of a documentation page under docs/."""
+    return (REPO / "docs" / name).read_text(encoding="utf-8")
 
 
 def yaml_snippets() -> list[tuple[str, str]]:
-    """(file named on the first line, snippet text) for every YAML fence in the sections."""
+    """(file named on the first line, snippet text) for every YAML fence in the pages."""
     snippets = []
-    for title in SECTIONS:
-        for body in re.findall(r"^```yaml\n(.*?)^```$", section(title), re.M | re.S):
+    for name in PAGES:
+        for body in re.findall(r"^```yaml\n(.*?)^```$", page(name), re.M | re.S):
             first = body.splitlines()[0]
             assert first.startswith("# "), f"the snippet does not name its file: {first!r}"
             snippets.append((first[2:].strip(), body))
     return snippets
 
 
-def test_the_sections_come_in_order_before_the_data_section() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    headings = re.findall(r"^## (.+)$", readme, re.M)
-    at = headings.index(NEXT_SECTION)
-    assert headings[at - len(SECTIONS) : at] == list(SECTIONS)
+def test_the_pages_are_how_to_guides_of_the_site() -> None:
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    (guides,) = [section["How-to guides"] for section in nav if "How-to guides" in section]
+    listed = [path for entry in guides for path in entry.values()]
+    assert [name for name in listed if name in PAGES] == list(PAGES)
 
 
 def test_the_recipes_show_every_workflow_of_a_pull_request_and_the_refresh() -> None:

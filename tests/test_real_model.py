@@ -3,8 +3,8 @@
 The judged demo on a few gold queries, `gold synthesize`, the `embedding` retriever and
 `answer_relevance`, each run twice: the second run must make no call (the server's own
 access log counts them). The bounds on readable answers were measured with
-`scripts/bench_real_judge.py` and are set below what was measured (see the README's
-judged section); a 135M model's verdicts are not checked for being right, only for
+`scripts/bench_real_judge.py` and are set below what was measured (see
+docs/how-to/local-models.md); a 135M model's verdicts are not checked for being right, only for
 being read, cached and reported. Skipped, with the reason, only when the `real-models`
 extra is not installed; `.ci/run` installs it.
 """

@@ -691,9 +691,10 @@ def check_markdown(report: Mapping[str, Any], markdown: str, complete: bool) -> 
 
 
 def expected_junit(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(test case, outcome) as README and junit.py's docstring describe them: a case per
-    gate and per judged tag slice; what blocks the merge is a failure, what cannot tell
-    without blocking is skipped, the rest passes (a missed warning with `system-out`)."""
+    """(test case, outcome) as docs/tutorials/demo.md and junit.py's docstring describe
+    them: a case per gate and per judged tag slice; what blocks the merge is a failure,
+    what cannot tell without blocking is skipped, the rest passes (a missed warning with
+    `system-out`)."""
     cases = []
     if report["verdict"] == "gold_changed":
         cases.append(("gold set unchanged since the baseline", "error"))
@@ -766,9 +767,10 @@ def covers(scope_key: str, change: Mapping[str, Any]) -> bool:
 def check_action(report: Mapping[str, Any], annotations: Sequence[str]) -> None:
     """The Action's `verdict` output is report.json's verdict (action.yml reads it, see
     `test_the_action_outputs_the_reports_verdict`) and its `exit-code` the gate's exit
-    code; annotations mark lost queries by the gates covering them (README): an error
-    when a blocking gate covering the query failed, a warning when a covering gate only
-    warns, a notice when every covering gate passes; none when every gate passes."""
+    code; annotations mark lost queries by the gates covering them
+    (docs/how-to/github-actions.md): an error when a blocking gate covering the query
+    failed, a warning when a covering gate only warns, a notice when every covering gate
+    passes; none when every gate passes."""
     output = report["verdict"]
     assert output in VERDICTS
     assert (output == "fail") == (report["exit_code"] == 1)

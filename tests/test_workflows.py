@@ -675,12 +675,14 @@ def run_comment_step(
 
 def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
     """The distribution is llm-eval-ci (the index refuses llm-eval); every `pip install
-    "NAME @ git+..."` hint, in the README and in the workflows init writes, says so."""
+    "NAME @ git+..."` hint, in the README, the documentation and the workflows init writes,
+    says so."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["name"] == "llm-eval-ci"
-    texts = [REPO / "README.md", *(REPO / ".github" / "workflows").glob("*.yml")]
+    texts = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    texts += (REPO / ".github" / "workflows").glob("*.yml")
     texts += (REPO / "llm_eval" / "scaffold").rglob("*.yml")
     hints = [
         name
