@@ -124,3 +124,18 @@ def test_the_ascii_fallback_keeps_the_table_aligned_within_80_columns(name: str)
     table = lines[lines.index("") + 1 :]
     table = table[: table.index("")] if "" in table else table
     assert len({len(line) for line in table}) == 1  # every row as wide as the header
+
+
+def test_a_changed_gold_set_names_each_query_once() -> None:
+    text = render_text(load("gold_changed"), 80)
+    assert text.splitlines()[2:9] == [
+        "The gold set differs from the baseline's (1 query added, 1 query removed, 1",
+        "  query changed), so the gate cannot compare honestly: accept the change with",
+        "  llm-eval baseline refresh (a new baseline), or compare on the unchanged",
+        "  queries with llm-eval gate --allow-gold-change.",
+        "  added: a-187 (gold/python-docs-A.jsonl:187)",
+        "  changed: a-041 (gold/python-docs-A.jsonl:41)",
+        "  removed: b-012",
+    ]
+    for query_id in ("a-187", "a-041", "b-012"):
+        assert text.count(query_id) == 1

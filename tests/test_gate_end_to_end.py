@@ -104,20 +104,22 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     added = {**json.loads(lines[1]), "query_id": "a-new", "query": "A new question?"}
     try:
         gold.write_text("\n".join([json.dumps(first), *lines[1:], json.dumps(added)]) + "\n")
+        monkeypatch.setenv("COLUMNS", "80")
         assert gate(shared_demo, monkeypatch) == 3
         captured = capsys.readouterr()
         assert captured.err == ""
         assert captured.out.startswith(
             "llm-eval gate: GOLD SET CHANGED: not compared with the baseline (see below)\n\n"
         )
-        assert (
-            "The gold set differs from the baseline's (1 query added: a-new; 1 query changed: "
-            "a-001), so the gate cannot compare honestly: accept the change with llm-eval "
-            "baseline refresh (a new baseline), or compare on the unchanged queries with "
-            "llm-eval gate --allow-gold-change. "
-            f"added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1}) "
-            "changed: a-001 (gold/python-docs-A.jsonl:1)"
-        ) in " ".join(captured.out.split())  # wrapped at the terminal's width
+        said = captured.out.split("\n\n")[1].splitlines()
+        assert said == [  # each query named once, on its own line, with where it is
+            "The gold set differs from the baseline's (1 query added, 1 query changed), so",
+            "  the gate cannot compare honestly: accept the change with llm-eval baseline",
+            "  refresh (a new baseline), or compare on the unchanged queries with llm-eval",
+            "  gate --allow-gold-change.",
+            f"  added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1})",
+            "  changed: a-001 (gold/python-docs-A.jsonl:1)",
+        ]
         report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
         assert (report["verdict"], report["exit_code"]) == ("gold_changed", 3)
         assert report["gold_changes"] == {

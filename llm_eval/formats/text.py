@@ -21,7 +21,15 @@ from llm_eval.formats._words import (
 )
 from llm_eval.output import colour, in_ascii, render_table, table_width, wrap
 from llm_eval.stats import format_p
-from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
+from llm_eval.wording import (
+    STATUS_WORDS,
+    ci_range,
+    delta,
+    gold_change_counts,
+    gold_change_sentence,
+    limits_text,
+    value,
+)
 
 _STATUS_WORD = {status: word.upper() for status, word in STATUS_WORDS.items()}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
@@ -118,6 +126,13 @@ def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _gold_changed_sentence(changes: Mapping[str, Any]) -> str:
+    """Why the gold set is not compared, with counts only: the ids follow, a line each."""
+    counts = gold_change_counts(*(len(changes[kind]) for kind in ("added", "removed", "changed")))
+    first, second = changes["accept_commands"]
+    return gold_change_sentence(counts, (first, second))
+
+
 def render_text(
     report: Mapping[str, Any], width: int = 80, coloured: bool = False, ascii: bool = False
 ) -> str:
@@ -134,8 +149,8 @@ def render_text(
     if report.get("judge"):
         lines += [*judge_lines(report), ""]
     if report["verdict"] == "gold_changed":
-        why = report["summary"][:1] or ["The gold set differs from the baseline's."]
-        lines += [*why, *gold_change_lines(report["gold_changes"]), ""]
+        changes = report["gold_changes"]
+        lines += [_gold_changed_sentence(changes), *gold_change_lines(changes), ""]
         lines.append("On the unchanged queries, for information:")
     lines.append(gate_table(report, width, coloured, ascii))
     sentences = []
