@@ -93,6 +93,36 @@ def test_the_degraded_config_fails_with_a_plain_sentence(gated: Callable[..., Ga
     assert "more than the 0.050 allowed (warning)" in run.out  # MRR, beyond its limit
 
 
+def test_the_terminal_names_the_first_queries_that_lost_and_gained_their_hit(
+    gated: Callable[..., Gated],
+) -> None:
+    run = gated("--config", "config/examples/degraded.yaml")
+    changes = json.loads(run.written["report.json"])["changes"]
+    lines = run.out.splitlines()
+    start = lines.index(
+        f"At the top 5: {changes['hit_to_miss_count']} queries lost their relevant result, "
+        f"{changes['miss_to_hit_count']} gained one."
+    )
+    shown = {}
+    for line in lines[start + 1 : start + 3]:
+        label, named = line.strip().split(": ")
+        ids, more = named.split(" and ")
+        shown[label] = (ids.split(", "), int(more.removesuffix(" more")))
+    assert shown == {
+        "lost": (
+            [c["query_id"] for c in changes["hit_to_miss"][:5]],
+            changes["hit_to_miss_count"] - 5,
+        ),
+        "gained": (
+            [c["query_id"] for c in changes["miss_to_hit"][:5]],
+            changes["miss_to_hit_count"] - 5,
+        ),
+    }
+    assert lines[start + 3] == "  See report.md for their questions and ranks before and after."
+    assert lines[-1] == "Report: .llm-eval/report.md (report.json beside it)"
+    assert all(len(line) <= 80 for line in lines)
+
+
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_eval.english import plural
+from llm_eval.english import listed, plural
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import (
     coverage_lines,
@@ -133,6 +133,28 @@ def _gold_changed_sentence(changes: Mapping[str, Any]) -> str:
     return gold_change_sentence(counts, (first, second))
 
 
+CHANGES_NAMED = 5
+"""Queries named per direction (hit→miss, miss→hit) in the terminal; report.md has more."""
+
+
+def crossing_lines(changes: Mapping[str, Any]) -> list[str]:
+    """How many queries lost and gained their relevant result at the gating cutoff, the
+    first few of each by id, and where to read about them; none when no query did."""
+    lost, gained = changes["hit_to_miss_count"], changes["miss_to_hit_count"]
+    if not lost and not gained:
+        return []
+    lines = [
+        f"At the top {changes['k']}: {plural(lost, 'query', 'queries')} lost "
+        f"{'its' if lost == 1 else 'their'} relevant result, {gained} gained one."
+    ]
+    for label, key, count in (("lost", "hit_to_miss", lost), ("gained", "miss_to_hit", gained)):
+        if count:
+            ids = [change["query_id"] for change in changes[key]]
+            lines.append(f"  {label}: {listed(ids, CHANGES_NAMED, count)}")
+    lines.append("  See report.md for their questions and ranks before and after.")
+    return lines
+
+
 def render_text(
     report: Mapping[str, Any], width: int = 80, coloured: bool = False, ascii: bool = False
 ) -> str:
@@ -174,13 +196,8 @@ def render_text(
             sentences.append(f"! {gate['power_warning']}")
     if sentences:
         lines += ["", *sentences]
-    changes = report["changes"]
-    if changes["hit_to_miss_count"] or changes["miss_to_hit_count"]:
-        lines += [
-            "",
-            f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
-            f"relevant result, {changes['miss_to_hit_count']} gained one.",
-        ]
+    crossed = crossing_lines(report["changes"])
+    lines += ["", *crossed] if crossed else []
     covered = coverage_lines(report)
     lines += ["", *covered] if covered else []
     lines += missing_lines(report)
@@ -192,10 +209,12 @@ def render_text(
 
 
 def _fit(line: str, width: int) -> list[str]:
-    """Table lines are already narrow enough; prose is wrapped."""
+    """Table lines are already narrow enough; prose is wrapped, its continuation
+    indented two spaces beyond the line's own indent (an indented list of ids stays
+    apart from the next item)."""
     if len(line) <= width or "\033[" in line:
         return [line]
-    return wrap(line, width)
+    return wrap(line, width, " " * (len(line) - len(line.lstrip(" ")) + 2))
 
 
 class Text:
