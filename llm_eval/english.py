@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def listed(items: Sequence[str], shown: int = 10) -> str:
-    """`a, b, c and 5 more`: the first `shown` items, then how many are left out."""
+def listed(items: Sequence[str], shown: int = 10, total: int | None = None) -> str:
+    """`a, b, c and 5 more`: the first `shown` items, then how many are left out of
+    `total` (default: all the items; more when `items` is itself the start of a list)."""
     text = ", ".join(items[:shown])
-    return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
+    left = (len(items) if total is None else total) - len(items[:shown])
+    return text + (f" and {left} more" if left > 0 else "")
 
 
 def plural(count: int, singular: str, many: str) -> str:

@@ -33,6 +33,7 @@ from llm_eval.stats import MarginTest
 from llm_eval.wording import (
     coverage_sentence,
     drift_sentence,
+    gold_change_sentence,
     power_sentence,
     sentence,
     slice_sentence,
@@ -589,11 +590,7 @@ queries that did not change."""
 
 
 def _gold_change_sentence(diff: GoldDiff) -> str:
-    return (
-        f"The gold set differs from the baseline's ({describe_diff(diff)}), so the gate "
-        f"cannot compare honestly: accept the change with {ACCEPT_GOLD_CHANGE[0]} (a new "
-        f"baseline), or compare on the unchanged queries with {ACCEPT_GOLD_CHANGE[1]}."
-    )
+    return gold_change_sentence(describe_diff(diff), ACCEPT_GOLD_CHANGE)
 
 
 def _gold_changes(comparison: Comparison, by_id: Mapping[str, GoldQuery]) -> dict[str, Any] | None:

@@ -62,6 +62,23 @@ def limit(metric: str, number: float, relative: bool = False) -> str:
     return delta(metric, -number).replace("+", MINUS) if number == 0 else delta(metric, -number)
 
 
+def gold_change_counts(added: int, removed: int, changed: int) -> str:
+    """`12 queries added, 14 queries removed`: the kinds of change to a gold set that
+    have any."""
+    kinds = (("added", added), ("removed", removed), ("changed", changed))
+    return ", ".join(f"{plural(n, 'query', 'queries')} {kind}" for kind, n in kinds if n)
+
+
+def gold_change_sentence(described: str, accept: tuple[str, str]) -> str:
+    """Why a changed gold set is not compared, `described` in brackets (ids or counts),
+    and the two commands in `accept`: a new baseline, or the unchanged queries only."""
+    return (
+        f"The gold set differs from the baseline's ({described}), so the gate cannot "
+        f"compare honestly: accept the change with {accept[0]} (a new baseline), or "
+        f"compare on the unchanged queries with {accept[1]}."
+    )
+
+
 def subject(metric: str, scope_label: str) -> str:
     """`recall@5 (tier A)`; no parentheses for all queries."""
     name = parse_metric(metric).label

@@ -15,9 +15,10 @@ from conftest import gold_query
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.cli import main
-from llm_eval.commands.baseline import changes
+from llm_eval.commands.baseline import changes, moved
 from llm_eval.criteria import Gate, Location, Scope
 from llm_eval.errors import InputError
+from llm_eval.metrics import parse_metric
 from llm_eval.service import ServiceRecord
 
 
@@ -396,3 +397,71 @@ def test_a_move_below_a_floor_is_refused_but_a_state_that_did_not_move_is_not(
         "Nothing moved: b.json already holds these scores (327 scored queries); left as\n"
         "  it is.\n",
     )
+
+
+def replace_gold(demo: Path) -> None:
+    """Another gold set in place of the demo's: tier A without its rejection queries and
+    with its first ten queries renamed, no tier B; the config also reports rejection
+    accuracy, which this set gives no query to score."""
+    gold = demo / "gold" / "python-docs-A.jsonl"
+    queries = [json.loads(line) for line in gold.read_text().splitlines()]
+    kept = [q for q in queries if not q.get("is_rejection")]
+    for q in kept[:10]:
+        q["query_id"] = "new-" + q["query_id"]
+    gold.write_text("".join(json.dumps(q) + "\n" for q in kept))
+    config = demo / "config" / "llm-eval.yaml"
+    text = config.read_text()
+    b_tier = (
+        "  - path: gold/python-docs-B.jsonl\n    tier: B          # secondary queries: reported\n"
+    )
+    assert b_tier in text and "precision@5, hit_rate@5]" in text
+    text = text.replace(b_tier, "").replace("hit_rate@5]", "hit_rate@5, rejection_accuracy]")
+    config.write_text(text)
+
+
+def test_a_refresh_after_the_gold_set_was_replaced_shows_no_change_and_no_empty_row(
+    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replace_gold(indexed_demo)
+    old = load_baseline(indexed_demo / "gold" / "baseline.json")
+    assert old is not None
+    code, out = refresh(capsys)
+    assert code == 0
+    new = load_baseline(indexed_demo / "gold" / "baseline.json")
+    assert new is not None
+    gone = len(set(old.query_fingerprints) - set(new.query_fingerprints))
+    assert out.startswith(
+        f"Wrote gold/baseline.json ({len(new.per_query)} scored queries); moved: fingerprints "
+        "(gold), the\n  metrics.\n\n"
+        f"The gold set changed since the old baseline (10 queries added, {gone} queries\n"
+        "  removed): its values are not over the same queries, so no change is shown.\n\n"
+        "New values:\nmetric "
+    )
+    rows = out.split("\n-")[1].splitlines()[1:]
+    labels = [parse_metric(m).label for m in new.metrics if m != "rejection_accuracy"]
+    assert [row.split("  ")[0] for row in rows] == labels
+    assert "(" not in "".join(rows) and "n/a" not in out
+
+
+def test_changes_are_shown_only_against_a_baseline_of_the_same_gold_set() -> None:
+    new = sample(aggregates={"overall": {"n": 2, "recall@5": 0.75, "mrr": 0.25}})
+    same = moved(sample(), new).splitlines()
+    assert same[0] == "What moved (new value, change):"
+    assert same[3].split() == ["recall@5", "75.0%", "(+25.0", "pp)"]
+    other = sample(query_fingerprints={"q1": "f1", "q3": "f3", "q4": "f4"})
+    assert moved(other, new).splitlines()[:3] == [
+        "The gold set changed since the old baseline (1 query added, 2 queries removed):",
+        "  its values are not over the same queries, so no change is shown.",
+        "",
+    ]
+    assert moved(other, new).splitlines()[3] == "New values:"
+    assert "(" not in moved(other, new).split("New values:")[1].replace("overall (2)", "")
+
+
+def test_a_metric_no_query_scores_has_no_row() -> None:
+    rows = {"n": 2, "recall@5": 0.5, "mrr": 0.25, "rejection_accuracy": math.nan}
+    new = sample(metrics=("recall@5", "mrr", "rejection_accuracy"), aggregates={"overall": rows})
+    for old in (None, new):
+        text = moved(old, new)
+        assert "rejection accuracy" not in text and "n/a" not in text
+        assert "MRR" in text

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from llm_eval.formats.text import gate_table, render_text
+from llm_eval.formats.text import crossing_lines, gate_table, render_text
 from llm_eval.output import render_table, use_colour
 
 REPORTS = Path(__file__).parent / "gold" / "reports"
@@ -124,3 +124,100 @@ def test_the_ascii_fallback_keeps_the_table_aligned_within_80_columns(name: str)
     table = lines[lines.index("") + 1 :]
     table = table[: table.index("")] if "" in table else table
     assert len({len(line) for line in table}) == 1  # every row as wide as the header
+
+
+def crossings(
+    lost: list[str], lost_count: int, gained: list[str], gained_count: int
+) -> dict[str, Any]:
+    """The `changes` record of a report: ids as listed, and the exact counts."""
+    return {
+        "k": 5,
+        "hit_to_miss_count": lost_count,
+        "miss_to_hit_count": gained_count,
+        "hit_to_miss": [{"query_id": q} for q in lost],
+        "miss_to_hit": [{"query_id": q} for q in gained],
+    }
+
+
+SEE = "  See report.md for their questions and ranks before and after."
+
+
+@pytest.mark.parametrize(
+    ("changes", "lines"),
+    [
+        (crossings([], 0, [], 0), []),
+        (
+            crossings(["a-1"], 1, [], 0),
+            ["At the top 5: 1 query lost its relevant result, 0 gained one.", "  lost: a-1", SEE],
+        ),
+        (
+            crossings([], 0, ["b-1", "b-2"], 2),
+            [
+                "At the top 5: 0 queries lost their relevant result, 2 gained one.",
+                "  gained: b-1, b-2",
+                SEE,
+            ],
+        ),
+        (  # five are named: a sixth is counted, not named
+            crossings(["a-1", "a-2", "a-3", "a-4", "a-5", "a-6"], 6, ["b-1"], 1),
+            [
+                "At the top 5: 6 queries lost their relevant result, 1 gained one.",
+                "  lost: a-1, a-2, a-3, a-4, a-5 and 1 more",
+                "  gained: b-1",
+                SEE,
+            ],
+        ),
+        (  # the report lists the first 200; the count is exact
+            crossings(["a-1", "a-2", "a-3", "a-4", "a-5"], 900, ["b-1"], 1),
+            [
+                "At the top 5: 900 queries lost their relevant result, 1 gained one.",
+                "  lost: a-1, a-2, a-3, a-4, a-5 and 895 more",
+                "  gained: b-1",
+                SEE,
+            ],
+        ),
+    ],
+)
+def test_the_queries_that_crossed_the_cutoff_are_named_first_few(
+    changes: dict[str, Any], lines: list[str]
+) -> None:
+    assert crossing_lines(changes) == lines
+
+
+def test_the_failure_names_the_first_lost_and_gained_queries_at_80_columns() -> None:
+    text = render_text(load("failure"), 80).splitlines()
+    start = text.index("At the top 5: 48 queries lost their relevant result, 15 gained one.")
+    assert text[start + 1 : start + 4] == [
+        "  lost: a-038, a-042, a-061, a-124, a-138 and 43 more",
+        "  gained: a-014, b-012, b-018, b-048, b-006 and 10 more",
+        SEE,
+    ]
+
+
+def test_a_changed_gold_set_names_each_query_once() -> None:
+    text = render_text(load("gold_changed"), 80)
+    assert text.splitlines()[2:9] == [
+        "The gold set differs from the baseline's (1 query added, 1 query removed, 1",
+        "  query changed), so the gate cannot compare honestly: accept the change with",
+        "  llm-eval baseline refresh (a new baseline), or compare on the unchanged",
+        "  queries with llm-eval gate --allow-gold-change.",
+        "  added: a-187 (gold/python-docs-A.jsonl:187)",
+        "  changed: a-041 (gold/python-docs-A.jsonl:41)",
+        "  removed: b-012",
+    ]
+    for query_id in ("a-187", "a-041", "b-012"):
+        assert text.count(query_id) == 1
+
+
+def test_a_wrapped_list_of_ids_hangs_below_its_label() -> None:
+    report = load("failure")
+    for change in report["changes"]["hit_to_miss"]:
+        change["query_id"] = f"howto-{change['query_id']}-with-a-long-id"
+    text = render_text(report, 60).splitlines()
+    start = text.index("  lost: howto-a-038-with-a-long-id,")
+    assert text[start : start + 4] == [
+        "  lost: howto-a-038-with-a-long-id,",
+        "    howto-a-042-with-a-long-id, howto-a-061-with-a-long-id,",
+        "    howto-a-124-with-a-long-id, howto-a-138-with-a-long-id",
+        "    and 43 more",
+    ]

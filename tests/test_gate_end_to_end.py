@@ -94,6 +94,36 @@ def test_the_degraded_config_fails_with_a_plain_sentence(gated: Callable[..., Ga
     assert "more than the 0.050 allowed (warning)" in run.out  # MRR, beyond its limit
 
 
+def test_the_terminal_names_the_first_queries_that_lost_and_gained_their_hit(
+    gated: Callable[..., Gated],
+) -> None:
+    run = gated("--config", "config/examples/degraded.yaml")
+    changes = json.loads(run.written["report.json"])["changes"]
+    lines = run.out.splitlines()
+    start = lines.index(
+        f"At the top 5: {changes['hit_to_miss_count']} queries lost their relevant result, "
+        f"{changes['miss_to_hit_count']} gained one."
+    )
+    shown = {}
+    for line in lines[start + 1 : start + 3]:
+        label, named = line.strip().split(": ")
+        ids, more = named.split(" and ")
+        shown[label] = (ids.split(", "), int(more.removesuffix(" more")))
+    assert shown == {
+        "lost": (
+            [c["query_id"] for c in changes["hit_to_miss"][:5]],
+            changes["hit_to_miss_count"] - 5,
+        ),
+        "gained": (
+            [c["query_id"] for c in changes["miss_to_hit"][:5]],
+            changes["miss_to_hit_count"] - 5,
+        ),
+    }
+    assert lines[start + 3] == "  See report.md for their questions and ranks before and after."
+    assert lines[-1] == "Report: .llm-eval/report.md (report.json beside it)"
+    assert all(len(line) <= 80 for line in lines)
+
+
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -105,20 +135,22 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     added = {**json.loads(lines[1]), "query_id": "a-new", "query": "A new question?"}
     try:
         gold.write_text("\n".join([json.dumps(first), *lines[1:], json.dumps(added)]) + "\n")
+        monkeypatch.setenv("COLUMNS", "80")
         assert gate(shared_demo, monkeypatch) == 3
         captured = capsys.readouterr()
         assert captured.err == ""
         assert captured.out.startswith(
             "llm-eval gate: GOLD SET CHANGED: not compared with the baseline (see below)\n\n"
         )
-        assert (
-            "The gold set differs from the baseline's (1 query added: a-new; 1 query changed: "
-            "a-001), so the gate cannot compare honestly: accept the change with llm-eval "
-            "baseline refresh (a new baseline), or compare on the unchanged queries with "
-            "llm-eval gate --allow-gold-change. "
-            f"added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1}) "
-            "changed: a-001 (gold/python-docs-A.jsonl:1)"
-        ) in " ".join(captured.out.split())  # wrapped at the terminal's width
+        said = captured.out.split("\n\n")[1].splitlines()
+        assert said == [  # each query named once, on its own line, with where it is
+            "The gold set differs from the baseline's (1 query added, 1 query changed), so",
+            "  the gate cannot compare honestly: accept the change with llm-eval baseline",
+            "  refresh (a new baseline), or compare on the unchanged queries with llm-eval",
+            "  gate --allow-gold-change.",
+            f"  added: a-new (gold/python-docs-A.jsonl:{len(lines) + 1})",
+            "  changed: a-001 (gold/python-docs-A.jsonl:1)",
+        ]
         report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
         assert (report["verdict"], report["exit_code"]) == ("gold_changed", 3)
         assert report["gold_changes"] == {

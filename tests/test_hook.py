@@ -368,11 +368,23 @@ def test_a_push_with_a_regression_is_refused(project: Project) -> None:
         pushed.stdout
     )
     assert project.remote_sha("tuning") == before
-    # The report is where the gate's last line says, after the worktree is gone.
+    # The reports are where the gate's last line says, after the worktree is gone.
     said = next(line for line in pushed.stdout.splitlines() if line.startswith("Report: "))
-    report = Path(said.removeprefix("Report: "))
-    assert report == project.root / ".llm-eval" / "pre-push" / "report.json"
-    assert json.loads(report.read_text(encoding="utf-8"))["verdict"] == "fail"
+    markdown = Path(said.removeprefix("Report: ").removesuffix(" (report.json beside it)"))
+    assert markdown == project.root / ".llm-eval" / "pre-push" / "report.md"
+    assert markdown.read_text(encoding="utf-8").startswith("## ❌ Retrieval quality")
+    report = json.loads(markdown.with_name("report.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "fail"
+    # The push's output names the first queries that lost and gained their hit.
+    changes = report["changes"]
+    assert changes["hit_to_miss_count"] > 5 and changes["miss_to_hit_count"] > 5
+    lost = ", ".join(c["query_id"] for c in changes["hit_to_miss"][:5])
+    gained = ", ".join(c["query_id"] for c in changes["miss_to_hit"][:5])
+    assert (
+        f"  lost: {lost} and {changes['hit_to_miss_count'] - 5} more\n"
+        f"  gained: {gained} and {changes['miss_to_hit_count'] - 5} more\n"
+        "  See report.md for their questions and ranks before and after.\n"
+    ) in pushed.stdout
 
 
 def test_a_watched_change_without_regression_goes_through(project: Project) -> None:

@@ -16,7 +16,7 @@ from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
 from llm_eval.english import plural
 from llm_eval.errors import InputError
-from llm_eval.fingerprint import query_fingerprints
+from llm_eval.fingerprint import diff_gold, query_fingerprints
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.gate import TOLERANCE, allowed_change, decide
 from llm_eval.gitinfo import head_commit
@@ -28,7 +28,7 @@ from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
-from llm_eval.wording import delta, limit, sentence, subject, value
+from llm_eval.wording import delta, gold_change_counts, limit, sentence, subject, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +147,9 @@ def changes(
 
     Everything but the provenance (when, at which commit, by which version) and the
     latencies is compared exactly: fingerprints, settings, each query's scores, first
-    relevant rank and failure, and the slice values. A latency moves only when a gate
-    with a regression limit reads it and it changed by more than that limit allows.
+    relevant rank and failure, and (on the same gold set) the slice values. A latency
+    moves only when a gate with a regression limit reads it and it changed by more than
+    that limit allows.
     """
     found = []
     names = dict.fromkeys([*old.fingerprints, *new.fingerprints])
@@ -159,8 +160,8 @@ def changes(
     count = _queries_moved(old, new)
     if count:
         found.append(f"the scores of {plural(count, 'query', 'queries')}")
-    elif not _same(_untimed(old.aggregates), _untimed(new.aggregates)):
-        found.append("the slice values")
+    elif "gold" not in differ and not _same(_untimed(old.aggregates), _untimed(new.aggregates)):
+        found.append("the slice values")  # over another gold set they differ as it does
     return tuple(found + _latencies_moved(old, new, queries, gates))
 
 
@@ -175,9 +176,10 @@ def _untimed(aggregates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
 
 
 def _queries_moved(old: Baseline, new: Baseline) -> int:
-    """The queries whose scores, first relevant rank or failure differ. A measurement
-    kept beside the gated metrics (judged@k) that the old baseline never had does not by
-    itself move it: the file takes it at the next refresh that writes."""
+    """The queries whose scores, first relevant rank or failure differ, among those in
+    both gold sets (a query added or removed moves the gold fingerprint, not its scores).
+    A measurement kept beside the gated metrics (judged@k) that the old baseline never
+    had does not by itself move it: the file takes it at the next refresh that writes."""
     had = {m for scores in old.per_query.values() for m in scores}
     extra = {m for scores in new.per_query.values() for m in scores} - had - set(new.metrics)
 
@@ -192,6 +194,8 @@ def _queries_moved(old: Baseline, new: Baseline) -> int:
 
     ids = {*old.per_query, *new.per_query, *old.first_relevant_rank, *new.first_relevant_rank}
     ids |= {*old.service, *new.service}
+    gold = diff_gold(old.query_fingerprints, new.query_fingerprints)
+    ids -= {*gold.added, *gold.removed}
     return sum(1 for q in ids if not _same(row(old, q), row(new, q)))
 
 
@@ -222,23 +226,45 @@ def _beyond(gate: Gate, before: float, after: float) -> bool:
 
 
 def moved(old: Baseline | None, new: Baseline) -> str:
-    """What changed between two baselines: one row per metric, one column per slice
-    (overall and each tier), cut into blocks of columns to stay within 80 columns."""
+    """What changed between two baselines: one row per metric with a value, one column
+    per slice (overall and each tier), cut into blocks of columns to stay within 80
+    columns. Changes are shown only against a baseline of the same gold set: over other
+    queries they mean nothing, and the text says the gold set changed instead."""
+    gold_changed = _gold_changed(old, new)
+    comparable = None if gold_changed else old
     slices = [name for name in new.aggregates if not name.startswith("tag:")]
     header = ["metric", *(f"{name} ({new.aggregates[name]['n']})" for name in slices)]
-    rows = []
-    for metric in new.metrics:
-        cells = [parse_metric(metric).label]
-        for name in slices:
-            now_value = float(new.aggregates[name][metric])
-            cell = value(metric, now_value)
-            before = old.aggregates.get(name, {}) if old is not None else {}
-            if metric in before:
-                cell += f" ({delta(metric, now_value - float(before[metric]))})"
-            cells.append(cell)
-        rows.append(cells)
-    title = "What moved (new value, change):" if old is not None else "New values:"
-    return title + "\n" + render_blocks(header, rows)
+    rows = [
+        [parse_metric(metric).label, *(_cell(metric, name, new, comparable) for name in slices)]
+        for metric in new.metrics
+        if any(not math.isnan(float(new.aggregates[name][metric])) for name in slices)
+    ]  # a metric no query scores (rejection accuracy without rejection queries) has no row
+    title = "What moved (new value, change):" if comparable is not None else "New values:"
+    lead = "\n".join([*wrap(gold_changed, 80), "", ""]) if gold_changed else ""
+    return lead + title + "\n" + render_blocks(header, rows)
+
+
+def _gold_changed(old: Baseline | None, new: Baseline) -> str | None:
+    """A sentence when `old` was made from another gold set (other query fingerprints,
+    of which the gold fingerprint is the digest); None when it was not, or is none."""
+    if old is None:
+        return None
+    diff = diff_gold(old.query_fingerprints, new.query_fingerprints)
+    if diff.empty:
+        return None
+    counts = gold_change_counts(len(diff.added), len(diff.removed), len(diff.changed))
+    return (
+        f"The gold set changed since the old baseline ({counts}): its values are not over "
+        "the same queries, so no change is shown."
+    )
+
+
+def _cell(metric: str, name: str, new: Baseline, old: Baseline | None) -> str:
+    """`95.8% (+1.2 pp)`: a slice's new value, and its change when both are known."""
+    now = float(new.aggregates[name][metric])
+    before = float((old.aggregates.get(name, {}) if old is not None else {}).get(metric, math.nan))
+    change = now - before
+    return value(metric, now) + ("" if math.isnan(change) else f" ({delta(metric, change)})")
 
 
 def show(baseline_path: Path) -> str:

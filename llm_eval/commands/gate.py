@@ -38,10 +38,12 @@ class GateOutcome:
     exit_code: int
 
     def text(self, width: int = 80, coloured: bool = False, ascii: bool = False) -> str:
-        """The terminal rendering at this width, with the retrieval notes and the path."""
+        """The terminal rendering at this width, with the retrieval notes and, last, the
+        path of report.md (the one to read; report.json, for tools, is beside it)."""
         options = RenderOptions(width, coloured, ascii=ascii)
         verdict = get_format("text").render(self.report, options)
-        return "\n".join([verdict, *self.notes, f"Report: {self.report_path}"])
+        readable = self.report_path.with_name("report.md")
+        return "\n".join([verdict, *self.notes, f"Report: {readable} (report.json beside it)"])
 
 
 def run_gate(

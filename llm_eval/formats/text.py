@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_eval.english import plural
+from llm_eval.english import listed, plural
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._words import (
     coverage_lines,
@@ -21,7 +21,15 @@ from llm_eval.formats._words import (
 )
 from llm_eval.output import colour, in_ascii, render_table, table_width, wrap
 from llm_eval.stats import format_p
-from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, value
+from llm_eval.wording import (
+    STATUS_WORDS,
+    ci_range,
+    delta,
+    gold_change_counts,
+    gold_change_sentence,
+    limits_text,
+    value,
+)
 
 _STATUS_WORD = {status: word.upper() for status, word in STATUS_WORDS.items()}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
@@ -118,6 +126,35 @@ def gold_change_lines(changes: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _gold_changed_sentence(changes: Mapping[str, Any]) -> str:
+    """Why the gold set is not compared, with counts only: the ids follow, a line each."""
+    counts = gold_change_counts(*(len(changes[kind]) for kind in ("added", "removed", "changed")))
+    first, second = changes["accept_commands"]
+    return gold_change_sentence(counts, (first, second))
+
+
+CHANGES_NAMED = 5
+"""Queries named per direction (hit→miss, miss→hit) in the terminal; report.md has more."""
+
+
+def crossing_lines(changes: Mapping[str, Any]) -> list[str]:
+    """How many queries lost and gained their relevant result at the gating cutoff, the
+    first few of each by id, and where to read about them; none when no query did."""
+    lost, gained = changes["hit_to_miss_count"], changes["miss_to_hit_count"]
+    if not lost and not gained:
+        return []
+    lines = [
+        f"At the top {changes['k']}: {plural(lost, 'query', 'queries')} lost "
+        f"{'its' if lost == 1 else 'their'} relevant result, {gained} gained one."
+    ]
+    for label, key, count in (("lost", "hit_to_miss", lost), ("gained", "miss_to_hit", gained)):
+        if count:
+            ids = [change["query_id"] for change in changes[key]]
+            lines.append(f"  {label}: {listed(ids, CHANGES_NAMED, count)}")
+    lines.append("  See report.md for their questions and ranks before and after.")
+    return lines
+
+
 def render_text(
     report: Mapping[str, Any], width: int = 80, coloured: bool = False, ascii: bool = False
 ) -> str:
@@ -134,8 +171,8 @@ def render_text(
     if report.get("judge"):
         lines += [*judge_lines(report), ""]
     if report["verdict"] == "gold_changed":
-        why = report["summary"][:1] or ["The gold set differs from the baseline's."]
-        lines += [*why, *gold_change_lines(report["gold_changes"]), ""]
+        changes = report["gold_changes"]
+        lines += [_gold_changed_sentence(changes), *gold_change_lines(changes), ""]
         lines.append("On the unchanged queries, for information:")
     lines.append(gate_table(report, width, coloured, ascii))
     sentences = []
@@ -159,13 +196,8 @@ def render_text(
             sentences.append(f"! {gate['power_warning']}")
     if sentences:
         lines += ["", *sentences]
-    changes = report["changes"]
-    if changes["hit_to_miss_count"] or changes["miss_to_hit_count"]:
-        lines += [
-            "",
-            f"At the top {changes['k']}: {changes['hit_to_miss_count']} queries lost their "
-            f"relevant result, {changes['miss_to_hit_count']} gained one.",
-        ]
+    crossed = crossing_lines(report["changes"])
+    lines += ["", *crossed] if crossed else []
     covered = coverage_lines(report)
     lines += ["", *covered] if covered else []
     lines += missing_lines(report)
@@ -177,10 +209,12 @@ def render_text(
 
 
 def _fit(line: str, width: int) -> list[str]:
-    """Table lines are already narrow enough; prose is wrapped."""
+    """Table lines are already narrow enough; prose is wrapped, its continuation
+    indented two spaces beyond the line's own indent (an indented list of ids stays
+    apart from the next item)."""
     if len(line) <= width or "\033[" in line:
         return [line]
-    return wrap(line, width)
+    return wrap(line, width, " " * (len(line) - len(line.lstrip(" ")) + 2))
 
 
 class Text:
