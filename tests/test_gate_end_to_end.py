@@ -354,22 +354,30 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/tutorials/demo.md"])
+EXAMPLES = script("render_examples")
+
+
 @pytest.mark.parametrize(
-    "command",
-    ["llm-eval gate", 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'],
+    ("page", "command"),
+    [(page, command) for page, commands in EXAMPLES.EXAMPLES.items() for command in commands],
 )
 def test_the_readme_and_the_tutorial_show_the_real_demo_output(
     gated: Callable[..., Gated], command: str, page: str
 ) -> None:
-    readme = (REPO / page).read_text()
-    start = readme.index(f"```console\n$ {command}\n") + len(f"```console\n$ {command}\n")
-    shown = readme[start : readme.index("```", start)]
+    text = (REPO / page).read_text()
+    start, end = EXAMPLES.block_span(text, command)
     run = gated(*command.removeprefix("llm-eval gate").split(";")[0].split())
     expected = run.out
     if "echo" in command:
         expected += f"exit {run.code}\n"
-    assert shown == expected
+    assert text[start:end] == expected, "stale: run python scripts/render_examples.py"
+
+
+def test_the_examples_script_writes_what_the_test_checks() -> None:
+    """The script puts each output in its block and nothing else changes."""
+    page = "before\n```console\n$ llm-eval gate\nold\n```\nafter\n"
+    new = EXAMPLES.rendered(page, {"llm-eval gate": "new\nlines\n"}, ("llm-eval gate",))
+    assert new == "before\n```console\n$ llm-eval gate\nnew\nlines\n```\nafter\n"
 
 
 def test_format_json_writes_the_report_to_stdout(
