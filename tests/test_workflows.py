@@ -22,7 +22,9 @@ import yaml
 from conftest import copy_demo
 from fake_github import FakeGitHub, serve
 
+from llm_eval import DISTRIBUTION
 from llm_eval.cli import main
+from llm_eval.commands.init import point_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -673,21 +675,24 @@ def run_comment_step(
     )
 
 
-def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
-    """The distribution is llm-eval-ci (the index refuses llm-eval); every `pip install
-    "NAME @ git+..."` hint, in the README and in the workflows init writes, says so."""
+def test_every_install_line_names_the_distribution() -> None:
+    """The distribution is pyproject's name, llm-eval-ci (the index refuses llm-eval), held
+    once as `llm_eval.DISTRIBUTION`; every `"NAME @ git+..."` requirement, in the README,
+    the workflows and those init writes from them, and every `NAME[extra]`, names it."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["name"] == "llm-eval-ci"
+    assert project["name"] == DISTRIBUTION
     texts = [REPO / "README.md", *(REPO / ".github" / "workflows").glob("*.yml")]
     texts += (REPO / "llm_eval" / "scaffold").rglob("*.yml")
+    written = [point_workflow(path.read_text(encoding="utf-8"), "a/b@c") for path in WORKFLOWS]
     hints = [
         name
-        for path in texts
-        for name in re.findall(r'pip install "([\w.-]+) @ git\+', path.read_text(encoding="utf-8"))
+        for text in [*(path.read_text(encoding="utf-8") for path in texts), *written]
+        for name in re.findall(r'"([\w.-]+) @ git\+', text)
     ]
-    assert hints and set(hints) == {"llm-eval-ci"}
+    assert hints and set(hints) == {DISTRIBUTION}
+    assert sum(f'"{DISTRIBUTION} @ git+https://github.com/a/b.git@c"' in t for t in written) == 3
     # Extras are installed by the distribution's name too, also the project's own.
     texts += [REPO / "pyproject.toml", *(REPO / "llm_eval").rglob("*.py")]
     extras = [
@@ -696,4 +701,4 @@ def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
         for name in re.findall(r"([\w.-]+)\[[\w,]+\]", path.read_text(encoding="utf-8"))
         if name.startswith("llm-eval")
     ]
-    assert extras and {name for _, name in extras} == {"llm-eval-ci"}, extras
+    assert extras and {name for _, name in extras} == {DISTRIBUTION}, extras
