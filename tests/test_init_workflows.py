@@ -23,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_github import FakeGitHub, serve
 from workflow_steps import (
     git,
     load,
+    named,
+    resolve,
     run_script,
     run_step,
     runner_environ,
@@ -44,6 +47,7 @@ WRITTEN = [
     "retrieval-gate.yml",
 ]
 TOKEN = "ghp_workflow-token-0123456789abcdefghijklmnopqrst"
+FORK_TOKEN = "ghp_fork-run-token-0123456789abcdefghijklmnopqrst"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,15 +209,19 @@ def with_origin(repo: Path, tmp_path: Path) -> Path:
     return origin
 
 
-def empty_a_relevant_passage(repo: Path) -> None:
-    """Commit a corpus where one question's relevant passage says nothing: scores drop."""
+def empty_passages(repo: Path, every: bool) -> None:
+    """Commit a corpus where passages say nothing: every one (recall falls below its
+    floor), or those relevant to the gold set's first question (the scores move a little)."""
     corpus = repo / "gold" / "corpus.jsonl"
     documents = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
-    relevant = json.loads((repo / "gold" / "gold-A.jsonl").open(encoding="utf-8").readline())
-    emptied = next(iter(relevant["relevant"]))
-    documents = [d | {"text": "Nothing."} if d["_id"] == emptied else d for d in documents]
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
-    git(repo, "commit", "--quiet", "--all", "--message", f"empty {emptied}")
+    with (repo / "gold" / "gold-A.jsonl").open(encoding="utf-8") as gold:
+        relevant = json.loads(gold.readline())["relevant"]
+    emptied = [
+        d | {"title": "Nothing", "text": "Nothing."} if every or d["_id"] in relevant else d
+        for d in documents
+    ]
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in emptied), encoding="utf-8")
+    git(repo, "commit", "--quiet", "--all", "--message", "empty passages")
 
 
 # --- baseline-refresh.yml --------------------------------------------------------------
@@ -259,7 +267,7 @@ def test_the_baseline_refresh_proposes_nothing_after_init_and_a_branch_once_scor
 
     assert refresh() == "false"
     assert not asked.exists()
-    empty_a_relevant_passage(repo)
+    empty_passages(repo, every=False)
     assert refresh() == "true"
     done = run_step(document, "Open or update the pull request", repo, environ, context)
     assert done.returncode == 0, done.stderr
@@ -275,3 +283,182 @@ def test_the_baseline_refresh_proposes_nothing_after_init_and_a_branch_once_scor
         f"pr create --base main --head {branch} --title Refresh the retrieval baseline "
         f"--body-file {body}",
     ]
+
+
+# --- dashboard.yml ---------------------------------------------------------------------
+
+
+def test_the_dashboard_keeps_the_first_pushs_report_and_writes_the_page(
+    repo: Path, installed: Path, tmp_path: Path
+) -> None:
+    """The build job's steps after checkout (the repository, with its history) and
+    setup-python (the virtualenv): the report is kept on llm-eval-history in origin and
+    the page is written where upload-pages-artifact takes it from."""
+    origin = with_origin(repo, tmp_path)
+    document = workflow(repo, "dashboard.yml")
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    environ = runner_environ(installed, RUNNER_TEMP=str(runner), GITHUB_SHA=sha)
+    context = runner_context(runner)
+    for name in ("Keep this push's report", "Write the dashboard"):
+        done = run_step(document, name, repo, environ, context)
+        assert done.returncode == 0, done.stderr
+        assert "::warning::" not in done.stdout
+    (kept,) = git(origin, "show", "llm-eval-history:history.jsonl").splitlines()
+    assert json.loads(kept)["provenance"]["head_commit"] == sha
+    upload = next(s for s in steps(document) if "upload-pages-artifact" in s.get("uses", ""))
+    site = Path(resolve(upload["with"]["path"], context))
+    assert (site / "index.html").is_file()
+
+
+# --- retrieval-gate.yml (the action) and retrieval-gate-comment.yml --------------------
+
+
+@pytest.fixture(scope="module")
+def action_bin(tmp_path_factory: pytest.TempPathFactory, source: Source) -> Path:
+    """A virtualenv into which the action's own install step has installed llm-eval from
+    the action's checkout (GITHUB_ACTION_PATH: acme/retriever at the pinned commit)."""
+    bin_dir = fresh_venv(tmp_path_factory.mktemp("action") / "venv")
+    action = load(source.root / "action.yml")
+    environ = runner_environ(bin_dir, GITHUB_ACTION_PATH=str(source.root))
+    done = run_step(action, "Install llm-eval", source.root, environ)
+    assert done.returncode == 0, done.stderr
+    return bin_dir
+
+
+@dataclass(frozen=True, slots=True)
+class GateRun:
+    """What a run of the gate workflow did."""
+
+    outputs: dict[str, str]
+    """The gate step's outputs."""
+    failed_with: int | None
+    """The exit code of the action's last step, when it ran (the check goes red)."""
+
+
+def run_gate_workflow(
+    repo: Path,
+    source: Source,
+    action_bin: Path,
+    runner: Path,
+    github: FakeGitHub,
+    fork: bool = False,
+) -> GateRun:
+    """The gate job on pull request 7, from a branch of the repository or from a fork,
+    after its checkout: the action's steps, as `uses: acme/retriever@SHA` with its
+    `with:` gives them. Its upload-artifact step is checked to find the files it names."""
+    (job,) = workflow(repo, "retrieval-gate.yml")["jobs"].values()
+    uses = job["steps"][-1]
+    assert uses["uses"] == f"{OWNER_REPO}@{source.sha}"
+    event = runner / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}), encoding="utf-8")
+    context = runner_context(runner) | {
+        # A fork's run gets a read-only token, and its `comment:` input is false.
+        "github.token": FORK_TOKEN if fork else TOKEN,
+        "github.event.pull_request.head.repo.full_name == github.repository": str(not fork).lower(),
+        "vars.LLM_EVAL_DASHBOARD_URL": "",
+    }
+    action = load(source.root / "action.yml")
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs |= {name: resolve(str(value), context) for name, value in uses["with"].items()}
+    context |= {f"inputs.{name}": value for name, value in inputs.items()}
+    environ = runner_environ(
+        action_bin,
+        RUNNER_TEMP=str(runner),
+        GITHUB_OUTPUT=str(runner / "output"),
+        GITHUB_API_URL=github.base_url,
+        GITHUB_REPOSITORY=github.repo,
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_EVENT_PATH=str(event),
+    )
+    environ |= {k: resolve(v, context) for k, v in job.get("env", {}).items()}
+    (runner / "output").write_text("")
+    cwd = repo / inputs["working-directory"]
+    done = run_step(action, "Run the gate", cwd, environ, context)
+    assert done.returncode == 0, done.stderr
+    gate = outputs(runner / "output")
+    context |= {f"steps.gate.outputs.{key}": value for key, value in gate.items()}
+    upload = named(action, "Upload the report")
+    assert all(Path(path).is_file() for path in resolve(upload["with"]["path"], context).split())
+    context["steps.upload.outputs.artifact-url"] = f"{github.base_url}/artifacts/1"
+    if inputs["comment"] != "false":  # the step's `if:`, the event being a pull request
+        done = run_step(action, "Comment on the pull request", cwd, environ, context)
+        assert done.returncode == 0, done.stderr
+    failed_with = None
+    if gate["exit-code"] != "0":
+        failed_with = run_step(
+            action, "Fail when the gate failed", cwd, environ, context
+        ).returncode
+    return GateRun(gate, failed_with)
+
+
+def pull_request_branch(repo: Path, change: bool) -> str:
+    """A branch for the pull request, with a change that moves the scores or none; its
+    head commit."""
+    git(repo, "switch", "--quiet", "--create", "change")
+    if change:
+        empty_passages(repo, every=True)
+    else:
+        git(repo, "commit", "--quiet", "--allow-empty", "--message", "nothing to score")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize(
+    ("change", "verdict", "comments", "failed_with"),
+    [(False, "pass", 0, None), (True, "fail", 1, 1)],
+    ids=["no change", "corpus emptied"],
+)
+def test_the_gate_workflow_gates_a_pull_request_with_the_pinned_action(
+    repo: Path,
+    source: Source,
+    action_bin: Path,
+    tmp_path: Path,
+    change: bool,
+    verdict: str,
+    comments: int,
+    failed_with: int | None,
+) -> None:
+    """A team's first pull request: a change that moves no score passes with no comment
+    (on_change); one that empties the corpus fails the check with a comment."""
+    github = FakeGitHub(repo=OWNER_REPO, users={TOKEN: "github-actions[bot]"})
+    github.add_pull(7, pull_request_branch(repo, change))
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    with serve(github):
+        run = run_gate_workflow(repo, source, action_bin, runner, github)
+    assert run.outputs["verdict"] == verdict
+    assert len(github.comments.get(7, [])) == comments
+    assert run.failed_with == failed_with
+
+
+def test_the_comment_workflow_posts_a_forks_report_found_by_its_head_commit(
+    repo: Path, source: Source, action_bin: Path, installed: Path, tmp_path: Path
+) -> None:
+    """A fork's pull request: its gate run, with a read-only token, uploads the report;
+    the comment workflow, installed by its pip line, posts it on the pull request whose
+    head is the run's commit. The artifact GitHub keeps between the runs is a copy here."""
+    head = pull_request_branch(repo, change=True)
+    github = FakeGitHub(
+        repo=OWNER_REPO,
+        users={TOKEN: "github-actions[bot]", FORK_TOKEN: "github-actions[bot]"},
+        read_only={FORK_TOKEN},
+    )
+    github.add_pull(7, head)
+    gate_runner, runner = tmp_path / "gate-runner", tmp_path / "runner"
+    gate_runner.mkdir()
+    runner.mkdir()
+    document = workflow(repo, "retrieval-gate-comment.yml")
+    context = runner_context(runner) | {"github.event.workflow_run.head_sha": head}
+    with serve(github):
+        run_gate_workflow(repo, source, action_bin, gate_runner, github, fork=True)
+        assert github.writes() == []
+        download = named(document, "Download the report")
+        shutil.copytree(gate_runner / "llm-eval-report", resolve(download["with"]["path"], context))
+        environ = runner_environ(
+            installed, GITHUB_API_URL=github.base_url, GITHUB_REPOSITORY=github.repo
+        )
+        done = run_step(document, "Comment on the pull request", runner, environ, context)
+    assert done.returncode == 0, done.stderr
+    (comment,) = github.comments[7]
+    assert "recall@5" in comment.body
