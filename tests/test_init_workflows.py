@@ -158,6 +158,28 @@ def test_init_writes_the_four_workflows_and_actionlint_passes_on_them(initialise
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+EXERCISED = {
+    "baseline-refresh.yml": [
+        "Install llm-eval",
+        "Recompute the baseline",
+        "Open or update the pull request",
+    ],
+    "dashboard.yml": ["Install llm-eval", "Keep this push's report", "Write the dashboard"],
+    "retrieval-gate-comment.yml": ["Install llm-eval", "Comment on the pull request"],
+    "retrieval-gate.yml": [],  # its one step is the action, whose steps run below
+}
+"""The `run:` steps of each written workflow that the tests below run."""
+
+
+def test_every_script_init_writes_is_run_below(initialised: Path) -> None:
+    """A new `run:` step in a written workflow fails here until a test runs it."""
+    scripts = {
+        name: [step["name"] for step in steps(workflow(initialised, name)) if "run" in step]
+        for name in WRITTEN
+    }
+    assert scripts == EXERCISED
+
+
 def test_the_install_lines_install_the_pinned_commit_by_the_distributions_name(
     initialised: Path, installed: Path, source: Source
 ) -> None:
