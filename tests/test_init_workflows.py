@@ -180,6 +180,13 @@ def test_every_script_init_writes_is_run_below(initialised: Path) -> None:
     assert scripts == EXERCISED
 
 
+DIRECT_URL = (
+    "import importlib.metadata, sys; "
+    "print(importlib.metadata.distribution(sys.argv[1]).read_text('direct_url.json'))"
+)
+"""Where pip says an installed distribution came from (PEP 610)."""
+
+
 def test_the_install_lines_install_the_pinned_commit_by_the_distributions_name(
     initialised: Path, installed: Path, source: Source
 ) -> None:
@@ -203,13 +210,6 @@ def test_the_install_lines_install_the_pinned_commit_by_the_distributions_name(
         [str(installed / "llm-eval"), "--version"], capture_output=True, text=True, check=True
     )
     assert version.stdout.split()[-1] == __version__
-
-
-DIRECT_URL = (
-    "import importlib.metadata, sys; "
-    "print(importlib.metadata.distribution(sys.argv[1]).read_text('direct_url.json'))"
-)
-"""Where pip says an installed distribution came from (PEP 610)."""
 
 
 def runner_context(runner: Path) -> dict[str, str]:
@@ -272,7 +272,7 @@ def test_the_baseline_refresh_proposes_nothing_after_init_and_a_branch_once_scor
     (stand_ins / "gh").chmod(0o755)
     sha = git(repo, "rev-parse", "HEAD").strip()
     environ = runner_environ(installed, RUNNER_TEMP=str(runner), GITHUB_SHA=sha)
-    environ["PATH"] += f":{stand_ins}"
+    environ["PATH"] = f"{stand_ins}:{environ['PATH']}"
     context = runner_context(runner)
 
     def refresh() -> str:
