@@ -17,6 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+DISTRIBUTION = "llm-eval-ci"
+"""The name pip installs llm-eval by (pyproject's `[project].name`; the index refuses
+`llm-eval` as too close to `llmeval`): every install line llm-eval writes names it."""
 
 __all__ = [
     "QrelsColumns",

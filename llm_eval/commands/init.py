@@ -20,6 +20,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from llm_eval import DISTRIBUTION
 from llm_eval.beir import CORPUS, iter_beir_queries
 from llm_eval.defaults import BEIR_SPLIT
 from llm_eval.english import listed, plural
@@ -50,7 +51,6 @@ def scaffold_text(name: str) -> str:
 def point_workflow(text: str, source: str) -> str:
     """This repository's workflow with the action and the package taken from `source`
     (`OWNER/REPO@REF`) instead of the checkout."""
-    package = f'"llm-eval @ git+https://github.com/{source.replace("@", ".git@", 1)}"'
     text = re.sub(
         r"      # In your repository: uses: [^\n]*\n      - uses: \./\n",
         f"      - uses: {source}\n",
@@ -68,7 +68,13 @@ def point_workflow(text: str, source: str) -> str:
         text,
     )
     text = re.sub(r"      # In your repository: pip install [^\n]*\n", "", text)
-    return text.replace("--quiet .\n", f"--quiet {package}\n")
+    return text.replace("--quiet .\n", f'--quiet "{requirement(source)}"\n')
+
+
+def requirement(source: str) -> str:
+    """The pip requirement that installs llm-eval from `source` (`OWNER/REPO@REF`)."""
+    repo, ref = source.split("@", 1)
+    return f"{DISTRIBUTION} @ git+https://github.com/{repo}.git@{ref}"
 
 
 def _ignoring_output(path: Path) -> str:
