@@ -47,7 +47,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_each_picture_has_its_source(written: dict[str, str]) -> None:
     assert sorted(written) == COMMITTED, RERUN
     pngs = {p.stem for p in (REPO / "docs").glob("*.png")}
-    assert pngs == {Path(name).stem for name in [*COMMITTED, "experiment-dense.csv"]}
+    drawn = {Path(name).stem for name in [*COMMITTED, "experiment-dense.csv"]}
+    assert pngs == drawn, f"each docs/*.png is drawn by {pictures.RERUN} from docs/_sources/"
 
 
 @pytest.mark.parametrize("name", EXACT)
