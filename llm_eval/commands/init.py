@@ -167,8 +167,8 @@ def init(
         else "Next: `llm-eval gate` runs the gate on the starter gold set. Then put your corpus "
         "in gold/corpus.jsonl and your retriever in config/llm-eval.yaml, and grow the "
         "gold set: `llm-eval gold coverage`, `llm-eval gold plan`, `llm-eval gold "
-        "synthesize` and `llm-eval gold review` (README: From an empty repository to a "
-        "gated gold set); `llm-eval baseline refresh` when it is yours.",
+        "synthesize` and `llm-eval gold review` (docs/tutorials/your-repository.md: From an "
+        "empty repository to a gated gold set); `llm-eval baseline refresh` when it is yours.",
     ]
     if source == DEFAULT_SOURCE:
         steps.append(
