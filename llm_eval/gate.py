@@ -108,6 +108,8 @@ class Power:
 
     n: int
     """Queries in the scope."""
+    limit: float
+    """The move the gate allows, in metric units."""
     detectable_drop: float | None
     """The true drop that the gate fails 4 times in 5 at this size (None: no drop the
     metric can show is caught that often)."""
@@ -115,7 +117,7 @@ class Power:
     """The drop the queries needed are counted for: twice the limit unless asked."""
     queries_needed: int | None
     """About how many queries like these catch `target` 4 times in 5 (None: more than
-    any size searched)."""
+    any size searched, or no target beyond a zero limit)."""
     assumption: str
     """What the figures assume about the other queries, as one clause."""
 

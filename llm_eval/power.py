@@ -60,7 +60,7 @@ def baseline_power(
     run equals the baseline. Without a baseline, n queries that all score 1 (0/1
     scores, the exact test), said so in the assumption. None: no paired test or no
     absolute limit to test against (a relative one without a baseline)."""
-    if gate.regression_max is None or (scores is not None and not scores):
+    if not gate.regression_max or (scores is not None and not scores):
         return None
     known = np.ones(n) if scores is None else np.asarray(scores, dtype=np.float64)
     limit = gate.regression_max
@@ -103,6 +103,7 @@ def scope_power(
         )
     return Power(
         n=before.size,
+        limit=limit,
         detectable_drop=drop if math.isfinite(drop) else None,
         target=target,
         queries_needed=needed,

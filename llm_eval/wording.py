@@ -162,7 +162,11 @@ def _cannot_tell_reason(result: GateResult) -> str:
     n = 0 if margin is None else margin.n
     if n < gate.statistics.min_n:
         return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
-    if power is None or (power.queries_needed is not None and power.queries_needed <= n):
+    if (
+        power is None
+        or not power.target > power.limit
+        or (power.queries_needed is not None and power.queries_needed <= n)
+    ):
         return f"the change is too close to the limit for {_queries(n)} to tell"
     target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
     if power.queries_needed is None:
@@ -361,14 +365,14 @@ def power_statement(
         caught = "no drop it can show is caught 4 times in 5"
     else:
         caught = f"a drop of {drop_size(metric, power.detectable_drop)} is caught 4 times in 5"
+    if not power.target > power.limit:  # a zero limit: no multiple of it to size for
+        return f"{who}, {caught}, {power.assumption}"
     return f"{who}, {caught}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
 
 
 def _needed_clause(gate: Gate, power: Power, baseline: float | None) -> str:
     """`about 348 queries catch one of 6.0 pp (twice the 3.0 pp limit)`."""
-    limit = gate.regression_max if baseline is None else allowed_change(gate, baseline)
-    assert limit is not None
-    ratio = power.target / limit
+    ratio = power.target / power.limit
     times = "twice" if math.isclose(ratio, 2.0) else f"{ratio:.3g}×"
     target = drop_size(gate.metric, power.target)
     one = f"one of {target} ({times} the {_allowed(gate, baseline)} limit)"

@@ -257,7 +257,7 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −8.0 to −4.0 pp): "
         "more than the 3.0 pp allowed"
     )
-    power = Power(24, 0.2, 0.06, 140, "assuming no other query's score changes")
+    power = Power(24, 0.03, 0.2, 0.06, 140, "assuming no other query's score changes")
     unsure = decide(gate, 0.81, 24, 0.87, power=power, margin=against_limit(0.01, 0.11, 24))
     assert sentence(unsure) == (
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
@@ -287,7 +287,7 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
         0.87,
         176,
         0.87,
-        power=Power(176, 0.076, 0.06, 1_313, "assuming the churn seen"),
+        power=Power(176, 0.03, 0.076, 0.06, 1_313, "assuming the churn seen"),
         margin=against_limit(-0.02, 0.02, 176),
     )
     assert power_sentence(result) == (
@@ -301,6 +301,11 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
         "recall@5 (tier A): with 176 queries, no drop it can show is caught 4 times in 5; "
         "about 1,313 queries catch one of 4.5 pp (1.5× the 3.0 pp limit), assuming the "
         "churn seen"
+    )
+    zero = replace(result, power=replace(result.power, limit=0.0, target=0.0))
+    assert power_sentence(zero) == (  # no multiple of a zero limit to count queries for
+        "recall@5 (tier A): with 176 queries, a drop of 7.6 pp is caught 4 times in 5, "
+        "assuming the churn seen"
     )
 
 

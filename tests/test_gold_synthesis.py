@@ -63,7 +63,7 @@ def test_choose_chunks_skips_what_is_covered_and_spreads_over_areas() -> None:
 
 def power(n: int, drop: float, needed: int) -> Power:
     """What a scope of n questions catches, with a target of 0.1."""
-    return Power(n, drop, 0.1, needed, "assuming no other query's score changes")
+    return Power(n, 0.05, drop, 0.1, needed, "assuming no other query's score changes")
 
 
 def test_targets_follow_the_plan_in_proportion() -> None:

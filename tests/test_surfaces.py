@@ -329,9 +329,11 @@ def gate_result(draw: st.DrawFn, index: int) -> GateResult:
         result = replace(result, coverage=coverage)
     if margin is not None and gate.regression_max is not None:
         needed = None if draw(ONE_IN[4]) else count(draw, 2, 100_000)
-        target = draw(st.floats(0.001, 0.99))
+        limit = allowed_change(gate, baseline) if baseline is not None else gate.regression_max
+        target = min(2 * limit, 0.99)
         assumed = "assuming no other query's score changes"
-        result = replace(result, power=Power(margin.n, draw(MAYBE_DROP), target, needed, assumed))
+        power = Power(margin.n, limit, draw(MAYBE_DROP), target, needed, assumed)
+        result = replace(result, power=power)
     return result
 
 
