@@ -614,7 +614,8 @@ def queries_to_catch(
     """The fewest queries, like these ones (the same scores and churn, drawn at random),
     that catch a true worsening `drop` with probability `POWER`, under the model of
     `detectable_worsening`: doubling from 2 until one size does, then bisection on the
-    whole numbers between. None: not even `most` queries do."""
+    whole numbers between, to within 1% (a size that catches it, never one below the
+    last that did not). None: not even `most` queries do."""
     if not drop > margin:
         raise ValueError(f"the drop ({drop}) must exceed the margin ({margin})")
 
@@ -627,7 +628,7 @@ def queries_to_catch(
         if held >= most:
             return None
         failed, held = held, min(2 * held, most)
-    while held - failed > 1:
+    while held - failed > max(1, held // 100):  # "about": within 1%, the last steps cost most
         middle = (failed + held) // 2
         failed, held = (failed, middle) if enough(middle) else (middle, held)
     return held
