@@ -37,8 +37,8 @@ def plan_text(needs: Sequence[Need], catch: float, width: int = 80, areas_by: st
     short = [n for n in needs if n.more]
     intro = (
         f"Each gated scope should catch a drop of {catch:g}× its gate's limit 4 times in 5 "
-        "(the gate's own test on the baseline's per-query scores), with at least min_n "
-        "questions."
+        "(the gate's own test, as `llm-eval gate` and `gold stats` say it), with at least "
+        "min_n questions."
     )
     lines = [*wrap(intro, width, ""), ""]
     for need in needs:
