@@ -7,7 +7,6 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -23,7 +22,6 @@ from llm_eval.gate import (
     DriftResult,
     GateResult,
     LabelCoverage,
-    Power,
     SliceInput,
     allowed_change,
     decide,
@@ -37,16 +35,15 @@ from llm_eval.inputs import Inputs
 from llm_eval.judge.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
+from llm_eval.power import gate_power
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
     ColumnTest,
     MarginTest,
     column_test,
-    detectable_worsening,
     holm,
     holm_levels,
-    queries_to_decide,
     tested_margin,
 )
 
@@ -364,7 +361,10 @@ def _decide_gate(
         margin=margin,
         corrected=corrected,
     )
-    return replace(result, power=_power(gate, own.pairs, margin, result.decision, base_value))
+    power = None
+    if gate.regression_max is not None:
+        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value))
+    return replace(result, power=power)
 
 
 def _slice_input(
@@ -424,38 +424,6 @@ def _pairs(
 
 def _baseline_name(baseline: Baseline) -> str:
     return baseline.source or "the baseline"
-
-
-def _power(
-    gate: Gate,
-    pairs: tuple[FloatArray, FloatArray],
-    margin: MarginTest | None,
-    decision: str | None,
-    base_value: float,
-) -> Power | None:
-    """The drop this scope catches 4 times in 5, and, when the data cannot tell,
-    about how many queries would."""
-    if margin is None or gate.regression_max is None or margin.n < 2 or margin.changed == 0:
-        return None
-    settings = gate.statistics
-    limit = allowed_change(gate, base_value)
-    needed = None
-    if decision == "inconclusive":
-        needed = queries_to_decide(margin, limit, settings.alpha)
-        if needed is not None:
-            needed = max(needed, settings.min_n)
-    before, after = worsening_pair(gate.metric, *pairs)
-    span = parse_metric(gate.metric).span
-    drop = detectable_worsening(
-        before,
-        after,
-        limit,
-        settings.alpha,
-        seed=settings.seed,
-        span=span,
-        simulations=settings.resamples,
-    )
-    return Power(drop if math.isfinite(drop) else None, needed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,14 +103,23 @@ class SliceResult:
 
 @dataclass(frozen=True, slots=True)
 class Power:
-    """What the gate's scope can tell, from the spread of the paired differences."""
+    """What a gated scope can tell (`power.scope_power`, the one model every surface
+    prints)."""
 
+    n: int
+    """Queries in the scope."""
+    limit: float
+    """The move the gate allows, in metric units."""
     detectable_drop: float | None
-    """The true drop that the gate fails with 80% probability at this size (None: no
-    drop the metric can show is caught that often)."""
+    """The true drop that the gate fails 4 times in 5 at this size (None: no drop the
+    metric can show is caught that often)."""
+    target: float
+    """The drop the queries needed are counted for: twice the limit unless asked."""
     queries_needed: int | None
-    """About how many queries would turn this inconclusive result into a decision
-    (None when the result is not inconclusive, or sits exactly on the limit)."""
+    """About how many queries like these catch `target` 4 times in 5 (None: more than
+    any size searched, or no target beyond a zero limit)."""
+    assumption: str
+    """What the figures assume about the other queries, as one clause."""
 
 
 @dataclass(frozen=True, slots=True)

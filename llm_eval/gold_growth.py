@@ -4,7 +4,7 @@ gold set covers of the corpus, and the questions each gated scope still needs.""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llm_eval.config import EvalConfig
@@ -64,7 +64,10 @@ def measure_coverage(inputs: Inputs) -> tuple[list[Document], Coverage]:
     return documents, coverage(documents, queries, lexical_neighbours(inputs.config, queries))
 
 
-def make_plan(inputs: Inputs, catch: float) -> tuple[list[Need], Coverage]:
-    """The plan for the loaded inputs, and the coverage it was made from."""
+def make_plan(
+    inputs: Inputs, catch: float, scores: Mapping[str, Mapping[str, float]] | None
+) -> tuple[list[Need], Coverage]:
+    """The plan for the loaded inputs, and the coverage it was made from; `scores` are
+    the baseline's per-query scores (None: no baseline)."""
     _, found = measure_coverage(inputs)
-    return plan(inputs.criteria, inputs.gold.queries, found, catch), found
+    return plan(inputs.criteria, inputs.gold.queries, found, catch, scores=scores), found

@@ -13,7 +13,8 @@ Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed"]
 
 
 class Power(TypedDict):
-    """The drop a gate's scope catches 4 times in 5, and the queries that would decide."""
+    """The drop a gate's scope catches 4 times in 5, and about how many queries catch
+    twice its limit (`power.scope_power`)."""
 
     detectable_drop: float | None
     queries_needed: int | None

@@ -35,7 +35,6 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
@@ -591,15 +590,76 @@ def detectable_worsening(
     probability `POWER`, under this model of a regression: the queries keep the change
     seen now in either direction at random (churn with no trend), and a share of them,
     drawn at random, lose their whole score. For 0/1 scores that is computed exactly;
-    for graded ones by simulating the betting test on `simulations` samples."""
+    for graded ones by simulating the betting test on `simulations` samples. inf: no
+    drop the metric can show is caught that often."""
+    catcher = _catcher(before, after, margin, alpha, seed, span, simulations, before.size)
+    if catcher is None:
+        return math.inf
+    caught, largest = catcher
+    return _bisect_drop(caught, margin, largest)
+
+
+def queries_to_catch(
+    before: FloatArray,
+    after: FloatArray,
+    drop: float,
+    margin: float,
+    alpha: float,
+    *,
+    seed: int = 0,
+    span: float = 1.0,
+    simulations: int = POWER_SIMULATIONS,
+    most: int = 10_000,
+) -> int | None:
+    """The fewest queries, like these ones (the same scores and churn, drawn at random),
+    that catch a true worsening `drop` with probability `POWER`, under the model of
+    `detectable_worsening`: doubling from 2 until one size does, then bisection on the
+    whole numbers between, to within 1% (a size that catches it, never one below the
+    last that did not). None: not even `most` queries do."""
+    if not drop > margin:
+        raise ValueError(f"the drop ({drop}) must exceed the margin ({margin})")
+
+    def enough(size: int) -> bool:
+        catcher = _catcher(before, after, margin, alpha, seed, span, simulations, size)
+        return catcher is not None and drop <= catcher[1] and catcher[0](drop)
+
+    failed, held = 1, 2  # one query never decides: the bracket starts above it
+    while not enough(held):
+        if held >= most:
+            return None
+        failed, held = held, min(2 * held, most)
+    while held - failed > max(1, held // 100):  # "about": within 1%, the last steps cost most
+        middle = (failed + held) // 2
+        failed, held = (failed, middle) if enough(middle) else (middle, held)
+    return held
+
+
+def _catcher(
+    before: FloatArray,
+    after: FloatArray,
+    margin: float,
+    alpha: float,
+    seed: int,
+    span: float,
+    simulations: int,
+    size: int,
+) -> tuple[Callable[[float], bool], float] | None:
+    """For a scope of `size` queries like these: whether a true worsening is caught
+    with probability `POWER`, and the largest worsening the scores can show (None:
+    none). The gate's own test decides: exact for 0/1 scores, betting otherwise."""
+    if before.size == 0:
+        return None  # no query to draw from: nothing to say
     if is_binary(before, after):
+        # Only a query that scores 1 somewhere can lose it: no drop beyond their share.
         churn = float(np.mean(before != after)) / 2.0
-        return _exact_detectable(before.size, churn, margin, alpha)
-    return _simulated_detectable(before, after, margin, alpha, seed, span, simulations)
+        largest = min(1.0 - 2.0 * churn, float(np.maximum(before, after).mean()))
+        return _exact_catcher(size, churn, margin, alpha), largest
+    return _simulated_catcher(before, after, margin, alpha, seed, span, simulations, size)
 
 
-def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> float:
-    """The exact test's detectable worsening with P(good) = churn, P(bad) = churn + D."""
+def _exact_catcher(n: int, churn: float, margin: float, alpha: float) -> Callable[[float], bool]:
+    """The exact test at n queries with P(good) = churn, P(bad) = churn + D: whether it
+    catches D with probability `POWER`."""
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
     critical = _critical_z(test, counts, margin, alpha)
@@ -609,7 +669,12 @@ def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> floa
         share = np.array([min(2.0 * churn + drop, 1.0 - EDGE)])
         return float(test._probability(share, drop, counts, thresholds)[0]) >= POWER
 
-    return _bisect_drop(caught, margin, 1.0 - 2.0 * churn)
+    return caught
+
+
+def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> float:
+    """The exact test's detectable worsening with P(good) = churn, P(bad) = churn + D."""
+    return _bisect_drop(_exact_catcher(n, churn, margin, alpha), margin, 1.0 - 2.0 * churn)
 
 
 def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
@@ -622,7 +687,7 @@ def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float)
     return _bisect(lambda critical: size(critical) <= alpha, 40.0, 0.0)
 
 
-def _simulated_detectable(
+def _simulated_catcher(
     before: FloatArray,
     after: FloatArray,
     margin: float,
@@ -630,10 +695,12 @@ def _simulated_detectable(
     seed: int,
     span: float,
     simulations: int,
-) -> float:
-    """The betting test's detectable worsening, by simulation: each of `simulations`
-    samples resamples the n queries with replacement, flips each one's change at random
-    and makes a share `drop / mean whole score` of them lose their whole score.
+    size: int,
+) -> tuple[Callable[[float], bool], float] | None:
+    """The betting test's power, by simulation: each of `simulations` samples draws
+    `size` of the n queries with replacement, flips each one's change at random and
+    makes a share `drop / mean whole score` of them lose their whole score. Returns
+    whether a drop is caught, and the mean whole score (None: it is 0, no drop shows).
 
     Why the figure is the one of testing every sample at every drop, to the last bit:
     the random numbers are drawn whole, as before; a sample's wealth depends on its own
@@ -650,17 +717,16 @@ def _simulated_detectable(
     drawn from, so every query of every sample is tested.
     """
     rng = np.random.default_rng(seed + 1)
-    n = before.size
-    rows = rng.integers(0, n, size=(simulations, n))
-    flips = rng.random((simulations, n)) < 0.5
-    lose = rng.random((simulations, n))
+    rows = rng.integers(0, before.size, size=(simulations, size))
+    flips = rng.random((simulations, size)) < 0.5
+    lose = rng.random((simulations, size))
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
     whole = np.maximum(before[rows], after[rows])
     mean_whole = float(whole.mean())
     if mean_whole <= 0.0:
-        return math.inf
-    orders = _orders(n, seed)
-    batch = max(1, SIMULATION_ELEMENTS // (BET_ORDERS * n))
+        return None
+    orders = _orders(size, seed)
+    batch = max(1, SIMULATION_ELEMENTS // (BET_ORDERS * size))
     needed = _catches_needed(simulations)
     caught_at = np.full(simulations, math.inf)  # the smallest drop that caught each
     missed_at = np.full(simulations, -math.inf)  # the largest drop that missed each
@@ -670,7 +736,7 @@ def _simulated_detectable(
         catches, misses = 0, 0
         for chosen in _settling_first(caught_at <= drop, missed_at >= drop, needed, batch):
             worse = np.where(lose[chosen] < share, whole[chosen], churn[chosen]) / span
-            x = worse[:, orders]  # (batch, orders, n)
+            x = worse[:, orders]  # (batch, orders, size)
             wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin / span, +1.0)
             hit = wealth >= math.log(1.0 / alpha)
             caught_at[chosen[hit]] = np.minimum(caught_at[chosen[hit]], drop)
@@ -681,7 +747,7 @@ def _simulated_detectable(
                 break  # the samples left cannot change the answer
         return catches >= needed
 
-    return _bisect_drop(caught, margin, mean_whole)
+    return caught, mean_whole
 
 
 def _settling_first(
@@ -714,64 +780,6 @@ def _bisect_drop(caught: Callable[[float], bool], margin: float, largest: float)
     if largest <= low or not caught(largest):
         return math.inf
     return _bisect(caught, largest, low, steps=12)
-
-
-def queries_to_decide(test: MarginTest, margin: float, alpha: float) -> int | None:
-    """About how many queries, with the same kind of changes, the test needs to tell
-    which side of the margin the change is on (None: the change sits on the margin).
-
-    Extrapolated from the evidence in hand on the side the estimate points to: the
-    betting test's log-wealth grows about linearly with the queries, so n log(1/alpha) /
-    log(1/p); the exact test's statistic about as sqrt(n), so n (z_{1-alpha} / z_p)^2.
-    """
-    if test.worsening == margin:
-        return None
-    p = test.p_beyond if test.worsening > margin else test.p_within
-    if test.method == "betting":
-        evidence = -math.log(min(max(p, 1e-300), 1.0))
-        needed = test.n * math.log(1.0 / alpha) / evidence if evidence > 0 else math.inf
-    else:
-        normal = NormalDist()
-        z = normal.inv_cdf(1.0 - min(max(p, 1e-300), 1.0 - 1e-12))
-        needed = test.n * (normal.inv_cdf(1.0 - alpha) / z) ** 2 if z > 0 else math.inf
-    if not math.isfinite(needed):
-        return None
-    return max(test.n + 1, math.ceil(needed))
-
-
-def detectable_drop(
-    n: int, spread: float, margin: float, alpha: float, power: float = POWER
-) -> float:
-    """For sizing a gold set before any change: the true worsening D that n paired 0/1
-    queries find beyond the margin with probability `power`, D = margin + (z_{1-alpha}
-    + z_power) * sigma(D) / sqrt(n), normal approximation, fixed-point iteration. With
-    no churn it is a little above the exact test's own figure (`_exact_detectable`;
-    tested), so a plan made with it is on the safe side.
-
-    sigma(D)^2 = s^2 + D (1 - D): the spread s of the per-query differences already
-    there (churn) plus that of a share D of queries losing their whole score.
-    """
-    normal = NormalDist()
-    z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
-    drop = margin
-    for _ in range(100):
-        share = min(max(drop, 0.0), 1.0)
-        sigma = math.sqrt(spread**2 + share * (1.0 - share))
-        drop = margin + z_sum * sigma / math.sqrt(n)
-    return drop
-
-
-def queries_to_catch(
-    drop: float, spread: float, margin: float, alpha: float, power: float = POWER
-) -> int:
-    """About how many paired queries catch a true worsening `drop` (beyond `margin`)
-    with probability `power`: the n at which `detectable_drop` falls to `drop`."""
-    if not drop > margin:
-        raise ValueError(f"the drop ({drop}) must exceed the margin ({margin})")
-    normal = NormalDist()
-    z_sum = normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
-    sigma = math.sqrt(spread**2 + drop * (1.0 - drop))
-    return max(2, math.ceil((z_sum * sigma / (drop - margin)) ** 2))
 
 
 # --- a quantile: the order-statistic interval ---------------------------------------------

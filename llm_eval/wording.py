@@ -13,8 +13,9 @@ from typing import Any
 
 from llm_eval.criteria import Gate
 from llm_eval.english import plural
-from llm_eval.gate import GateResult, SliceResult, allowed_change, delta_interval
+from llm_eval.gate import GateResult, Power, SliceResult, allowed_change, delta_interval
 from llm_eval.metrics import parse_metric
+from llm_eval.power import MOST_QUERIES
 from llm_eval.stats import MarginTest, format_p
 
 MINUS = "−"
@@ -172,14 +173,25 @@ def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
 
 
 def _cannot_tell_reason(result: GateResult) -> str:
-    gate, margin = result.gate, result.margin
+    """Why the data cannot tell: too few queries to judge at all, too few to catch a
+    drop of twice the limit (`power_statement`'s figure), or a change near the limit."""
+    gate, margin, power = result.gate, result.margin, result.power
     n = 0 if margin is None else margin.n
-    needed = result.power.queries_needed if result.power is not None else None
     if n < gate.statistics.min_n:
         return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
-    if needed is None:
-        return f"the change sits on the limit with {plural(n, 'query', 'queries')}"
-    return f"{n:,} queries are too few; about {needed:,} are needed (llm-eval gold plan lists them)"
+    if (
+        power is None
+        or not power.target > power.limit
+        or (power.queries_needed is not None and power.queries_needed <= n)
+    ):
+        return f"the change is too close to the limit for {_queries(n)} to tell"
+    target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
+    if power.queries_needed is None:
+        return f"{_queries(n)} are too few: not even {_queries(MOST_QUERIES)} catch {target}"
+    return (
+        f"{_queries(n)} are too few: about {power.queries_needed:,} catch {target} "
+        "(llm-eval gold plan lists where to add them)"
+    )
 
 
 def _regression_clause(result: GateResult) -> str | None:
@@ -351,25 +363,41 @@ def coverage_sentence(result: GateResult) -> str | None:
 
 
 def power_sentence(result: GateResult) -> str | None:
-    """What the scope can tell: the drop it catches 4 times in 5."""
-    power = result.power
-    gate = result.gate
-    if power is None or gate.regression_max is None or result.margin is None:
+    """What the scope can tell (`power_statement`), when the gate's test has a power."""
+    if result.power is None:
         return None
-    label = gate.scope.label()
-    return power_statement(gate, label, result.margin.n, power.detectable_drop, result.baseline)
+    return power_statement(result.gate, result.gate.scope.label(), result.power, result.baseline)
 
 
 def power_statement(
-    gate: Gate, scope_label: str, n: int, detectable: float | None, baseline: float | None = None
+    gate: Gate, scope_label: str, power: Power, baseline: float | None = None
 ) -> str:
-    """`recall@5 (tier A): with 176 queries, a drop of 8.1 pp is caught 4 times in 5; a
-    smaller one beyond the 3.0 pp limit may end as "cannot tell"` (gate and gold checks)."""
-    who = f"{subject(gate.metric, scope_label)}: with {n:,} queries"
-    if detectable is None:
-        return f"{who}, no drop this metric can show is caught 4 times in 5"
-    caught = delta(gate.metric, detectable).lstrip("+")
-    return (
-        f"{who}, a drop of {caught} is caught 4 times in 5; a smaller one beyond the "
-        f'{_allowed(gate, baseline)} limit may end as "cannot tell"'
-    )
+    """The one sentence for `power.scope_power`'s figures, on every surface: `recall@5
+    (tier A): with 176 queries, a drop of 7.9 pp is caught 4 times in 5; about 348
+    queries catch one of 6.0 pp (twice the 3.0 pp limit), assuming no other query's
+    score changes`."""
+    metric = gate.metric
+    who = f"{subject(metric, scope_label)}: with {_queries(power.n)}"
+    if power.detectable_drop is None:
+        caught = "no drop it can show is caught 4 times in 5"
+    else:
+        caught = f"a drop of {drop_size(metric, power.detectable_drop)} is caught 4 times in 5"
+    if not power.target > power.limit:  # a zero limit: no multiple of it to size for
+        return f"{who}, {caught}, {power.assumption}"
+    return f"{who}, {caught}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
+
+
+def _needed_clause(gate: Gate, power: Power, baseline: float | None) -> str:
+    """`about 348 queries catch one of 6.0 pp (twice the 3.0 pp limit)`."""
+    ratio = power.target / power.limit
+    times = "twice" if math.isclose(ratio, 2.0) else f"{ratio:.3g}×"
+    target = drop_size(gate.metric, power.target)
+    one = f"one of {target} ({times} the {_allowed(gate, baseline)} limit)"
+    if power.queries_needed is None:
+        return f"not even {_queries(MOST_QUERIES)} catch {one}"
+    return f"about {_queries(power.queries_needed)} catch {one}"
+
+
+def _queries(n: int) -> str:
+    """`176 queries`, `1,400 queries`, `1 query`."""
+    return f"{n:,} {'query' if n == 1 else 'queries'}"

@@ -257,9 +257,8 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −8.0 to −4.0 pp): "
         "more than the 3.0 pp allowed"
     )
-    unsure = decide(
-        gate, 0.81, 24, 0.87, power=Power(0.2, 140), margin=against_limit(0.01, 0.11, 24)
-    )
+    power = Power(24, 0.03, 0.2, 0.06, 140, "assuming no other query's score changes")
+    unsure = decide(gate, 0.81, 24, 0.87, power=power, margin=against_limit(0.01, 0.11, 24))
     assert sentence(unsure) == (
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
         "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
@@ -267,7 +266,16 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     )
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
-        "60 queries are too few; about 140 are needed (llm-eval gold plan lists them) "
+        "60 queries are too few: about 140 catch a drop of 6.0 pp 4 times in 5 "
+        "(llm-eval gold plan lists where to add them) (blocks the merge)"
+    )
+    close = replace(settled, power=replace(power, queries_needed=50))
+    assert sentence(close).endswith(
+        "the change is too close to the limit for 60 queries to tell (blocks the merge)"
+    )
+    hopeless = replace(settled, power=replace(power, queries_needed=None))
+    assert sentence(hopeless).endswith(
+        "60 queries are too few: not even 10,000 queries catch a drop of 6.0 pp 4 times in 5 "
         "(blocks the merge)"
     )
 
@@ -279,12 +287,25 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
         0.87,
         176,
         0.87,
-        power=Power(0.076, None),
+        power=Power(176, 0.03, 0.076, 0.06, 1_313, "assuming the churn seen"),
         margin=against_limit(-0.02, 0.02, 176),
     )
     assert power_sentence(result) == (
-        "recall@5 (tier A): with 176 queries, a drop of 7.6 pp is caught 4 times in 5; a "
-        'smaller one beyond the 3.0 pp limit may end as "cannot tell"'
+        "recall@5 (tier A): with 176 queries, a drop of 7.6 pp is caught 4 times in 5; "
+        "about 1,313 queries catch one of 6.0 pp (twice the 3.0 pp limit), assuming the "
+        "churn seen"
+    )
+    assert result.power is not None
+    open_ended = replace(result, power=replace(result.power, detectable_drop=None, target=0.045))
+    assert power_sentence(open_ended) == (
+        "recall@5 (tier A): with 176 queries, no drop it can show is caught 4 times in 5; "
+        "about 1,313 queries catch one of 4.5 pp (1.5× the 3.0 pp limit), assuming the "
+        "churn seen"
+    )
+    zero = replace(result, power=replace(result.power, limit=0.0, target=0.0))
+    assert power_sentence(zero) == (  # no multiple of a zero limit to count queries for
+        "recall@5 (tier A): with 176 queries, a drop of 7.6 pp is caught 4 times in 5, "
+        "assuming the churn seen"
     )
 
 

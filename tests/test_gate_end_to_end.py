@@ -276,13 +276,21 @@ def test_gold_validate_and_stats(
     monkeypatch.chdir(shared_demo)
     assert main(["gold", "validate"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "warning: retrieval_recall_at_5: recall@5 (tier A): with 176 queries, a drop of 8.1 pp "
-        'is caught 4 times in 5; a smaller one beyond the 3.0 pp limit may end as "cannot '
-        'tell"; about 212 more queries would catch a drop of 6.0 pp\n'
-        "warning: retrieval_mrr per tag: 11 judged tag slices cannot reliably catch a drop of "
-        "twice the limit (0.100; each needs 40 to 193 more queries; see `llm-eval gold stats`)"
-    ) in out
+    # The figures are the power model's (tests/test_power.py checks them on every surface).
+    assert re.search(
+        r"^warning: retrieval_recall_at_5: recall@5 \(tier A\): with 176 queries, a drop of "
+        r"[\d.]+ pp is caught 4 times in 5; about (\d+) queries catch one of 6\.0 pp \(twice "
+        r"the 3\.0 pp limit\), assuming no other query's score changes$",
+        out,
+        re.MULTILINE,
+    )
+    assert re.search(
+        r"^warning: retrieval_mrr per tag: 11 judged tag slices cannot reliably catch a drop "
+        r"of twice the limit \(0\.100; each needs \d+ to \d+ more queries; see `llm-eval "
+        r"gold stats`\)$",
+        out,
+        re.MULTILINE,
+    )
     assert out.rstrip().endswith("warnings)")
     assert main(["gold", "stats"]) == 0
     stats = capsys.readouterr().out
@@ -293,7 +301,9 @@ def test_gold_validate_and_stats(
     blocks = stats.split("\n\n")
     tables = {
         block.splitlines()[0]: [
-            re.split(r"\s{2,}", line.strip()) for line in block.splitlines()[3:]
+            re.split(r"\s{2,}", line.strip())
+            for line in block.splitlines()[3:]
+            if line.startswith(("tier ", "tag ", "all queries"))
         ]
         for block in blocks
         if block.startswith("retrieval_")
@@ -303,7 +313,10 @@ def test_gold_validate_and_stats(
         "retrieval_mrr (regression limit 0.050)",
     ]
     recall, mrr = tables.values()
-    assert recall == [["tier A", "176", "8.1 pp", "212 more queries"]]
+    ((scope, n, drop, needed),) = recall
+    assert (scope, n) == ("tier A", "176")
+    assert f"a drop of {drop} is caught" in stats
+    assert re.fullmatch(r"\d+ \(\d+ more\)", needed)
     assert mrr[0][:2] == ["all queries", "327"]
     assert all(row[0].startswith("tag ") for row in mrr[1:])
     assert len(mrr) == 1 + 15  # the 15 tags MRR scores (out-of-scope holds no answerable)

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 from conftest import copy_demo, gold_query
 
+from llm_eval.baseline_io import load_baseline
 from llm_eval.cli import main
 from llm_eval.corpus import Document
 from llm_eval.coverage import area_of, coverage, section_of
+from llm_eval.gate import Power
 from llm_eval.gold import GoldQuery
-from llm_eval.stats import queries_to_catch
+from llm_eval.gold_plan import scope_power_before_run, scored_ids
+from llm_eval.pipeline import load_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,12 +104,15 @@ def test_the_plan_uses_the_gates_power_model(
     text = capsys.readouterr().out
     scopes = json.loads(out.read_text())["scopes"]
     tier_a = next(s for s in scopes if s["gate"] == "retrieval_recall_at_5")
-    needed = queries_to_catch(0.06, 0.0, 0.03, 0.05)  # twice the 3-point limit, alpha 0.05
+    power = _tier_a_power(indexed_demo)  # twice the 3-point limit, from the baseline
+    assert power is not None and power.queries_needed is not None
+    needed = power.queries_needed
     assert (tier_a["n"], tier_a["needed"], tier_a["more"]) == (176, needed, needed - 176)
+    assert tier_a["detectable_drop"] == power.detectable_drop
     assert tier_a["areas"]  # where to write them
     # gold stats says the same number for the same scope
     assert main(["gold", "stats"]) == 0
-    assert f"{needed - 176} more queries" in capsys.readouterr().out
+    assert f"{needed} ({needed - 176} more)" in capsys.readouterr().out
     mrr_tags = [s for s in scopes if s["gate"] == "retrieval_mrr" and s["tags"]]
     assert mrr_tags and all(s["n"] > 0 for s in mrr_tags)  # out-of-scope: MRR scores none
     assert not any(s["tags"] == ["out-of-scope"] for s in scopes)
@@ -114,6 +120,16 @@ def test_the_plan_uses_the_gates_power_model(
     assert f"- {needed - 176} for tier A" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     assert main(["gold", "plan", "--catch", "1"]) == 3
+
+
+def _tier_a_power(project: Path) -> Power | None:
+    """The power model over tier A's recall@5 on the project's baseline."""
+    inputs = load_inputs(project / "config/llm-eval.yaml", project / "config/ship-criteria.yaml")
+    baseline = load_baseline(project / "gold/baseline.json")
+    assert baseline is not None
+    gate = inputs.criteria.gates[0]
+    ids = scored_ids(inputs.gold.queries, gate.scope, gate.metric)
+    return scope_power_before_run(gate, ids, baseline.per_query)
 
 
 def test_a_tags_plan_names_the_areas_its_labels_fall_in(indexed_demo: Path) -> None:

@@ -22,6 +22,7 @@ from llm_eval.cli import main
 from llm_eval.commands.init import point_workflow, scaffold_text
 from llm_eval.corpus import Document
 from llm_eval.coverage import coverage
+from llm_eval.gate import Power
 from llm_eval.synthesis import (
     Deduplicator,
     MeaningDeduplicator,
@@ -60,6 +61,11 @@ def test_choose_chunks_skips_what_is_covered_and_spreads_over_areas() -> None:
     assert pooled[0].doc_id == "os.f3#0"  # the pool first, then the areas
 
 
+def power(n: int, drop: float, needed: int) -> Power:
+    """What a scope of n questions catches, with a target of 0.1."""
+    return Power(n, 0.05, drop, 0.1, needed, "assuming no other query's score changes")
+
+
 def test_targets_follow_the_plan_in_proportion() -> None:
     from llm_eval.criteria import Gate, Location, Scope
     from llm_eval.gold_plan import Need
@@ -67,9 +73,9 @@ def test_targets_follow_the_plan_in_proportion() -> None:
     where = Location("c", 1, "gates[0]")
     gate = Gate("g", "recall@5", 0.5, 0.05, "error", Scope(), where, where)
     needs = [
-        Need(gate, Scope(tier="A"), 10, 0.2, 0.1, 40, ("re",)),  # 30 more
-        Need(gate, Scope(tags=("x",)), 10, 0.2, 0.1, 20, ("os",)),  # 10 more
-        Need(gate, Scope(tags=("y",)), 50, 0.05, 0.1, 20, ("io",)),  # none
+        Need(gate, Scope(tier="A"), 10, power(10, 0.2, 40), 40, ("re",)),  # 30 more
+        Need(gate, Scope(tags=("x",)), 10, power(10, 0.2, 20), 20, ("os",)),  # 10 more
+        Need(gate, Scope(tags=("y",)), 50, power(50, 0.05, 20), 20, ("io",)),  # none
     ]
     found = coverage([Document("re.a#0", "", "t")], [], {})
     split = targets(needs, found, 8, None)

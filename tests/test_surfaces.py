@@ -327,11 +327,13 @@ def gate_result(draw: st.DrawFn, index: int) -> GateResult:
         before = None if draw(ONE_IN[4]) else draw(SCORE)
         coverage = LabelCoverage(f"judged@{parsed.k}", draw(SCORE), before)
         result = replace(result, coverage=coverage)
-    if margin is not None and margin.n >= 2 and margin.changed:
-        needed = None
-        if result.decision == "inconclusive" and not draw(ONE_IN[4]):
-            needed = count(draw, statistics.min_n, 100_000)
-        result = replace(result, power=Power(draw(MAYBE_DROP), needed))
+    if margin is not None and gate.regression_max is not None:
+        needed = None if draw(ONE_IN[4]) else count(draw, 2, 100_000)
+        limit = allowed_change(gate, baseline) if baseline is not None else gate.regression_max
+        target = min(2 * limit, 0.99)
+        assumed = "assuming no other query's score changes"
+        power = Power(margin.n, limit, draw(MAYBE_DROP), target, needed, assumed)
+        result = replace(result, power=power)
     return result
 
 

@@ -88,7 +88,7 @@ def gold_plan(
     from llm_eval.commands.plan import run_plan
     from llm_eval.output import terminal_width
 
-    echo(run_plan(config_path, criteria_path, catch, out, terminal_width()))
+    echo(run_plan(config_path, criteria_path, catch, out, terminal_width(), baseline_path))
 
 
 @gold.command("synthesize")
@@ -159,6 +159,7 @@ def gold_synthesize(
             max_cost=max_cost,
             dry_run=dry_run,
             width=terminal_width(),
+            baseline=baseline_path,
         )
     )
 

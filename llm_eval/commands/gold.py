@@ -10,65 +10,63 @@ from pathlib import Path
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline
 from llm_eval.corpus import iter_corpus
-from llm_eval.criteria import Gate
+from llm_eval.criteria import Gate, Scope
 from llm_eval.english import plural
 from llm_eval.errors import InputError
-from llm_eval.gold_plan import gated_scopes
+from llm_eval.gate import Power
+from llm_eval.gold_plan import gated_scopes, scope_power_before_run, scored_ids
 from llm_eval.inputs import Inputs
 from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import load_inputs
-from llm_eval.slices import members
-from llm_eval.stats import detectable_drop, queries_to_catch
+from llm_eval.power import MOST_QUERIES
 from llm_eval.wording import drop_size, power_statement
 
 
 @dataclass(frozen=True, slots=True)
 class Detectability:
-    """What one gate's metric can detect on one slice of the gold set."""
+    """What one gate's metric can detect on one scope it checks."""
 
-    slice: str
+    scope: Scope
     gate: Gate
-    n: int
-    drop: float
-    """The drop the gate catches 4 times in 5 on this slice (NaN: no regression_max)."""
-    needed: int | None
-    """Queries that would catch a drop of twice regression_max 4 times in 5."""
+    power: Power | None
+    """`power.baseline_power` over the baseline's scores (None: no paired test against
+    an absolute limit)."""
+
+    @property
+    def slice(self) -> str:
+        """The scope's label: `tier A`, `tag howto`."""
+        return self.scope.label()
+
+    @property
+    def short(self) -> bool:
+        """Whether the scope cannot catch a drop of twice the limit 4 times in 5."""
+        power = self.power
+        return power is not None and (
+            power.queries_needed is None or power.queries_needed > power.n
+        )
 
 
 def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
     """For each scope a gate checks (its own, and each tag slice of a `per_tag` gate:
-    `gold_plan.gated_scopes`), the smallest drop its metric could detect there. A slice
-    the gate never checks has no row: its power would answer a question nobody asks."""
+    `gold_plan.gated_scopes`), what its gate's test can catch there, from the baseline's
+    per-query scores (`gold_plan.scope_power_before_run`, as `gold plan` and `gate`). A
+    slice the gate never checks has no row: its power would answer a question nobody
+    asks."""
     queries = inputs.gold.queries
     rows = []
     for gate in inputs.criteria.gates:
         if gate.metric not in baseline.metrics:
             continue
         for scope in gated_scopes(gate, queries):
-            ids = [
-                q for q in members(queries, scope) if gate.metric in baseline.per_query.get(q, {})
-            ]
-            if ids:
-                scores = [baseline.per_query[q][gate.metric] for q in ids]
-                rows.append(_detectability(scope.label(), gate, scores))
+            ids = scored_ids(queries, scope, gate.metric)
+            if any(gate.metric in baseline.per_query.get(q, {}) for q in ids):
+                power = scope_power_before_run(gate, ids, baseline.per_query)
+                rows.append(Detectability(scope, gate, power))
     return rows
 
 
-def _detectability(name: str, gate: Gate, scores: list[float]) -> Detectability:
-    """The gate's own power statement (`stats.detectable_drop`) before any change: no
-    churn yet, so the spread is that of the drop alone."""
-    alpha, limit = gate.statistics.alpha, gate.regression_max
-    if not limit or gate.regression_relative:
-        return Detectability(name, gate, len(scores), math.nan, None)
-    drop = detectable_drop(len(scores), 0.0, limit, alpha)
-    needed = None
-    if drop > 2 * limit and 2 * limit < 1:
-        needed = queries_to_catch(2 * limit, 0.0, limit, alpha)
-    return Detectability(name, gate, len(scores), drop, needed)
-
-
 def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> str:
-    """Counts per tier and tag, and the smallest drop each gate can detect there."""
+    """Counts per tier and tag, and what each gate can detect on the scopes it checks."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     baseline = load_baseline(path)
@@ -82,28 +80,43 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
         )
         return "\n".join(text)
     text += wrap(
-        "The drop each gate catches 4 times in 5 on each scope it checks, by its own test "
-        "(normal approximation, before any churn between runs widens it):",
+        "The drop each gate catches 4 times in 5 on each scope it checks, and the queries "
+        "that catch twice its limit, by its own test on the baseline's per-query scores "
+        "(as `llm-eval gate` and `llm-eval gold plan` say them):",
         80,
         "",
     )
-    header = ["slice", "n", "drop caught 4 in 5", "to catch 2x the limit"]
     found = detectability(inputs, baseline)
     for gate in dict.fromkeys(row.gate for row in found):
-        metric, limit = gate.metric, gate.regression_max
-        shown = drop_size(metric, limit) if limit is not None else "none"
-        rows = [
-            [
-                row.slice,
-                str(row.n),
-                drop_size(metric, row.drop),
-                "" if row.needed is None else f"{row.needed - row.n} more queries",
-            ]
-            for row in found
-            if row.gate is gate
-        ]
-        text += ["", f"{gate.name} (regression limit {shown})", render_table(header, rows)]
+        text += ["", *_gate_section(gate, [row for row in found if row.gate is gate])]
     return "\n".join(text)
+
+
+def _gate_section(gate: Gate, rows: list[Detectability]) -> list[str]:
+    """The gate's table, then its own scope's figures in the sentence every surface uses."""
+    metric, limit = gate.metric, gate.regression_max
+    shown = drop_size(metric, limit) if limit is not None else "none"
+    header = ["slice", "n", "drop caught 4 in 5", "queries to catch 2x the limit"]
+    table = [[row.slice, *_figures(metric, row)] for row in rows]
+    lines = [f"{gate.name} (regression limit {shown})", render_table(header, table)]
+    own = next((row for row in rows if row.scope == gate.scope), None)
+    if own is not None and own.power is not None:
+        lines += wrap(power_statement(gate, own.slice, own.power) + ".", 80, "  ")
+    return lines
+
+
+def _figures(metric: str, row: Detectability) -> list[str]:
+    """n, the drop caught 4 times in 5, and the queries that catch twice the limit."""
+    power = row.power
+    if power is None:
+        return ["", "n/a", ""]
+    drop = math.inf if power.detectable_drop is None else power.detectable_drop
+    needed = power.queries_needed
+    if needed is None:
+        wanted = f"over {MOST_QUERIES:,}"
+    else:
+        wanted = f"{needed:,}" + (f" ({needed - power.n:,} more)" if needed > power.n else "")
+    return [str(power.n), drop_size(metric, drop), wanted]
 
 
 def _counts(inputs: Inputs) -> str:
@@ -132,8 +145,8 @@ def validate(config_path: Path, criteria_path: Path, baseline_path: Path | None)
     warnings = []
     baseline = load_baseline(baseline_path or inputs.config.baseline)
     if baseline is not None:
-        rows = [r for r in detectability(inputs, baseline) if r.needed]
-        warnings += [_power_warning(r) for r in rows if r.slice == r.gate.scope.label()]
+        rows = [r for r in detectability(inputs, baseline) if r.short]
+        warnings += [_power_warning(r) for r in rows if r.scope == r.gate.scope]
         warnings += _tag_power_warnings(inputs, rows)
     answerable = sum(1 for q in inputs.gold.queries if not q.is_rejection)
     if answerable == 0:
@@ -148,19 +161,23 @@ def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
         if not gate.per_tag:
             continue
         weak = [
-            r
+            r.power
             for r in rows
-            if r.gate is gate and r.slice != gate.scope.label() and r.n >= gate.statistics.min_n
+            if r.gate is gate
+            and r.scope != gate.scope
+            and r.power is not None
+            and r.power.n >= gate.statistics.min_n
         ]
         if weak:
-            more = [(r.needed or 0) - r.n for r in weak]
+            needs = [p.queries_needed for p in weak]
+            more = [n - p.n for n, p in zip(needs, weak, strict=True) if n is not None]
+            span = f"each needs {min(more)} to {max(more)} more queries" if more else "none can"
             warnings.append(
                 f"{gate.name} per tag: "
                 f"{plural(len(weak), 'judged tag slice', 'judged tag slices')} "
                 "cannot reliably catch a drop of twice the limit "
                 f"({drop_size(gate.metric, 2 * (gate.regression_max or 0))}; "
-                f"each needs {min(more)} "
-                f"to {max(more)} more queries; see `llm-eval gold stats`)"
+                f"{span}; see `llm-eval gold stats`)"
             )
     return warnings
 
@@ -179,9 +196,5 @@ def _check_labels(inputs: Inputs, corpus: Path) -> None:
 
 
 def _power_warning(row: Detectability) -> str:
-    gate = row.gate
-    twice = drop_size(gate.metric, 2 * (gate.regression_max or 0.0))
-    return (
-        f"{gate.name}: {power_statement(gate, row.slice, row.n, row.drop)}; about "
-        f"{(row.needed or 0) - row.n} more queries would catch a drop of {twice}"
-    )
+    assert row.power is not None
+    return f"{row.gate.name}: {power_statement(row.gate, row.slice, row.power)}"

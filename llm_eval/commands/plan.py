@@ -1,10 +1,12 @@
 """`llm-eval gold plan`: how many questions each gated scope needs to catch a drop of
-`--catch` times its limit, and the areas to write them for (no baseline needed)."""
+`--catch` times its limit, and the areas to write them for (from the baseline's
+per-query scores when there is one)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from llm_eval.baseline_io import load_baseline
 from llm_eval.errors import InputError
 from llm_eval.formats.commands.plan import plan_json, plan_text
 from llm_eval.gold_growth import make_plan
@@ -13,13 +15,20 @@ from llm_eval.textio import write_atomic
 
 
 def run_plan(
-    config_path: Path, criteria_path: Path, catch: float, out: Path | None, width: int
+    config_path: Path,
+    criteria_path: Path,
+    catch: float,
+    out: Path | None,
+    width: int,
+    baseline_path: Path | None = None,
 ) -> str:
-    """Plan, write plan.json, return the terminal text."""
+    """Plan from the baseline's per-query scores (`--baseline`, else the config's), write
+    plan.json, return the terminal text."""
     if not catch > 1:
         raise InputError(f"--catch must be above 1 (a multiple of the limit), got {catch:g}")
     inputs = load_inputs(config_path, criteria_path)
-    needs, found = make_plan(inputs, catch)
+    baseline = load_baseline(baseline_path or inputs.config.baseline)
+    needs, found = make_plan(inputs, catch, None if baseline is None else baseline.per_query)
     path = out or inputs.config.output / "plan.json"
     write_atomic(path, plan_json(needs, catch, found.areas_by))
     return f"{plan_text(needs, catch, width, found.areas_by)}\n\nWrote {path}"

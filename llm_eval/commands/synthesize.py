@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import defaults
+from llm_eval.baseline_io import load_baseline
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
@@ -109,8 +110,10 @@ def run_synthesize(
     max_cost: float | None = None,
     dry_run: bool = False,
     width: int = 80,
+    baseline: Path | None = None,
 ) -> str:
-    """Plan, ask, filter, append to the candidates file; the terminal text."""
+    """Plan (from the baseline's per-query scores: `baseline`, else the config's), ask,
+    filter, append to the candidates file; the terminal text."""
     inputs = load_inputs(config_path, criteria_path)
     config = inputs.config
     if config.judge is None:
@@ -130,7 +133,10 @@ def run_synthesize(
     rng = random.Random(seed)
     used = set(found.near_ids) | {d for c in existing for d, _ in c.relevant}
     calls: list[Call] = []
-    for target in targets(plan(inputs.criteria, inputs.gold.queries, found), found, n, tag):
+    known = load_baseline(baseline or config.baseline)
+    scores = None if known is None else known.per_query
+    needs = plan(inputs.criteria, inputs.gold.queries, found, scores=scores)
+    for target in targets(needs, found, n, tag):
         if target.tag is not None:
             target = replace(target, pool=_tag_pool(inputs, target.tag, used))
         for chunk in choose_chunks(documents, target, used, rng, found.area_of):

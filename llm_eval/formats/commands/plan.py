@@ -12,7 +12,8 @@ from llm_eval.english import listed, plural
 from llm_eval.gold_plan import Need
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
-from llm_eval.wording import drop_size
+from llm_eval.power import MOST_QUERIES
+from llm_eval.wording import drop_size, power_statement
 
 
 def plan_text(needs: Sequence[Need], catch: float, width: int = 80, areas_by: str = BY_IDS) -> str:
@@ -28,7 +29,7 @@ def plan_text(needs: Sequence[Need], catch: float, width: int = 80, areas_by: st
                 str(need.n),
                 drop_size(metric, need.drop),
                 drop_size(metric, need.target),
-                str(need.needed),
+                f"> {MOST_QUERIES:,}" if need.needed is None else str(need.needed),
                 str(need.more) if need.more else "-",
             ]
         )
@@ -36,9 +37,16 @@ def plan_text(needs: Sequence[Need], catch: float, width: int = 80, areas_by: st
     short = [n for n in needs if n.more]
     intro = (
         f"Each gated scope should catch a drop of {catch:g}× its gate's limit 4 times in 5 "
-        "(the gate's own test, before churn), with at least min_n questions."
+        "(the gate's own test, as `llm-eval gate` and `gold stats` say it), with at least "
+        "min_n questions."
     )
-    lines = [*wrap(intro, width, ""), "", render_table(header, rows), ""]
+    lines = [*wrap(intro, width, ""), ""]
+    for need in needs:
+        if need.power is not None and need.scope == need.gate.scope:
+            lines += wrap(
+                power_statement(need.gate, need.scope.label(), need.power) + ".", width, "  "
+            )
+    lines += ["", render_table(header, rows), ""]
     if not short:
         lines.append("Every gated scope has the questions it needs.")
         return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""The one power model: its figures at awkward sizes, and the same figures on every
+surface that prints them (`llm-eval gate`, its Markdown report, `gold stats`, `gold
+plan`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_eval.baseline_io import load_baseline
+from llm_eval.criteria import Gate, Location, Scope, Statistics
+from llm_eval.gate import Power
+from llm_eval.gold_plan import scope_power_before_run, scored_ids
+from llm_eval.pipeline import load_inputs
+from llm_eval.power import NO_BASELINE, baseline_power, gate_power
+from llm_eval.wording import drop_size
+
+HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
+LLM_EVAL = Path(sys.executable).parent / "llm-eval"
+
+
+def make_gate(metric: str = "recall@5", resamples: int = 100, **statistics: object) -> Gate:
+    settings = Statistics(resamples=resamples, **statistics)  # type: ignore[arg-type]
+    return Gate("g", metric, None, 0.03, "error", Scope(tier="A"), HERE, HERE, settings)
+
+
+def assert_sound(power: Power | None) -> Power:
+    """Every figure finite or explicitly open (None), never NaN; a drop caught is beyond
+    the limit, a size is a whole number of at least 2."""
+    assert power is not None
+    drop, needed = power.detectable_drop, power.queries_needed
+    assert drop is None or (math.isfinite(drop) and drop > 0.03)
+    assert needed is None or needed >= 2
+    assert math.isfinite(power.target) and power.target > 0.03
+    assert power.assumption.startswith("assuming ")
+    return power
+
+
+def skewed(n: int, seed: int) -> np.ndarray:
+    """Graded scores, most of them near 0."""
+    return np.random.default_rng(seed).random(n) ** 6
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (np.ones(2), np.ones(2)),  # two 0/1 queries, no churn
+        (np.array([0.5, 0.2]), np.array([0.5, 0.1])),  # two graded queries
+        (np.ones(1), np.ones(1)),  # one query
+        (np.zeros(40), np.zeros(40)),  # nothing to lose: no drop can show
+        (np.r_[np.ones(3), np.zeros(97)], np.r_[np.ones(3), np.zeros(97)]),  # skewed 0/1
+        (skewed(60, 1), skewed(60, 1)),  # skewed graded, no churn
+        (skewed(60, 1), skewed(60, 2)),  # skewed graded, every query churns
+        (np.ones(50), np.r_[np.zeros(25), np.ones(25)]),  # half the 0/1 queries lost
+    ],
+    ids=[
+        "n2-binary",
+        "n2-graded",
+        "n1",
+        "all-zero",
+        "skewed-binary",
+        "skewed-graded",
+        "skewed-churn",
+        "half-lost",
+    ],
+)
+def test_the_figures_are_finite_or_open(before: np.ndarray, after: np.ndarray) -> None:
+    assert_sound(gate_power(make_gate(), before, after, 0.03))
+
+
+def test_no_drop_shows_on_scores_that_are_all_zero() -> None:
+    power = assert_sound(gate_power(make_gate(), np.zeros(40), np.zeros(40), 0.03))
+    assert (power.detectable_drop, power.queries_needed) == (None, None)
+
+
+def test_zero_churn_is_said_and_churn_costs_power() -> None:
+    """With no churn the assumption says so; the same scores with churn need more
+    queries to catch the same drop and catch only a larger one now."""
+    gate = make_gate()
+    scores = skewed(200, 3) ** (1 / 6)  # spread over [0, 1]
+    still = assert_sound(gate_power(gate, scores, scores, 0.03))
+    moved = scores.copy()
+    moved[::3] = np.random.default_rng(4).random(moved[::3].size)
+    churned = assert_sound(gate_power(gate, scores, moved, 0.03))
+    assert still.assumption == "assuming no other query's score changes"
+    assert churned.assumption == (
+        "assuming the churn seen against the baseline (67 of 200 queries changed)"
+    )
+    assert still.detectable_drop is not None and churned.detectable_drop is not None
+    assert still.detectable_drop < churned.detectable_drop
+    assert still.queries_needed is not None and churned.queries_needed is not None
+    assert still.queries_needed < churned.queries_needed
+
+
+def test_before_a_run_the_baseline_is_both_sides() -> None:
+    """`gold stats` and `gold plan` get the figures `gate` gets when the run equals
+    the baseline; without a baseline, 0/1 scores that are all 1, and it says so."""
+    gate = make_gate()
+    scores = skewed(80, 5) ** (1 / 3)
+    assert baseline_power(gate, list(scores), 80) == gate_power(gate, scores, scores, 0.03)
+    blind = assert_sound(baseline_power(gate, None, 80))
+    ones = gate_power(gate, np.ones(80), np.ones(80), 0.03)
+    assert ones is not None and blind.assumption == NO_BASELINE
+    assert (blind.detectable_drop, blind.queries_needed) == (
+        ones.detectable_drop,
+        ones.queries_needed,
+    )
+    assert baseline_power(gate, [], 0) is None
+    assert baseline_power(make_gate(significance=False), list(scores), 80) is None
+
+
+# --- every surface, the same figures -------------------------------------------------
+
+SENTENCE = re.compile(
+    r"recall@5 \(tier A\): with (?P<n>[\d,]+) queries, a drop of (?P<drop>[\d.]+ pp) is "
+    r"caught 4 times in 5; about (?P<needed>[\d,]+) queries catch one of "
+    r"(?P<target>[\d.]+ pp) \(twice the 3\.0 pp limit\), (?P<assumption>assuming [a-z' ]+)"
+)
+
+
+def said(text: str) -> dict[str, str]:
+    """The tier A sentence's figures, with the terminal's wrapping undone."""
+    flat = re.sub(r"\s+", " ", text)
+    found = SENTENCE.search(flat)
+    assert found is not None, flat
+    return {key: figure.strip() for key, figure in found.groupdict().items()}
+
+
+def run(project: Path, *args: str) -> str:
+    done = subprocess.run(
+        [str(LLM_EVAL), *args], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_gate_gold_stats_and_gold_plan_say_the_same_figures(indexed_demo: Path) -> None:
+    """On the demo (the run equals the baseline), the gate's terminal and Markdown, `gold
+    stats` and `gold plan` print the figures the power function gives for tier A's
+    recall@5 from the baseline, in the same sentence."""
+    gate_text = run(indexed_demo, "gate", "--out", "out")
+    markdown = (indexed_demo / "out" / "report.md").read_text(encoding="utf-8")
+    stats_text = run(indexed_demo, "gold", "stats")
+    plan_text = run(indexed_demo, "gold", "plan", "--out", "out/plan.json")
+    surfaces = {
+        "gate": said(gate_text),
+        "report.md": said(markdown),
+        "gold stats": said(stats_text),
+        "gold plan": said(plan_text),
+    }
+    inputs = load_inputs(
+        indexed_demo / "config/llm-eval.yaml", indexed_demo / "config/ship-criteria.yaml"
+    )
+    baseline = load_baseline(indexed_demo / "gold/baseline.json")
+    assert baseline is not None
+    gate = inputs.criteria.gates[0]
+    ids = scored_ids(inputs.gold.queries, gate.scope, gate.metric)
+    power = scope_power_before_run(gate, ids, baseline.per_query)
+    assert power is not None and power.detectable_drop is not None
+    assert power.queries_needed is not None
+    expected = {
+        "n": f"{power.n:,}",
+        "drop": drop_size(gate.metric, power.detectable_drop),
+        "needed": f"{power.queries_needed:,}",
+        "target": drop_size(gate.metric, power.target),
+        "assumption": power.assumption,  # the zero-churn clause: words alone
+    }
+    for surface, figures in surfaces.items():
+        assert figures == expected, surface
+    report = json.loads((indexed_demo / "out" / "report.json").read_text(encoding="utf-8"))
+    recall = next(g for g in report["gates"] if g["name"] == gate.name)
+    assert recall["power"] == {
+        "detectable_drop": power.detectable_drop,
+        "queries_needed": power.queries_needed,
+    }
+    plan = json.loads((indexed_demo / "out" / "plan.json").read_text(encoding="utf-8"))
+    tier_a = next(s for s in plan["scopes"] if s["gate"] == gate.name)
+    assert (tier_a["detectable_drop"], tier_a["needed"]) == (
+        power.detectable_drop,
+        power.queries_needed,
+    )
+    *_, row = (line for line in stats_text.splitlines() if line.startswith("tier A "))
+    assert row.split()[3:6] == [*expected["drop"].split(), expected["needed"]]
