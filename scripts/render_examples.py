@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,6 +27,7 @@ DEGRADED_GATE = 'llm-eval gate --config config/examples/degraded.yaml; echo "exi
 EXAMPLES = {
     "README.md": (DEMO_GATE, DEGRADED_GATE),
     "docs/tutorials/demo.md": (DEMO_GATE, DEGRADED_GATE),
+    "docs/tutorials/your-repository.md": ("llm-eval gold coverage", "llm-eval gold plan"),
 }
 """Page → the commands whose `console` blocks it shows, each as the block writes it."""
 
@@ -41,31 +44,44 @@ def run_in_demo(command: str, demo: Path) -> str:
     return done.stdout
 
 
-def block_span(page: str, command: str) -> tuple[int, int]:
-    """Where the output of the `console` block of `command` starts and ends in `page`."""
-    opening = f"```console\n$ {command}\n"
-    start = page.index(opening) + len(opening)
-    return start, page.index("```", start)
+def block_span(page: str, command: str) -> tuple[int, int, str]:
+    """Where the output of the `console` block of `command` starts and ends in `page`,
+    and the block's indent (a block inside a list item is indented with it)."""
+    found = re.search(rf"^( *)```console\n\1\$ {re.escape(command)}\n", page, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"no console block of `{command}`")
+    indent = found.group(1)
+    end = page.index(f"{indent}```", found.end())
+    return found.end(), end, indent
+
+
+def indented(output: str, indent: str) -> str:
+    """`output` with each line that has text indented as its block."""
+    return "".join(indent + line if line.strip() else line for line in output.splitlines(True))
 
 
 def rendered(text: str, outputs: dict[str, str], commands: tuple[str, ...]) -> str:
     """`text` with each command's block holding its output."""
     for command in commands:
-        start, end = block_span(text, command)
-        text = text[:start] + outputs[command] + text[end:]
+        start, end, indent = block_span(text, command)
+        text = text[:start] + indented(outputs[command], indent) + text[end:]
     return text
+
+
+def demo_outputs(commands: Iterable[str]) -> dict[str, str]:
+    """Each command's output, run one after another in one fresh copy of the demo."""
+    with tempfile.TemporaryDirectory() as folder:
+        demo = Path(folder)
+        for name in ("config", "gold"):
+            shutil.copytree(REPO / name, demo / name)
+        return {command: run_in_demo(command, demo) for command in commands}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="Only say which pages are stale.")
     check = parser.parse_args().check
-    commands = dict.fromkeys(c for listed in EXAMPLES.values() for c in listed)
-    with tempfile.TemporaryDirectory() as folder:
-        demo = Path(folder)
-        for name in ("config", "gold"):
-            shutil.copytree(REPO / name, demo / name)
-        outputs = {command: run_in_demo(command, demo) for command in commands}
+    outputs = demo_outputs(dict.fromkeys(c for listed in EXAMPLES.values() for c in listed))
     stale = []
     for name, listed in EXAMPLES.items():
         path = REPO / name

@@ -368,29 +368,47 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
 
 
 EXAMPLES = script("render_examples")
+SHOWN = [(page, command) for page, commands in EXAMPLES.EXAMPLES.items() for command in commands]
+STALE = "stale: run python scripts/render_examples.py"
 
 
 @pytest.mark.parametrize(
-    ("page", "command"),
-    [(page, command) for page, commands in EXAMPLES.EXAMPLES.items() for command in commands],
+    ("page", "command"), [(p, c) for p, c in SHOWN if c.startswith("llm-eval gate")]
 )
 def test_the_readme_and_the_tutorial_show_the_real_demo_output(
     gated: Callable[..., Gated], command: str, page: str
 ) -> None:
     text = (REPO / page).read_text()
-    start, end = EXAMPLES.block_span(text, command)
+    start, end, _ = EXAMPLES.block_span(text, command)
     run = gated(*command.removeprefix("llm-eval gate").split(";")[0].split())
     expected = run.out
     if "echo" in command:
         expected += f"exit {run.code}\n"
-    assert text[start:end] == expected, "stale: run python scripts/render_examples.py"
+    assert text[start:end] == expected, STALE
+
+
+def test_the_docs_show_the_real_output_of_the_other_demo_commands() -> None:
+    """The examples of commands other than the gate, run as the script runs them."""
+    shown = [(p, c) for p, c in SHOWN if not c.startswith("llm-eval gate")]
+    assert shown
+    outputs = EXAMPLES.demo_outputs(dict.fromkeys(c for _, c in shown))
+    for page, command in shown:
+        text = (REPO / page).read_text()
+        start, end, indent = EXAMPLES.block_span(text, command)
+        assert outputs[command].strip(), command
+        assert text[start:end] == EXAMPLES.indented(outputs[command], indent), (page, STALE)
 
 
 def test_the_examples_script_writes_what_the_test_checks() -> None:
-    """The script puts each output in its block and nothing else changes."""
-    page = "before\n```console\n$ llm-eval gate\nold\n```\nafter\n"
-    new = EXAMPLES.rendered(page, {"llm-eval gate": "new\nlines\n"}, ("llm-eval gate",))
-    assert new == "before\n```console\n$ llm-eval gate\nnew\nlines\n```\nafter\n"
+    """The script puts each output in its block, indented as the block, and nothing else
+    changes."""
+    page = "before\n```console\n$ llm-eval gate\nold\n```\n  ```console\n  $ x\n  ```\nend\n"
+    outputs = {"llm-eval gate": "new\n\nlines\n", "x": "a\nb\n"}
+    new = EXAMPLES.rendered(page, outputs, ("llm-eval gate", "x"))
+    assert new == (
+        "before\n```console\n$ llm-eval gate\nnew\n\nlines\n```\n"
+        "  ```console\n  $ x\n  a\n  b\n  ```\nend\n"
+    )
 
 
 def test_format_json_writes_the_report_to_stdout(
