@@ -12,6 +12,7 @@ code prints now, and says to run this script:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -24,31 +25,43 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEMO_GATE = "llm-eval gate"
 DEGRADED_GATE = 'llm-eval gate --config config/examples/degraded.yaml; echo "exit $?"'
+JUDGED_GATE = "llm-eval gate --config config/examples/judged.yaml"
+"""Run with the stub judge (`scripts/stub_openai.py`) serving, as its page starts it."""
 EXAMPLES = {
     "README.md": (DEMO_GATE, DEGRADED_GATE),
     "docs/tutorials/demo.md": (DEMO_GATE, DEGRADED_GATE),
     "docs/tutorials/your-repository.md": ("llm-eval gold coverage", "llm-eval gold plan"),
+    "docs/how-to/judged-diagnostics.md": (JUDGED_GATE,),
 }
 """Page → the commands whose `console` blocks it shows, each as the block writes it."""
 
 
 def run_in_demo(command: str, demo: Path) -> str:
     """What `command` prints in the demo project at 80 columns (stdout; `echo "exit $?"`
-    included when the command has it)."""
+    included when the command has it), with the stub judge serving when it needs one."""
     environment = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
     llm_eval = str(Path(sys.executable).with_name("llm-eval"))
     line = command.replace("llm-eval", f'"{llm_eval}"', 1)
-    done = subprocess.run(
-        ["bash", "-c", line], cwd=demo, env=environment, capture_output=True, text=True
-    )
+    with contextlib.ExitStack() as stack:
+        if command == JUDGED_GATE:
+            sys.path.insert(0, str(REPO / "scripts"))
+            import stub_openai
+
+            url = stack.enter_context(stub_openai.serve()).url
+            environment["JUDGE_PORT"] = url.split(":")[2].split("/")[0]
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=demo, env=environment, capture_output=True, text=True
+        )
     return done.stdout
 
 
 def block_span(page: str, command: str) -> tuple[int, int, str]:
-    """Where the output of the `console` block of `command` starts and ends in `page`,
-    and the block's indent (a block inside a list item is indented with it)."""
-    found = re.search(rf"^( *)```console\n\1\$ {re.escape(command)}\n", page, re.MULTILINE)
-    if found is None:
+    """Where the output of `$ command` in a `console` block starts and ends in `page`
+    (up to the block's end), and the block's indent (a block inside a list item is
+    indented with it)."""
+    found = re.search(rf"^( *)\$ {re.escape(command)}\n", page, re.MULTILINE)
+    opening = page.rfind("```", 0, found.start()) if found else -1
+    if found is None or not page[opening:].startswith("```console"):
         raise ValueError(f"no console block of `{command}`")
     indent = found.group(1)
     end = page.index(f"{indent}```", found.end())

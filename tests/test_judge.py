@@ -488,7 +488,7 @@ def test_the_judged_guide_shows_the_real_judged_demo_output(
         # The example reads its port from the environment: no file is edited.
         monkeypatch.setenv("JUDGE_PORT", server.url.split(":")[2].split("/")[0])
         assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
-        assert capsys.readouterr().out == shown
+        assert capsys.readouterr().out == shown, "stale: run python scripts/render_examples.py"
         asked = len(server.requests)
         assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
         assert len(server.requests) == asked
