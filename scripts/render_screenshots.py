@@ -40,6 +40,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import drift_repository as drift
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SOURCES = DOCS / "_sources"
@@ -87,35 +90,6 @@ ADDED_QUERY = {
     "tags": ["howto", "files"],
     "relevant": {"gzip.open#0": 1},
 }
-
-# The scripted repository of tests/test_drift.py: six changes, each 2 points of
-# recall@10 down and refreshed, against an 11-point drift limit since the first.
-DRIFT_QUERIES = 500
-DRIFT_RELEVANT = 10
-DRIFT_CONFIG = """\
-gold:
-  - path: gold/gold.jsonl
-    tier: A
-retriever:
-  kind: run
-  path: run.jsonl
-metrics: [recall@10]
-top_k: 10
-baseline: gold/baseline.json
-output: .llm-eval
-"""
-DRIFT_CRITERIA = """\
-statistics:
-  min_n: 30
-  resamples: 100
-gates:
-  - name: retrieval_recall_at_10
-    regression_max: 0.03
-    drift_max: 0.11
-    since: reference
-    severity: error
-    scope: {tier: A}
-"""
 
 EXPERIMENT_TIMING = ("latency_p50", "latency_p95", "latency_p95_low", "latency_p95_high")
 """Columns of experiment.csv measured in time, and those decided by them below."""
@@ -225,45 +199,20 @@ def gold_changed_clone(work: Path) -> Path:
     return clone
 
 
-def write_drift_run(repo: Path, changes: int) -> None:
-    """The run after `changes` changes: change s takes one relevant document out of the
-    top 10 of every query whose number is s modulo 5."""
-    lines = []
-    for i in range(DRIFT_QUERIES):
-        lost = sum(1 for s in range(changes) if s % 5 == i % 5)
-        results = [f"d{i}-{j}" for j in range(DRIFT_RELEVANT - lost)] + ["other"] * lost
-        lines.append(json.dumps({"query_id": f"q{i:04}", "results": results}))
-    (repo / "run.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def drift_repository(work: Path) -> Path:
     """tests/test_drift.py's repository after its fifth refresh, the sixth change made."""
     repo = work / "drift"
-    (repo / "config").mkdir(parents=True)
-    (repo / "gold").mkdir()
-    (repo / "config" / "llm-eval.yaml").write_text(DRIFT_CONFIG, encoding="utf-8")
-    (repo / "config" / "ship-criteria.yaml").write_text(DRIFT_CRITERIA, encoding="utf-8")
-    gold = [
-        json.dumps(
-            {
-                "query_id": f"q{i:04}",
-                "query": f"question {i}",
-                "relevant": [f"d{i}-{j}" for j in range(DRIFT_RELEVANT)],
-            }
-        )
-        for i in range(DRIFT_QUERIES)
-    ]
-    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold) + "\n", encoding="utf-8")
+    drift.write_project(repo)
     (repo / ".gitignore").write_text(".llm-eval/\n", encoding="utf-8")
     git(repo, "init", "-q", "-b", "main")
     for step in range(6):
-        write_drift_run(repo, step)
+        drift.write_run(repo, step)
         llm_eval("baseline", "refresh", cwd=repo)
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", f"change {step}" if step else "reference baseline")
         if step == 0:
             git(repo, "tag", "reference")
-    write_drift_run(repo, 6)
+    drift.write_run(repo, 6)
     return repo
 
 

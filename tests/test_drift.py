@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import script
 
 from llm_eval.actions import links_from_env
 from llm_eval.cli import main
@@ -25,34 +26,9 @@ from llm_eval.formats._markup import Links
 from llm_eval.formats.markdown import render_comment
 from llm_eval.history import sparkline
 
-QUERIES = 500
-RELEVANT = 10
-
-CONFIG = """\
-gold:
-  - path: gold/gold.jsonl
-    tier: A
-retriever:
-  kind: run
-  path: run.jsonl
-metrics: [recall@10]
-top_k: 10
-baseline: gold/baseline.json
-output: .llm-eval
-"""
-
-CRITERIA = """\
-statistics:
-  min_n: 30
-  resamples: 100         # the power statement's simulations: not what is tested here
-gates:
-  - name: retrieval_recall_at_10
-    regression_max: 0.03
-    drift_max: 0.11
-    since: {since}
-    severity: error
-    scope: {{tier: A}}
-"""
+drift = script("drift_repository")
+CRITERIA = drift.CRITERIA
+write_run = drift.write_run
 
 
 def git(repo: Path, *args: str) -> str:
@@ -65,37 +41,11 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def write_run(repo: Path, changes: int) -> None:
-    """The run after `changes` changes: change s takes one relevant document out of the
-    top 10 of every query whose number is s modulo 5."""
-    lines = []
-    for i in range(QUERIES):
-        lost = sum(1 for s in range(changes) if s % 5 == i % 5)
-        results = [f"d{i}-{j}" for j in range(RELEVANT - lost)] + ["other"] * lost
-        lines.append(json.dumps({"query_id": f"q{i:04}", "results": results}))
-    (repo / "run.jsonl").write_text("\n".join(lines) + "\n")
-
-
 @pytest.fixture
 def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The repository at its reference: the first baseline committed and tagged."""
     repo = tmp_path / "repo"
-    (repo / "config").mkdir(parents=True)
-    (repo / "gold").mkdir()
-    (repo / "config" / "llm-eval.yaml").write_text(CONFIG)
-    (repo / "config" / "ship-criteria.yaml").write_text(CRITERIA.format(since="reference"))
-    gold = [
-        json.dumps(
-            {
-                "query_id": f"q{i:04}",
-                "query": f"question {i}",
-                "relevant": [f"d{i}-{j}" for j in range(RELEVANT)],
-            }
-        )
-        for i in range(QUERIES)
-    ]
-    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold) + "\n")
-    write_run(repo, 0)
+    drift.write_project(repo)
     monkeypatch.chdir(repo)
     git(repo, "init", "-q", "-b", "main")
     refresh_and_commit(repo, "reference baseline")
