@@ -27,6 +27,7 @@ from types import ModuleType
 import click
 import pytest
 import yaml
+from conftest import script
 
 from llm_eval.cli import cli
 from llm_eval.errors import ExitCode
@@ -37,17 +38,8 @@ CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
 )
-BROWSER_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1280,1000",
-]
+BROWSER_FLAGS = [*script("render_screenshots").CHROMIUM_FLAGS, "--window-size=1280,1000"]
+"""The flags the docs' pictures are taken with, at a laptop's window size."""
 
 
 def commands(
