@@ -672,11 +672,6 @@ def _exact_catcher(n: int, churn: float, margin: float, alpha: float) -> Callabl
     return caught
 
 
-def _exact_detectable(n: int, churn: float, margin: float, alpha: float) -> float:
-    """The exact test's detectable worsening with P(good) = churn, P(bad) = churn + D."""
-    return _bisect_drop(_exact_catcher(n, churn, margin, alpha), margin, 1.0 - 2.0 * churn)
-
-
 def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
     """The smallest Tango statistic (at the margin) whose exact p-value is <= alpha."""
 

@@ -413,13 +413,12 @@ def test_format_p(p: float, text: str) -> None:
 def test_queries_to_catch_inverts_the_detectable_drop(n: int) -> None:
     """0/1 scores, no churn: the exact power depends on the size alone, so the queries
     that catch the drop detectable at n are at most n, and catch it."""
-    from llm_eval.stats import _exact_detectable
-
     hits = np.ones(n)
     drop = detectable_worsening(hits, hits, 0.03, 0.05)
     needed = queries_to_catch(hits, hits, drop, 0.03, 0.05)
     assert needed is not None and n // 2 <= needed <= n
-    assert _exact_detectable(needed, 0.0, 0.03, 0.05) <= drop
+    at_needed = np.ones(needed)
+    assert detectable_worsening(at_needed, at_needed, 0.03, 0.05) <= drop
 
 
 def test_queries_to_catch_grow_as_the_drop_nears_the_margin() -> None:
