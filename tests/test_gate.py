@@ -246,7 +246,7 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
     )
     assert slice_sentence(result, result.slices[0]) == (
         "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp; 90% CI −15.0 to −5.0 pp, "
-        "Holm-adjusted p = 0.040): more than the 3.0 pp allowed"
+        "Holm-adjusted p ≤ 0.040): more than the 3.0 pp allowed"  # a betting test: a bound
     )
 
 
@@ -298,7 +298,7 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
     assert result.power is not None
     open_ended = replace(result, power=replace(result.power, detectable_drop=None, target=0.045))
     assert power_sentence(open_ended) == (
-        "recall@5 (tier A): with 176 queries, no drop it can show is caught 4 times in 5; "
+        "recall@5 (tier A): 176 queries are too few to catch any drop 4 times in 5; "
         "about 1,313 queries catch one of 4.5 pp (1.5× the 3.0 pp limit), assuming the "
         "churn seen"
     )

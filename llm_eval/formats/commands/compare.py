@@ -26,7 +26,7 @@ def cells(row: Row) -> list[str]:
         value(metric, row.mean_b),
         delta(metric, row.delta),
         f"{low} to {delta(metric, row.ci_high)}" + _level(row),
-        format_p(row.p_value),
+        format_p(row.p_value, row.method),
         row.winner,
     ]
 
