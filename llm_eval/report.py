@@ -108,9 +108,10 @@ def _gate_entry(result: GateResult) -> GateEntry:
 
 
 def _coverage_entry(result: GateResult) -> dict[str, Any] | None:
-    """judged@k beside a gate whose value moved, and whether it fell."""
+    """judged@k beside a gate whose value moved, and whether it fell; none where the
+    labels judge no document not relevant (`coverage_notes` says so once)."""
     coverage = result.coverage
-    if coverage is None:
+    if coverage is None or not coverage.readable:
         return None
     before = coverage.baseline
     return {
@@ -554,6 +555,7 @@ def build_report(
             *_unpaired_notes(comparison, baseline),
             *_cache_notes(from_cache, len(measurement.service)),
             *_repeat_notes(measurement, baseline, metrics),
+            *coverage_notes(comparison.results),
         ],
         "retrieval": {"from_cache": from_cache},
         "provenance": {
@@ -615,6 +617,21 @@ def _gold_changes(comparison: Comparison, by_id: Mapping[str, GoldQuery]) -> dic
         "locations": {q: {"file": by_id[q].path, "line": by_id[q].line} for q in located},
         "accept_commands": list(ACCEPT_GOLD_CHANGE),
     }
+
+
+def coverage_notes(results: Sequence[GateResult]) -> list[str]:
+    """One note when a gate's judged@k cannot be read, its labels judging no document
+    not relevant (`LabelCoverage.readable`): said once, not beside each drop."""
+    unread = [r.coverage.metric for r in results if r.coverage and not r.coverage.readable]
+    if not unread:
+        return []
+    names = ", ".join(dict.fromkeys(parse_metric(m).label for m in unread))
+    return [
+        f"The gold labels list only relevant documents (no document is judged not "
+        f"relevant), so {names} counts the relevant results and cannot show holes in "
+        "the labels: it is not read beside the gates. Add non-relevant judgments (grade "
+        "0) to read it."
+    ]
 
 
 def _notes(
