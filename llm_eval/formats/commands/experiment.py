@@ -160,6 +160,11 @@ def _p(p: float, method: str) -> str:
     return format_p(p, method).removeprefix("p = ").removeprefix("p ")
 
 
+def _p_md(p: float, method: str) -> str:
+    """`_p` in a Markdown cell: `<` and `>` as HTML entities."""
+    return escape_markdown(_p(p, method))
+
+
 def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
     if row.on_front and any(row.name in g for g in groups):
         return "yes, tied"
@@ -291,8 +296,8 @@ def _pairs_markdown(result: Experiment) -> list[str]:
             low = delta(metric, r.ci_low).removesuffix(" pp")
             lines.append(
                 f"| `{row.name}` | {short_label(metric)} | {r.n} | {_versus(row, metric)} "
-                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value, r.method)} "
-                f"| {_p(pair.p_holm, r.method)} |"
+                f"| {low} to {delta(metric, r.ci_high)} | {_p_md(r.p_value, r.method)} "
+                f"| {_p_md(pair.p_holm, r.method)} |"
             )
     legend = _legend(result.pairable)
     return [*lines, "", *([legend, ""] if legend else [])]
@@ -315,7 +320,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
             f"| {escape_markdown(lift.name)} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
             f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
-            f"| {_p(r.p_value, r.method)} | {ratio} |"
+            f"| {_p_md(r.p_value, r.method)} | {ratio} |"
         )
     return [*lines, ""]
 
@@ -339,7 +344,7 @@ def _slices_markdown(result: Experiment, shown: int = 8) -> list[str]:
         for r in slices[:shown]:
             lines.append(
                 f"| {escape_markdown(r.slice)} | {r.n} | {value(q, r.mean_a)} "
-                f"| {value(q, r.mean_b)} | {delta(q, r.delta)} | {_p(r.p_value, r.method)} |"
+                f"| {value(q, r.mean_b)} | {delta(q, r.delta)} | {_p_md(r.p_value, r.method)} |"
             )
         if len(slices) > shown:
             lines.append(f"| … {len(slices) - shown} more in experiment.json | | | | | |")
