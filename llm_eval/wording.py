@@ -227,7 +227,16 @@ def _cannot_tell_reason(result: GateResult) -> str:
     gate, margin, power = result.gate, result.margin, result.power
     n = 0 if margin is None else margin.n
     if n < gate.statistics.min_n:
-        return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
+        fewer = f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
+        if power is None or not power.target > power.limit or power.queries_needed is None:
+            return fewer
+        if power.queries_needed <= gate.statistics.min_n:
+            return fewer
+        target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
+        return (
+            f"{fewer}, and about {power.queries_needed:,} catch {target} "
+            "(llm-eval gold plan lists where to add them)"
+        )
     if not _too_few(result):
         baseline = result.baseline
         limit = None if baseline is None else allowed_change(gate, baseline)

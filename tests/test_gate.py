@@ -10,7 +10,7 @@ import pytest
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
 from llm_eval.stats import MarginTest, holm, holm_levels
-from llm_eval.wording import power_sentence, sentence, slice_sentence
+from llm_eval.wording import more_queries, power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
@@ -262,8 +262,10 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     assert sentence(unsure) == (
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
         "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
-        "fewer than the 30 needed to judge (blocks the merge)"
+        "fewer than the 30 needed to judge, and about 140 catch a drop of 6.0 pp 4 times in 5 "
+        "(llm-eval gold plan lists where to add them) (blocks the merge)"
     )
+    assert more_queries(unsure) == 140 - 24
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
         "60 queries are too few: about 140 catch a drop of 6.0 pp 4 times in 5 "
