@@ -242,7 +242,7 @@ def _cannot_tell_reason(result: GateResult) -> str:
         limit = None if baseline is None else allowed_change(gate, baseline)
         if margin is not None and limit is not None and on_the_limit(margin, limit):
             return f"the change is too close to the limit for {_queries(n)} to tell"
-        return f"{_queries(n)} give no evidence either way"
+        return f"{_queries(n)} {'gives' if n == 1 else 'give'} no evidence either way"
     assert power is not None
     target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
     if power.queries_needed is None:
@@ -439,7 +439,8 @@ def power_statement(
     metric = gate.metric
     name = subject(metric, scope_label)
     if power.detectable_drop is None:  # what would be needed is the news, not "no drop"
-        said = f"{name}: {_queries(power.n)} are too few to catch any drop 4 times in 5"
+        are = "is" if power.n == 1 else "are"
+        said = f"{name}: {_queries(power.n)} {are} too few to catch any drop 4 times in 5"
     else:
         caught = drop_size(metric, power.detectable_drop)
         said = f"{name}: with {_queries(power.n)}, a drop of {caught} is caught 4 times in 5"
