@@ -41,6 +41,8 @@ class Row:
     confidence: float
     """1 - alpha; for tag rows the Holm-consistent level, so that the interval excludes
     zero exactly when the adjusted p-value is below alpha."""
+    method: str = "exact-unconditional"
+    """The test's `MarginTest.method`: whether `p_value` is exact or a bound."""
 
     @property
     def delta(self) -> float:
@@ -130,6 +132,7 @@ def _row(
         high,
         winner(metric, p_value, low, high, alpha),
         1.0 - two_sided,
+        test.method,
     )
 
 

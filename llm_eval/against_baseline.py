@@ -30,7 +30,7 @@ from llm_eval.gate import (
     with_drift,
     worsening_pair,
 )
-from llm_eval.gold import GoldQuery
+from llm_eval.gold import GoldQuery, has_negatives
 from llm_eval.inputs import Inputs
 from llm_eval.judge.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
@@ -219,7 +219,9 @@ def _coverage(
     rows = [baseline.per_query.get(q, {}) for q in ids]
     known = all(metric in row for row in rows)
     before = float(np.mean([row[metric] for row in rows])) if known else None
-    return LabelCoverage(metric, value, before)
+    by_id = {query.query_id: query for query in queries}
+    readable = has_negatives(by_id[q] for q in ids if q in by_id)
+    return LabelCoverage(metric, value, before, readable)
 
 
 def _corrected(

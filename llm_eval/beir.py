@@ -62,8 +62,9 @@ def judged_queries(
     matching: str,
 ) -> Iterator[GoldQuery]:
     """Gold queries from `{query_id: (text, line)}` and qrels, in the texts' order: the
-    judged ones with a relevant document (grade > 0). A query judged in `judged_in` but
-    without a text is an error."""
+    judged ones with a relevant document (grade > 0), with their non-relevant judgments
+    (grade 0 or below) kept for judged@k. A query judged in `judged_in` but without a
+    text is an error."""
     unknown = sorted(set(qrels) - set(texts))
     if unknown:
         name = Path(queries_path).name
@@ -72,9 +73,8 @@ def judged_queries(
             path=queries_path,
         )
     for query_id, (text, line) in texts.items():
-        relevant = tuple(
-            (doc, grade) for doc, grade in qrels.get(query_id, {}).items() if grade > 0
-        )
+        judged = qrels.get(query_id, {})
+        relevant = tuple((doc, grade) for doc, grade in judged.items() if grade > 0)
         if not relevant:
             continue
         yield GoldQuery(
@@ -89,6 +89,7 @@ def judged_queries(
             path=str(queries_path),
             line=line,
             matching=matching,
+            non_relevant=tuple((doc, grade) for doc, grade in judged.items() if grade <= 0),
         )
 
 

@@ -355,8 +355,8 @@ def _ratio(
 # --- in words -------------------------------------------------------------------------
 
 
-def _significance(p: float, result: str, alpha: float) -> str:
-    shown = format_p(p)
+def _significance(p: float, method: str, result: str, alpha: float) -> str:
+    shown = format_p(p, method)
     if result == "no significant difference":
         return f"not significant, {shown}"
     return f"significant, {shown}"
@@ -443,7 +443,8 @@ def recommendation(experiment: Experiment) -> str:
             f"`{best.name}` is the best variant on {label} over {experiment.scope} "
             f"({experiment.queries} queries): {value(q, best.values[q])} against "
             f"`{ref}`'s {value(q, reference.values[q])} ({delta(q, pair.row.delta)}, "
-            f"{_significance(pair.p_holm, pair.winner, experiment.alpha)} after Holm across "
+            f"{_significance(pair.p_holm, pair.row.method, pair.winner, experiment.alpha)} "
+            "after Holm across "
             f"{len(experiment.rows) - 1} variants), "
             f"{_times(experiment, best.name, ref, _ratio(best.values, reference.values))}."
         )
@@ -473,7 +474,7 @@ def recommendation(experiment: Experiment) -> str:
         sentences.append(
             f"{lift.name}: `{lift.variant}` {direction} {parse_metric(m).label} over "
             f"`{lift.base}` by {delta(m, lift.row.delta).lstrip('+').lstrip('−')} "
-            f"({_significance(lift.row.p_value, result, experiment.alpha)}), "
+            f"({_significance(lift.row.p_value, lift.row.method, result, experiment.alpha)}), "
             f"{_times(experiment, lift.variant, lift.base, lift.latency_ratio)}."
         )
     return " ".join(sentences)

@@ -26,6 +26,8 @@ def query_fingerprint(query: GoldQuery) -> str:
         ]
     if query.reference_passages:
         fields["reference_passages"] = list(query.reference_passages)
+    if query.non_relevant:
+        fields["non_relevant"] = sorted(query.non_relevant)
     if query.matching != "auto":
         fields["matching"] = query.matching
     return digest(fields)

@@ -131,12 +131,19 @@ class LabelCoverage:
     value: float
     baseline: float | None
     """None when the baseline has no judged@k for these queries (made before it)."""
+    readable: bool = True
+    """The labels of these queries judge some document not relevant. Without one
+    (positive-only qrels, as BEIR and TREC often ship) judged@k is the share of
+    relevant results: it falls with every drop in recall and shows no hole in the
+    labels, so it is not read (one note says so, no gate warns)."""
 
     @property
     def fell(self) -> bool:
         """The labels cover less of the top k than at the baseline: part of the change
         may be holes in the labels, not a change in quality."""
-        return self.baseline is not None and self.value < self.baseline - TOLERANCE
+        return (
+            self.readable and self.baseline is not None and self.value < self.baseline - TOLERANCE
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ These are the records; `llm_eval.gold_io` reads and checks the files.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 DEFAULT_TIER = "A"
@@ -65,11 +66,22 @@ class GoldQuery:
     accepts it, and may not gate before."""
     prompt_version: str | None = None
     """The prompt that wrote a synthetic question (`question_writing@1`)."""
+    non_relevant: tuple[tuple[str, int], ...] = ()
+    """(doc_id, grade) pairs judged not relevant (grade 0, or negative in TREC qrels):
+    they count as labelled for `judged@k`. BEIR and TREC qrels often list none, and
+    then judged@k cannot tell holes in the labels from misses (`has_negatives`)."""
 
     @property
     def grades(self) -> dict[str, int]:
-        """`{doc_id: grade}`: this query's row of the qrels."""
-        return dict(self.relevant)
+        """`{doc_id: grade}`: this query's row of the qrels, non-relevant judgments too."""
+        return dict(self.non_relevant) | dict(self.relevant)
+
+
+def has_negatives(queries: Iterable[GoldQuery]) -> bool:
+    """Whether any of the queries' labels judge a document not relevant. Without one
+    (positive-only qrels) judged@k is the share of relevant results, so it falls with
+    every drop in recall and says nothing about holes in the labels."""
+    return any(query.non_relevant for query in queries)
 
 
 SOURCES = ("human", "synthetic")

@@ -143,7 +143,7 @@ def _parse_query(
         if not isinstance(record[key], str) or not record[key].strip():
             raise fail(key, "must be a non-empty string")
     tier = _tier(record.get("tier"), file_tier, fail)
-    relevant = _relevant(record.get("relevant", {}), fail)
+    relevant, non_relevant = _relevant(record.get("relevant", {}), fail)
     references = _references(record.get("gold_references", []), fail)
     passages = _passages(record.get("reference_passages", []), fail)
     is_rejection = record.get("is_rejection", False)
@@ -177,6 +177,7 @@ def _parse_query(
         source=source,
         reviewed=reviewed,
         prompt_version=_optional_text(record, "prompt_version", fail),
+        non_relevant=non_relevant,
     )
 
 
@@ -233,17 +234,21 @@ def _slice_fields(record: Mapping[str, Any], fail: Any) -> tuple[str, ...]:
     return tuple(slices)
 
 
-def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
+def _relevant(
+    value: Any, fail: Any
+) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+    """The (doc_id, grade) pairs judged relevant, and those judged not (grade 0)."""
     if isinstance(value, list):
         if not all(isinstance(doc, str) and doc for doc in value):
             raise fail("relevant", "a list must hold document ids (non-empty strings)")
-        return tuple((doc, 1) for doc in dict.fromkeys(value))
+        return tuple((doc, 1) for doc in dict.fromkeys(value)), ()
     if not isinstance(value, dict):
         raise fail(
             "relevant",
             f"must be an object {{doc_id: grade}} or a list of doc ids, got {json_type(value)}",
         )
-    pairs = []
+    pairs: list[tuple[str, int]] = []
+    negatives: list[tuple[str, int]] = []
     for doc, grade in value.items():
         if not doc:
             raise fail("relevant", "document ids must be non-empty")
@@ -253,9 +258,8 @@ def _relevant(value: Any, fail: Any) -> tuple[tuple[str, int], ...]:
                 f"relevant.{doc}",
                 f"grade must be a whole number from 0 to {MAX_GRADE}, got {shown}",
             )
-        if grade > 0:
-            pairs.append((doc, grade))
-    return tuple(pairs)
+        (pairs if grade > 0 else negatives).append((doc, grade))
+    return tuple(pairs), tuple(negatives)
 
 
 _REFERENCE_KEYS = ("document", "page", "relevance")

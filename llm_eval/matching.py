@@ -69,8 +69,8 @@ class MatchedQuery:
 
     @property
     def credited(self) -> int:
-        """How many units a result was credited to."""
-        units = dict(self.grades)
+        """How many relevant units a result was credited to."""
+        units = {unit for unit, grade in self.grades if grade > 0}
         return sum(1 for unit in dict.fromkeys(self.ranked) if unit in units)
 
 
@@ -85,8 +85,9 @@ class Matcher(Protocol):
 def match_ids(
     query: GoldQuery, results: Sequence[RankedResult], settings: MatchSettings
 ) -> MatchedQuery:
-    """The identity: units are document ids, as trec_eval judges them."""
-    return MatchedQuery(query.relevant, tuple(r.doc_id for r in results))
+    """The identity: units are document ids, as trec_eval judges them (documents judged
+    not relevant too, so that judged@k counts them as labelled)."""
+    return MatchedQuery(query.relevant + query.non_relevant, tuple(r.doc_id for r in results))
 
 
 def reference_unit(index: int) -> str:

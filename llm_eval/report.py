@@ -34,6 +34,7 @@ from llm_eval.wording import (
     coverage_sentence,
     drift_sentence,
     gold_change_sentence,
+    more_queries,
     power_sentence,
     sentence,
     slice_sentence,
@@ -96,6 +97,7 @@ def _gate_entry(result: GateResult) -> GateEntry:
         "corrected": corrected_entry(result.corrected),
         "label_coverage": _coverage_entry(result),
         "power_warning": power_sentence(result),
+        "more_queries": more_queries(result),
         "power": None
         if result.power is None
         else {
@@ -106,9 +108,10 @@ def _gate_entry(result: GateResult) -> GateEntry:
 
 
 def _coverage_entry(result: GateResult) -> dict[str, Any] | None:
-    """judged@k beside a gate whose value moved, and whether it fell."""
+    """judged@k beside a gate whose value moved, and whether it fell; none where the
+    labels judge no document not relevant (`coverage_notes` says so once)."""
     coverage = result.coverage
-    if coverage is None:
+    if coverage is None or not coverage.readable:
         return None
     before = coverage.baseline
     return {
@@ -168,23 +171,26 @@ def _stats_entry(result: GateResult) -> dict[str, Any] | None:
 
 
 def _margin_entry(result: GateResult, margin: MarginTest | None) -> dict[str, Any] | None:
-    """A paired test against a limit, as the report stores it."""
+    """A paired test against a limit, as the report stores it; with no query changed
+    (`unchanged`), no interval and no p-value: there is no change to bound."""
     if margin is None:
         return None
-    low, high = delta_interval(result.gate.metric, margin)
+    unchanged = margin.changed == 0
+    low, high = (None, None) if unchanged else delta_interval(result.gate.metric, margin)
     low_open, high_open = _open_ends(result.gate.metric, margin)
     # Raw 0/1 values: for a lower-is-better metric the bad value is 1.
     flipped = parse_metric(result.gate.metric).lower_is_better
     return {
         "n": margin.n,
+        "unchanged": unchanged,
         "ci_low": low,
         "ci_high": high,
-        "ci_low_open": low_open,
-        "ci_high_open": high_open,
+        "ci_low_open": None if unchanged else low_open,
+        "ci_high_open": None if unchanged else high_open,
         "confidence": margin.confidence,
         "changed": margin.changed,
-        "p_value": margin.p_beyond,
-        "p_within": margin.p_within,
+        "p_value": None if unchanged else margin.p_beyond,
+        "p_within": None if unchanged else margin.p_within,
         "method": margin.method,
         "alpha": result.gate.statistics.alpha,
         "hit_to_miss": margin.went_better if flipped else margin.went_worse,
@@ -201,8 +207,9 @@ def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:
 
 def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
     margin = piece.margin
-    low, high = (None, None) if margin is None else delta_interval(result.gate.metric, margin)
-    open_ends = (None, None) if margin is None else _open_ends(result.gate.metric, margin)
+    shown = None if margin is None or margin.changed == 0 else margin  # unchanged: none
+    low, high = (None, None) if shown is None else delta_interval(result.gate.metric, shown)
+    open_ends = (None, None) if shown is None else _open_ends(result.gate.metric, shown)
     return {
         "slice": f"tag:{piece.tag}",
         "n": piece.n,
@@ -212,9 +219,11 @@ def _slice_entry(result: GateResult, piece: SliceResult) -> dict[str, Any]:
         "status": piece.status,
         "reason": piece.reason,
         "judged": piece.judged,
-        "p_value": margin.p_beyond if margin is not None else None,
-        "p_adjusted": piece.p_adjusted,
+        "unchanged": piece.reason == "unchanged",
+        "p_value": shown.p_beyond if shown is not None else None,
+        "p_adjusted": piece.p_adjusted if shown is not None else None,
         "p_adjustment": "holm",
+        "method": margin.method if margin is not None else None,
         "ci_low": low,
         "ci_high": high,
         "ci_low_open": open_ends[0],
@@ -546,6 +555,7 @@ def build_report(
             *_unpaired_notes(comparison, baseline),
             *_cache_notes(from_cache, len(measurement.service)),
             *_repeat_notes(measurement, baseline, metrics),
+            *coverage_notes(comparison.results),
         ],
         "retrieval": {"from_cache": from_cache},
         "provenance": {
@@ -607,6 +617,21 @@ def _gold_changes(comparison: Comparison, by_id: Mapping[str, GoldQuery]) -> dic
         "locations": {q: {"file": by_id[q].path, "line": by_id[q].line} for q in located},
         "accept_commands": list(ACCEPT_GOLD_CHANGE),
     }
+
+
+def coverage_notes(results: Sequence[GateResult]) -> list[str]:
+    """One note when a gate's judged@k cannot be read, its labels judging no document
+    not relevant (`LabelCoverage.readable`): said once, not beside each drop."""
+    unread = [r.coverage.metric for r in results if r.coverage and not r.coverage.readable]
+    if not unread:
+        return []
+    names = ", ".join(dict.fromkeys(parse_metric(m).label for m in unread))
+    return [
+        f"The gold labels list only relevant documents (no document is judged not "
+        f"relevant), so {names} counts the relevant results and cannot show holes in "
+        "the labels: it is not read beside the gates. Add non-relevant judgments (grade "
+        "0) to read it."
+    ]
 
 
 def _notes(

@@ -37,6 +37,7 @@ _maybe_text = optional(text)
 _STATS = record(
     {
         "n": _count,
+        "unchanged": optional(boolean),
         "ci_low": _maybe_number,
         "ci_high": _maybe_number,
         "confidence": optional(number),
@@ -55,6 +56,7 @@ _GATE_SLICE = record(
         "delta": _maybe_number,
         "status": one_of(*STATUSES),
         "judged": boolean,
+        "unchanged": optional(boolean),
         "p_value": _maybe_number,
         "p_adjusted": _maybe_number,
         "ci_low": _maybe_number,
@@ -113,6 +115,7 @@ _GATE = record(
         "regression_ok": optional(boolean),
         "sentence": _maybe_text,
         "power_warning": _maybe_text,
+        "more_queries": optional(_count),
         "statistics": optional(record({"on_inconclusive": one_of("fail", "warn")})),
         "stats": optional(_STATS),
         "power": optional(

@@ -50,6 +50,7 @@ class GateEntry(TypedDict):
     corrected: dict[str, Any] | None
     label_coverage: dict[str, Any] | None
     power_warning: str | None
+    more_queries: int | None
     power: Power | None
     drift: NotRequired[dict[str, Any]]
 

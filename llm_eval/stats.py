@@ -111,9 +111,26 @@ def holm_levels(p_values: Sequence[float], alpha: float) -> list[float]:
     return levels
 
 
-def format_p(p: float) -> str:
-    """`p < 0.001`, else `p = 0.034` (three decimals), for every report."""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+EXACT_METHODS = frozenset({"exact-unconditional", "tango-score", "mcnemar-exact"})
+"""Tests whose p-value is the tail probability itself (the last two: reports written by
+earlier versions). Every other test's p-value is a conservative bound: the betting
+test's is 1 / wealth, by Ville's inequality at least the exact p-value."""
+NO_EVIDENCE_P = 0.5
+"""A bound at or above this says nothing against the null: printed `p > 0.5`."""
+
+
+def format_p(p: float, method: str | None) -> str:
+    """The one way every surface prints a p-value of the test `method`: `p < 0.001`;
+    an exact p-value as `p = 0.034`; a bound as `p ≤ 0.034`, or `p > 0.5` when it is
+    0.5 or more (no evidence), rounded up so that it stays a bound. `method` None: not
+    known (an old report), a bound."""
+    if p < 0.001:
+        return "p < 0.001"
+    if method in EXACT_METHODS:
+        return f"p = {p:.3f}"
+    if p >= NO_EVIDENCE_P:
+        return "p > 0.5"
+    return f"p ≤ {math.ceil(p * 1000 - 1e-9) / 1000:.3f}"
 
 
 # --- the test against the limit --------------------------------------------------------

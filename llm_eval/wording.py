@@ -132,7 +132,7 @@ def interval(
     given, e.g. Holm's)."""
     low, high = delta_interval(metric, margin)
     text = f"{margin.confidence * 100:.3g}% CI {ci_range(metric, low, high)}"
-    return text if p_value is None else f"{text}, {p_label}{format_p(p_value)}"
+    return text if p_value is None else f"{text}, {p_label}{format_p(p_value, margin.method)}"
 
 
 def _allowed(gate: Gate, before: float | None) -> str:
@@ -172,19 +172,78 @@ def _moved(gate: Gate, before: float | None, after: float, details: str) -> str:
     )
 
 
+def on_the_limit(margin: MarginTest, limit: float) -> bool:
+    """Whether the change sits on the limit: its estimate lies within the interval's
+    half-width of it (`limit`, the worsening allowed). An open end of the interval says
+    only that the data cannot bound that side, not how wide the data spread, so with one
+    end open the closed end's distance from the estimate stands for the half-width; with
+    both open nothing is on the limit."""
+    estimate = margin.worsening
+    if margin.low_open and margin.high_open:
+        return False
+    if margin.high_open:
+        half = estimate - margin.low
+    elif margin.low_open:
+        half = margin.high - estimate
+    else:
+        half = (margin.high - margin.low) / 2.0
+    return abs(estimate - limit) <= half + 1e-12
+
+
+def _too_few(result: GateResult) -> bool:
+    """The power model (`power.scope_power`) says the scope holds too few queries to
+    catch a drop of twice the limit 4 times in 5."""
+    power, margin = result.power, result.margin
+    n = 0 if margin is None else margin.n
+    return (
+        power is not None
+        and power.target > power.limit
+        and (power.queries_needed is None or power.queries_needed > n)
+    )
+
+
+def more_queries(result: GateResult) -> int | None:
+    """About how many more queries like these would let a regression check that cannot
+    tell decide, when it cannot tell for want of queries: up to `min_n`, or up to the
+    power model's queries needed (`Power.queries_needed`) when that is more. None when
+    it can tell, when the queries are not what is missing (the change sits on the limit,
+    or the data give no evidence either way), or when no size searched is enough."""
+    if result.decision != "inconclusive":
+        return None
+    power, margin = result.power, result.margin
+    n = 0 if margin is None else margin.n
+    needed = None if power is None or not power.target > power.limit else power.queries_needed
+    if n < result.gate.statistics.min_n:
+        return max(result.gate.statistics.min_n, needed or 0) - n
+    if _too_few(result) and needed is not None:
+        return needed - n
+    return None
+
+
 def _cannot_tell_reason(result: GateResult) -> str:
     """Why the data cannot tell: too few queries to judge at all, too few to catch a
-    drop of twice the limit (`power_statement`'s figure), or a change near the limit."""
+    drop of twice the limit (`power_statement`'s figure), a change on the limit
+    (`on_the_limit`), or else no evidence either way."""
     gate, margin, power = result.gate, result.margin, result.power
     n = 0 if margin is None else margin.n
     if n < gate.statistics.min_n:
-        return f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
-    if (
-        power is None
-        or not power.target > power.limit
-        or (power.queries_needed is not None and power.queries_needed <= n)
-    ):
-        return f"the change is too close to the limit for {_queries(n)} to tell"
+        fewer = f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
+        if power is None or not power.target > power.limit or power.queries_needed is None:
+            return fewer
+        if power.queries_needed <= gate.statistics.min_n:
+            return fewer
+        target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
+        return (
+            f"{fewer}, and about {power.queries_needed:,} catch {target} "
+            "(llm-eval gold plan lists where to add them)"
+        )
+    if not _too_few(result):
+        baseline = result.baseline
+        limit = None if baseline is None else allowed_change(gate, baseline)
+        if margin is not None and limit is not None and on_the_limit(margin, limit):
+            return f"the change is too close to the limit for {_queries(n)} to tell"
+        return f"{_queries(n)} {'gives' if n == 1 else 'give'} no evidence either way"
+    assert power is not None
     target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
     if power.queries_needed is None:
         return f"{_queries(n)} are too few: not even {_queries(MOST_QUERIES)} catch {target}"
@@ -375,16 +434,19 @@ def power_statement(
     """The one sentence for `power.scope_power`'s figures, on every surface: `recall@5
     (tier A): with 176 queries, a drop of 7.9 pp is caught 4 times in 5; about 348
     queries catch one of 6.0 pp (twice the 3.0 pp limit), assuming no other query's
-    score changes`."""
+    score changes`; when no drop the metric can show is caught at this size, `recall@5:
+    12 queries are too few to catch any drop 4 times in 5; about 348 queries catch …`."""
     metric = gate.metric
-    who = f"{subject(metric, scope_label)}: with {_queries(power.n)}"
-    if power.detectable_drop is None:
-        caught = "no drop it can show is caught 4 times in 5"
+    name = subject(metric, scope_label)
+    if power.detectable_drop is None:  # what would be needed is the news, not "no drop"
+        are = "is" if power.n == 1 else "are"
+        said = f"{name}: {_queries(power.n)} {are} too few to catch any drop 4 times in 5"
     else:
-        caught = f"a drop of {drop_size(metric, power.detectable_drop)} is caught 4 times in 5"
+        caught = drop_size(metric, power.detectable_drop)
+        said = f"{name}: with {_queries(power.n)}, a drop of {caught} is caught 4 times in 5"
     if not power.target > power.limit:  # a zero limit: no multiple of it to size for
-        return f"{who}, {caught}, {power.assumption}"
-    return f"{who}, {caught}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
+        return f"{said}, {power.assumption}"
+    return f"{said}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
 
 
 def _needed_clause(gate: Gate, power: Power, baseline: float | None) -> str:

@@ -12,14 +12,21 @@ from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.errors import ComparisonError
 from llm_eval.gold import GoldQuery
+from llm_eval.report import coverage_notes, gate_entry
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, margin_tests
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
 
-def queries(n: int) -> list[GoldQuery]:
-    return [gold_query(f"q{i}", (("d", 1),), tags=(f"t{i % 2}",), line=i + 1) for i in range(n)]
+def queries(n: int, negatives: bool = False) -> list[GoldQuery]:
+    """n queries labelled `d` relevant; with `negatives`, each also judges `x` not
+    relevant (grade 0), as qrels with non-relevant judgments do."""
+    judged = (("x", 0),) if negatives else ()
+    return [
+        gold_query(f"q{i}", (("d", 1),), tags=(f"t{i % 2}",), line=i + 1, non_relevant=judged)
+        for i in range(n)
+    ]
 
 
 def baseline(per_query: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> Baseline:
@@ -132,7 +139,7 @@ def with_judged(recall: list[float], judged: list[float]) -> dict[str, dict[str,
 def test_judged_at_k_is_shown_beside_a_gate_whose_value_moved(
     now_judged: list[float], before_has: bool, expected: tuple[float, float | None, bool]
 ) -> None:
-    gold = queries(4)
+    gold = queries(4, negatives=True)
     before = with_judged([1.0, 1.0, 1.0, 1.0], [0.8] * 4)
     if not before_has:
         before = {q: {"recall@5": row["recall@5"]} for q, row in before.items()}
@@ -152,3 +159,44 @@ def test_judged_at_k_is_not_shown_when_nothing_moved_or_without_a_baseline() -> 
     (same,) = decide_gates(gold, [gate()], ScoreTable(rows), baseline(rows, ("recall@5",)), None)
     (alone,) = decide_gates(gold, [gate()], ScoreTable(rows), None, None)
     assert same.coverage is None and alone.coverage is None
+
+
+def test_positive_only_labels_give_one_note_and_no_warning_per_drop() -> None:
+    """Labels that list only relevant documents (BEIR and TREC qrels often do) make
+    judged@5 the share of relevant results: it fell with recall on both gates, which
+    says nothing about holes in the labels. No gate warns; one note says why."""
+    gold = queries(4)
+    before = with_judged([1.0] * 4, [0.8] * 4)
+    now = with_judged([1.0, 0.0, 1.0, 0.0], [0.4] * 4)
+    results = decide_gates(
+        gold,
+        [gate(), gate(min_n=3)],
+        ScoreTable(now),
+        baseline(before, ("recall@5",)),
+        None,
+    )
+    assert all(r.coverage is not None and not r.coverage.readable for r in results)
+    assert not any(r.coverage is not None and r.coverage.fell for r in results)
+    assert all(gate_entry(r)["label_coverage"] is None for r in results)
+    (note,) = coverage_notes(results)
+    assert "judged@5 counts the relevant results and cannot show holes in the labels" in note
+
+
+def test_labels_with_negatives_still_warn_when_coverage_fell() -> None:
+    gold = queries(4, negatives=True)
+    before = with_judged([1.0] * 4, [0.8] * 4)
+    now = with_judged([1.0, 0.0, 1.0, 0.0], [0.4] * 4)
+    (result,) = decide_gates(gold, [gate()], ScoreTable(now), baseline(before, ("recall@5",)), None)
+    assert result.coverage is not None and result.coverage.fell
+    entry = gate_entry(result)["label_coverage"]
+    assert entry is not None and entry["fell"]
+    assert "label them before trusting it" in entry["sentence"]
+    assert coverage_notes([result]) == []
+
+
+def test_one_query_with_a_negative_judgment_makes_judged_at_k_readable() -> None:
+    gold = [*queries(3), *queries(4, negatives=True)[3:]]
+    before = with_judged([1.0] * 4, [0.8] * 4)
+    now = with_judged([1.0, 0.0, 1.0, 0.0], [0.4] * 4)
+    (result,) = decide_gates(gold, [gate()], ScoreTable(now), baseline(before, ("recall@5",)), None)
+    assert result.coverage is not None and result.coverage.readable

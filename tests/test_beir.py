@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_eval.beir import judged_queries
 from llm_eval.cli import main
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
@@ -193,7 +194,8 @@ def test_trec_topics_with_their_qrels_are_a_gold_set(tmp_path: Path) -> None:
         ("401", "foreign minorities, Germany", 1, "B"),
         ("402", "behavioral genetics", 10, "B"),
     ]
-    assert gold.qrels() == {"401": {"FBIS3-1": 1}, "402": {"LA01-7": 2}}
+    # 403 has no relevant document: not a gold query; 401's grade 0 is kept for judged@k
+    assert gold.qrels() == {"401": {"FBIS3-1": 1, "FBIS3-2": 0}, "402": {"LA01-7": 2}}
 
 
 def test_tab_separated_queries_serve_as_topics(tmp_path: Path) -> None:
@@ -241,3 +243,14 @@ def test_split_without_from_beir_is_a_usage_error(
     assert main(["init", "--split", "dev"]) == 2
     assert "--split is the split of --from-beir; give that too" in capsys.readouterr().err
     assert not (tmp_path / "config").exists()
+
+
+def test_non_relevant_judgments_of_a_judged_query_are_kept(tmp_path: Path) -> None:
+    """Grade 0 and negative grades (TREC's spam) are judged non-relevant: kept for
+    judged@k beside the relevant documents of a query that has one."""
+    qrels = {"q1": {"d1": 1, "d2": 0, "d3": -2}, "q2": {"d4": 1}}
+    texts = {"q1": ("cats", 1), "q2": ("dogs", 2)}
+    first, second = judged_queries(texts, qrels, tmp_path / "queries.jsonl", "x", None, "auto")
+    assert first.relevant == (("d1", 1),)
+    assert first.non_relevant == (("d2", 0), ("d3", -2))
+    assert second.non_relevant == ()

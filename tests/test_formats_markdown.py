@@ -188,7 +188,7 @@ def test_statistics_are_shown_in_plain_words() -> None:
     assert "  - ⚠️ MRR: 8 tags missed the limit (data, files, howto, language, lookup," in text
     # a tag's interval at its Holm level; p shown where the tag is beyond the limit
     assert (
-        "| text | 33 | 0.545 | 0.159 | −0.386 | −0.642 to −0.110 (97.5%) | p = 0.015 | ⚠️ |" in text
+        "| text | 33 | 0.545 | 0.159 | −0.386 | −0.642 to −0.110 (97.5%) | p ≤ 0.015 | ⚠️ |" in text
     )
     assert "| network | 26 | 0.421 | 0.019 | −0.401 | −0.621 to −0.155 (90%) |  | too few |" in text
     statistics = text.split("<summary>How sure is this?")[1].split("</details>")[0]

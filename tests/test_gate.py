@@ -10,7 +10,7 @@ import pytest
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
 from llm_eval.stats import MarginTest, holm, holm_levels
-from llm_eval.wording import power_sentence, sentence, slice_sentence
+from llm_eval.wording import more_queries, power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 
@@ -246,7 +246,7 @@ def test_slices_are_holm_corrected_and_small_ones_not_judged() -> None:
     )
     assert slice_sentence(result, result.slices[0]) == (
         "recall@5 (tag a) dropped from 90.0% to 80.0% (−10.0 pp; 90% CI −15.0 to −5.0 pp, "
-        "Holm-adjusted p = 0.040): more than the 3.0 pp allowed"
+        "Holm-adjusted p ≤ 0.040): more than the 3.0 pp allowed"  # a betting test: a bound
     )
 
 
@@ -262,8 +262,10 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     assert sentence(unsure) == (
         "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
         "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
-        "fewer than the 30 needed to judge (blocks the merge)"
+        "fewer than the 30 needed to judge, and about 140 catch a drop of 6.0 pp 4 times in 5 "
+        "(llm-eval gold plan lists where to add them) (blocks the merge)"
     )
+    assert more_queries(unsure) == 140 - 24
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
     assert sentence(settled).endswith(
         "60 queries are too few: about 140 catch a drop of 6.0 pp 4 times in 5 "
@@ -298,7 +300,7 @@ def test_power_sentence_says_what_the_scope_catches() -> None:
     assert result.power is not None
     open_ended = replace(result, power=replace(result.power, detectable_drop=None, target=0.045))
     assert power_sentence(open_ended) == (
-        "recall@5 (tier A): with 176 queries, no drop it can show is caught 4 times in 5; "
+        "recall@5 (tier A): 176 queries are too few to catch any drop 4 times in 5; "
         "about 1,313 queries catch one of 4.5 pp (1.5× the 3.0 pp limit), assuming the "
         "churn seen"
     )

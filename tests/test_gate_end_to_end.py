@@ -464,11 +464,11 @@ gates:
 @pytest.mark.parametrize(
     ("setting", "code", "headline"),
     [
-        ("", 1, "llm-eval gate: FAIL: 1 blocking gate cannot tell\n"),
+        ("", 1, "llm-eval gate: FAIL: 1 blocking gate cannot tell; about 2,090 more queries "),
         (
             ", on_inconclusive: warn",
             0,
-            "llm-eval gate: CANNOT TELL: 1 gate cannot tell (not blocking)\n",
+            "llm-eval gate: CANNOT TELL: 1 gate cannot tell (not blocking); about 2,090 more\n",
         ),
     ],
 )
@@ -497,6 +497,9 @@ def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
     )
     assert entry["stats"]["n"] == 22
     assert "22 queries are fewer than the 30 needed to judge" in entry["sentence"]
+    # the headline says what would settle it, with the power model's queries needed
+    assert entry["more_queries"] == entry["power"]["queries_needed"] - 22 == 2_090
+    assert "settle it (llm-eval gold plan)" in " ".join(out.split())
 
 
 @pytest.mark.parametrize(
@@ -620,8 +623,11 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     assert report["gates"][0]["stats"]["changed"] == 1  # recall@5 of tier A
     for entry in report["gates"]:
         stats = entry["stats"]
-        assert (entry["reason"] == "unchanged") == (stats["changed"] == 0)
-        assert -1.0 <= stats["ci_low"] <= stats["ci_high"] <= 1.0
+        assert (entry["reason"] == "unchanged") == (stats["changed"] == 0) == stats["unchanged"]
+        if stats["unchanged"]:  # no change to bound: no interval, no p-value
+            assert stats["ci_low"] is stats["ci_high"] is stats["p_value"] is None
+        else:
+            assert -1.0 <= stats["ci_low"] <= stats["ci_high"] <= 1.0
         word = {"pass": "PASS", "warn": "WARNING", "fail": "FAIL", "inconclusive": "CANNOT TELL"}
         row = next(line for line in out.splitlines() if line.startswith(entry["name"]))
         assert row.endswith(word[entry["status"]])

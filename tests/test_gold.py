@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.gold import GoldQuery, GoldSet, GoldSource
+from llm_eval.gold import GoldQuery, GoldSet, GoldSource, has_negatives
 from llm_eval.gold_io import iter_gold_file, load_gold
 
 VALID_KEYS = (
@@ -72,7 +72,7 @@ def test_relevant_forms(
 ) -> None:
     query = load_one(tmp_path, {"query_id": "q1", "query": "x", "relevant": relevant})
     assert query.relevant == expected
-    assert query.grades == dict(expected)
+    assert {d: g for d, g in query.grades.items() if g > 0} == dict(expected)
     assert query.is_rejection is False
 
 
@@ -317,7 +317,8 @@ def test_gold_set_views(tmp_path: Path) -> None:
     gold = load_gold([GoldSource(str(tier_b), "B"), tier_a])
     assert isinstance(gold, GoldSet)
     assert [q.query_id for q in gold.queries] == ["q3", "q1", "q2"]
-    assert gold.qrels() == {"q3": {"d3": 1, "d4": 1}, "q1": {"d1": 2}, "q2": {}}
+    # grade 0 is kept: a judged non-relevant document, as in trec_eval's qrels
+    assert gold.qrels() == {"q3": {"d3": 1, "d4": 1}, "q1": {"d1": 2, "d2": 0}, "q2": {}}
     assert gold.tiers() == ("B", "A")
     assert gold.tags() == ("alpha", "mid", "zeta")
     assert gold.by_id()["q2"].path == str(tier_a)
@@ -368,3 +369,17 @@ def test_a_bad_category_names_its_line_and_key(tmp_path: Path, value: object) ->
         list(iter_gold_file(path))
     assert str(raised.value).startswith(f"{path}:2: category: must be a non-empty string")
     assert raised.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_documents_judged_not_relevant_are_kept_apart(tmp_path: Path) -> None:
+    """Grade 0 is a label too: judged@k counts it, and whether the labels hold any
+    says whether judged@k can show holes in them (`has_negatives`)."""
+    query = load_one(
+        tmp_path, {"query_id": "q", "query": "?", "relevant": {"good": 2, "checked-bad": 0}}
+    )
+    assert query.relevant == (("good", 2),)
+    assert query.non_relevant == (("checked-bad", 0),)
+    assert query.grades == {"good": 2, "checked-bad": 0}
+    assert has_negatives([query])
+    listed = load_one(tmp_path, {"query_id": "q", "query": "?", "relevant": ["good"]})
+    assert listed.non_relevant == () and not has_negatives([listed])

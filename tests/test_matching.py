@@ -352,6 +352,17 @@ def test_ids_are_the_identity(cases: dict) -> None:
     assert score_run(gold, run, metrics, 1).per_query == expected
 
 
+def test_a_document_judged_not_relevant_is_labelled_but_never_a_hit() -> None:
+    """judged@5 counts the grade-0 label; recall, precision and the credit do not."""
+    query = gold_query("q1", (("good", 1),), non_relevant=(("bad", 0),))
+    run = Run({"q1": QueryResults("q1", tuple(RankedResult(d) for d in ("bad", "x", "good")))})
+    row = score_run(GoldSet((query,)), run, ["judged@5", "recall@5", "precision@5"], 1)
+    assert row.per_query["q1"] == pytest.approx(
+        {"judged@5": 2 / 5, "recall@5": 1.0, "precision@5": 1 / 5}
+    )
+    assert MatchedQuery(query.relevant + query.non_relevant, ("bad", "good")).credited == 1
+
+
 # --- gold labels and config -----------------------------------------------------------
 
 

@@ -395,18 +395,23 @@ def test_catches_needed_reads_the_rate_as_the_float_comparison() -> None:
 
 
 @pytest.mark.parametrize(
-    ("p", "text"),
+    ("p", "method", "text"),
     [
-        (0.0, "p < 0.001"),
-        (0.00099, "p < 0.001"),
-        (0.001, "p = 0.001"),
-        (0.0344, "p = 0.034"),
-        (0.05, "p = 0.050"),
-        (1.0, "p = 1.000"),
+        (0.0, "exact-unconditional", "p < 0.001"),
+        (0.00099, "betting", "p < 0.001"),
+        (0.001, "exact-unconditional", "p = 0.001"),
+        (0.0344, "exact-unconditional", "p = 0.034"),
+        (1.0, "exact-unconditional", "p = 1.000"),
+        (0.034, "betting", "p ≤ 0.034"),
+        (0.0341, "betting", "p ≤ 0.035"),
+        (0.4999, "betting", "p ≤ 0.500"),
+        (0.5, "betting", "p > 0.5"),
+        (1.0, "betting", "p > 0.5"),
+        (0.05, None, "p ≤ 0.050"),
     ],
 )
-def test_format_p(p: float, text: str) -> None:
-    assert format_p(p) == text
+def test_format_p_says_whether_p_is_exact_or_a_bound(p: float, method: str, text: str) -> None:
+    assert format_p(p, method) == text
 
 
 @pytest.mark.parametrize("n", [30, 176])

@@ -60,7 +60,7 @@ from llm_eval.output import in_ascii
 from llm_eval.report_schema import VERDICTS, validate_report
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, holm, holm_levels
-from llm_eval.wording import STATUS_WORDS
+from llm_eval.wording import STATUS_WORDS, on_the_limit, sentence
 from llm_eval.wording import value as metric_value
 
 xmlschema = pytest.importorskip("xmlschema")
@@ -964,3 +964,155 @@ def test_with_significance_off_the_point_estimate_decides_each_tag() -> None:
     (result,) = decide_gates(queries, [gate], ScoreTable(after), baseline, None)
     statuses = {s.tag: (s.status, s.judged) for s in result.slices}
     assert statuses == {"howto": ("fail", True), "other": ("pass", True)}
+
+
+# --- the soundness grid's outcomes, decided by the real core, on every surface ----------
+
+
+def _grid_case(
+    metric: str, before: Sequence[float], after: Sequence[float], min_n: int, limit: float
+) -> GateResult:
+    """One gate decided by `decide_gates` on per-query scores: the paired test, the
+    power model and the decision are the core's own."""
+    queries = [gold_query(f"q{i}", (("d", 1),), line=i + 1) for i in range(len(before))]
+    base = {q.query_id: {metric: float(v)} for q, v in zip(queries, before, strict=True)}
+    now = {q.query_id: {metric: float(v)} for q, v in zip(queries, after, strict=True)}
+    baseline = Baseline(
+        "2026-01-01T00:00:00+00:00", None, "0", {}, {}, 1, 5, (metric,), base, {}, {}
+    )
+    statistics = Statistics(min_n=min_n, resamples=100, on_inconclusive="fail")
+    gate = Gate("quality", metric, None, limit, "error", Scope(), HERE, HERE, statistics)
+    (result,) = decide_gates(queries, [gate], ScoreTable(now), baseline, None)
+    return result
+
+
+def _misses(n: int, lost: int) -> list[float]:
+    return [0.0] * lost + [1.0] * (n - lost)
+
+
+def _graded(n: int, seed: int, churn: float) -> tuple[list[float], list[float]]:
+    rng = random.Random(seed)
+    before = [rng.choice((0.0, 0.25, 0.5, 1.0)) for _ in range(n)]
+    after = [
+        min(1.0, max(0.0, b + rng.choice((-0.5, 0.5)))) if rng.random() < churn else b
+        for b in before
+    ]
+    return before, after
+
+
+def _grid() -> dict[str, GateResult]:
+    graded_big = _graded(300, 1, 0.3)
+    cases = {
+        "fail": ("recall@5", [1.0] * 200, _misses(200, 30), 10, 0.03),
+        "pass": ("recall@5", [1.0] * 300, _misses(300, 2), 10, 0.03),
+        "on the limit": ("recall@5", [1.0] * 800, _misses(800, 24), 10, 0.03),
+        "small set": ("recall@5", [1.0] * 12, _misses(12, 1), 5, 0.03),
+        "tiny set": ("recall@5", [1.0] * 4, _misses(4, 1), 2, 0.03),
+        "unchanged": ("recall@5", [1.0] * 300, [1.0] * 300, 10, 0.03),
+        "graded": ("mrr", *graded_big, 10, 0.05),
+        "graded, open ends": ("mrr", [0.25, 0.5, 1.0], [0.75, 0.0, 0.5], 2, 0.05),
+    }
+    return {name: _grid_case(*case) for name, case in cases.items()}
+
+
+@pytest.fixture(scope="module")
+def grid() -> dict[str, GateResult]:
+    return _grid()
+
+
+P_SHOWN = re.compile(r"\bp (=|≤|<|>) ?\d")
+
+
+def _renderings(report: dict[str, Any]) -> dict[str, str]:
+    return {
+        "json": json.dumps(report, ensure_ascii=False),
+        "text": render_text(report, WIDTH),
+        "markdown": render_markdown(report),
+        "comment": render_comment(report),
+        "junit": JUNIT.render(report, RenderOptions()),
+    }
+
+
+def test_every_verdict_sentence_of_the_grid_reads_true_on_every_surface(
+    grid: dict[str, GateResult],
+) -> None:
+    """Each outcome of the soundness grid (fail, pass, cannot tell on the limit and on
+    a small set, unchanged, 0/1 and graded scores, open interval ends), decided by the
+    core and rendered everywhere: no surface says what its record contradicts."""
+    for name, result in grid.items():
+        report = assemble([result])
+        check_surfaces(report, complete=False)
+        margin = result.margin
+        assert margin is not None, name
+        texts = {k: " ".join(v.split()) for k, v in _renderings(report).items()}
+        for surface, text in texts.items():
+            where = f"{name}, {surface}"
+            assert "p = 1.000" not in text, where
+            assert "no drop" not in text, where  # never "cannot tell" beside "no drop caught"
+            if margin.method == "betting":  # its p-values are bounds, never `p =`
+                assert "p = " not in text, where
+            if "too close to the limit" in text:
+                limit = allowed_change(result.gate, result.baseline or 0.0)
+                assert on_the_limit(margin, limit), where
+            if margin.changed == 0:  # no interval and no p-value beside "no change"
+                gate = report["gates"][0]
+                assert gate["stats"]["ci_low"] is None and gate["stats"]["p_value"] is None
+                if surface != "json":
+                    assert P_SHOWN.search(text) is None, where
+                    assert "% CI" not in text, where
+    assert grid["unchanged"].reason == "unchanged"
+    assert "| +0.0 pp | unchanged |" in render_markdown(assemble([grid["unchanged"]]))
+    assert grid["fail"].status == "fail" and grid["pass"].status == "pass"
+    on_limit = grid["on the limit"]
+    assert on_limit.status == "inconclusive"
+    assert "too close to the limit for 800 queries to tell" in (sentence(on_limit) or "")
+    for small in ("small set", "tiny set"):
+        headline_text = headline(assemble([grid[small]]))
+        assert headline_text.startswith("FAIL: 1 blocking gate cannot tell; about "), small
+        assert headline_text.endswith("more queries would settle it (llm-eval gold plan)")
+    assert grid["graded, open ends"].margin is not None
+    ends = grid["graded, open ends"].margin
+    assert ends.low_open or ends.high_open
+
+
+def far_from_the_limit() -> GateResult:
+    """A −0.5 pp change against a −3.0 pp limit that the test cannot place (p_within
+    1.0: the far end open), on a scope the power model calls large enough."""
+    margin = MarginTest(
+        n=300,
+        worsening=0.005,
+        low=-0.009,
+        high=0.999,
+        confidence=0.9,
+        p_beyond=0.9,
+        p_within=1.0,
+        spread=0.1,
+        method="betting",
+        high_open=True,
+        changed=40,
+    )
+    power = Power(300, 0.03, 0.05, 0.06, 250, "assuming the churn seen")
+    gate = make_gate("recall", on_inconclusive="fail")
+    return decide(gate, 0.865, 300, 0.87, power=power, margin=margin)
+
+
+def test_a_change_far_from_the_limit_is_not_said_to_sit_on_it() -> None:
+    result = far_from_the_limit()
+    assert result.status == "inconclusive"
+    assert not on_the_limit(result.margin, 0.03)  # type: ignore[arg-type]
+    said = sentence(result) or ""
+    assert "too close to the limit" not in said
+    assert said.endswith("300 queries give no evidence either way (blocks the merge)")
+    report = assemble([result])
+    assert headline(report) == "FAIL: 1 blocking gate cannot tell"  # no queries would settle it
+    for surface, text in _renderings(report).items():
+        assert "too close to the limit" not in text, surface
+        assert "p = " not in text, surface
+
+
+def test_on_the_limit_means_within_the_intervals_half_width() -> None:
+    near = replace(far_from_the_limit().margin, worsening=0.025, low=0.012, high=0.038)
+    assert near.high_open  # the closed end stands for the half-width: 0.013
+    assert on_the_limit(near, 0.03)
+    closed = replace(near, high_open=False)
+    assert on_the_limit(closed, 0.03) and not on_the_limit(closed, 0.04)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_eval.english import listed, plural
@@ -42,9 +42,9 @@ def headline(report: Mapping[str, Any]) -> str:
     if verdict == "gold_changed":
         return "GOLD SET CHANGED: not compared with the baseline (see below)"
     if report["exit_code"] == 1 or verdict == "fail":
-        return "FAIL: " + ", ".join(blocked + reported)
+        return "FAIL: " + ", ".join(blocked + reported) + _settled_by(gates)
     if verdict == "inconclusive":
-        return "CANNOT TELL: " + ", ".join(reported)
+        return "CANNOT TELL: " + ", ".join(reported) + _settled_by(gates)
     if verdict == "warn":
         return "WARNING: " + ", ".join(reported)
     if gates and all(g.get("reason") == "unchanged" for g in gates):
@@ -56,10 +56,32 @@ def headline(report: Mapping[str, Any]) -> str:
     return f"PASS: all {len(gates):,} gates pass"
 
 
+def unchanged(stats: Mapping[str, Any]) -> bool:
+    """No query's score changed in the test's scope: there is no interval and no p-value
+    to show (reports written before `unchanged` was recorded: `changed` is 0)."""
+    return bool(stats.get("unchanged") or stats.get("changed") == 0)
+
+
+def _settled_by(gates: Sequence[Mapping[str, Any]]) -> str:
+    """`; about 336 more queries would settle it (llm-eval gold plan)` when every gate
+    that cannot tell cannot for want of queries (its record's `more_queries`)."""
+    unsure = [g for g in gates if g["status"] == "inconclusive"]
+    more = [g.get("more_queries") for g in unsure]
+    if not unsure or any(m is None for m in more):
+        return ""
+    most = max(int(m) for m in more if m is not None)
+    return (
+        f"; about {most:,} more {'query' if most == 1 else 'queries'} would settle "
+        f"{'it' if len(unsure) == 1 else 'them'} (llm-eval gold plan)"
+    )
+
+
 def deciding_p(decision: str | None, stats: Mapping[str, Any]) -> float | None:
     """The p-value of the one-sided test that decided the regression check: against
     "within the limit" when it failed, against "beyond it" when it passed; none when
-    the data could not tell."""
+    the data could not tell, or no query changed."""
+    if unchanged(stats):
+        return None
     if decision == "fail":
         return stats.get("p_value")
     if decision == "pass":

@@ -30,6 +30,7 @@ from llm_eval.formats._words import (
     headline,
     judge_lines,
     missing_lines,
+    unchanged,
 )
 from llm_eval.gate import worst_status
 from llm_eval.history import SPARK_GAP, sparkline
@@ -431,11 +432,13 @@ def _stats_words(metric: str, stats: Mapping[str, Any] | None, decision: str | N
     # Reports written before `confidence` was recorded carried 95% intervals.
     if not stats or stats.get("confidence", 0.95) is None:
         return "—"
+    if unchanged(stats):
+        return "unchanged"
     level = f"{stats.get('confidence', 0.95) * 100:g}%"
     parts = [f"{level} CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
     p = deciding_p(decision, stats)
     if p is not None:
-        parts.append(format_p(p))
+        parts.append(format_p(p, stats.get("method")))
     return ", ".join(parts)
 
 
@@ -526,11 +529,17 @@ def _slice_row(
         "delta": delta(metric, cell.get("delta")),
         "status": status,
         "ci": _check_interval(metric, check),
-        "p": format_p(check["p_adjusted"])
+        "p": format_p(check["p_adjusted"], _method(check, limits))
         if check and check.get("p_adjusted") is not None and check["status"] in ("warn", "fail")
         else "",
         "loss": loss,
     }
+
+
+def _method(check: Mapping[str, Any], gate: Mapping[str, Any] | None) -> str | None:
+    """The test behind a tag's check (reports written before slices recorded it: the
+    gate's)."""
+    return check.get("method") or ((gate or {}).get("stats") or {}).get("method")
 
 
 def _check_interval(metric: str, check: Mapping[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ from llm_eval.formats._words import (
     headline,
     judge_lines,
     missing_lines,
+    unchanged,
 )
 from llm_eval.output import colour, in_ascii, render_table, table_width, wrap
 from llm_eval.stats import format_p
@@ -69,11 +70,14 @@ def _ci_cell(gate: Mapping[str, Any]) -> str:
     # Reports written before `confidence` was recorded carried 95% intervals.
     if not stats or stats.get("confidence", 0.95) is None:
         return ""
+    if unchanged(stats):
+        return "unchanged"
     metric = gate["metric"]
     level = f"{stats.get('confidence', 0.95) * 100:g}%"
     interval = ci_range(metric, stats["ci_low"], stats["ci_high"])
     p = deciding_p(gate.get("decision"), stats)
-    return f"{level} {interval}" + ("" if p is None else f", {format_p(p)}")
+    shown = "" if p is None else f", {format_p(p, stats.get('method'))}"
+    return f"{level} {interval}{shown}"
 
 
 def gate_table(

@@ -26,7 +26,7 @@ def cells(row: Row) -> list[str]:
         value(metric, row.mean_b),
         delta(metric, row.delta),
         f"{low} to {delta(metric, row.ci_high)}" + _level(row),
-        format_p(row.p_value),
+        format_p(row.p_value, row.method),
         row.winner,
     ]
 
@@ -70,8 +70,13 @@ def to_markdown(rows: Sequence[Row], run_a: str, run_b: str, alpha: float) -> st
         "| " + " | ".join(HEADER) + " |",
         "|" + "---|" * len(HEADER),
     ]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: `|` escaped, and `<` `>` (p-values) as HTML entities."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_csv(rows: Sequence[Row]) -> str:

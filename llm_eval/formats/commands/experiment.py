@@ -20,6 +20,7 @@ from llm_eval.experiment import (
 from llm_eval.formats._markup import escape_markdown
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
+from llm_eval.stats import format_p
 from llm_eval.textio import write_atomic
 from llm_eval.wording import delta, value
 
@@ -154,8 +155,14 @@ def _ms(number: float | None) -> str:
     return f"{number:.2f} ms" if number < 10 else f"{number:.1f} ms"
 
 
-def _p(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+def _p(p: float, method: str) -> str:
+    """`format_p` in a table cell: `0.034` (exact), `≤ 0.035` (a bound), `> 0.5`, `< 0.001`."""
+    return format_p(p, method).removeprefix("p = ").removeprefix("p ")
+
+
+def _p_md(p: float, method: str) -> str:
+    """`_p` in a Markdown cell: `<` and `>` as HTML entities."""
+    return escape_markdown(_p(p, method))
 
 
 def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
@@ -289,7 +296,8 @@ def _pairs_markdown(result: Experiment) -> list[str]:
             low = delta(metric, r.ci_low).removesuffix(" pp")
             lines.append(
                 f"| `{row.name}` | {short_label(metric)} | {r.n} | {_versus(row, metric)} "
-                f"| {low} to {delta(metric, r.ci_high)} | {_p(r.p_value)} | {_p(pair.p_holm)} |"
+                f"| {low} to {delta(metric, r.ci_high)} | {_p_md(r.p_value, r.method)} "
+                f"| {_p_md(pair.p_holm, r.method)} |"
             )
     legend = _legend(result.pairable)
     return [*lines, "", *([legend, ""] if legend else [])]
@@ -312,7 +320,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
             f"| {escape_markdown(lift.name)} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
             f"| {delta(m, r.ci_low).removesuffix(' pp')} to {delta(m, r.ci_high)} "
-            f"| {_p(r.p_value)} | {ratio} |"
+            f"| {_p_md(r.p_value, r.method)} | {ratio} |"
         )
     return [*lines, ""]
 
@@ -336,7 +344,7 @@ def _slices_markdown(result: Experiment, shown: int = 8) -> list[str]:
         for r in slices[:shown]:
             lines.append(
                 f"| {escape_markdown(r.slice)} | {r.n} | {value(q, r.mean_a)} "
-                f"| {value(q, r.mean_b)} | {delta(q, r.delta)} | {_p(r.p_value)} |"
+                f"| {value(q, r.mean_b)} | {delta(q, r.delta)} | {_p_md(r.p_value, r.method)} |"
             )
         if len(slices) > shown:
             lines.append(f"| … {len(slices) - shown} more in experiment.json | | | | | |")
@@ -470,7 +478,7 @@ def terminal_text(
                 row.name,
                 value(q, row.values.get(q)),
                 "reference" if pair is None else _versus(row, q),
-                "" if pair is None else _p(pair.p_holm),
+                "" if pair is None else _p(pair.p_holm, pair.row.method),
                 _ms(row.values.get("latency_p95")),
                 _front_cell(row, groups),
             ]
