@@ -549,6 +549,14 @@ def _orders(n: int, seed: int) -> IntArray:
     return np.argsort(rng.random((BET_ORDERS, n)), axis=1)
 
 
+@functools.lru_cache(maxsize=64)
+def _cached_orders(n: int, seed: int) -> IntArray:
+    """`_orders`, drawn once per (n, seed): the power simulation asks for them per batch."""
+    orders = _orders(n, seed)
+    orders.flags.writeable = False
+    return orders
+
+
 def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     """Bet i from the queries before it (in each order): running mean and variance with
     a prior of mean 0 and variance 1 (the widest on [-1, 1]) counted as one query.
@@ -567,6 +575,19 @@ def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     bets *= n
     np.divide(2.0 * math.log(1.0 / alpha), bets, out=bets)
     return np.sqrt(bets, out=bets)
+
+
+def _graded_rejects(
+    worse: FloatArray, margin: float, alpha: float, seed: int = 0
+) -> npt.NDArray[np.bool_]:
+    """Whether the gate's graded test (`column_test` with this seed) finds each sample's
+    mean worsening beyond the margin, p_beyond(margin) <= alpha: `worse` (samples,
+    queries) holds per-query worsenings scaled to [-1, 1], `margin` is scaled the same
+    way. The one place the power model runs the graded test (today the betting wealth
+    over the seed's fixed orders reaching 1 / alpha)."""
+    x = worse[:, _cached_orders(worse.shape[-1], seed)]  # (samples, orders, queries)
+    wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin, +1.0)
+    return np.asarray(wealth >= math.log(1.0 / alpha))
 
 
 def _p_from_wealth(log_wealth: float) -> float:
@@ -720,7 +741,6 @@ def _simulated_catcher(
     mean_whole = float(whole.mean())
     if mean_whole <= 0.0:
         return None
-    orders = _orders(size, seed)
     batch = max(1, SIMULATION_ELEMENTS // (BET_ORDERS * size))
     needed = _catches_needed(simulations)
     caught_at = np.full(simulations, math.inf)  # the smallest drop that caught each
@@ -731,9 +751,7 @@ def _simulated_catcher(
         catches, misses = 0, 0
         for chosen in _settling_first(caught_at <= drop, missed_at >= drop, needed, batch):
             worse = np.where(lose[chosen] < share, whole[chosen], churn[chosen]) / span
-            x = worse[:, orders]  # (batch, orders, size)
-            wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin / span, +1.0)
-            hit = wealth >= math.log(1.0 / alpha)
+            hit = _graded_rejects(worse, margin / span, alpha, seed)
             caught_at[chosen[hit]] = np.minimum(caught_at[chosen[hit]], drop)
             missed_at[chosen[~hit]] = np.maximum(missed_at[chosen[~hit]], drop)
             catches += int(np.count_nonzero(hit))
