@@ -62,6 +62,8 @@ BET_ORDERS = 16
 POWER_SIMULATIONS = 400
 """Simulated samples behind the power statement of a graded metric."""
 POWER = 0.8
+CHURN_POINTS = 16
+"""Equally likely values of the churn a 0/1 power figure averages its catch rate over."""
 """The catch rate the power statement speaks of: "caught 4 times in 5"."""
 SIMULATION_ELEMENTS = 1 << 18
 """About how many numbers (samples x orders x queries) the power simulation tests at a
@@ -672,25 +674,59 @@ def _catcher(
         return None  # no query to draw from: nothing to say
     if is_binary(before, after):
         # Only a query that scores 1 somewhere can lose it: no drop beyond their share.
-        churn = float(np.mean(before != after)) / 2.0
-        largest = min(1.0 - 2.0 * churn, float(np.maximum(before, after).mean()))
-        return _exact_catcher(size, churn, margin, alpha), largest
+        changed = int(np.count_nonzero(before != after))
+        largest = min(1.0 - changed / before.size, float(np.maximum(before, after).mean()))
+        changes = _churn_posterior(changed, before.size)
+        return _exact_catcher(size, changes, margin, alpha), largest
     return _simulated_catcher(before, after, margin, alpha, seed, span, simulations, size)
 
 
-def _exact_catcher(n: int, churn: float, margin: float, alpha: float) -> Callable[[float], bool]:
-    """The exact test at n queries with P(good) = churn, P(bad) = churn + D: whether it
-    catches D with probability `POWER`."""
+def _exact_catcher(
+    n: int, changes: FloatArray, margin: float, alpha: float
+) -> Callable[[float], bool]:
+    """Whether the exact test at n queries catches D with probability `POWER`, by
+    `_exact_catch_rate`."""
+    rate = _exact_catch_rate(n, changes, margin, alpha)
+    return lambda drop: rate(drop) >= POWER
+
+
+def _exact_catch_rate(
+    n: int, changes: FloatArray, margin: float, alpha: float
+) -> Callable[[float], float]:
+    """The probability that the exact test at n queries finds a true worsening D beyond
+    the margin when P(good) = q / 2 and P(bad) = q / 2 + D, averaged over the shares q
+    of churning queries in `changes` (equally likely values)."""
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
     critical = _critical_z(test, counts, margin, alpha)
     thresholds = test._thresholds(counts, margin, critical)  # the region the test rejects
 
-    def caught(drop: float) -> bool:
-        share = np.array([min(2.0 * churn + drop, 1.0 - EDGE)])
-        return float(test._probability(share, drop, counts, thresholds)[0]) >= POWER
+    def rate(drop: float) -> float:
+        share = np.minimum(changes + drop, 1.0 - EDGE)
+        return float(test._probability(share, drop, counts, thresholds).mean())
 
-    return caught
+    return rate
+
+
+def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatArray:
+    """The share of queries that churn, as `points` equally likely values: the medians
+    of equal-probability slices of its posterior Beta(changed + 1, n - changed + 1)
+    (a uniform prior) after `changed` of n queries changed. The churn seen is only an
+    estimate; a power figure at the estimate itself is optimistic, since a catch rate
+    near 80% falls faster when the churn is higher than it rises when it is lower. No
+    query changed: no churn, the assumption the statement then says in words."""
+    if changed == 0:
+        return np.zeros(1)
+    a = np.full(points, changed + 1.0)
+    b = np.full(points, n - changed + 1.0)
+    target = (np.arange(points) + 0.5) / points
+    lf = _log_factorials(n + 2)
+    low, high = np.zeros(points), np.ones(points)
+    for _ in range(40):
+        middle = (low + high) / 2.0
+        below = regularized_beta(a, b, middle, lf) < target
+        low, high = np.where(below, middle, low), np.where(below, high, middle)
+    return (low + high) / 2.0
 
 
 def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
@@ -732,25 +768,35 @@ def _simulated_catcher(
     moves the wealth (by 1 - bet x margin) and the running variance the next bets are
     drawn from, so every query of every sample is tested.
     """
+    n = before.size
     rng = np.random.default_rng(seed + 1)
-    rows = rng.integers(0, before.size, size=(simulations, size))
+    worlds = rng.integers(0, n, size=(simulations, n))  # the queries each truth holds
+    rows = np.take_along_axis(worlds, rng.integers(0, n, size=(simulations, size)), axis=1)
     flips = rng.random((simulations, size)) < 0.5
     lose = rng.random((simulations, size))
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
-    whole = np.maximum(before[rows], after[rows])
-    mean_whole = float(whole.mean())
+    whole_all = np.maximum(before, after)
+    whole = whole_all[rows]
+    mean_whole = float(whole_all.mean())
     if mean_whole <= 0.0:
         return None
+    still = before == after
+    steady = np.where(still, whole_all, 0.0)[worlds].mean(axis=1, keepdims=True)
+    moving = np.where(still, 0.0, whole_all)[worlds].mean(axis=1, keepdims=True)
+    row_still = still[rows]
     batch = max(1, SIMULATION_ELEMENTS // (BET_ORDERS * size))
     needed = _catches_needed(simulations)
     caught_at = np.full(simulations, math.inf)  # the smallest drop that caught each
     missed_at = np.full(simulations, -math.inf)  # the largest drop that missed each
 
     def caught(drop: float) -> bool:
-        share = min(drop / mean_whole, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a 0 share: its side is empty
+            from_still = np.where(steady > 0.0, np.minimum(drop / steady, 1.0), 1.0)
+            from_moving = np.where(moving > 0.0, np.clip((drop - steady) / moving, 0.0, 1.0), 1.0)
+        share = np.where(row_still, from_still, from_moving)  # the drop in each truth
         catches, misses = 0, 0
         for chosen in _settling_first(caught_at <= drop, missed_at >= drop, needed, batch):
-            worse = np.where(lose[chosen] < share, whole[chosen], churn[chosen]) / span
+            worse = np.where(lose[chosen] < share[chosen], whole[chosen], churn[chosen]) / span
             hit = _graded_rejects(worse, margin / span, alpha, seed)
             caught_at[chosen[hit]] = np.minimum(caught_at[chosen[hit]], drop)
             missed_at[chosen[~hit]] = np.maximum(missed_at[chosen[~hit]], drop)
