@@ -610,11 +610,16 @@ def detectable_worsening(
     simulations: int = POWER_SIMULATIONS,
 ) -> float:
     """The true mean worsening this scope catches (finds beyond the margin) with
-    probability `POWER`, under this model of a regression: the queries keep the change
-    seen now in either direction at random (churn with no trend), and a share of them,
-    drawn at random, lose their whole score. For 0/1 scores that is computed exactly;
-    for graded ones by simulating the betting test on `simulations` samples. inf: no
-    drop the metric can show is caught that often."""
+    probability `POWER`, under this model of a regression: the queries that changed
+    keep changing as seen, in either direction at random (churn with no trend, at the
+    rate seen), and queries drawn at random from the others (from the changed ones only
+    once those run out) lose their whole score. The churn seen is an estimate, and its
+    noise is counted: for 0/1 scores the exact catch rate is averaged over the churn's
+    posterior; for graded ones, each of `simulations` samples is drawn from a truth
+    that is itself resampled from the queries seen, and tested by the gate's graded
+    test (`_graded_rejects`). Checked against a known truth by
+    scripts/bench_power_statement.py (docs/power-statement.md). inf: no drop the metric
+    can show is caught that often."""
     catcher = _catcher(before, after, margin, alpha, seed, span, simulations, before.size)
     if catcher is None:
         return math.inf
@@ -749,10 +754,16 @@ def _simulated_catcher(
     simulations: int,
     size: int,
 ) -> tuple[Callable[[float], bool], float] | None:
-    """The betting test's power, by simulation: each of `simulations` samples draws
-    `size` of the n queries with replacement, flips each one's change at random and
-    makes a share `drop / mean whole score` of them lose their whole score. Returns
-    whether a drop is caught, and the mean whole score (None: it is 0, no drop shows).
+    """The graded test's power, by simulation. Each of `simulations` samples is drawn
+    from its own truth: n of the n queries seen, drawn with replacement (the queries
+    seen are one sample of the truth, so the churn and scores it holds vary as they
+    would); the sample draws `size` queries from that truth with replacement, flips
+    each one's change at random, and makes queries lose their whole score (the larger
+    of its two) so that the truth's mean worsening is the drop: the unchanged queries
+    first, each with the same chance, then the changed ones when the unchanged cannot
+    lose enough. The churn thus goes on at the rate seen when a regression comes, as in
+    the 0/1 model (P(good) = q / 2, P(bad) = q / 2 + D). Returns whether a drop is
+    caught, and the mean whole score (None: it is 0, no drop shows).
 
     Why the figure is the one of testing every sample at every drop, to the last bit:
     the random numbers are drawn whole, as before; a sample's wealth depends on its own
