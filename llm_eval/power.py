@@ -5,14 +5,16 @@ validate` and `gold plan` all ask `scope_power` and print its numbers through on
 sentence (`wording.power_statement`), so the same scope gets the same figures.
 
 The model (`stats.detectable_worsening`, `stats.queries_to_catch`): a regression makes
-a share of the queries, drawn at random, lose their whole score, while the others keep
-the change seen against the baseline in either direction at random (churn with no
-trend); the gate's own test (exact for 0/1 scores, betting otherwise) must find the
-drop beyond the limit 4 times in 5. The gate has the paired run, so it uses the churn
-it sees; the gold commands have only the baseline's per-query scores, so they assume
-none (the run equals the baseline). A drop of exactly the limit is never caught more
-often than alpha (it is the test's null), so the queries needed are those that catch
-`catch` times the limit, twice by default.
+queries that did not change lose their whole score, while the changed ones keep the
+change seen against the baseline in either direction at random (churn with no trend,
+at the rate seen); the gate's own test (exact for 0/1 scores, the graded test
+otherwise) must find the drop beyond the limit 4 times in 5, counting the noise of the
+churn seen (the truth's churn may be higher or lower). The gate has the paired run, so
+it uses the churn it sees; the gold commands have only the baseline's per-query
+scores, so they assume none (the run equals the baseline). docs/power-statement.md
+shows how often the drop named is really caught where the truth is known. A drop of
+exactly the limit is never caught more often than alpha (it is the test's null), so
+the queries needed are those that catch `catch` times the limit, twice by default.
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ BET_ORDERS = 16
 POWER_SIMULATIONS = 400
 """Simulated samples behind the power statement of a graded metric."""
 POWER = 0.8
+CHURN_POINTS = 16
+"""Equally likely values of the churn a 0/1 power figure averages its catch rate over."""
 """The catch rate the power statement speaks of: "caught 4 times in 5"."""
 SIMULATION_ELEMENTS = 1 << 18
 """About how many numbers (samples x orders x queries) the power simulation tests at a
@@ -566,6 +568,14 @@ def _orders(n: int, seed: int) -> IntArray:
     return np.argsort(rng.random((BET_ORDERS, n)), axis=1)
 
 
+@functools.lru_cache(maxsize=64)
+def _cached_orders(n: int, seed: int) -> IntArray:
+    """`_orders`, drawn once per (n, seed): the power simulation asks for them per batch."""
+    orders = _orders(n, seed)
+    orders.flags.writeable = False
+    return orders
+
+
 def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     """Bet i from the queries before it (in each order): running mean and variance with
     a prior of mean 0 and variance 1 (the widest on [-1, 1]) counted as one query.
@@ -586,6 +596,19 @@ def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     return np.sqrt(bets, out=bets)
 
 
+def _graded_rejects(
+    worse: FloatArray, margin: float, alpha: float, seed: int = 0
+) -> npt.NDArray[np.bool_]:
+    """Whether the gate's graded test (`column_test` with this seed) finds each sample's
+    mean worsening beyond the margin, p_beyond(margin) <= alpha: `worse` (samples,
+    queries) holds per-query worsenings scaled to [-1, 1], `margin` is scaled the same
+    way. The one place the power model runs the graded test (today the betting wealth
+    over the seed's fixed orders reaching 1 / alpha)."""
+    x = worse[:, _cached_orders(worse.shape[-1], seed)]  # (samples, orders, queries)
+    wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin, +1.0)
+    return np.asarray(wealth >= math.log(1.0 / alpha))
+
+
 def _p_from_wealth(log_wealth: float) -> float:
     return 1.0 if log_wealth <= 0.0 else min(1.0, math.exp(-log_wealth))
 
@@ -604,11 +627,16 @@ def detectable_worsening(
     simulations: int = POWER_SIMULATIONS,
 ) -> float:
     """The true mean worsening this scope catches (finds beyond the margin) with
-    probability `POWER`, under this model of a regression: the queries keep the change
-    seen now in either direction at random (churn with no trend), and a share of them,
-    drawn at random, lose their whole score. For 0/1 scores that is computed exactly;
-    for graded ones by simulating the betting test on `simulations` samples. inf: no
-    drop the metric can show is caught that often."""
+    probability `POWER`, under this model of a regression: the queries that changed
+    keep changing as seen, in either direction at random (churn with no trend, at the
+    rate seen), and queries drawn at random from the others (from the changed ones only
+    once those run out) lose their whole score. The churn seen is an estimate, and its
+    noise is counted: for 0/1 scores the exact catch rate is averaged over the churn's
+    posterior; for graded ones, each of `simulations` samples is drawn from a truth
+    that is itself resampled from the queries seen, and tested by the gate's graded
+    test (`_graded_rejects`). Checked against a known truth by
+    scripts/bench_power_statement.py (docs/power-statement.md). inf: no drop the metric
+    can show is caught that often."""
     catcher = _catcher(before, after, margin, alpha, seed, span, simulations, before.size)
     if catcher is None:
         return math.inf
@@ -668,25 +696,59 @@ def _catcher(
         return None  # no query to draw from: nothing to say
     if is_binary(before, after):
         # Only a query that scores 1 somewhere can lose it: no drop beyond their share.
-        churn = float(np.mean(before != after)) / 2.0
-        largest = min(1.0 - 2.0 * churn, float(np.maximum(before, after).mean()))
-        return _exact_catcher(size, churn, margin, alpha), largest
+        changed = int(np.count_nonzero(before != after))
+        largest = min(1.0 - changed / before.size, float(np.maximum(before, after).mean()))
+        changes = _churn_posterior(changed, before.size)
+        return _exact_catcher(size, changes, margin, alpha), largest
     return _simulated_catcher(before, after, margin, alpha, seed, span, simulations, size)
 
 
-def _exact_catcher(n: int, churn: float, margin: float, alpha: float) -> Callable[[float], bool]:
-    """The exact test at n queries with P(good) = churn, P(bad) = churn + D: whether it
-    catches D with probability `POWER`."""
+def _exact_catcher(
+    n: int, changes: FloatArray, margin: float, alpha: float
+) -> Callable[[float], bool]:
+    """Whether the exact test at n queries catches D with probability `POWER`, by
+    `_exact_catch_rate`."""
+    rate = _exact_catch_rate(n, changes, margin, alpha)
+    return lambda drop: rate(drop) >= POWER
+
+
+def _exact_catch_rate(
+    n: int, changes: FloatArray, margin: float, alpha: float
+) -> Callable[[float], float]:
+    """The probability that the exact test at n queries finds a true worsening D beyond
+    the margin when P(good) = q / 2 and P(bad) = q / 2 + D, averaged over the shares q
+    of churning queries in `changes` (equally likely values)."""
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
     critical = _critical_z(test, counts, margin, alpha)
     thresholds = test._thresholds(counts, margin, critical)  # the region the test rejects
 
-    def caught(drop: float) -> bool:
-        share = np.array([min(2.0 * churn + drop, 1.0 - EDGE)])
-        return float(test._probability(share, drop, counts, thresholds)[0]) >= POWER
+    def rate(drop: float) -> float:
+        share = np.minimum(changes + drop, 1.0 - EDGE)
+        return float(test._probability(share, drop, counts, thresholds).mean())
 
-    return caught
+    return rate
+
+
+def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatArray:
+    """The share of queries that churn, as `points` equally likely values: the medians
+    of equal-probability slices of its posterior Beta(changed + 1, n - changed + 1)
+    (a uniform prior) after `changed` of n queries changed. The churn seen is only an
+    estimate; a power figure at the estimate itself is optimistic, since a catch rate
+    near 80% falls faster when the churn is higher than it rises when it is lower. No
+    query changed: no churn, the assumption the statement then says in words."""
+    if changed == 0:
+        return np.zeros(1)
+    a = np.full(points, changed + 1.0)
+    b = np.full(points, n - changed + 1.0)
+    target = (np.arange(points) + 0.5) / points
+    lf = _log_factorials(n + 2)
+    low, high = np.zeros(points), np.ones(points)
+    for _ in range(40):
+        middle = (low + high) / 2.0
+        below = regularized_beta(a, b, middle, lf) < target
+        low, high = np.where(below, middle, low), np.where(below, high, middle)
+    return (low + high) / 2.0
 
 
 def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
@@ -709,10 +771,16 @@ def _simulated_catcher(
     simulations: int,
     size: int,
 ) -> tuple[Callable[[float], bool], float] | None:
-    """The betting test's power, by simulation: each of `simulations` samples draws
-    `size` of the n queries with replacement, flips each one's change at random and
-    makes a share `drop / mean whole score` of them lose their whole score. Returns
-    whether a drop is caught, and the mean whole score (None: it is 0, no drop shows).
+    """The graded test's power, by simulation. Each of `simulations` samples is drawn
+    from its own truth: n of the n queries seen, drawn with replacement (the queries
+    seen are one sample of the truth, so the churn and scores it holds vary as they
+    would); the sample draws `size` queries from that truth with replacement, flips
+    each one's change at random, and makes queries lose their whole score (the larger
+    of its two) so that the truth's mean worsening is the drop: the unchanged queries
+    first, each with the same chance, then the changed ones when the unchanged cannot
+    lose enough. The churn thus goes on at the rate seen when a regression comes, as in
+    the 0/1 model (P(good) = q / 2, P(bad) = q / 2 + D). Returns whether a drop is
+    caught, and the mean whole score (None: it is 0, no drop shows).
 
     Why the figure is the one of testing every sample at every drop, to the last bit:
     the random numbers are drawn whole, as before; a sample's wealth depends on its own
@@ -728,29 +796,36 @@ def _simulated_catcher(
     moves the wealth (by 1 - bet x margin) and the running variance the next bets are
     drawn from, so every query of every sample is tested.
     """
+    n = before.size
     rng = np.random.default_rng(seed + 1)
-    rows = rng.integers(0, before.size, size=(simulations, size))
+    worlds = rng.integers(0, n, size=(simulations, n))  # the queries each truth holds
+    rows = np.take_along_axis(worlds, rng.integers(0, n, size=(simulations, size)), axis=1)
     flips = rng.random((simulations, size)) < 0.5
     lose = rng.random((simulations, size))
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
-    whole = np.maximum(before[rows], after[rows])
-    mean_whole = float(whole.mean())
+    whole_all = np.maximum(before, after)
+    whole = whole_all[rows]
+    mean_whole = float(whole_all.mean())
     if mean_whole <= 0.0:
         return None
-    orders = _orders(size, seed)
+    still = before == after
+    steady = np.where(still, whole_all, 0.0)[worlds].mean(axis=1, keepdims=True)
+    moving = np.where(still, 0.0, whole_all)[worlds].mean(axis=1, keepdims=True)
+    row_still = still[rows]
     batch = max(1, SIMULATION_ELEMENTS // (BET_ORDERS * size))
     needed = _catches_needed(simulations)
     caught_at = np.full(simulations, math.inf)  # the smallest drop that caught each
     missed_at = np.full(simulations, -math.inf)  # the largest drop that missed each
 
     def caught(drop: float) -> bool:
-        share = min(drop / mean_whole, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a 0 share: its side is empty
+            from_still = np.where(steady > 0.0, np.minimum(drop / steady, 1.0), 1.0)
+            from_moving = np.where(moving > 0.0, np.clip((drop - steady) / moving, 0.0, 1.0), 1.0)
+        share = np.where(row_still, from_still, from_moving)  # the drop in each truth
         catches, misses = 0, 0
         for chosen in _settling_first(caught_at <= drop, missed_at >= drop, needed, batch):
-            worse = np.where(lose[chosen] < share, whole[chosen], churn[chosen]) / span
-            x = worse[:, orders]  # (batch, orders, size)
-            wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin / span, +1.0)
-            hit = wealth >= math.log(1.0 / alpha)
+            worse = np.where(lose[chosen] < share[chosen], whole[chosen], churn[chosen]) / span
+            hit = _graded_rejects(worse, margin / span, alpha, seed)
             caught_at[chosen[hit]] = np.minimum(caught_at[chosen[hit]], drop)
             missed_at[chosen[~hit]] = np.maximum(missed_at[chosen[~hit]], drop)
             catches += int(np.count_nonzero(hit))

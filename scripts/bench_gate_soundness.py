@@ -1226,6 +1226,10 @@ def main() -> None:
             f"POWER_SIMULATIONS {stats.POWER_SIMULATIONS}). What every section means: the "
             "docstring of `scripts/bench_gate_soundness.py`.",
             "",
+            "Whether the power statement is honest when the churn is only estimated from "
+            "the data (its drop against the gate's real catch rate, over many observed "
+            "samples): [The power statement, checked](power-statement.md).",
+            "",
         ]
         args.markdown.write_text("\n".join(header + report.markdown) + "\n", encoding="utf-8")
 

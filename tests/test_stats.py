@@ -313,16 +313,37 @@ def plain_detectable(
     """The power simulation with every sample tested at every drop, in one batch."""
     rng = np.random.default_rng(1)  # seed 0 + 1, as `detectable_worsening` draws
     n = before.size
-    rows = rng.integers(0, n, size=(simulations, n))
+    worlds = rng.integers(0, n, size=(simulations, n))
+    picks = rng.integers(0, n, size=(simulations, n))
+    rows = np.array([world[pick] for world, pick in zip(worlds, picks, strict=True)])
     flips = rng.random((simulations, n)) < 0.5
     lose = rng.random((simulations, n))
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
     whole = np.maximum(before[rows], after[rows])
-    mean_whole = float(whole.mean())
+    mean_whole = float(np.maximum(before, after).mean())
+    still = before[rows] == after[rows]
+    world_still = (before == after)[worlds]
+    steady = np.array(
+        [
+            np.mean(np.where(s, np.maximum(before, after)[w], 0.0))
+            for s, w in zip(world_still, worlds, strict=True)
+        ]
+    )
+    moving = np.array(
+        [
+            np.mean(np.where(s, 0.0, np.maximum(before, after)[w]))
+            for s, w in zip(world_still, worlds, strict=True)
+        ]
+    )
     orders = stats._orders(n, 0)
 
     def power(drop: float) -> float:
-        x = np.where(lose < min(drop / mean_whole, 1.0), whole, churn)[:, orders]
+        share = np.empty((simulations, n))
+        for i in range(simulations):  # each world's unchanged queries lose first
+            first = min(drop / steady[i], 1.0) if steady[i] > 0.0 else 1.0
+            rest = min(max((drop - steady[i]) / moving[i], 0.0), 1.0) if moving[i] > 0 else 1.0
+            share[i] = np.where(still[i], first, rest)
+        x = np.where(lose < share, whole, churn)[:, orders]
         wealth = plain_log_wealth(x, plain_bets(x, alpha), margin, +1.0)
         return float(np.mean(wealth >= math.log(1.0 / alpha)))
 
