@@ -780,16 +780,34 @@ def _critical_statistic(n: int, delta: float, level: float, share: float) -> flo
     """The smallest Tango statistic t (at delta) with P(T >= t) <= level when n queries
     change with probability `share` and a changed one goes bad with probability
     (share + delta) / (2 share) (clipped to [0, 1], as in the test's tail); inf: none.
-    Every (bad, good) outcome within exp(-40) of the likeliest (in changed count, then
-    in bad count) is listed with its probability and sorted by the statistic."""
+    The (bad, good) outcomes within exp(-30) of the likeliest (in changed count, then in
+    bad count) are listed with their probabilities and sorted by the statistic; first
+    only those with a statistic of at least 0 (bad >= (changed + n delta) / 2), which
+    hold the tail when the level is below their share (always, in practice), else all."""
+    critical = _critical_among(n, delta, level, share, upper=True)
+    if critical is None:
+        critical = _critical_among(n, delta, level, share, upper=False)
+    return math.inf if critical is None else critical
+
+
+def _critical_among(
+    n: int, delta: float, level: float, share: float, *, upper: bool
+) -> float | None:
+    """`_critical_statistic` over the outcomes listed (upper: those with a statistic of
+    at least 0); None when the tail of every listed outcome is at most the level, so
+    the critical value may lie among those left out (or, with all listed, there is none:
+    the caller reads None as inf)."""
     lf = _log_factorials(n)
     ratio = min(max((share + delta) / (2.0 * share), 0.0), 1.0)
     changed, log_changed = _likely_counts(n, share, lf)
     mean = changed * ratio
-    width = 9.0 * np.sqrt(changed * ratio * (1.0 - ratio)) + 1.0
-    first = np.clip(np.floor(mean - width), 0, changed).astype(np.int64)
+    width = math.sqrt(60.0) * np.sqrt(changed * ratio * (1.0 - ratio)) + 1.0
+    first = np.floor(mean - width)
+    if upper:
+        first = np.maximum(first, np.floor((changed + n * delta) / 2.0) - 1.0)
+    first = np.clip(first, 0, changed).astype(np.int64)
     last = np.clip(np.ceil(mean + width), 0, changed).astype(np.int64)
-    sizes = last - first + 1
+    sizes = np.maximum(last - first + 1, 0)
     d = np.repeat(changed, sizes)
     offsets = np.arange(d.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     b = np.repeat(first, sizes) + offsets
@@ -813,17 +831,19 @@ def _critical_statistic(n: int, delta: float, level: float, share: float) -> flo
     reach = np.searchsorted(-z, -(z - 1e-9 * np.maximum(1.0, np.abs(z))), side="right")
     tail = cumulative[reach - 1]
     below = np.flatnonzero(tail <= level)
+    if below.size == z.size:
+        return None
     return float(z[below[-1]]) if below.size else math.inf
 
 
 def _likely_counts(n: int, share: float, lf: FloatArray) -> tuple[IntArray, FloatArray]:
-    """The numbers of changed queries within exp(-40) of the likeliest under Bin(n,
+    """The numbers of changed queries within exp(-30) of the likeliest under Bin(n,
     share), and their log-probabilities."""
     counts = np.arange(n + 1)
     with np.errstate(divide="ignore"):
         log_pmf = lf[n] - lf[counts] - lf[n - counts]
         log_pmf = log_pmf + counts * math.log(share) + (n - counts) * math.log1p(-share)
-    keep = log_pmf > log_pmf.max() - 40.0
+    keep = log_pmf > log_pmf.max() - 30.0
     return counts[keep], log_pmf[keep]
 
 
