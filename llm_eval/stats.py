@@ -335,8 +335,10 @@ def _log_factorials(n: int) -> FloatArray:
 class ExactPairs(ColumnTest):
     """Paired 0/1 scores: of n queries, `bad` went from the good value to the bad one
     and `good` the other way. Under the null the pair (bad, good) is trinomial with
-    P(bad) - P(good) = delta; the p-value is the largest probability, over the share
-    of queries that change, of a Tango statistic at least as extreme as the one seen."""
+    P(bad) - P(good) = delta; the p-value is the largest probability, over the shares
+    of queries that change in `nuisance_shares` (those a 99.9% interval from bad + good
+    leaves plausible), of a Tango statistic at least as extreme as the one seen, plus
+    `NUISANCE_GAMMA`."""
 
     def __init__(self, n: int, bad: int, good: int) -> None:
         self.n, self.bad, self.good = n, bad, good
