@@ -539,6 +539,17 @@ def test_restricted_exact_test_fails_a_drop_at_the_limit_at_most_alpha(
     assert size <= 0.05
 
 
+@pytest.mark.parametrize("n", [30, 100, 500])
+@pytest.mark.parametrize("flips", [0.005, 0.2])
+def test_restricted_exact_test_passes_a_drop_at_the_limit_at_most_alpha(
+    n: int, flips: float
+) -> None:
+    """The other side: p_within is the same test with the roles of the counts swapped
+    at -limit, so its size at the limit is the catch rate of the swapped trinomial."""
+    size = exact_catch_rate(n, flips / 2, flips / 2 + 0.03, -0.03, 0.05)
+    assert size <= 0.05
+
+
 @pytest.mark.parametrize(
     ("flips", "times", "restricted"),
     [(0.02, 1.5, 0.375), (0.02, 2.0, 0.811), (0.2, 1.5, 0.164), (0.2, 2.0, 0.369)],
