@@ -761,35 +761,37 @@ def rejection_threshold(n: int, changed: int, margin: float, alpha: float) -> in
     """The fewest bad queries among `changed` of n whose p_beyond(margin) is <= alpha
     (changed + 1: none). The p-value is gamma plus the largest tail over the shares of
     `nuisance_shares`, so it is <= alpha exactly when at each of those shares the
-    observed statistic reaches that share's critical value (`_critical_statistic`);
+    observed statistic lies beyond that share's critical value (`_critical_statistic`);
     Tango's statistic rises with the bad count at a fixed changed count, so the region
-    is every bad count from the first that reaches the largest of them."""
+    is every bad count from the first beyond the largest of them."""
     shares = nuisance_shares(n, changed, margin)
     if shares.size == 0:
         return 0  # the p-value is gamma: every outcome with this many changed rejects
     level = alpha - NUISANCE_GAMMA
     critical = max(_critical_statistic(n, margin, level, float(share)) for share in shares)
-    if not math.isfinite(critical):
-        return changed + 1
+    if critical == -math.inf:
+        return 0
     bad = np.arange(changed + 1)
     z = tango_z(bad, changed - bad, n, margin)
-    meets = np.flatnonzero(z >= critical - 1e-9 * max(1.0, abs(critical)))
+    meets = np.flatnonzero(z > critical + 1e-9 * max(1.0, abs(critical)))
     return int(meets[0]) if meets.size else changed + 1
 
 
 @functools.lru_cache(maxsize=65536)
 def _critical_statistic(n: int, delta: float, level: float, share: float) -> float:
-    """The smallest Tango statistic t (at delta) with P(T >= t) <= level when n queries
+    """The largest Tango statistic t (at delta) with P(T >= t) > level when n queries
     change with probability `share` and a changed one goes bad with probability
-    (share + delta) / (2 share) (clipped to [0, 1], as in the test's tail); inf: none.
-    The (bad, good) outcomes within exp(-30) of the likeliest (in changed count, then in
-    bad count) are listed with their probabilities and sorted by the statistic; first
-    only those with a statistic of at least 0 (bad >= (changed + n delta) / 2), which
-    hold the tail when the level is below their share (always, in practice), else all."""
+    (share + delta) / (2 share) (clipped to [0, 1], as in the test's tail): a statistic
+    beyond it has a tail of at most the level, one at or below it (within the test's
+    tolerance) more; -inf: every tail is at most the level. The (bad, good) outcomes
+    within exp(-30) of the likeliest (in changed count, then in bad count) are listed
+    with their probabilities and sorted by the statistic; first only those with a
+    statistic of at least 0 (bad >= (changed + n delta) / 2), which hold the answer
+    when one of them has a tail above the level (always, in practice), else all."""
     critical = _critical_among(n, delta, level, share, upper=True)
     if critical is None:
         critical = _critical_among(n, delta, level, share, upper=False)
-    return math.inf if critical is None else critical
+    return -math.inf if critical is None else critical
 
 
 def _critical_among(
@@ -797,8 +799,8 @@ def _critical_among(
 ) -> float | None:
     """`_critical_statistic` over the outcomes listed (upper: those with a statistic of
     at least 0); None when the tail of every listed outcome is at most the level, so
-    the critical value may lie among those left out (or, with all listed, there is none:
-    the caller reads None as inf)."""
+    the answer may lie among those left out (or, with all listed, there is none: the
+    caller reads None as -inf)."""
     lf = _log_factorials(n)
     ratio = min(max((share + delta) / (2.0 * share), 0.0), 1.0)
     changed, log_changed = _likely_counts(n, share, lf)
@@ -832,10 +834,8 @@ def _critical_among(
     # P(T >= t), ties (within the test's tolerance) counted in, at each statistic t seen
     reach = np.searchsorted(-z, -(z - 1e-9 * np.maximum(1.0, np.abs(z))), side="right")
     tail = cumulative[reach - 1]
-    below = np.flatnonzero(tail <= level)
-    if below.size == z.size:
-        return None
-    return float(z[below[-1]]) if below.size else math.inf
+    above = np.flatnonzero(tail > level)
+    return float(z[above[0]]) if above.size else None
 
 
 def _likely_counts(n: int, share: float, lf: FloatArray) -> tuple[IntArray, FloatArray]:

@@ -646,7 +646,8 @@ def t_interval_width(diffs: FloatArray, alpha: float) -> float:
 def whole_range_critical(n: int, limit: float, alpha: float) -> float:
     """The exact test as it was before its nuisance was restricted: the tail maximised
     over every share of changed queries above the limit (the test's grid of shares and
-    just above the limit), no gamma; one critical Tango statistic for every outcome."""
+    just above the limit), no gamma; one critical Tango statistic for every outcome, the
+    test rejecting beyond it."""
     shares = [limit + 1e-9, *(float(s) for s in stats.share_grid(n) if s > limit)]
     return max(stats._critical_statistic(n, limit, alpha, s) for s in shares)
 
@@ -660,7 +661,7 @@ def whole_range_fails(
     good = np.sum((before == 0.0) & (after == 1.0), axis=-1)
     critical = whole_range_critical(n, limit, alpha)
     z = tango_z(bad, good, n, limit)
-    return np.asarray(z >= critical - 1e-9 * max(1.0, abs(critical)))
+    return np.asarray(z > critical + 1e-9 * max(1.0, abs(critical)))
 
 
 # --- binomial bounds -------------------------------------------------------------------------

@@ -505,27 +505,32 @@ def test_intervals_apart_only_when_one_ends_before_the_other_starts() -> None:
 def _whole_range_catch_rate(n: int, p_bad: float, p_good: float, margin: float) -> float:
     """The exact test without the restriction (its tail maximised over every share, no
     gamma): one critical statistic for every changed count, the largest of the shares'
-    on the test's grid above the margin and just above it; the trinomial summed over the region
-    it rejects."""
+    on the test's grid above the margin and just above it, rejected beyond; the
+    trinomial summed over the region it rejects."""
     alpha = 0.05
     shares = [margin + 1e-9, *(float(s) for s in share_grid(n) if s > margin)]
     critical = max(stats._critical_statistic(n, margin, alpha, s) for s in shares)
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
-    thresholds = test._thresholds(counts, margin, critical)
+    beyond = critical + 2e-9 * max(1.0, abs(critical))  # the region is z > critical
+    thresholds = test._thresholds(counts, margin, beyond)
     share = np.array([p_bad + p_good])
     return float(test._probability(share, p_bad - p_good, counts, thresholds)[0])
 
 
-@pytest.mark.parametrize("n", [30, 50])
-def test_rejection_region_is_where_the_p_value_is_at_most_alpha(n: int) -> None:
-    """The power statement's region, every changed count, against the p-values
-    themselves on both sides of its threshold."""
-    for changed in range(n + 1):
-        k = rejection_threshold(n, changed, 0.03, 0.05)
+@pytest.mark.parametrize("n", [30, 50, 200])
+@pytest.mark.parametrize("margin", [0.03, -0.03])
+def test_rejection_region_is_where_the_p_value_is_at_most_alpha(n: int, margin: float) -> None:
+    """The power statement's region, every changed count (up to 60), against the
+    p-values themselves on both sides of its threshold; at -margin it is the pass
+    side's (p_within is this tail with the counts' roles swapped), where Tango's
+    statistic of a few changed queries crosses the observed one between outcomes the
+    region must not count."""
+    for changed in range(min(n, 60) + 1):
+        k = rejection_threshold(n, changed, margin, 0.05)
         for bad in range(max(0, k - 2), min(changed, k + 1) + 1):
-            rejected = ExactPairs(n, bad, changed - bad).p_beyond(0.03) <= 0.05
-            assert rejected == (bad >= k), (changed, bad, k)
+            p = stats._exact_tail(n, bad, changed - bad, margin)
+            assert (p <= 0.05) == (bad >= k), (changed, bad, k, p)
 
 
 @pytest.mark.parametrize("n", [30, 50, 100, 200, 500])
