@@ -10,9 +10,16 @@ distribution of per-query scores, not only asymptotically:
 
 - 0/1 scores (hit rate, recall@k with one relevant document) get an exact
   unconditional test: Tango's score statistic (Tango 1998, Stat. Med. 17:891-908),
-  with its p-value the largest tail probability over every value of the nuisance
-  parameter (Berger & Boos 1994, JASA 89:1012-1016, without the confidence-set
-  restriction).
+  with the p-value of Berger & Boos (1994, JASA 89:1012-1016): the largest tail
+  probability over the values of the nuisance parameter (the share of queries that
+  changed) in its 99.9% Clopper-Pearson interval, plus 0.001 (`NUISANCE_GAMMA`) for
+  the chance that the interval misses it. The largest over the whole range is set by
+  shares no data support (e.g. no query improving), which cost 4-6 points of power at
+  the gate's sizes; the restricted p-value is as valid: P(p <= alpha) <= gamma + (alpha
+  - gamma) at every share. At a given number of changed queries the p-value falls as
+  more of them went bad, so the test rejects when the bad count reaches a threshold
+  that depends on the changed count (`_rejection_threshold`), which the power
+  statement sums over exactly.
 - Graded scores (MRR, nDCG, recall with several relevant documents) get the
   betting test of a bounded mean (Waudby-Smith & Ramdas 2024, JRSS-B 86:1-27,
   "hedged capital" with the predictable plug-in bets of their section 5.1): a
@@ -46,15 +53,17 @@ BISECTION_STEPS = 22
 """Halvings of the range when a bound is searched: 2 / 2^22 < 5e-7, far below any shown
 digit (0.1 pp is 1e-3); the bound returned is the rejected end of the last bracket, so
 stopping earlier only widens it by that much."""
-NUISANCE_GRID = 48
-"""Points at which the exact test's tail probability is maximised over the nuisance
-parameter (the share of queries that changed), before a local refinement."""
-ZOOM_STEPS = 3
-"""Rounds refining that maximum: each spreads ZOOM_POINTS evenly between the best
-point's neighbours and keeps the neighbours of the new best, so the bracket shrinks
-8-fold a round (512-fold in all, finer than 12 golden-section steps), in 3 evaluations
-instead of 12."""
-ZOOM_POINTS = 17
+SHARE_STEPS = 8.0
+"""The exact test's tail is maximised over a fixed grid of shares of changed queries:
+evenly spaced on the arcsine scale, where an estimated share's standard deviation is
+1 / (2 sqrt(n)), SHARE_STEPS points to that standard deviation (`share_grid`). Fixed,
+so that the power statement can find the test's rejection region exactly."""
+LIKELY = 1e-9
+"""Numbers of changed queries less likely than this times the likeliest one are left out
+of the power sum."""
+NUISANCE_GAMMA = 0.001
+"""Berger & Boos's gamma: the exact test maximises over a (1 - gamma) confidence interval
+of the share of changed queries and adds gamma to the p-value."""
 BET_CAP = 0.75
 """The largest share of the wealth bet on one query (c in Waudby-Smith & Ramdas)."""
 BET_ORDERS = 16
@@ -345,8 +354,10 @@ def _log_factorials(n: int) -> FloatArray:
 class ExactPairs(ColumnTest):
     """Paired 0/1 scores: of n queries, `bad` went from the good value to the bad one
     and `good` the other way. Under the null the pair (bad, good) is trinomial with
-    P(bad) - P(good) = delta; the p-value is the largest probability, over the share
-    of queries that change, of a Tango statistic at least as extreme as the one seen."""
+    P(bad) - P(good) = delta; the p-value is the largest probability, over the shares
+    of queries that change in `nuisance_shares` (those a 99.9% interval from bad + good
+    leaves plausible), of a Tango statistic at least as extreme as the one seen, plus
+    `NUISANCE_GAMMA`."""
 
     def __init__(self, n: int, bad: int, good: int) -> None:
         self.n, self.bad, self.good = n, bad, good
@@ -367,14 +378,14 @@ class ExactPairs(ColumnTest):
     def _uncached_tail(self, bad: int, good: int, delta: float) -> float:
         edge = 1.0 - EDGE
         delta = min(max(delta, -edge), edge)
+        shares = nuisance_shares(self.n, bad + good, delta)
+        if shares.size == 0:
+            return NUISANCE_GAMMA  # no share in the interval is on the null
         observed = float(tango_z(np.array([bad]), np.array([good]), self.n, delta)[0])
         counts = np.arange(self.n + 1)
         thresholds = self._thresholds(counts, delta, observed)
-
-        def tail_at(share: FloatArray) -> FloatArray:
-            return self._probability(share, delta, counts, thresholds)
-
-        return min(1.0, _maximise(tail_at, abs(delta)))
+        tail = float(np.max(self._probability(shares, delta, counts, thresholds)))
+        return min(1.0, tail + NUISANCE_GAMMA)
 
     def _thresholds(self, changed: IntArray, delta: float, observed: float) -> IntArray:
         """For each number of changed queries D, the fewest bad ones with a statistic at
@@ -432,26 +443,84 @@ def _exact_tail(n: int, bad: int, good: int, delta: float) -> float:
     return ExactPairs(n, bad, good)._uncached_tail(bad, good, delta)
 
 
-def _maximise(function: Callable[[FloatArray], FloatArray], delta: float) -> float:
-    """The largest value of `function(share)` over share in (|delta|, 1): a grid dense
-    near the low end (few changed queries), then rounds of finer grids around the best
-    point. Each round is one vectorised evaluation, where a golden-section search costs
-    one call per step; unlike it, a grid round needs no unimodality in the bracket."""
-    lowest = abs(delta)
-    unit = np.unique(
-        np.concatenate(
-            [np.geomspace(1e-6, 1.0, NUISANCE_GRID // 2), np.linspace(0.0, 1.0, NUISANCE_GRID // 2)]
-        )
-    )
-    grid = lowest + (1.0 - lowest) * np.clip(unit, 1e-9, 1.0 - 1e-9)
-    highest = -math.inf
-    for _ in range(ZOOM_STEPS + 1):
-        values = function(grid)
-        best = int(np.argmax(values))
-        highest = max(highest, float(values[best]))
-        left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-        grid = np.linspace(left, right, ZOOM_POINTS)
-    return highest
+def share_interval(n: int, changed: int) -> tuple[float, float]:
+    """The two-sided (1 - `NUISANCE_GAMMA`) Clopper-Pearson interval of the share of
+    changed queries, from `changed` of n (Clopper & Pearson 1934): the shares at which
+    that many or more, or that many or fewer, has probability gamma / 2."""
+    lows, highs = _share_intervals(n)
+    return float(lows[changed]), float(highs[changed])
+
+
+@functools.lru_cache(maxsize=64)
+def _share_intervals(n: int) -> tuple[FloatArray, FloatArray]:
+    """`share_interval` for every count 0..n at once: bisection on the binomial tails
+    (60 halvings, each end kept on the wider side), vectorised over the counts."""
+    lf = _log_factorials(n)
+    half = NUISANCE_GAMMA / 2.0
+    counts = np.arange(n + 1, dtype=np.float64)
+
+    def at_least(k: FloatArray, share: FloatArray) -> FloatArray:
+        # P(Bin(n, share) >= k) for 1 <= k <= n
+        return regularized_beta(k, n - k + 1.0, share, lf)
+
+    low_counts = counts[1:]  # 0 changed: the low end is 0
+    inside, outside = np.zeros(n), np.ones(n)  # at_least <= half at inside, not outside
+    for _ in range(60):
+        middle = (inside + outside) / 2.0
+        holds = at_least(low_counts, middle) <= half
+        inside, outside = np.where(holds, middle, inside), np.where(holds, outside, middle)
+    lows = np.concatenate([[0.0], inside])
+    high_counts = counts[:-1] + 1.0  # P(<= k) = 1 - P(>= k + 1); n changed: the high end is 1
+    inside, outside = np.ones(n), np.zeros(n)  # P(<= k) <= half at inside, not outside
+    for _ in range(60):
+        middle = (inside + outside) / 2.0
+        holds = 1.0 - at_least(high_counts, middle) <= half
+        inside, outside = np.where(holds, middle, inside), np.where(holds, outside, middle)
+    highs = np.concatenate([inside, [1.0]])
+    lows.flags.writeable = False
+    highs.flags.writeable = False
+    return lows, highs
+
+
+@functools.lru_cache(maxsize=64)
+def share_grid(n: int) -> FloatArray:
+    """The shares of changed queries the exact test at n queries maximises over: sin^2
+    of evenly spaced angles, `SHARE_STEPS` to a standard deviation (1 / (2 sqrt(n))
+    on that scale), from just above 0 to just below 1."""
+    steps = math.ceil(SHARE_STEPS * math.pi * math.sqrt(n))
+    grid = np.sin(np.linspace(0.0, math.pi / 2.0, steps + 1)) ** 2
+    grid[0], grid[-1] = EDGE, 1.0 - EDGE
+    grid.flags.writeable = False
+    return grid
+
+
+def _grid_span(n: int, changed: int) -> tuple[int, int]:
+    """Indices into `share_grid(n)` of the last point at or below the interval's low end
+    and the first at or above its high end: the grid points that cover the interval."""
+    grid = share_grid(n)
+    low, high = share_interval(n, changed)
+    first = max(int(np.searchsorted(grid, low, side="right")) - 1, 0)
+    last = min(int(np.searchsorted(grid, high, side="left")), grid.size - 1)
+    return first, last
+
+
+def nuisance_shares(n: int, changed: int, delta: float) -> FloatArray:
+    """The shares the exact test maximises over when `changed` of n queries changed:
+    the grid points covering the (1 - gamma) interval of the share (one beyond each end,
+    so the set is never narrower than the interval), and |delta| itself (just above)
+    when the covered range reaches it. Under "worsening <= delta" a share s below
+    delta > 0 is on the null with every changed query gone bad (worsening s, the
+    largest it allows; `_probability` clips the bad share to 1 there); with delta < 0
+    a share below -delta is not on the null at all and is left out."""
+    grid = share_grid(n)
+    first, last = _grid_span(n, changed)
+    lowest = abs(delta) + EDGE * (1.0 - abs(delta))
+    shares = grid[first : last + 1]
+    if delta < 0.0:
+        shares = shares[shares > lowest]
+    if grid[first] <= lowest <= grid[last]:
+        shares = np.concatenate([[lowest], shares])
+    return shares
 
 
 def tango_z(bad: npt.ArrayLike, good: npt.ArrayLike, n: int, delta: float) -> FloatArray:
@@ -717,17 +786,37 @@ def _exact_catch_rate(
 ) -> Callable[[float], float]:
     """The probability that the exact test at n queries finds a true worsening D beyond
     the margin when P(good) = q / 2 and P(bad) = q / 2 + D, averaged over the shares q
-    of churning queries in `changes` (equally likely values)."""
-    test = ExactPairs(n, 0, 0)
-    counts = np.arange(n + 1)
-    critical = _critical_z(test, counts, margin, alpha)
-    thresholds = test._thresholds(counts, margin, critical)  # the region the test rejects
+    of churning queries in `changes` (equally likely values), each by `exact_catch_rate`."""
 
     def rate(drop: float) -> float:
-        share = np.minimum(changes + drop, 1.0 - EDGE)
-        return float(test._probability(share, drop, counts, thresholds).mean())
+        return float(
+            np.mean([exact_catch_rate(n, q / 2.0 + drop, q / 2.0, margin, alpha) for q in changes])
+        )
 
     return rate
+
+
+def exact_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha: float) -> float:
+    """The probability that the exact test finds a worsening beyond `margin` (p_beyond
+    <= alpha) when of n queries each goes bad with probability p_bad and good with
+    p_good: the trinomial summed over the region the test rejects. Changed counts with
+    probability below `LIKELY` times the likeliest's are left out (6.4 standard deviations
+    from the mean and beyond: under 2e-10 in all)."""
+    test = ExactPairs(n, 0, 0)
+    share = min(p_bad + p_good, 1.0 - EDGE)
+    if share <= 0.0:
+        return 0.0
+    counts = np.arange(n + 1)
+    lf = test._log_factorial
+    with np.errstate(divide="ignore"):
+        log_pmf = lf[n] - lf[counts] - lf[n - counts] + counts * math.log(share)
+        log_pmf += (n - counts) * math.log1p(-share)
+    likely = counts[log_pmf > log_pmf.max() + math.log(LIKELY)]
+    thresholds = np.full(n + 1, n + 1, dtype=np.int64)
+    for changed in likely:
+        thresholds[changed] = rejection_threshold(n, int(changed), margin, alpha)
+    delta = min(max(p_bad - p_good, -1.0 + EDGE), 1.0 - EDGE)
+    return float(test._probability(np.array([share]), delta, counts, thresholds)[0])
 
 
 def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatArray:
@@ -751,14 +840,97 @@ def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatA
     return (low + high) / 2.0
 
 
-def _critical_z(test: ExactPairs, counts: IntArray, margin: float, alpha: float) -> float:
-    """The smallest Tango statistic (at the margin) whose exact p-value is <= alpha."""
+@functools.lru_cache(maxsize=65536)
+def rejection_threshold(n: int, changed: int, margin: float, alpha: float) -> int:
+    """The fewest bad queries among `changed` of n whose p_beyond(margin) is <= alpha
+    (changed + 1: none). The p-value is gamma plus the largest tail over the shares of
+    `nuisance_shares`, so it is <= alpha exactly when at each of those shares the
+    observed statistic lies beyond that share's critical value (`_critical_statistic`);
+    Tango's statistic rises with the bad count at a fixed changed count, so the region
+    is every bad count from the first beyond the largest of them."""
+    shares = nuisance_shares(n, changed, margin)
+    if shares.size == 0:
+        return 0  # the p-value is gamma: every outcome with this many changed rejects
+    level = alpha - NUISANCE_GAMMA
+    critical = max(_critical_statistic(n, margin, level, float(share)) for share in shares)
+    if critical == -math.inf:
+        return 0
+    bad = np.arange(changed + 1)
+    z = tango_z(bad, changed - bad, n, margin)
+    meets = np.flatnonzero(z > critical + 1e-9 * max(1.0, abs(critical)))
+    return int(meets[0]) if meets.size else changed + 1
 
-    def size(critical: float) -> float:
-        thresholds = test._thresholds(counts, margin, critical)
-        return _maximise(lambda s: test._probability(s, margin, counts, thresholds), margin)
 
-    return _bisect(lambda critical: size(critical) <= alpha, 40.0, 0.0)
+@functools.lru_cache(maxsize=65536)
+def _critical_statistic(n: int, delta: float, level: float, share: float) -> float:
+    """The largest Tango statistic t (at delta) with P(T >= t) > level when n queries
+    change with probability `share` and a changed one goes bad with probability
+    (share + delta) / (2 share) (clipped to [0, 1], as in the test's tail): a statistic
+    beyond it has a tail of at most the level, one at or below it (within the test's
+    tolerance) more; -inf: every tail is at most the level. The (bad, good) outcomes
+    within exp(-30) of the likeliest (in changed count, then in bad count) are listed
+    with their probabilities and sorted by the statistic; first only those with a
+    statistic of at least 0 (bad >= (changed + n delta) / 2), which hold the answer
+    when one of them has a tail above the level (always, in practice), else all."""
+    critical = _critical_among(n, delta, level, share, upper=True)
+    if critical is None:
+        critical = _critical_among(n, delta, level, share, upper=False)
+    return -math.inf if critical is None else critical
+
+
+def _critical_among(
+    n: int, delta: float, level: float, share: float, *, upper: bool
+) -> float | None:
+    """`_critical_statistic` over the outcomes listed (upper: those with a statistic of
+    at least 0); None when the tail of every listed outcome is at most the level, so
+    the answer may lie among those left out (or, with all listed, there is none: the
+    caller reads None as -inf)."""
+    lf = _log_factorials(n)
+    ratio = min(max((share + delta) / (2.0 * share), 0.0), 1.0)
+    changed, log_changed = _likely_counts(n, share, lf)
+    mean = changed * ratio
+    width = math.sqrt(60.0) * np.sqrt(changed * ratio * (1.0 - ratio)) + 1.0
+    first = np.floor(mean - width)
+    if upper:
+        first = np.maximum(first, np.floor((changed + n * delta) / 2.0) - 1.0)
+    first = np.clip(first, 0, changed).astype(np.int64)
+    last = np.clip(np.ceil(mean + width), 0, changed).astype(np.int64)
+    sizes = np.maximum(last - first + 1, 0)
+    d = np.repeat(changed, sizes)
+    offsets = np.arange(d.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    b = np.repeat(first, sizes) + offsets
+    with np.errstate(divide="ignore"):
+        log_bad = (
+            np.where(b > 0, b * math.log(ratio), 0.0)
+            if ratio > 0.0
+            else np.where(b > 0, -np.inf, 0.0)
+        )
+        log_good = (
+            np.where(d > b, (d - b) * math.log1p(-ratio), 0.0)
+            if ratio < 1.0
+            else np.where(d > b, -np.inf, 0.0)
+        )
+    log_weight = np.repeat(log_changed, sizes) + lf[d] - lf[b] - lf[d - b] + log_bad + log_good
+    weight = np.exp(log_weight)
+    z = tango_z(b, d - b, n, delta)
+    order = np.argsort(-z, kind="stable")
+    z, cumulative = z[order], np.cumsum(weight[order])
+    # P(T >= t), ties (within the test's tolerance) counted in, at each statistic t seen
+    reach = np.searchsorted(-z, -(z - 1e-9 * np.maximum(1.0, np.abs(z))), side="right")
+    tail = cumulative[reach - 1]
+    above = np.flatnonzero(tail > level)
+    return float(z[above[0]]) if above.size else None
+
+
+def _likely_counts(n: int, share: float, lf: FloatArray) -> tuple[IntArray, FloatArray]:
+    """The numbers of changed queries within exp(-30) of the likeliest under Bin(n,
+    share), and their log-probabilities."""
+    counts = np.arange(n + 1)
+    with np.errstate(divide="ignore"):
+        log_pmf = lf[n] - lf[counts] - lf[n - counts]
+        log_pmf = log_pmf + counts * math.log(share) + (n - counts) * math.log1p(-share)
+    keep = log_pmf > log_pmf.max() - 30.0
+    return counts[keep], log_pmf[keep]
 
 
 def _simulated_catcher(

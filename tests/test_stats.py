@@ -20,6 +20,7 @@ from llm_eval.stats import (
     Betting,
     ExactPairs,
     detectable_worsening,
+    exact_catch_rate,
     format_p,
     holm,
     holm_levels,
@@ -27,6 +28,8 @@ from llm_eval.stats import (
     margin_tests,
     quantile_interval,
     queries_to_catch,
+    rejection_threshold,
+    share_grid,
     tango_z,
 )
 
@@ -146,9 +149,10 @@ def test_exact_tail_matches_full_enumeration(n: int, bad: int, good: int, delta:
 
 def test_unchanged_small_sample_p_value_is_hand_worked() -> None:
     """No change among 30 queries: the worst case is a share 0.03 of queries losing a
-    hit, which leaves all 30 unchanged with probability 0.97^30."""
+    hit, which leaves all 30 unchanged with probability 0.97^30 (0.03 lies in the 99.9%
+    interval of the share changed, [0, 0.224]), plus gamma = 0.001."""
     test = ExactPairs(30, 0, 0)
-    assert test.p_within(0.03) == pytest.approx(0.97**30, rel=1e-6)
+    assert test.p_within(0.03) == pytest.approx(0.97**30 + 0.001, rel=1e-6)
 
 
 @pytest.mark.parametrize("n", [15, 24])
@@ -519,3 +523,77 @@ def test_intervals_apart_only_when_one_ends_before_the_other_starts() -> None:
     assert a.below(c) and not c.below(a)
     open_above = quantile_interval(np.arange(1, 11), 0.95, 0.05)
     assert open_above.high is None and not open_above.below(c)
+
+
+# --- the restricted nuisance (Berger & Boos) --------------------------------------------
+
+
+def _whole_range_catch_rate(n: int, p_bad: float, p_good: float, margin: float) -> float:
+    """The exact test without the restriction (its tail maximised over every share, no
+    gamma): one critical statistic for every changed count, the largest of the shares'
+    on the test's grid above the margin and just above it, rejected beyond; the
+    trinomial summed over the region it rejects."""
+    alpha = 0.05
+    shares = [margin + 1e-9, *(float(s) for s in share_grid(n) if s > margin)]
+    critical = max(stats._critical_statistic(n, margin, alpha, s) for s in shares)
+    test = ExactPairs(n, 0, 0)
+    counts = np.arange(n + 1)
+    beyond = critical + 2e-9 * max(1.0, abs(critical))  # the region is z > critical
+    thresholds = test._thresholds(counts, margin, beyond)
+    share = np.array([p_bad + p_good])
+    return float(test._probability(share, p_bad - p_good, counts, thresholds)[0])
+
+
+@pytest.mark.parametrize("n", [30, 50, 200])
+@pytest.mark.parametrize("margin", [0.03, -0.03])
+def test_rejection_region_is_where_the_p_value_is_at_most_alpha(n: int, margin: float) -> None:
+    """The power statement's region, every changed count (up to 60), against the
+    p-values themselves on both sides of its threshold; at -margin it is the pass
+    side's (p_within is this tail with the counts' roles swapped), where Tango's
+    statistic of a few changed queries crosses the observed one between outcomes the
+    region must not count."""
+    for changed in range(min(n, 60) + 1):
+        k = rejection_threshold(n, changed, margin, 0.05)
+        for bad in range(max(0, k - 2), min(changed, k + 1) + 1):
+            p = stats._exact_tail(n, bad, changed - bad, margin)
+            assert (p <= 0.05) == (bad >= k), (changed, bad, k, p)
+
+
+@pytest.mark.parametrize("n", [30, 50, 100, 200, 500])
+@pytest.mark.parametrize("flips", [0.005, 0.02, 0.2])
+def test_restricted_exact_test_fails_a_drop_at_the_limit_at_most_alpha(
+    n: int, flips: float
+) -> None:
+    """The size at the limit, summed over every trinomial outcome: P(bad) = flips / 2 +
+    limit, P(good) = flips / 2."""
+    size = exact_catch_rate(n, flips / 2 + 0.03, flips / 2, 0.03, 0.05)
+    assert size <= 0.05
+
+
+@pytest.mark.parametrize("n", [30, 100, 500])
+@pytest.mark.parametrize("flips", [0.005, 0.2])
+def test_restricted_exact_test_passes_a_drop_at_the_limit_at_most_alpha(
+    n: int, flips: float
+) -> None:
+    """The other side: p_within is the same test with the roles of the counts swapped
+    at -limit, so its size at the limit is the catch rate of the swapped trinomial."""
+    size = exact_catch_rate(n, flips / 2, flips / 2 + 0.03, -0.03, 0.05)
+    assert size <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("flips", "times", "restricted"),
+    [(0.02, 1.5, 0.375), (0.02, 2.0, 0.811), (0.2, 1.5, 0.164), (0.2, 2.0, 0.369)],
+)
+def test_restricted_exact_test_catches_more_than_the_whole_range_one(
+    flips: float, times: float, restricted: float
+) -> None:
+    """500 queries, a drop of 1.5 and 2 times the 0.03 limit: the restricted test's
+    catch rates are those a separate computation of it found (37.5/81.1% at 2% churn,
+    16.4/36.9% at 20%), and at least 3 points above the whole-range test's on the same
+    grid of shares (32.9/76.4%, 11.5/29.0%)."""
+    p_bad, p_good = flips / 2 + times * 0.03, flips / 2
+    new = exact_catch_rate(500, p_bad, p_good, 0.03, 0.05)
+    old = _whole_range_catch_rate(500, p_bad, p_good, 0.03)
+    assert new == pytest.approx(restricted, abs=0.001)
+    assert new > old + 0.03
