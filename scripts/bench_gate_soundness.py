@@ -90,11 +90,14 @@ The power statement (section D)
     500, 1000: one sample with no true change, `stats.detectable_worsening(before, after,
     limit, alpha)` (the drop claimed to be caught 4 times in 5), then the gate's catch
     rate at that drop simulated under the model the function's docstring documents
-    (queries keep the observed change in a random direction, a random share of them
-    lose their whole score: for 0/1 scores P(good) = observed changed share / 2,
-    P(bad) = that + drop; for graded ones the observed queries resampled, each change
-    flipped at random, a share drop / mean(max(before, after)) of them set to (max, 0)),
-    `--trials` samples; for 0/1 scores also exactly (as in section B). Separately
+    (queries keep the observed change in a random direction and others lose their whole
+    score: for 0/1 scores the churning share q drawn from its posterior given the
+    changes seen, P(good) = q / 2, P(bad) = q / 2 + drop; for graded ones a truth
+    resampled from the observed queries and the sample resampled from it, each change
+    flipped at random, whole-score losses taken from the unchanged queries first),
+    `--trials` samples; for 0/1 scores also exactly (as in section B, averaged over 16
+    equally likely values of q). scripts/bench_power_statement.py checks the statement
+    against the retriever model itself (docs/power-statement.md). Separately
     labelled: the catch rate at the same claimed drop under each change model of
     section A for that metric (a different model: the claim is not made for it),
     `--side-trials` samples each.
@@ -174,6 +177,7 @@ from llm_eval.stats import (  # noqa: E402
     tango_z,
     tested_margin,
 )
+from llm_eval.stats import _churn_posterior as churn_posterior  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -1075,22 +1079,37 @@ def docstring_model_catch(
     trials: int,
     rng: np.random.Generator,
 ) -> int:
-    """Fails among `trials` samples of the model `detectable_worsening` documents."""
+    """Fails among `trials` samples of the model `detectable_worsening` documents: for 0/1
+    scores the churning share q drawn from its posterior Beta(changed + 1, n - changed +
+    1) (none when nothing changed), then P(bad) = q / 2 + drop, P(good) = q / 2; for
+    graded ones a truth of n queries resampled from those seen, the sample resampled
+    from it, each change flipped at random, and whole-score losses taken from the
+    unchanged queries first, so that the truth's mean worsening is the drop."""
     n = before.size
     binary = bool(np.isin(before, (0.0, 1.0)).all() and np.isin(after, (0.0, 1.0)).all())
     if binary:
-        churn = float(np.mean(before != after)) / 2.0
-        draws = rng.multinomial(n, [churn + drop, churn, 1.0 - 2.0 * churn - drop], size=trials)
-        return sum(gate.decide_counts(n, int(b), int(g), limit) == FAIL for b, g, _ in draws)
+        changed = int(np.count_nonzero(before != after))
+        caught = 0
+        for _ in range(trials):
+            q = 0.0 if changed == 0 else float(rng.beta(changed + 1, n - changed + 1))
+            p_bad = min(q / 2.0 + drop, 1.0 - q / 2.0)
+            b, g, _ = rng.multinomial(n, [p_bad, q / 2.0, 1.0 - q / 2.0 - p_bad])
+            caught += gate.decide_counts(n, int(b), int(g), limit) == FAIL
+        return caught
     whole_all = np.maximum(before, after)
-    share = min(drop / float(whole_all.mean()), 1.0)
+    still = before == after
     caught = 0
     for _ in range(trials):
-        rows = rng.integers(0, n, size=n)
+        world = rng.integers(0, n, size=n)
+        steady = float(np.where(still, whole_all, 0.0)[world].mean())
+        moving = float(np.where(still, 0.0, whole_all)[world].mean())
+        from_still = min(drop / steady, 1.0) if steady > 0.0 else 1.0
+        from_moving = min(max((drop - steady) / moving, 0.0), 1.0) if moving > 0.0 else 1.0
+        rows = world[rng.integers(0, n, size=n)]
         b, a = before[rows], after[rows]
         flip = rng.random(n) < 0.5
         b, a = np.where(flip, a, b), np.where(flip, b, a)
-        lose = rng.random(n) < share
+        lose = rng.random(n) < np.where(still[rows], from_still, from_moving)
         whole = whole_all[rows]
         b, a = np.where(lose, whole, b), np.where(lose, 0.0, a)
         caught += gate.decide(b, a, limit) == FAIL
@@ -1140,9 +1159,16 @@ def power_statement(
                 row += [f"{claimed:.4f}", f"{claimed / metric.limit:.2f}"]
                 row.append(f"{k / t:.3f} [{low:.3f}, {high:.3f}]")
                 if binary:
-                    churn = float(np.mean(before != after)) / 2.0
-                    p_bad = churn + claimed
-                    exact = exact_binary(gate, n, p_bad, churn, metric.limit, FAIL, ExactCheck())
+                    # the churn's posterior, as 16 equally likely shares q: P(good) = q / 2
+                    shares = churn_posterior(int(np.count_nonzero(before != after)), n)
+                    exact = np.mean(
+                        [
+                            exact_binary(
+                                gate, n, q / 2 + claimed, q / 2, metric.limit, FAIL, ExactCheck()
+                            )
+                            for q in shares
+                        ]
+                    )
                     row.append(f"{exact:.4f}")
                 for m, other in enumerate(models):
                     drop = cals[(i, m)].drop_for(claimed)
