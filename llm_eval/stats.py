@@ -18,7 +18,7 @@ distribution of per-query scores, not only asymptotically:
   the gate's sizes; the restricted p-value is as valid: P(p <= alpha) <= gamma + (alpha
   - gamma) at every share. At a given number of changed queries the p-value falls as
   more of them went bad, so the test rejects when the bad count reaches a threshold
-  that depends on the changed count (`_rejection_threshold`), which the power
+  that depends on the changed count (`rejection_threshold`), which the power
   statement sums over exactly.
 - Graded scores (MRR, nDCG, recall with several relevant documents) get the
   betting test of a bounded mean (Waudby-Smith & Ramdas 2024, JRSS-B 86:1-27,
@@ -71,9 +71,9 @@ BET_ORDERS = 16
 POWER_SIMULATIONS = 400
 """Simulated samples behind the power statement of a graded metric."""
 POWER = 0.8
+"""The catch rate the power statement speaks of: "caught 4 times in 5"."""
 CHURN_POINTS = 16
 """Equally likely values of the churn a 0/1 power figure averages its catch rate over."""
-"""The catch rate the power statement speaks of: "caught 4 times in 5"."""
 SIMULATION_ELEMENTS = 1 << 18
 """About how many numbers (samples x orders x queries) the power simulation tests at a
 time: 2 MiB of floats, so the arrays it sweeps a dozen times stay in cache."""
@@ -807,11 +807,7 @@ def exact_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha: 
     if share <= 0.0:
         return 0.0
     counts = np.arange(n + 1)
-    lf = test._log_factorial
-    with np.errstate(divide="ignore"):
-        log_pmf = lf[n] - lf[counts] - lf[n - counts] + counts * math.log(share)
-        log_pmf += (n - counts) * math.log1p(-share)
-    likely = counts[log_pmf > log_pmf.max() + math.log(LIKELY)]
+    likely, _ = _likely_counts(n, share, test._log_factorial, math.log(LIKELY))
     thresholds = np.full(n + 1, n + 1, dtype=np.int64)
     for changed in likely:
         thresholds[changed] = rejection_threshold(n, int(changed), margin, alpha)
@@ -922,14 +918,16 @@ def _critical_among(
     return float(z[above[0]]) if above.size else None
 
 
-def _likely_counts(n: int, share: float, lf: FloatArray) -> tuple[IntArray, FloatArray]:
-    """The numbers of changed queries within exp(-30) of the likeliest under Bin(n,
+def _likely_counts(
+    n: int, share: float, lf: FloatArray, floor: float = -30.0
+) -> tuple[IntArray, FloatArray]:
+    """The numbers of changed queries within exp(`floor`) of the likeliest under Bin(n,
     share), and their log-probabilities."""
     counts = np.arange(n + 1)
     with np.errstate(divide="ignore"):
         log_pmf = lf[n] - lf[counts] - lf[n - counts]
         log_pmf = log_pmf + counts * math.log(share) + (n - counts) * math.log1p(-share)
-    keep = log_pmf > log_pmf.max() - 30.0
+    keep = log_pmf > log_pmf.max() + floor
     return counts[keep], log_pmf[keep]
 
 
