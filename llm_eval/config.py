@@ -37,7 +37,8 @@ class RetrieverConfig:
         """An error raised while building the retriever, pointed at its setting."""
         if error.path is not None or self.where is None:
             return error
-        line = dict(self.setting_lines).get(error.key or "", self.where.line)
+        setting = re.split(r"[.\[]", error.key or "", maxsplit=1)[0]  # init.model_path: init
+        line = dict(self.setting_lines).get(setting, self.where.line)
         key = f"{self.where.key}.{error.key}" if error.key else self.where.key
         return InputError(error.reason, path=self.where.file, line=line, key=key)
 

@@ -162,8 +162,8 @@ def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
             declared.check_embedding_source(values)
         return values
     except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
-        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
-        raise where.error(exc.reason) from None
+        where = node.find(exc.key) if exc.key is not None else None
+        raise (where or node).error(exc.reason) from None
 
 
 def check_judge(
@@ -261,8 +261,8 @@ def _configured(
     try:
         settings = kind.checked({**base.settings, **given})
     except InputError as exc:
-        where = keys[exc.key] if exc.key is not None and exc.key in keys else node
-        raise where.error(exc.reason) from None
+        where = node.find(exc.key) if exc.key is not None else None
+        raise (where or node).error(exc.reason) from None
     if kind.needs_corpus and corpus is None:
         raise node.error(f"the {kind.name} retriever needs a `corpus` file in the config")
     rate = keys.get("max_error_rate")

@@ -2,13 +2,15 @@
 
 As in a POSIX shell, `${NAME:-default}` gives the default when NAME is unset or
 empty; `${NAME}` with NAME unset is an error naming the variable and the setting that
-uses it, never a silent empty string. Values are never echoed in errors.
+uses it, never a silent empty string. A `$` not followed by `{` is kept as written.
+Values are never echoed in errors.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from llm_eval.errors import InputError
 
@@ -37,3 +39,16 @@ def expand_environment(template: str, environ: Mapping[str, str], used_by: str, 
         return found
 
     return PLACEHOLDER.sub(value, template)
+
+
+def expand_nested(value: Any, environ: Mapping[str, str], key: str) -> Any:
+    """`value` with `expand_environment` applied to every string in it, also inside
+    mappings and lists (their keys are kept as written); an error names the key path of
+    the string (`init.model_path`, `python_path[1]`)."""
+    if isinstance(value, str):
+        return expand_environment(value, environ, f"the {key} setting", key)
+    if isinstance(value, dict):
+        return {name: expand_nested(item, environ, f"{key}.{name}") for name, item in value.items()}
+    if isinstance(value, list):
+        return [expand_nested(item, environ, f"{key}[{index}]") for index, item in enumerate(value)]
+    return value

@@ -2,7 +2,8 @@
 
 A retriever kind, a model endpoint (judge, embeddings) and any other configurable
 part declares its settings as a table of `Setting`s; `checked_settings` fills in the
-defaults, reads `${VAR}` / `${VAR:-default}` where a setting allows it, and raises
+defaults, reads `${VAR}` / `${VAR:-default}` in every string of a setting (also nested
+in mappings and lists) unless the setting reads them where it is used, and raises
 InputError naming the bad key. Nothing here reads a file.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llm_eval.environment import expand_environment
+from llm_eval.environment import expand_nested
 from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 
@@ -28,9 +29,13 @@ class Setting:
     help: str
     required: bool = False
     """The config must give it (the default is not used)."""
-    environ: bool = False
-    """A text value reads `${NAME}` / `${NAME:-default}` from the environment when the
-    config is loaded (endpoints and model names, which differ between a laptop and CI)."""
+    environ: bool = True
+    """Every string in the value (also nested in mappings and lists) reads `${NAME}` /
+    `${NAME:-default}` from the environment when the config is loaded (endpoints, model
+    folders, a python retriever's `init`: what differs between a laptop and CI). False
+    for a value read where it is used instead: a secret (api_key, headers, cache_key),
+    which so never enters the settings, their fingerprints or a report; a template with
+    placeholders of its own (a request body's `${query}`)."""
 
 
 Check = Callable[[Any], "str | None"]
@@ -71,8 +76,8 @@ def checked_settings(
         if setting.required and name not in settings:
             raise InputError(f"missing required key {name!r}")
         value = settings.get(name, setting.default)
-        if setting.environ and isinstance(value, str):
-            value = expand_environment(value, os.environ, f"the {name} setting", name)
+        if setting.environ:
+            value = expand_nested(value, os.environ, name)
         values[name] = value
         reason = setting.check(value)
         if reason is not None:

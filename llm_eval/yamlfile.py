@@ -7,7 +7,7 @@ into nodes and turned into `Node` values that carry their line and path.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,23 @@ class Node:
         if not isinstance(self.value, list):
             raise self.error(f"expected a list, got {_kind(self.value)}")
         yield from self.value
+
+    def find(self, key_path: str) -> Node | None:
+        """The value at `key_path` below this node (an error's key: `init.model_path`,
+        `command[2]`), or None when there is none."""
+        return self._at(self.child_path(key_path))
+
+    def _at(self, path: str) -> Node | None:
+        if self.path == path:
+            return self
+        children: Iterable[Node] = ()
+        if isinstance(self.value, dict | list):
+            children = self.value.values() if isinstance(self.value, dict) else self.value
+        for child in children:
+            found = child._at(path) if path.startswith(child.path) else None
+            if found is not None:
+                return found
+        return None
 
     def child_path(self, key: str | int) -> str:
         """The key path of a child of this node."""

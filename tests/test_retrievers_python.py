@@ -147,6 +147,49 @@ def test_a_class_instantiated_once_with_init_and_objects_as_hits(
     assert module.THREADS and all(t.startswith("llm-eval-retrieve") for t in module.THREADS)
 
 
+def test_the_class_gets_init_with_environment_variables_read(
+    tmp_path: Path,
+    src: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`${EMBEDDING_MODEL}` reaches the class as the variable's value, also in a nested
+    mapping and a list; a `$` that opens no `${` is passed as written."""
+    name = module_name(request)
+    write_module(
+        src,
+        name,
+        """
+        GIVEN = []
+
+
+        class Retriever:
+            def __init__(self, **init):
+                GIVEN.append(init)
+
+            def retrieve(self, query, top_k):
+                return [{"doc_id": d, "score": s} for d, s in rank(query, top_k)]
+        """,
+    )
+    monkeypatch.setenv("EMBEDDING_MODEL", str(tmp_path / "models" / "e5"))
+    monkeypatch.delenv("REPLICA", raising=False)
+    init = {
+        "model_path": "${EMBEDDING_MODEL}",
+        "index": {"hosts": ["${REPLICA:-replica.internal}", "$HOST"], "price": "$5"},
+    }
+    project = project_for(tmp_path, src, f"{name}:Retriever", init=init)
+    code, out = retrieve(project, capsys)
+    assert code == 0, out
+    given = importlib.import_module(name).GIVEN
+    assert given == [
+        {
+            "model_path": str(tmp_path / "models" / "e5"),
+            "index": {"hosts": ["replica.internal", "$HOST"], "price": "$5"},
+        }
+    ]
+
+
 def test_an_exception_for_one_query_is_that_query_error(
     tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -51,10 +51,14 @@ SETTINGS: Mapping[str, Setting] = {
         _url,
         "The API root, e.g. https://api.openai.com/v1 (${VAR:-default} reads the environment).",
         True,
-        environ=True,
     ),
-    "model": Setting(None, _text, "The model name the endpoint serves.", True, environ=True),
-    "api_key": Setting(None, _optional_text, "Bearer token; write ${ENV_VAR} to read it."),
+    "model": Setting(None, _text, "The model name the endpoint serves.", True),
+    "api_key": Setting(
+        None,
+        _optional_text,
+        "Bearer token; write ${ENV_VAR} to read it (where it is used: never kept).",
+        environ=False,
+    ),
     "temperature": Setting(0.0, number_check(0, 2), "Sampling temperature; 0 for steady verdicts."),
     "seed": Setting(0, whole_check(0, 2**31 - 1), "Sampling seed, for endpoints that honour it."),
     "max_tokens": Setting(512, whole_check(1, 100_000), "Longest answer asked for."),
@@ -109,15 +113,13 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
         None,
         _optional_url,
         "An /embeddings API root, e.g. https://api.openai.com/v1 (or give model_path).",
-        environ=True,
     ),
-    "model": Setting(None, _optional_text, "The model name the endpoint serves.", environ=True),
+    "model": Setting(None, _optional_text, "The model name the endpoint serves."),
     "model_path": Setting(
         None,
         check_model_folder,
         "A sentence-transformers model folder on disk, instead of an endpoint; never "
         "downloaded (needs llm-eval-ci[local-embeddings]).",
-        environ=True,
     ),
     **{
         name: SETTINGS[name]

@@ -115,6 +115,7 @@ SETTINGS: Mapping[str, Setting] = {
         check_components,
         "The retrievers to fuse, by name: {name: {kind: ..., settings...}}.",
         required=True,
+        environ=False,  # each component's settings are read by its own kind
     ),
     "method": Setting("rrf", check_method, "rrf (reciprocal rank) or weighted (scores)."),
     "weights": Setting(

@@ -142,15 +142,18 @@ SETTINGS: Mapping[str, Setting] = {
         check_url,
         "The search endpoint; each query is POSTed to it (${VAR:-default} reads the environment).",
         True,
-        environ=True,
     ),
     "body": Setting(
         dict(DEFAULT_BODY),
         check_body,
         "The JSON object sent; strings may hold ${query} and ${top_k}.",
+        environ=False,
     ),
     "headers": Setting(
-        {}, check_headers, "Request headers; values may hold ${ENV_VAR} (read at run time)."
+        {},
+        check_headers,
+        "Request headers; values may hold ${ENV_VAR} (read at run time).",
+        environ=False,
     ),
     "results_path": Setting(
         None,

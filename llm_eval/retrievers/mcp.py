@@ -99,17 +99,19 @@ def check_cwd(value: Any) -> str | None:
 SETTINGS: Mapping[str, Setting] = {
     "command": Setting(None, check_command, "A stdio server: the program and its arguments."),
     "cwd": Setting(None, check_cwd, "The stdio server's working folder (default: this one)."),
-    "url": Setting(
-        None, check_optional_url, "A streamable HTTP server's URL (…/mcp).", environ=True
-    ),
+    "url": Setting(None, check_optional_url, "A streamable HTTP server's URL (…/mcp)."),
     "headers": Setting(
-        {}, check_headers, "HTTP headers; values may hold ${ENV_VAR} (read at run time)."
+        {},
+        check_headers,
+        "HTTP headers; values may hold ${ENV_VAR} (read at run time).",
+        environ=False,
     ),
     "tool": Setting("search", check_tool, "The search tool's name."),
     "arguments": Setting(
         dict(DEFAULT_BODY),
         check_body,
         "The tool's arguments; strings may hold ${query} and ${top_k}.",
+        environ=False,
     ),
     "results_path": Setting(
         None,

@@ -178,6 +178,7 @@ CACHE_KEY = Setting(
     check_cache_key,
     "Part of the retrieval cache's key: change it (e.g. ${INDEX_VERSION}) when the answers "
     "change in ways the cache cannot see.",
+    environ=False,  # read where the cache's key is made
 )
 
 

@@ -3,7 +3,8 @@
     retriever:
       kind: python
       target: my_rag.search:Retriever     # module:function, or module:Class
-      init: {index: indexes/main}         # keyword arguments of the class, once
+      init: {index: indexes/main}         # keyword arguments of the class, once;
+                                          # strings may read ${VAR} / ${VAR:-default}
       python_path: [src]                  # folders added to sys.path
       concurrency: 4                      # threads; default 1
 
@@ -58,9 +59,13 @@ def check_target(value: Any) -> str | None:
 
 
 def check_init(value: Any) -> str | None:
-    """Keyword arguments: a mapping with identifier keys."""
-    if not isinstance(value, dict) or not all(str(k).isidentifier() for k in value):
-        return f"must be a mapping of keyword arguments, got {value!r}"
+    """Keyword arguments: a mapping with identifier keys. The values are never shown:
+    they may hold secrets read from the environment."""
+    if not isinstance(value, dict):
+        return f"must be a mapping of keyword arguments, got {type(value).__name__}"
+    for name in value:
+        if not str(name).isidentifier():
+            return f"{name!r} is not a keyword argument name (letters, digits, _)"
     return None
 
 
