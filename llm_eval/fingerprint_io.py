@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llm_eval.config import EvalConfig
+from llm_eval.config import EvalConfig, RetrieverConfig
 from llm_eval.digest import digest
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.inputs import Inputs
@@ -57,6 +57,12 @@ def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | N
         return None
     settings = _by_model_contents({"kind": retriever.kind, **retriever.settings})
     return digest({"retriever": settings, "top_k": config.top_k})
+
+
+def retriever_identity(retriever: RetrieverConfig) -> str:
+    """A digest of the retriever: its kind and settings, each model folder by its files
+    (top_k aside: what the caches under the output folder are made from)."""
+    return digest(_by_model_contents({"kind": retriever.kind, **retriever.settings}))
 
 
 def _by_model_contents(value: Any) -> Any:

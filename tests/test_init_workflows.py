@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from fake_github import FakeGitHub, serve
 from workflow_steps import (
+    ActionsCache,
     git,
     load,
     named,
@@ -161,10 +162,16 @@ def test_init_writes_the_four_workflows_and_actionlint_passes_on_them(initialise
 EXERCISED = {
     "baseline-refresh.yml": [
         "Install llm-eval",
+        "Compute the cache key",
         "Recompute the baseline",
         "Open or update the pull request",
     ],
-    "dashboard.yml": ["Install llm-eval", "Keep this push's report", "Write the dashboard"],
+    "dashboard.yml": [
+        "Install llm-eval",
+        "Compute the cache key",
+        "Keep this push's report",
+        "Write the dashboard",
+    ],
     "retrieval-gate-comment.yml": ["Install llm-eval", "Comment on the pull request"],
     "retrieval-gate.yml": [],  # its one step is the action, whose steps run below
 }
@@ -275,22 +282,26 @@ def test_the_baseline_refresh_proposes_nothing_after_init_and_a_branch_once_scor
     environ["PATH"] = f"{stand_ins}:{environ['PATH']}"
     context = runner_context(runner)
 
+    cache = ActionsCache(tmp_path / "github-cache")
+    restored: list[dict[str, str]] = []
+
     def refresh() -> str:
-        (runner / "output").write_text("")
-        done = run_step(
-            document,
-            "Recompute the baseline",
-            repo,
-            environ | {"GITHUB_OUTPUT": str(runner / "output")},
-            context,
-        )
-        assert done.returncode == 0, done.stderr
-        return outputs(runner / "output")["moved"]
+        """The job on a new runner: no output folder until the cache is restored."""
+        shutil.rmtree(repo / ".llm-eval", ignore_errors=True)
+        ran = cached_steps(document, "Recompute the baseline", repo, environ, context, cache)
+        restored.append(ran.restored)
+        return ran.outputs["moved"]
 
     assert refresh() == "false"
+    assert restored[-1]["cache-hit"] == "false"
+    assert refresh() == "false"
+    assert restored[-1]["cache-hit"] == "true"  # the BM25 index was not built again
     assert not asked.exists()
     empty_passages(repo, every=False)
     assert refresh() == "true"
+    # A new corpus: a new key, restored from the last cache of the same retriever.
+    assert restored[-1] == {"cache-hit": "false", "cache-matched-key": cache.saved[0]}
+    assert len(cache.saved) == 2
     done = run_step(document, "Open or update the pull request", repo, environ, context)
     assert done.returncode == 0, done.stderr
     branch = "llm-eval/baseline-refresh"
@@ -305,6 +316,47 @@ def test_the_baseline_refresh_proposes_nothing_after_init_and_a_branch_once_scor
         f"pr create --base main --head {branch} --title Refresh the retrieval baseline "
         f"--body-file {body}",
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRun:
+    """What the steps around a cached step did."""
+
+    restored: dict[str, str]
+    """The restore step's outputs."""
+    outputs: dict[str, str]
+    """The cached step's outputs."""
+
+
+def cached_steps(
+    document: dict[str, Any],
+    name: str,
+    repo: Path,
+    environ: dict[str, str],
+    context: dict[str, str],
+    cache: ActionsCache,
+) -> CachedRun:
+    """The cache key, the restore, the step called `name` and the save, as the runner
+    runs them (the save step's `if:` evaluated as written: `always()` holds)."""
+    runner = Path(context["runner.temp"])
+    output = runner / "output"
+    output.write_text("")
+    environ = environ | {"GITHUB_OUTPUT": str(output)}
+    done = run_step(document, "Compute the cache key", repo, environ, context)
+    assert done.returncode == 0, done.stderr
+    key = outputs(output)
+    assert key["path"] == str(repo / ".llm-eval" / "cache")
+    context = context | {f"steps.cache-key.outputs.{k}": v for k, v in key.items()}
+    restored = cache.step(document, "Restore the cache", context)
+    context |= {f"steps.restore-cache.outputs.{k}": v for k, v in restored.items()}
+    output.write_text("")
+    done = run_step(document, name, repo, environ, context)
+    assert done.returncode == 0, done.stderr
+    assert "::warning::" not in done.stdout
+    if restored["cache-hit"] != "true":
+        cache.step(document, "Save the cache", context)
+    assert (cache.root / key["key"] / "bm25").is_dir()  # the index is what is kept
+    return CachedRun(restored, outputs(output))
 
 
 # --- dashboard.yml ---------------------------------------------------------------------
@@ -323,10 +375,13 @@ def test_the_dashboard_keeps_the_first_pushs_report_and_writes_the_page(
     sha = git(repo, "rev-parse", "HEAD").strip()
     environ = runner_environ(installed, RUNNER_TEMP=str(runner), GITHUB_SHA=sha)
     context = runner_context(runner)
-    for name in ("Keep this push's report", "Write the dashboard"):
-        done = run_step(document, name, repo, environ, context)
-        assert done.returncode == 0, done.stderr
-        assert "::warning::" not in done.stdout
+    cache = ActionsCache(tmp_path / "github-cache")
+    kept = cached_steps(document, "Keep this push's report", repo, environ, context, cache)
+    assert kept.restored["cache-hit"] == "false"
+    assert len(cache.saved) == 1
+    done = run_step(document, "Write the dashboard", repo, environ, context)
+    assert done.returncode == 0, done.stderr
+    assert "::warning::" not in done.stdout
     (kept,) = git(origin, "show", "llm-eval-history:history.jsonl").splitlines()
     assert json.loads(kept)["provenance"]["head_commit"] == sha
     upload = next(s for s in steps(document) if "upload-pages-artifact" in s.get("uses", ""))

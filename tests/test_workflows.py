@@ -17,8 +17,19 @@ from typing import Any
 
 import pytest
 from conftest import copy_demo
+from conftest import script as repo_script
 from fake_github import FakeGitHub, serve
-from workflow_steps import git, load, run_script, runner_environ, script, steps, tool
+from workflow_steps import (
+    ActionsCache,
+    git,
+    load,
+    run_script,
+    run_step,
+    runner_environ,
+    script,
+    steps,
+    tool,
+)
 
 from llm_eval import DISTRIBUTION
 from llm_eval.cli import main
@@ -165,6 +176,7 @@ def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
         "python-version",
         "working-directory",
         "id",
+        "cache",
     }
     assert all("description" in spec for spec in action["inputs"].values())
     assert set(action["outputs"]) == {"verdict", "report", "exit-code"}
@@ -187,6 +199,163 @@ def test_the_action_fails_last_with_the_gates_exit_code() -> None:
     assert names.index("Upload the report") < names.index("Comment on the pull request")
     assert names[-1] == "Fail when the gate failed"
     assert action_steps[-1]["if"] == "steps.gate.outputs.exit-code != '0'"
+
+
+# --- the cache under the output folder ------------------------------------------------
+
+CACHED = [
+    ACTION,
+    REPO / ".github" / "workflows" / "baseline-refresh.yml",
+    REPO / ".github" / "workflows" / "dashboard.yml",
+]
+"""The files that run the retriever themselves (retrieval-gate.yml and ci.yml's gate job
+run it through the action)."""
+
+
+@pytest.mark.parametrize("path", CACHED, ids=lambda p: p.name)
+def test_the_cache_is_restored_before_the_retriever_and_saved_after_it_whatever_happened(
+    path: Path,
+) -> None:
+    """The key is the product's; the restore and save never fail the job (the cache
+    service may be down); the save runs after a failed gate or refresh too, and not
+    when the exact key was restored (a cache cannot be overwritten)."""
+    document = load(path)
+    names = [step.get("name") for step in steps(document)]
+    retrieving = next(n for n in names if n in RETRIEVING)
+    order = ["Compute the cache key", "Restore the cache", retrieving, "Save the cache"]
+    assert [names.index(name) for name in order] == sorted(names.index(name) for name in order)
+    key, restore, save = (
+        next(s for s in steps(document) if s.get("name") == name)
+        for name in ("Compute the cache key", "Restore the cache", "Save the cache")
+    )
+    assert re.search(
+        r'^\s*llm-eval cache-key( --config "\$LLM_EVAL_CONFIG")? >> "\$GITHUB_OUTPUT" \|\|$',
+        key["run"],
+        re.M,
+    )
+    assert restore["if"] == "steps.cache-key.outputs.key != ''"
+    assert save["if"] == (
+        "always() && steps.cache-key.outputs.key != '' && "
+        "steps.restore-cache.outputs.cache-hit != 'true'"
+    )
+    assert restore["continue-on-error"] is True and save["continue-on-error"] is True
+    assert restore["with"] == {
+        "path": "${{ steps.cache-key.outputs.path }}",
+        "key": "${{ steps.cache-key.outputs.key }}",
+        "restore-keys": "${{ steps.cache-key.outputs.restore-key }}",
+    }
+    assert save["with"] == {
+        "path": "${{ steps.cache-key.outputs.path }}",
+        "key": "${{ steps.cache-key.outputs.key }}",
+    }
+
+
+RETRIEVING = ("Run the gate", "Recompute the baseline", "Keep this push's report")
+
+
+def test_the_actions_cache_input_and_a_run_file_skip_the_cache() -> None:
+    action = load(ACTION)
+    assert action["inputs"]["cache"]["default"] == "true"
+    key = next(s for s in steps(action) if s.get("name") == "Compute the cache key")
+    assert key["if"] == "inputs.cache != 'false' && inputs.run == ''"
+
+
+stub = repo_script("stub_openai")
+
+DENSE = """\
+gold:
+  - path: gold/few.jsonl
+    tier: A
+corpus: gold/corpus.jsonl
+retriever:
+  kind: embedding
+  base_url: ${EMBEDDINGS_URL}
+  model: stub-embed
+metrics: [recall@5, mrr]
+baseline: gold/dense-baseline.json  # none yet: the floors alone, which the stub fails
+"""
+
+
+def run_action_on_a_fresh_runner(
+    repo: Path, runner: Path, cache: ActionsCache, url: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The action's steps from the cache key to the cache's save, as a new runner runs
+    them on a checkout with no output folder: the outputs of the key, restore and gate
+    steps. The save step's `if:` is evaluated here as written (the gate step never
+    fails the job, so `always()` holds)."""
+    shutil.rmtree(repo / ".llm-eval", ignore_errors=True)
+    runner.mkdir()
+    action = load(ACTION)
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs["config"] = "config/dense.yaml"
+    context = {f"inputs.{name}": value for name, value in inputs.items()}
+    output = runner / "output"
+    environ = runner_environ(RUNNER_TEMP=str(runner), GITHUB_OUTPUT=str(output), EMBEDDINGS_URL=url)
+    outputs = []
+    for name in ("Compute the cache key", "Restore the cache", "Run the gate"):
+        output.write_text("")
+        if name == "Restore the cache":
+            restored = cache.step(action, name, context)
+            context |= {f"steps.restore-cache.outputs.{k}": v for k, v in restored.items()}
+            outputs.append(restored)
+            continue
+        done = run_step(action, name, repo, environ, context)
+        assert done.returncode == 0, done.stderr
+        outputs.append(dict(line.split("=", 1) for line in output.read_text().splitlines()))
+        context |= {f"steps.cache-key.outputs.{k}": v for k, v in outputs[0].items()}
+    if outputs[0]["key"] != "" and outputs[1]["cache-hit"] != "true":
+        cache.step(action, "Save the cache", context)
+    return outputs[0], outputs[1], outputs[2]
+
+
+def test_the_action_keeps_the_embeddings_between_runs_and_across_a_corpus_change(
+    tmp_path: Path,
+) -> None:
+    """A dense retriever against an embeddings endpoint on 127.0.0.1, gated three times,
+    each on a new runner. The first run embeds the corpus and the queries and saves the
+    cache, although its gate fails; the second restores it by its key and asks the
+    endpoint nothing; after one document changes, the key changes, the restore key
+    does not, and the third run starts from the first one's cache: the queries' vectors
+    are not asked for again."""
+    repo = copy_demo(tmp_path / "repo")
+    gold = (repo / "gold" / "python-docs-A.jsonl").read_text(encoding="utf-8").splitlines()[:12]
+    (repo / "gold" / "few.jsonl").write_text("\n".join(gold) + "\n", encoding="utf-8")
+    (repo / "config" / "dense.yaml").write_text(DENSE, encoding="utf-8")
+    queries = {json.loads(line)["query"] for line in gold}
+    cache = ActionsCache(tmp_path / "github-cache")
+    with stub.serve() as server:
+        key, restored, gate = run_action_on_a_fresh_runner(repo, tmp_path / "1", cache, server.url)
+        asked = {text for request in server.requests for text in request["input"]}
+        assert queries <= asked and len(asked) > len(queries)  # the queries and the corpus
+        assert restored == {"cache-hit": "false", "cache-matched-key": ""}
+        assert gate["exit-code"] == "1"  # saved all the same
+        assert cache.saved == [key["key"]]
+        assert key["path"] == str(repo / ".llm-eval" / "cache")
+        assert key["restore-key"] and key["key"].startswith(key["restore-key"])
+
+        server.requests.clear()
+        again, restored, gate = run_action_on_a_fresh_runner(
+            repo, tmp_path / "2", cache, server.url
+        )
+        assert again == key
+        assert restored == {"cache-hit": "true", "cache-matched-key": key["key"]}
+        assert server.requests == []
+        assert gate["exit-code"] == "1"
+        assert cache.saved == [key["key"]]  # not saved again
+
+        corpus = repo / "gold" / "corpus.jsonl"
+        first, rest = corpus.read_text(encoding="utf-8").split("\n", 1)
+        changed = json.loads(first) | {"text": "A passage rewritten since."}
+        corpus.write_text(json.dumps(changed) + "\n" + rest, encoding="utf-8")
+        server.requests.clear()
+        moved, restored, _ = run_action_on_a_fresh_runner(repo, tmp_path / "3", cache, server.url)
+        assert moved["restore-key"] == key["restore-key"]
+        assert moved["key"] != key["key"]
+        assert restored == {"cache-hit": "false", "cache-matched-key": key["key"]}
+        asked = {text for request in server.requests for text in request["input"]}
+        assert any("A passage rewritten since." in text for text in asked)
+        assert not queries & asked
+        assert cache.saved == [key["key"], moved["key"]]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -411,6 +580,7 @@ def action_script(name: str) -> str:
     "name",
     [
         "Install llm-eval",
+        "Compute the cache key",
         "Run the gate",
         "Comment on the pull request",
         "Fail when the gate failed",

@@ -129,3 +129,44 @@ def run_step(
     declared = job_env(document, step) | dict(step.get("env", {}))
     values = {key: resolve(str(value), context or {}) for key, value in declared.items()}
     return run_script(step["run"], cwd, {**environ, **values})
+
+
+class ActionsCache:
+    """GitHub's cache on this machine, for the steps that use actions/cache/restore and
+    actions/cache/save: each saved cache a copy of its folder under `root`, named by its
+    key. As GitHub's: a key is saved once (a cache is never overwritten), and a restore
+    takes the exact key, else for each restore key in order the newest cache whose key
+    starts with it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.saved: list[str] = []
+        """Keys, oldest first."""
+
+    def step(
+        self, document: dict[str, Any], name: str, context: Mapping[str, str]
+    ) -> dict[str, str]:
+        """Run the restore or save step called `name`, its `with:` evaluated in
+        `context`; the restore step's outputs."""
+        step = named(document, name)
+        inputs = {key: resolve(str(value), context) for key, value in step["with"].items()}
+        action = step["uses"].split("@")[0]
+        if action == "actions/cache/restore":
+            return self.restore(Path(inputs["path"]), inputs["key"], inputs["restore-keys"])
+        assert action == "actions/cache/save", action
+        self.save(Path(inputs["path"]), inputs["key"])
+        return {}
+
+    def restore(self, path: Path, key: str, restore_keys: str) -> dict[str, str]:
+        newest = list(reversed(self.saved))
+        matched = key if key in self.saved else None
+        for prefix in filter(None, restore_keys.splitlines()):
+            matched = matched or next((k for k in newest if k.startswith(prefix)), None)
+        if matched is not None:
+            shutil.copytree(self.root / matched, path, dirs_exist_ok=True)
+        return {"cache-hit": str(matched == key).lower(), "cache-matched-key": matched or ""}
+
+    def save(self, path: Path, key: str) -> None:
+        if key not in self.saved and path.is_dir():
+            shutil.copytree(path, self.root / key)
+            self.saved.append(key)

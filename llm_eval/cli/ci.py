@@ -1,4 +1,4 @@
-"""Around the gate in CI and git: `hook install|uninstall`, `comment`."""
+"""Around the gate in CI and git: `hook install|uninstall`, `comment`, `cache-key`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from llm_eval import defaults
 from llm_eval.cli.root import (
+    CONFIG_OPTION,
     cli,
     config_options,
     echo,
@@ -136,3 +137,18 @@ def comment_command(
         when=cast("When", when),
     )
     echo(outcome.text, err=outcome.to_stderr)
+
+
+@cli.command("cache-key", short_help="Print the key under which CI keeps the cache.")
+@CONFIG_OPTION
+def cache_key_command(config_path: Path) -> None:
+    """Print key=, restore-key= and path= of the output folder's cache for GitHub's cache
+    action (append them to $GITHUB_OUTPUT): the key is made of the operating system,
+    the retriever (model files or endpoint, settings) and the corpus file; restore-key,
+    without the corpus, finds the last cache of the same retriever. Nothing is printed
+    when the retriever reads a run file or there is none: nothing to cache."""
+    from llm_eval.commands.cache_key import cache_key
+
+    found = cache_key(config_path)
+    if found is not None:
+        echo(found.outputs())

@@ -1,0 +1,134 @@
+"""`llm-eval cache-key`: the key CI keeps the output folder's cache under, made from the
+config alone (no model loaded, no index built)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from llm_eval.cli import main
+from llm_eval.commands.cache_key import CacheKey, cache_key
+
+HEAD = "gold: [{path: gold.jsonl, tier: A}]\ncorpus: corpus.jsonl\noutput: out\n"
+KEY = re.compile(r"llm-eval-linux-([0-9a-f]{16})-([0-9a-f]{16})")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a corpus and a model folder that is no model at all: the key reads
+    its files' digests and never loads it."""
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "a", "text": "one"}\n')
+    model = tmp_path / "models" / "e5"
+    model.mkdir(parents=True)
+    (model / "modules.json").write_text("[]")
+    (model / "weights.bin").write_bytes(b"\x00" * 64)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def key_of(retriever: str, system: str = "Linux") -> CacheKey | None:
+    Path("llm-eval.yaml").write_text(HEAD + retriever, encoding="utf-8")
+    return cache_key(Path("llm-eval.yaml"), system)
+
+
+EMBEDDING = "retriever: {kind: embedding, model_path: models/e5}\n"
+
+
+def test_the_key_is_the_system_the_retriever_and_the_corpus(project: Path) -> None:
+    found = key_of(EMBEDDING)
+    assert found is not None
+    assert KEY.fullmatch(found.key), found.key
+    assert found.restore_key == found.key[: -len("0123456789abcdef")]
+    assert found.path == project / "out" / "cache"
+    assert found.outputs() == (
+        f"key={found.key}\nrestore-key={found.restore_key}\npath={project / 'out' / 'cache'}"
+    )
+    assert key_of(EMBEDDING, "Windows") != found  # another system's files are others
+    assert key_of(EMBEDDING) == found
+
+
+def test_a_changed_corpus_changes_the_key_but_not_the_restore_key(project: Path) -> None:
+    before = key_of(EMBEDDING)
+    (project / "corpus.jsonl").write_text('{"_id": "a", "text": "two"}\n')
+    after = key_of(EMBEDDING)
+    assert before is not None and after is not None
+    assert after.key != before.key
+    assert after.restore_key == before.restore_key
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "model file",
+        "prefix",
+        "fields",
+    ],
+)
+def test_a_changed_retriever_changes_both(project: Path, change: str) -> None:
+    before = key_of(EMBEDDING)
+    retriever = EMBEDDING
+    if change == "model file":
+        (project / "models" / "e5" / "weights.bin").write_bytes(b"\x01" * 64)
+    elif change == "prefix":
+        retriever = EMBEDDING.replace("}", ", query_prefix: 'query: '}")
+    else:
+        retriever = EMBEDDING.replace("}", ", fields: [text]}")
+    after = key_of(retriever)
+    assert before is not None and after is not None
+    assert after.restore_key != before.restore_key
+    assert not after.key.startswith(before.restore_key)
+
+
+def test_the_same_model_at_another_path_is_the_same_retriever(project: Path) -> None:
+    before = key_of(EMBEDDING)
+    (project / "models" / "e5").rename(project / "models" / "moved")
+    assert key_of(EMBEDDING.replace("models/e5", "models/moved")) == before
+
+
+def test_an_endpoint_is_its_url_and_model(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = "retriever: {kind: embedding, base_url: '${EMBED_URL}', model: e5}\n"
+    monkeypatch.setenv("EMBED_URL", "http://127.0.0.1:8000/v1")
+    first = key_of(endpoint)
+    monkeypatch.setenv("EMBED_URL", "http://10.0.0.7:8000/v1")
+    second = key_of(endpoint)
+    third = key_of(endpoint.replace("model: e5", "model: e5-large"))
+    assert first is not None and second is not None and third is not None
+    assert len({first.restore_key, second.restore_key, third.restore_key}) == 3
+
+
+@pytest.mark.parametrize(
+    "retriever",
+    ["", "retriever: {kind: run, path: run.jsonl}\n"],
+    ids=["no retriever", "a run file"],
+)
+def test_nothing_to_cache_prints_nothing(
+    project: Path, retriever: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "run.jsonl").write_text("")
+    Path("llm-eval.yaml").write_text(HEAD + retriever, encoding="utf-8")
+    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_the_command_prints_the_outputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("llm-eval.yaml").write_text(HEAD + EMBEDDING, encoding="utf-8")
+    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 0
+    found = cache_key(Path("llm-eval.yaml"))
+    assert found is not None
+    assert capsys.readouterr().out == found.outputs() + "\n"
+
+
+def test_a_config_that_cannot_be_read_is_exit_3(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EMBED_URL", raising=False)
+    Path("llm-eval.yaml").write_text(
+        HEAD + "retriever:\n  kind: embedding\n  base_url: ${EMBED_URL}\n  model: e5\n"
+    )
+    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 3
+    assert capsys.readouterr().err == (
+        "llm-eval: error: llm-eval.yaml:6: retriever.base_url: environment variable "
+        "EMBED_URL is not set (used by the base_url setting)\n"
+    )
