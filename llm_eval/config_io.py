@@ -259,7 +259,7 @@ def _configured(
     keys = node.mapping(other_keys | {"max_error_rate", *kind.settings})
     given = {name: keys[name].plain() for name in kind.settings if name in keys}
     try:
-        settings = kind.checked({**base.settings, **given})
+        settings = kind.checked({**base.settings, **given}, frozenset(base.settings) - set(given))
     except InputError as exc:
         where = node.find(exc.key) if exc.key is not None else None
         raise (where or node).error(exc.reason) from None

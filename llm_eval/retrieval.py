@@ -192,6 +192,8 @@ def build_retriever(config: EvalConfig) -> Retriever:
     kind = retriever_kind(config.retriever.kind)
     context = RetrieverContext(config.corpus, config.output / "cache")
     try:
-        return kind.create(config.retriever.settings, context)
+        # Checked, and their ${VAR} read, when the config was loaded: checking them again
+        # would read a `${` inside a variable's value as another variable.
+        return kind.build(config.retriever.settings, context)
     except InputError as exc:
         raise config.retriever.locate(exc) from None

@@ -65,9 +65,13 @@ def whole_check(low: int, high: int) -> Check:
 
 
 def checked_settings(
-    settings: Mapping[str, Any], declared: Mapping[str, Setting]
+    settings: Mapping[str, Any],
+    declared: Mapping[str, Setting],
+    read: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """Every declared setting, given or default, checked; InputError naming a bad one."""
+    """Every declared setting, given or default, checked; InputError naming a bad one.
+    The settings named in `read` had their variables read already (a variant's, taken
+    from the base retriever): a `${` in a variable's value is text, never read again."""
     unknown = sorted(set(settings) - set(declared))
     if unknown:
         raise InputError(f"unknown setting (valid: {', '.join(declared)})", key=unknown[0])
@@ -76,7 +80,7 @@ def checked_settings(
         if setting.required and name not in settings:
             raise InputError(f"missing required key {name!r}")
         value = settings.get(name, setting.default)
-        if setting.environ:
+        if setting.environ and name not in read:
             value = expand_nested(value, os.environ, name)
         values[name] = value
         reason = setting.check(value)

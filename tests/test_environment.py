@@ -211,3 +211,21 @@ def test_a_fused_components_init_reads_the_environment(
         f"{path}:{line}: retriever.retrievers: mine.init.host: environment variable INDEX_HOST "
         "is not set (used by the init.host setting)"
     )
+
+
+def test_a_variables_value_is_read_once_also_by_a_variant_of_the_retriever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant takes the base retriever's settings, variables read already: a `${`
+    inside a value is text, not another variable."""
+    monkeypatch.setenv("PASSWORD", "pa${ss}word")
+    retriever = (
+        'retriever:\n  kind: python\n  target: m:R\n  init: {password: "${PASSWORD}"}\n'
+        "variants:\n  - name: base\n  - name: wider\n    retriever: {concurrency: 2}\n"
+    )
+    config = load_config(config_file(tmp_path, retriever))
+    assert [v.retriever.settings["init"] for v in config.variants] == [
+        {"password": "pa${ss}word"},
+        {"password": "pa${ss}word"},
+    ]
+    assert config.variants[1].retriever.settings["concurrency"] == 2

@@ -173,8 +173,10 @@ def test_the_class_gets_init_with_environment_variables_read(
         """,
     )
     monkeypatch.setenv("EMBEDDING_MODEL", str(tmp_path / "models" / "e5"))
+    monkeypatch.setenv("PASSWORD", "pa${ss}word")  # read once: its `${` is text
     monkeypatch.delenv("REPLICA", raising=False)
     init = {
+        "password": "${PASSWORD}",
         "model_path": "${EMBEDDING_MODEL}",
         "index": {"hosts": ["${REPLICA:-replica.internal}", "$HOST"], "price": "$5"},
     }
@@ -184,6 +186,7 @@ def test_the_class_gets_init_with_environment_variables_read(
     given = importlib.import_module(name).GIVEN
     assert given == [
         {
+            "password": "pa${ss}word",
             "model_path": str(tmp_path / "models" / "e5"),
             "index": {"hosts": ["replica.internal", "$HOST"], "price": "$5"},
         }

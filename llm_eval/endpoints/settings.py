@@ -56,7 +56,7 @@ SETTINGS: Mapping[str, Setting] = {
     "api_key": Setting(
         None,
         _optional_text,
-        "Bearer token; write ${ENV_VAR} to read it (where it is used: never kept).",
+        "Bearer token; write ${ENV_VAR}: read when a call is made, never kept in the settings.",
         environ=False,
     ),
     "temperature": Setting(0.0, number_check(0, 2), "Sampling temperature; 0 for steady verdicts."),

@@ -141,9 +141,12 @@ class RetrieverKind:
     """Checks settings that depend on each other (InputError naming the key), after
     each was checked alone."""
 
-    def checked(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        """Every declared setting, given or default, checked; InputError naming a bad one."""
-        values = checked_settings(settings, self.settings)
+    def checked(
+        self, settings: Mapping[str, Any], read: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """Every declared setting, given or default, checked; InputError naming a bad one
+        (`read`: as `checked_settings`)."""
+        values = checked_settings(settings, self.settings, read)
         self.check_together(values)
         return values
 
