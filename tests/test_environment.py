@@ -229,3 +229,14 @@ def test_a_variables_value_is_read_once_also_by_a_variant_of_the_retriever(
         {"password": "pa${ss}word"},
     ]
     assert config.variants[1].retriever.settings["concurrency"] == 2
+
+
+def test_a_secret_read_into_a_servers_command_is_never_shown_in_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVER_TOKEN", "tok-9876543210-secret")
+    retriever = "retriever:\n  kind: mcp\n  command: [serve, --token, '${SERVER_TOKEN}', 3]\n"
+    with pytest.raises(InputError) as raised:
+        load_config(config_file(tmp_path, retriever))
+    assert raised.value.reason == "must be a list like [python, server.py]: every item a string"
+    assert "tok-9876543210" not in str(raised.value)

@@ -69,11 +69,14 @@ INSTALL = "the mcp retriever needs the MCP SDK: pip install 'llm-eval-ci[mcp]'"
 
 
 def check_command(value: Any) -> str | None:
-    """None, or a non-empty list of strings (the program and its arguments)."""
+    """None, or a non-empty list of strings (the program and its arguments). A list's
+    items are not shown: an argument may be a secret read from the environment."""
     if value is None:
         return None
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not value:
         return f"must be a list like [python, server.py], got {value!r}"
+    if not all(isinstance(v, str) for v in value):
+        return "must be a list like [python, server.py]: every item a string"
     return None
 
 
