@@ -80,6 +80,11 @@ def _by_model_contents(value: Any) -> Any:
 
 
 def _model_files(path: str) -> str:
+    """The digest of the folder's files; a `model_path` that is no folder (a model's
+    name, passed to a python retriever's class) by itself, or every such name would
+    look the same."""
+    if not Path(path).is_dir():
+        return path
     # Imported here: the endpoint client (httpx) costs a run with no model on disk more
     # than its fingerprints.
     from llm_eval.endpoints.local import model_digest

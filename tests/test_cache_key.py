@@ -132,3 +132,22 @@ def test_a_config_that_cannot_be_read_is_exit_3(
         "llm-eval: error: llm-eval.yaml:6: retriever.base_url: environment variable "
         "EMBED_URL is not set (used by the base_url setting)\n"
     )
+
+
+def test_a_model_named_in_a_python_retrievers_init_is_part_of_the_key(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`init: {model_path: ...}` counts by the folder's files when it is a folder, and by
+    its text when it names a model some other way."""
+    python = "retriever: {kind: python, target: 'm:R', init: {model_path: '${MODEL}'}}\n"
+    keys = []
+    for model in ("models/e5", "org/model-a", "org/model-b"):
+        monkeypatch.setenv("MODEL", model)
+        found = key_of(python)
+        assert found is not None
+        keys.append(found.restore_key)
+    (project / "models" / "e5" / "weights.bin").write_bytes(b"\x02" * 64)
+    monkeypatch.setenv("MODEL", "models/e5")
+    found = key_of(python)
+    assert found is not None
+    assert len({*keys, found.restore_key}) == 4
