@@ -316,7 +316,7 @@ def test_the_action_keeps_the_embeddings_between_runs_and_across_a_corpus_change
     cache, although its gate fails; the second restores it by its key and asks the
     endpoint nothing; after one document changes, the key changes, the restore key
     does not, and the third run starts from the first one's cache: the queries' vectors
-    are not asked for again."""
+    are not asked for again. Another model restores nothing."""
     repo = copy_demo(tmp_path / "repo")
     gold = (repo / "gold" / "python-docs-A.jsonl").read_text(encoding="utf-8").splitlines()[:12]
     (repo / "gold" / "few.jsonl").write_text("\n".join(gold) + "\n", encoding="utf-8")
@@ -356,6 +356,17 @@ def test_the_action_keeps_the_embeddings_between_runs_and_across_a_corpus_change
         assert any("A passage rewritten since." in text for text in asked)
         assert not queries & asked
         assert cache.saved == [key["key"], moved["key"]]
+
+        # Another model: nothing of the old one's cache is restored.
+        (repo / "config" / "dense.yaml").write_text(
+            DENSE.replace("model: stub-embed", "model: stub-embed-2"), encoding="utf-8"
+        )
+        server.requests.clear()
+        other, restored, _ = run_action_on_a_fresh_runner(repo, tmp_path / "4", cache, server.url)
+        assert other["restore-key"] != key["restore-key"]
+        assert restored == {"cache-hit": "false", "cache-matched-key": ""}
+        asked = {text for request in server.requests for text in request["input"]}
+        assert queries <= asked
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
