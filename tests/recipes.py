@@ -153,3 +153,78 @@ def assert_same_as_builtin(
     # how an engine rounds (pgvector sums in double precision, numpy in single).
     assert smallest_gap(theirs) > 1e-4
     assert metrics(root, recipe_run) == metrics(root, builtin_run)
+
+
+# --- stub vectors: ties, without a model ----------------------------------------------
+
+# Six documents in four dimensions. b, d and f share one direction (d is b scaled,
+# so its unit vector is b's), so every query that reaches them meets a three-way tie,
+# and with k = 2 or 3 the cut falls inside it.
+STUB_DOCUMENTS = {
+    "a": [1.0, 0.0, 0.0, 0.0],
+    "b": [0.0, 1.0, 0.0, 0.0],
+    "c": [0.0, 0.0, 1.0, 0.0],
+    "d": [0.0, 3.0, 0.0, 0.0],
+    "e": [0.5, 0.5, 0.5, 0.5],
+    "f": [0.0, 1.0, 0.0, 0.0],
+}
+STUB_QUERIES = {
+    "toward b": [0.1, 0.9, 0.0, 0.0],
+    "toward a": [0.9, 0.3, 0.0, 0.1],
+    "between": [0.3, 0.6, 0.3, 0.1],
+    "c only": [0.0, 0.0, 1.0, 0.0],
+}
+
+
+class StubModel:
+    """A sentence-transformers stand-in: each text's fixed vector."""
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> Any:
+        import numpy as np
+
+        table = {**STUB_DOCUMENTS, **STUB_QUERIES}
+        return np.asarray([table[t] for t in texts], dtype=np.float32)
+
+
+def stub_corpus(folder: Path) -> Path:
+    """The stub documents as a BEIR corpus (each one's text is its own name)."""
+    path = folder / "stub-corpus.jsonl"
+    lines = [json.dumps({"_id": f"doc-{name}", "text": name}) for name in STUB_DOCUMENTS]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def builtin_answers(k: int) -> dict[str, list[tuple[str, float]]]:
+    """The built-in embedding retriever's top k for each stub query (its own top_k)."""
+    import numpy as np
+
+    from llm_eval.retrievers.embedding import top_k, unit
+
+    names = list(STUB_DOCUMENTS)
+    matrix = unit([STUB_DOCUMENTS[n] for n in names])
+    found = {}
+    for query, vector in STUB_QUERIES.items():
+        order, scores = top_k(np.asarray(vector, dtype=np.float32), matrix, k)
+        found[query] = [(f"doc-{names[i]}", float(s)) for i, s in zip(order, scores, strict=True)]
+    return found
+
+
+def recipe_module(recipe: str, name: str) -> Any:
+    """examples/recipes/<recipe>/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, RECIPES / recipe / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_stub_answers_match(retriever: Any) -> None:
+    """For every k, the retriever's hits are the built-in's: ties in corpus order."""
+    for k in range(1, len(STUB_DOCUMENTS) + 1):
+        for query, expected in builtin_answers(k).items():
+            hits = retriever.retrieve(query, k)
+            assert [h["doc_id"] for h in hits] == [d for d, _ in expected], (query, k)
+            got = [h["score"] for h in hits]
+            assert got == pytest.approx([s for _, s in expected], abs=2e-6), (query, k)
+    # The tie is real: doc-b, doc-d and doc-f score the same for "toward b".
+    assert [d for d, _ in builtin_answers(3)["toward b"]] == ["doc-b", "doc-d", "doc-f"]

