@@ -97,6 +97,20 @@ def builtin_config(root: Path, recipe_config: Path) -> Path:
     return path
 
 
+_BUILTIN: dict[str, Path] = {}
+
+
+def builtin_run(factory: pytest.TempPathFactory) -> Path:
+    """The built-in `kind: embedding` run of the starter project on all-MiniLM-L6-v2
+    (the recipes' configs share its gold set, corpus, top_k and metrics): made once
+    per test session, as every recipe is compared with the same one."""
+    if "run" not in _BUILTIN:
+        root = project(factory.mktemp("builtin"), "lancedb")
+        config = builtin_config(root, root / "examples" / "recipes" / "lancedb" / "llm-eval.yaml")
+        _BUILTIN["run"] = retrieve(root, config, "builtin.jsonl")
+    return _BUILTIN["run"]
+
+
 def retrieve(root: Path, config: Path, out: str, env: Mapping[str, str] | None = None) -> Path:
     """`llm-eval retrieve` with the config; the run file."""
     llm_eval(root, "retrieve", "--config", str(config), "--out", out, env=env)

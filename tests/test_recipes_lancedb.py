@@ -16,7 +16,9 @@ import recipes
 
 
 @pytest.mark.real_model
-def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(tmp_path: Path) -> None:
+def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     recipes.need("lancedb", install="lancedb")
     root = recipes.project(tmp_path, "lancedb")
     config = root / "examples" / "recipes" / "lancedb" / "llm-eval.yaml"
@@ -25,7 +27,7 @@ def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(tmp_path: P
     done = recipes.run_script(root, sys.executable, *loader)
     assert "12 documents in .lancedb" in done
     recipe_run = recipes.retrieve(root, config, "lancedb.jsonl")
-    builtin_run = recipes.retrieve(root, recipes.builtin_config(root, config), "builtin.jsonl")
+    builtin_run = recipes.builtin_run(tmp_path_factory)
     recipes.assert_same_as_builtin(root, recipe_run, builtin_run)
 
 
@@ -48,3 +50,15 @@ def test_lancedb_breaks_ties_in_corpus_order_at_every_cut(
     rows = database.open_table("corpus").to_arrow().to_pylist()
     database.create_table("reversed", data=rows[::-1])
     recipes.assert_stub_answers_match(module.LanceDBRetriever(uri, "stub", table="reversed"))
+
+
+def test_a_missing_package_skips_the_recipe_test_unless_ci_requires_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LLM_EVAL_REQUIRE_RECIPES", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="needs no_such_module_here: pip install x"):
+        recipes.need("no_such_module_here", install="x")
+    monkeypatch.setenv("LLM_EVAL_REQUIRE_RECIPES", "1")
+    with pytest.raises(pytest.fail.Exception, match="needs no_such_module_here"):
+        recipes.need("no_such_module_here", install="x")
+    recipes.need("json", install="x")  # present: neither

@@ -200,7 +200,7 @@ def test_importing_the_adapters_does_not_import_langchain() -> None:
 @pytest.mark.real_model
 @pytest.mark.parametrize(("factory", "scores"), [("make_store", True), ("make_retriever", False)])
 def test_the_recipe_ranks_and_scores_as_the_builtin_embedding_retriever(
-    tmp_path: Path, factory: str, scores: bool
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, factory: str, scores: bool
 ) -> None:
     root = recipes.project(tmp_path, "langchain")
     config = root / "examples" / "recipes" / "langchain" / "llm-eval.yaml"
@@ -208,5 +208,5 @@ def test_the_recipe_ranks_and_scores_as_the_builtin_embedding_retriever(
     assert "factory: langchain_recipe:make_store" in text
     config.write_text(text.replace("make_store", factory), encoding="utf-8")
     recipe_run = recipes.retrieve(root, config, "langchain.jsonl")
-    builtin_run = recipes.retrieve(root, recipes.builtin_config(root, config), "builtin.jsonl")
+    builtin_run = recipes.builtin_run(tmp_path_factory)
     recipes.assert_same_as_builtin(root, recipe_run, builtin_run, scores=scores)

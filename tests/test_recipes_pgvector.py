@@ -110,7 +110,7 @@ def wait_until_ready(server: subprocess.Popen[bytes], variables: dict[str, str],
 
 @pytest.mark.real_model
 def test_pgvector_ranks_and_scores_as_the_builtin_embedding_retriever(
-    tmp_path: Path, postgres: dict[str, str]
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, postgres: dict[str, str]
 ) -> None:
     root = recipes.project(tmp_path, "pgvector")
     config = root / "examples" / "recipes" / "pgvector" / "llm-eval.yaml"
@@ -119,7 +119,7 @@ def test_pgvector_ranks_and_scores_as_the_builtin_embedding_retriever(
     done = recipes.run_script(root, sys.executable, *loader, env=postgres)
     assert "12 documents in table corpus" in done
     recipe_run = recipes.retrieve(root, config, "pgvector.jsonl", env=postgres)
-    builtin_run = recipes.retrieve(root, recipes.builtin_config(root, config), "builtin.jsonl")
+    builtin_run = recipes.builtin_run(tmp_path_factory)
     recipes.assert_same_as_builtin(root, recipe_run, builtin_run)
     # The search was exact: the table has no index but its primary key and doc_id's.
     import psycopg
