@@ -34,11 +34,18 @@ retriever or store, called once with `factory_init` as keyword arguments:
 
 langchain-core is not a dependency of llm-eval: your factory imports it, and this
 module never does (it calls the object's methods).
+
+For a vector store of your own (examples/recipes/ has LanceDB and pgvector), three
+helpers give it what `kind: embedding` works with, so that on the same model the
+two rank alike: `corpus_texts` (each document's id and the text that is embedded),
+`sentence_transformer` (a model on disk, loaded as `model_path:` loads it, never
+from the network) and `unit_rows` (vectors scaled to length 1, in single precision).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 DEFAULT_ID_KEYS = ("doc_id", "id")
@@ -46,6 +53,32 @@ DEFAULT_ID_KEYS = ("doc_id", "id")
 
 Hit = dict[str, Any]
 Search = Callable[[str, int], list[Hit]]
+
+
+def corpus_texts(
+    path: str | Path, fields: Sequence[str] = ("title", "text"), document_prefix: str = ""
+) -> list[tuple[str, str]]:
+    """(doc_id, text) for each document of a BEIR JSONL corpus, in corpus order: the
+    text the embedding retriever embeds with the same `fields` and `document_prefix`."""
+    from llm_eval.corpus import field_text, iter_corpus
+
+    return [(d.doc_id, document_prefix + field_text(d, fields)) for d in iter_corpus(path)]
+
+
+def sentence_transformer(model_path: str | Path) -> Any:
+    """The sentence-transformers model in the folder, loaded once per process with the
+    hub switched off, as the embedding retriever's `model_path:` loads it."""
+    from llm_eval.endpoints.local import load_model
+
+    return load_model(str(model_path))
+
+
+def unit_rows(vectors: Any) -> Any:
+    """The vectors as float32 rows of length 1 (an all-zero row stays zero), as the
+    embedding retriever holds the corpus."""
+    from llm_eval.retrievers.embedding import unit
+
+    return unit(vectors)
 
 
 def langchain_retriever(obj: Any, *, id_key: str | None = None, score_key: str = "score") -> Search:

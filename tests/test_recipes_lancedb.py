@@ -39,7 +39,7 @@ def test_lancedb_breaks_ties_in_corpus_order_at_every_cut(
     them, and even when the table stores them in another order."""
     recipes.need("lancedb", install="lancedb")
     module = recipes.recipe_module("lancedb", "lancedb_recipe")
-    monkeypatch.setattr(module, "load_model", lambda path: recipes.StubModel())
+    monkeypatch.setattr(module, "sentence_transformer", lambda path: recipes.StubModel())
     uri = str(tmp_path / "db")
     assert module.load(str(recipes.stub_corpus(tmp_path)), "stub", uri) == 6
     recipes.assert_stub_answers_match(module.LanceDBRetriever(uri, "stub"))

@@ -151,7 +151,7 @@ def test_pgvector_breaks_ties_in_corpus_order_at_every_cut(
     built-in does, the tied documents in corpus order even where the cut falls among
     them, and even when the table stores them in another order."""
     module = recipes.recipe_module("pgvector", "pgvector_recipe")
-    monkeypatch.setattr(module, "load_model", lambda path: recipes.StubModel())
+    monkeypatch.setattr(module, "sentence_transformer", lambda path: recipes.StubModel())
     corpus = str(recipes.stub_corpus(tmp_path))
     assert module.load(corpus, "stub", dsn(postgres), table="stub") == 6
     recipes.assert_stub_answers_match(module.PgvectorRetriever("stub", dsn(postgres), "stub"))

@@ -13,52 +13,27 @@ a flat scan even on a table that has one. The score is the cosine similarity,
 `1 - _distance` for `distance_type("cosine")`. Documents at the same distance come in
 corpus order (the `position` column), as with llm-eval's own `kind: embedding`.
 
-Needs `pip install lancedb sentence-transformers` (and torch).
+The corpus texts, the model and the unit vectors come from `llm_eval.adapters`: the
+same ones `kind: embedding` uses. Needs `pip install lancedb sentence-transformers`
+(and torch).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-def read_corpus(path: str | Path) -> list[tuple[str, str]]:
-    """(doc_id, "title text") per document of a BEIR JSONL corpus, in file order: the
-    text llm-eval's embedding retriever embeds (its default `fields: [title, text]`)."""
-    found = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            doc = json.loads(line)
-            parts = (doc.get("title"), doc.get("text"))
-            found.append((str(doc["_id"]), " ".join(p for p in parts if p)))
-    return found
-
-
-def load_model(model_path: str) -> Any:
-    """The sentence-transformers model in the folder, never from the network."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(model_path, local_files_only=True)
-
-
-def unit_rows(vectors: Any) -> np.ndarray:
-    rows = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+from llm_eval.adapters import corpus_texts, sentence_transformer, unit_rows
 
 
 def load(corpus: str, model_path: str, uri: str, table: str = "corpus") -> int:
     """Embed the corpus and (re)write the table; returns the number of documents."""
     import lancedb
 
-    documents = read_corpus(corpus)
-    model = load_model(model_path)
+    documents = corpus_texts(corpus)
+    model = sentence_transformer(model_path)
     vectors = unit_rows(model.encode([text for _, text in documents], batch_size=32))
     rows = [
         {"position": i, "doc_id": doc_id, "vector": vector.tolist()}
@@ -75,7 +50,7 @@ class LanceDBRetriever:
         import lancedb
 
         self.table = lancedb.connect(uri).open_table(table)
-        self.model = load_model(model_path)
+        self.model = sentence_transformer(model_path)
 
     def _nearest(self, vector: np.ndarray, limit: int, bounds: tuple[float, float] | None) -> list:
         query = self.table.search(vector).distance_type("cosine").bypass_vector_index()

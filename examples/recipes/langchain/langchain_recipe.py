@@ -17,13 +17,12 @@ Needs `pip install langchain-core sentence-transformers` (and torch).
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
+
+from llm_eval.adapters import corpus_texts, sentence_transformer
 
 
 class SentenceTransformerEmbeddings(Embeddings):
@@ -31,10 +30,7 @@ class SentenceTransformerEmbeddings(Embeddings):
     network (langchain-huggingface's HuggingFaceEmbeddings does the same with more)."""
 
     def __init__(self, model_path: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
-        self.model = SentenceTransformer(model_path, local_files_only=True)
+        self.model = sentence_transformer(model_path)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.model.encode(texts, batch_size=32).tolist()
@@ -43,21 +39,9 @@ class SentenceTransformerEmbeddings(Embeddings):
         return self.model.encode([text], batch_size=32)[0].tolist()
 
 
-def read_corpus(path: str | Path) -> list[tuple[str, str]]:
-    """(doc_id, "title text") per document of a BEIR JSONL corpus, in file order: the
-    text llm-eval's embedding retriever embeds (its default `fields: [title, text]`)."""
-    found = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            doc = json.loads(line)
-            parts = (doc.get("title"), doc.get("text"))
-            found.append((str(doc["_id"]), " ".join(p for p in parts if p)))
-    return found
-
-
 def make_store(corpus: str, model_path: str) -> InMemoryVectorStore:
     """The corpus embedded into an in-memory store, each Document's id in its metadata."""
-    documents = read_corpus(corpus)
+    documents = corpus_texts(corpus)
     store = InMemoryVectorStore(SentenceTransformerEmbeddings(model_path))
     store.add_texts(
         [text for _, text in documents],

@@ -17,18 +17,19 @@ cosine similarity, `1 - (embedding <=> query)`; documents at the same distance c
 in corpus order (`position` is the second sort key), as with llm-eval's own
 `kind: embedding`.
 
-Needs `pip install "psycopg[binary]" pgvector sentence-transformers` (and torch).
+The corpus texts, the model and the unit vectors come from `llm_eval.adapters`: the
+same ones `kind: embedding` uses. Needs
+`pip install "psycopg[binary]" pgvector sentence-transformers` (and torch).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from llm_eval.adapters import corpus_texts, sentence_transformer, unit_rows
 
 SEARCH = """
 SELECT doc_id, 1 - (embedding <=> %(q)s) AS score
@@ -36,32 +37,6 @@ FROM {table}
 ORDER BY embedding <=> %(q)s, position
 LIMIT %(k)s
 """
-
-
-def read_corpus(path: str | Path) -> list[tuple[str, str]]:
-    """(doc_id, "title text") per document of a BEIR JSONL corpus, in file order: the
-    text llm-eval's embedding retriever embeds (its default `fields: [title, text]`)."""
-    found = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            doc = json.loads(line)
-            parts = (doc.get("title"), doc.get("text"))
-            found.append((str(doc["_id"]), " ".join(p for p in parts if p)))
-    return found
-
-
-def load_model(model_path: str) -> Any:
-    """The sentence-transformers model in the folder, never from the network."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(model_path, local_files_only=True)
-
-
-def unit_rows(vectors: Any) -> np.ndarray:
-    rows = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
 
 
 def connect(dsn: str) -> Any:
@@ -79,8 +54,9 @@ def load(corpus: str, model_path: str, dsn: str, table: str = "corpus") -> int:
     import psycopg
     from psycopg import sql
 
-    documents = read_corpus(corpus)
-    vectors = unit_rows(load_model(model_path).encode([t for _, t in documents], batch_size=32))
+    documents = corpus_texts(corpus)
+    model = sentence_transformer(model_path)
+    vectors = unit_rows(model.encode([text for _, text in documents], batch_size=32))
     rows = [
         (i, doc_id, v) for i, ((doc_id, _), v) in enumerate(zip(documents, vectors, strict=True))
     ]
@@ -108,7 +84,7 @@ class PgvectorRetriever:
 
         self.connection = connect(dsn)
         self.search = sql.SQL(SEARCH).format(table=sql.Identifier(table))
-        self.model = load_model(model_path)
+        self.model = sentence_transformer(model_path)
 
     def retrieve(self, query: str, top_k: int) -> list[dict[str, Any]]:
         vector = np.asarray(self.model.encode([query], batch_size=32)[0], dtype=np.float32)
