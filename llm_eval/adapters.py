@@ -11,8 +11,9 @@ retriever kind calls, `search(query_text, top_k)` returning hits best first:
   otherwise (never made up from the rank, which would read as a confidence to
   `rejection_score_threshold` and `score_cv`);
 - a vector store (anything with `similarity_search_with_score`) is asked for its
-  `top_k` best with their scores, which are the store's own (for LangChain's
-  in-memory store and most others, a cosine similarity, higher is better).
+  `top_k` best with their scores, which are the store's own, taken as they come:
+  LangChain's in-memory store gives the cosine, some stores a distance (lower is
+  better), which `rejection_score_threshold` would read upside down.
 
 The hit's doc_id is `metadata[id_key]`; with `id_key` unset, the first of
 `metadata["doc_id"]`, `metadata["id"]` and the Document's own `id`. A Document with
