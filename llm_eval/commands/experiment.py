@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
-from llm_eval.errors import ExternalError, InputError
+from llm_eval.errors import InputError
 from llm_eval.experiment import (
     Measured,
     compare_variants,
@@ -33,7 +33,7 @@ from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
-from llm_eval.retrieval import RetrieveOptions, retrieve_gold
+from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved
 from llm_eval.scoring import score_run
 from llm_eval.textio import write_atomic
 
@@ -122,22 +122,22 @@ def run_experiment(
                 )
     gold, scope = in_scope(load_gold(base.gold), tier)
     scoring = scoring_for(base)
-    measured = []
-    timings = {}
-    for variant in experiment_plan.variants:
-        config = replace(base, retriever=variant.retriever, top_k=variant.top_k)
-        began = time.perf_counter()
-        try:
-            retrieval = retrieve_gold(config, gold.queries, RetrieveOptions(use_cache, 1, progress))
-        except InputError as exc:
-            if exc.path is not None:  # it names the file and line already
-                raise
-            raise InputError(f"variant {variant.name!r}: {exc}", path=base.path) from None
-        except ExternalError as exc:
-            raise ExternalError(f"variant {variant.name!r}: {exc}") from None
-        timings[variant.name] = time.perf_counter() - began
-        m = score_run(gold, retrieval.run, metrics, base.relevance_level, scoring)
-        measured.append(Measured(variant.name, m, variant.top_k))
+    contenders = [
+        Contender(variant.name, replace(base, retriever=variant.retriever, top_k=variant.top_k))
+        for variant in experiment_plan.variants
+    ]
+    timings: dict[str, float] = {}
+    retrievals = retrieve_interleaved(
+        contenders, gold.queries, RetrieveOptions(use_cache, 1, progress), timings=timings
+    )
+    measured = [
+        Measured(
+            variant.name,
+            score_run(gold, retrievals[variant.name].run, metrics, base.relevance_level, scoring),
+            variant.top_k,
+        )
+        for variant in experiment_plan.variants
+    ]
     lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
     result = compare_variants(
         gold, measured, metrics, reference, quality, lifts, alpha=alpha, scope=scope
