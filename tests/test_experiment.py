@@ -433,7 +433,7 @@ def test_a_front_of_tied_variants_is_said_once() -> None:
     spread = [1.0 + i / 100 for i in range(100)]
     variants = [_measured("a", gold, 50, spread), _measured("b", gold, 51, spread[::-1])]
     words = recommendation(compare_variants(gold, variants, ["mrr"], "a", "mrr"))
-    assert "`a` and `b`, both tied within noise (overlapping p95 latency intervals" in words
+    assert "`a` and `b`, both tied within noise (p95 latencies within noise of each" in words
     assert words.count("tied within noise") == 1
 
 

@@ -18,6 +18,7 @@ from llm_eval.experiment import (
     tie_groups,
 )
 from llm_eval.formats._markup import escape_markdown
+from llm_eval.latency_ratio import Ratio, ratio_cell, times
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
 from llm_eval.stats import format_p
@@ -239,8 +240,8 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         "",
         f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
         f"variants. Front: no other variant is better beyond the noise on {label} (paired "
-        "test) or p95 latency (intervals apart) and not worse on the other; tied: within "
-        "noise of another front variant on both.",
+        "test) or p95 latency (paired ratio's interval clear of 1) and not worse on the "
+        "other; tied: within noise of another front variant on both.",
         "",
     ]
     if picture is not None:
@@ -251,12 +252,52 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
             "(`pip install 'llm-eval-ci[plots]'` draws experiment-pareto.png)._",
             "",
         ]
+    lines += _latency_markdown(result)
     lines += _other_metrics_markdown(result)
     lines += _pairs_markdown(result)
     if result.lifts:
         lines += _lifts_markdown(result)
     lines += _slices_markdown(result)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _ratio_md(ratio: Ratio | None) -> str:
+    """The point ratio, then the interval in words: `1.61× (1.42–1.87× slower)`,
+    `0.99× (0.93–1.05×, as fast)`."""
+    if ratio is None:
+        return ""
+    words = ratio_cell(ratio)
+    if ratio.tied:
+        words = f"{times(ratio.low, ratio.high)}–{times(ratio.high, ratio.low)}×, {words}"
+    return f"{times(ratio.ratio)}× ({words})"
+
+
+def _latency_markdown(result: Experiment) -> list[str]:
+    ref = result.reference
+    lines = [
+        f"### Latency against `{ref}`",
+        "",
+        "Each query's own time; the variants answered every query in turn, so the load of "
+        f"the moment fell on all alike. The ratio to `{ref}`'s is paired over the queries, "
+        f"with its {1 - result.alpha:.0%} bootstrap interval: *as fast* when it covers 1.",
+        "",
+        f"| variant | p50 | p50 ÷ `{ref}` | p95 | p95 ÷ `{ref}` |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in result.rows:
+        reference = row.name == ref
+        lines.append(
+            _row_line(
+                [
+                    f"`{row.name}`",
+                    _ms(row.values.get("latency_p50")),
+                    "reference" if reference else _ratio_md(row.latency_ratios.get("p50")),
+                    _ms(row.values.get("latency_p95")),
+                    "reference" if reference else _ratio_md(row.latency_ratios.get("p95")),
+                ]
+            )
+        )
+    return [*lines, ""]
 
 
 def _other_metrics_markdown(result: Experiment) -> list[str]:
@@ -315,7 +356,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
             lines.append(f"| {escape_markdown(lift.name)} | | | | too few queries | | | |")
             continue
         r, m = lift.row, lift.row.metric
-        ratio = "n/a" if lift.latency_ratio is None else f"{lift.latency_ratio:.1f}×"
+        ratio = "n/a" if lift.latency is None else _ratio_md(lift.latency)
         lines.append(
             f"| {escape_markdown(lift.name)} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
@@ -369,6 +410,7 @@ def to_csv(result: Experiment) -> str:
             *result.metrics,
             "latency_p95_low",
             "latency_p95_high",
+            *(f"latency_{p}_ratio{part}" for p in ("p50", "p95") for part in ("", "_low", "_high")),
             *paired,
             "pareto_front",
             "tied_with",
@@ -379,6 +421,9 @@ def to_csv(result: Experiment) -> str:
         cells += ["" if row.values.get(m) is None else row.values[m] for m in result.metrics]
         span = row.latency_interval
         cells += ["", ""] if span is None else [_blank(span.low), _blank(span.high)]
+        for label in ("p50", "p95"):
+            ratio = row.latency_ratios.get(label)
+            cells += ["", "", ""] if ratio is None else [ratio.ratio, ratio.low, ratio.high]
         for metric in result.pairable:
             pair = row.pairs.get(metric)
             cells += (
@@ -433,6 +478,9 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "latency_p95_interval": None
                 if row.latency_interval is None
                 else {"low": row.latency_interval.low, "high": row.latency_interval.high},
+                "latency_versus_reference": {
+                    label: _ratio_json(ratio) for label, ratio in row.latency_ratios.items()
+                },
                 "pareto_front": row.on_front,
                 "tied_with": list(row.ties),
                 "seconds": round(timings.get(row.name, 0.0), 3),
@@ -450,12 +498,25 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "base": lift.base,
                 "variant": lift.variant,
                 "latency_ratio": lift.latency_ratio,
+                "latency_p95_versus_base": None
+                if lift.latency is None
+                else _ratio_json(lift.latency),
                 **(row_json(lift.row) if lift.row is not None else {}),
             }
             for lift in result.lifts
         ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _ratio_json(ratio: Ratio) -> dict[str, Any]:
+    return {
+        "ratio": ratio.ratio,
+        "low": ratio.low,
+        "high": ratio.high,
+        "queries": ratio.n,
+        "tied": ratio.tied,
+    }
 
 
 def terminal_text(
@@ -468,7 +529,7 @@ def terminal_text(
 ) -> str:
     """A narrow table and the recommendation, wrapped to the terminal."""
     q = result.quality
-    header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95", "front"]
+    header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95 ms", "p95 vs ref", "front"]
     groups = tie_groups(result.rows)
     rows = []
     for row in result.rows:
@@ -479,8 +540,9 @@ def terminal_text(
                 value(q, row.values.get(q)),
                 "reference" if pair is None else _versus(row, q),
                 "" if pair is None else _p(pair.p_holm, pair.row.method),
-                _ms(row.values.get("latency_p95")),
-                _front_cell(row, groups),
+                _ms(row.values.get("latency_p95")).removesuffix(" ms"),
+                "" if pair is None else ratio_cell(row.latency_ratios.get("p95")),
+                _front_cell(row, groups).replace("yes, tied", "yes ≈"),
             ]
         )
     written = [folder / "experiment.md", folder / "experiment.csv", folder / "experiment.json"]
@@ -499,6 +561,13 @@ def terminal_text(
         *wrap(words, width, ""),
         "",
         "* significant after Holm across the variants.",
+        *wrap(
+            f"p95 vs ref: the {1 - result.alpha:.0%} interval of the p95 ratio, paired over "
+            "the queries; as fast when it covers 1. ≈: on the front, tied within noise with "
+            "another front variant.",
+            width,
+            "",
+        ),
         "Wrote:",
         *(f"  {p}" for p in written),
     ]
