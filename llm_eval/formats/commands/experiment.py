@@ -18,6 +18,7 @@ from llm_eval.experiment import (
     tie_groups,
 )
 from llm_eval.formats._markup import escape_markdown
+from llm_eval.formats._plot_layout import Box, nice_bounds, nice_log_bounds, place_labels
 from llm_eval.latency_ratio import Ratio, ratio_cell, times
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
@@ -32,12 +33,8 @@ PICTURE = "experiment-pareto"
 
 
 def draw_pareto(result: Experiment, folder: Path) -> Path | None:
-    """experiment-pareto.png and .svg, when matplotlib is installed; None without it.
-
-    Both axes start at zero and the quality axis spans the metric's whole range (0 to
-    100% for a share), so that a gap of half a point looks like one; each variant's p95
-    latency carries its 95% interval, the noise the front allows for. Names stand beside
-    the plot, joined to their points, so that close points keep readable names."""
+    """experiment-pareto.png and .svg, when matplotlib is installed; None without it
+    (or without a variant that has both a quality value and a latency)."""
     try:
         import matplotlib
 
@@ -45,39 +42,10 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    q = result.quality
-    scale = 100.0 if parse_metric(q).percent else 1.0
-    points = []
-    for r in result.rows:
-        latency, quality = r.values.get("latency_p95"), r.values.get(q)
-        if latency is not None and quality is not None:
-            points.append((r, latency, quality * scale))
-    if not points:
+    drawn = pareto_figure(result)
+    if drawn is None:
         return None
-    groups = tie_groups(result.rows)
-    figure, axes = plt.subplots(figsize=(8.4, 4.6), dpi=120)
-    figure.subplots_adjust(left=0.09, right=0.66, top=0.88, bottom=0.13)
-    right = _latency_axis_end(result)
-    for row, latency, quality in points:
-        color = "#1f6feb" if row.on_front else "#8b949e"
-        span = row.latency_interval
-        if span is not None:
-            low = 0.0 if span.low is None else span.low
-            high = right if span.high is None else span.high
-            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
-        axes.scatter(latency, quality, s=40, color=color, zorder=3)
-    axes.set_xlim(0, right)
-    axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
-    _name_points(axes, points, groups)
-    axes.set_xlabel("p95 latency per query (ms), with its 95% interval")
-    unit = " (%)" if scale == 100.0 else ""
-    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
-    axes.set_title(
-        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
-        "≈: tied within noise with another front variant",
-        fontsize=10,
-    )
-    axes.grid(True, alpha=0.3)
+    figure = drawn[0]
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{PICTURE}.png"
     for suffix in (".png", ".svg"):
@@ -88,57 +56,165 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
     return png
 
 
-def _latency_axis_end(result: Experiment) -> float:
-    """A little beyond the largest p95 or closed interval end."""
-    ends = [r.values.get("latency_p95") or 0.0 for r in result.rows]
-    ends += [r.latency_interval.high or 0.0 for r in result.rows if r.latency_interval]
-    return max(max(ends) * 1.1, 1e-3)
+LOG_RATIO = 20.0
+"""Latencies spanning more than this factor are drawn on a logarithmic axis."""
+INTERVAL_REACH = 1.5
+"""How far beyond the outermost points the latency axis goes to show intervals whole."""
+POINT_RADIUS = 4.0
+"""The markers' radius in pixels (a scatter size of 40 points² at 120 dpi is about 4)."""
+
+
+def pareto_figure(result: Experiment) -> tuple[Any, Any, list[Any]] | None:
+    """The figure, its axes and the variants' name labels (matplotlib objects; needs the
+    `plots` extra). Both axes are fitted to the data, with a margin and round ends, so
+    that a spread of a few points fills the plot; latencies that span more than
+    LOG_RATIO are on a logarithmic axis. Each p95 latency carries its 95% interval.
+    Each name stands beside its point where it overlaps no other name and no point
+    (`_plot_layout.place_labels`)."""
+    import matplotlib.pyplot as plt
+
+    q = result.quality
+    scale = 100.0 if parse_metric(q).percent else 1.0
+    points = []
+    for r in result.rows:
+        latency, quality = r.values.get("latency_p95"), r.values.get(q)
+        if latency is not None and quality is not None:
+            points.append((r, latency, quality * scale))
+    if not points:
+        return None
+    groups = tie_groups(result.rows)
+    figure, axes = plt.subplots(figsize=(8.4, 4.8), dpi=120)
+    figure.subplots_adjust(left=0.11, right=0.97, top=0.88, bottom=0.12)
+    left, right, log = latency_axis(result)
+    if log:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        axes.set_xscale("log")
+        axes.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axes.xaxis.set_minor_formatter(NullFormatter())
+    for row, latency, quality in points:
+        color = "#1f6feb" if row.on_front else "#8b949e"
+        span = row.latency_interval
+        if span is not None:
+            low = left if span.low is None else span.low
+            high = right if span.high is None else span.high
+            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
+        axes.scatter(latency, quality, s=40, color=color, zorder=3)
+    axes.set_xlim(left, right)
+    axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
+    labels = _name_points(figure, axes, points, groups)
+    where = ", log scale" if log else ""
+    axes.set_xlabel(f"p95 latency per query (ms{where}), with its 95% interval")
+    unit = " (%)" if scale == 100.0 else ""
+    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
+    axes.set_title(
+        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
+        "≈: tied within noise with another front variant",
+        fontsize=10,
+    )
+    axes.grid(True, alpha=0.3)
+    return figure, axes, labels
+
+
+def latency_axis(result: Experiment) -> tuple[float, float, bool]:
+    """The latency axis's ends, fitted to every p95 and to the closed ends of their
+    intervals as far as INTERVAL_REACH times beyond the points (a longer interval runs
+    off the edge), and whether it is logarithmic (spanning more than LOG_RATIO)."""
+    points: list[float] = []
+    for r in result.rows:
+        p95 = r.values.get("latency_p95")
+        points += [p95] if p95 is not None and p95 > 0 else []
+    if not points:
+        return 0.0, 1.0, False
+    least, most = min(points), max(points)
+    ends = list(points)
+    for r in result.rows:
+        span = r.latency_interval
+        if span is not None and r.values.get("latency_p95"):
+            ends += [
+                min(max(e, least / INTERVAL_REACH), most * INTERVAL_REACH)
+                for e in (span.low, span.high)
+                if e is not None and e > 0
+            ]
+    low, high = min(ends), max(ends)
+    if high / low > LOG_RATIO:
+        return (*nice_log_bounds(low, high), True)
+    return (*nice_bounds(low, high, floor=0.0), False)
 
 
 def quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[float, float]:
-    """The whole range of a mean of per-query values; from zero to a little above the
-    largest value for anything unbounded (a latency)."""
+    """Fitted to the values with a margin and round ends, within the metric's range
+    (0 to 100% for a share) when it has one."""
     parsed = parse_metric(metric)
     bounds = parsed.family.score_range
     if bounds is not None and parsed.pairable:
-        return bounds[0] * scale, bounds[1] * scale
-    return min(0.0, min(values)), max(values) * 1.1 or 1.0
-
-
-LABEL_GAP = 0.065
-"""The least distance between two names beside the plot, in axes heights."""
+        floor, ceiling = bounds[0] * scale, bounds[1] * scale
+        return nice_bounds(min(values), max(values), floor=floor, ceiling=ceiling)
+    return nice_bounds(min(values), max(values))
 
 
 def _name_points(
-    axes: Any, points: Sequence[tuple[VariantRow, float, float]], groups: list[list[str]]
-) -> None:
-    """Names in a column right of the plot, each at its point's height when there is
-    room, pushed apart when points are close, and joined to its point by a line."""
+    figure: Any,
+    axes: Any,
+    points: Sequence[tuple[VariantRow, float, float]],
+    groups: list[list[str]],
+) -> list[Any]:
+    """Each variant's name beside its point, front variants first, clear of the other
+    names and of every point; joined to its point by a line when placed farther out."""
     tied = {name for group in groups for name in group}
-    bottom, top = axes.get_ylim()
-    ordered = sorted(points, key=lambda p: (p[2], -p[1], p[0].name))
-    heights = spread([(quality - bottom) / (top - bottom) for _, _, quality in ordered])
-    for (row, latency, quality), height in zip(ordered, heights, strict=True):
-        axes.annotate(
+    renderer = figure.canvas.get_renderer()
+    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))
+    texts, sizes, spots = [], [], []
+    for row, latency, quality in ordered:
+        text = axes.text(
+            0,
+            0,
             f"{row.name}{' ≈' if row.name in tied else ''}",
-            xy=(latency, quality),
-            xytext=(1.04, height),
-            textcoords="axes fraction",
-            va="center",
             fontsize=8,
             color="#1f6feb" if row.on_front else "#57606a",
-            arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8},
-            annotation_clip=False,
+            transform=None,
         )
-
-
-def spread(heights: Sequence[float]) -> list[float]:
-    """Ascending heights moved apart to LABEL_GAP at least, kept within [0, 1]."""
-    placed: list[float] = []
-    for height in heights:
-        placed.append(max(height, placed[-1] + LABEL_GAP) if placed else height)
-    overflow = max(0.0, placed[-1] - 1.0) if placed else 0.0
-    return [max(0.0, h - overflow) for h in placed]
+        extent = text.get_window_extent(renderer)
+        sizes.append((extent.width + 4.0, extent.height + 2.0))
+        spots.append(tuple(axes.transData.transform((latency, quality))))
+        texts.append(text)
+    frame = axes.get_window_extent(renderer)
+    bars = []
+    for line in axes.get_lines():  # the intervals, as thin boxes to keep names off
+        (x0, y0), (x1, y1) = axes.transData.transform(line.get_xydata())
+        bars.append(Box(min(x0, x1), y0 - 2.0, max(x0, x1), y1 + 2.0))
+    frame_box = Box(frame.x0, frame.y0, frame.x1, frame.y1)
+    boxes = place_labels(spots, sizes, frame_box, POINT_RADIUS, obstacles=bars)
+    to_axes = axes.transAxes.inverted()
+    labels = []
+    for text, box, (x, y) in zip(texts, boxes, spots, strict=True):
+        label = text.get_text()
+        color = text.get_color()
+        text.remove()
+        centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        far = max(
+            abs(centre[0] - x) - (box.x1 - box.x0) / 2, abs(centre[1] - y) - (box.y1 - box.y0) / 2
+        )
+        anchor = to_axes.transform(centre)
+        labels.append(
+            axes.annotate(
+                label,
+                xy=to_axes.transform((x, y)),
+                xycoords="axes fraction",
+                xytext=anchor,
+                textcoords="axes fraction",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=color,
+                bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+                arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8}
+                if far > 2 * (POINT_RADIUS + 3.0)
+                else None,
+            )
+        )
+    return labels
 
 
 def _fixed_metadata(suffix: str) -> dict[str, Any]:
