@@ -97,8 +97,12 @@ def times(number: float, *others: float) -> str:
 
 
 def _span(low: float, high: float) -> str:
-    """`1.34–14.40`: both ends with the decimals of the larger."""
-    return f"{times(low, high)}–{times(high, low)}"
+    """`1.34–14.40`: both ends with the decimals of the larger; an end just above 1
+    with three (`1.004`), so that a difference is never written as `1.00`."""
+    start = times(low, high)
+    if start in ("1.00", "1.0", "1") and low > 1.0:
+        start = f"{low:.3f}"
+    return f"{start}–{times(high, low)}"
 
 
 def ratio_words(ratio: Ratio | None, base: str) -> str:

@@ -80,6 +80,9 @@ def test_words_keep_the_decimals_of_the_larger_end() -> None:
     assert ratio_cell(ratio) == "1.3–14.4× slower"
     assert ratio_cell(Ratio(0.95, 1.0, 0.9, 1.1, 100)) == "as fast"
     assert ratio_cell(Ratio(0.95, 1.0, 1.0, 1.1, 100)) == "as fast"  # 1 is inside
+    # Just clear of 1: not written as 1.00, which would read as a tie.
+    assert ratio_cell(Ratio(0.95, 1.5, 1.004, 2.9, 100)) == "1.004–2.90× slower"
+    assert ratio_cell(Ratio(0.95, 0.7, 0.345, 0.996, 100)) == "1.004–2.90× faster"
 
 
 def _measured(name: str, gold: GoldSet, latencies: np.ndarray) -> Measured:
