@@ -86,9 +86,9 @@ def sequential(out: Path) -> dict[str, Any]:
     return document
 
 
-def verdict(variant: dict[str, Any]) -> str:
+def verdict(variant: dict[str, Any], quantile: str = "p95") -> str:
     """`reference`, `as fast`, `1.9–2.3× slower`: the p95 against the reference."""
-    ratio = variant.get("latency_versus_reference", {}).get("p95")
+    ratio = variant.get("latency_versus_reference", {}).get(quantile)
     if ratio is None:
         return "reference"
     if ratio["tied"]:
@@ -98,9 +98,9 @@ def verdict(variant: dict[str, Any]) -> str:
     return f"{ratio['low']:.2f}–{ratio['high']:.2f}× slower"
 
 
-def side(variant: dict[str, Any]) -> str:
+def side(variant: dict[str, Any], quantile: str = "p95") -> str:
     """The verdict without its numbers: `faster`, `as fast`, `slower`, `reference`."""
-    ratio = variant.get("latency_versus_reference", {}).get("p95")
+    ratio = variant.get("latency_versus_reference", {}).get(quantile)
     if ratio is None:
         return "reference"
     return "as fast" if ratio["tied"] else "faster" if ratio["high"] < 1 else "slower"
@@ -114,11 +114,13 @@ def summary(document: dict[str, Any]) -> dict[str, Any]:
         "quality": [v["name"] for v in by_quality],
         "latency": [v["name"] for v in by_latency],
         "verdicts": {v["name"]: side(v) for v in variants},
+        "medians": {v["name"]: side(v, "p50") for v in variants},
         "front": [v["name"] for v in variants if v["pareto_front"]],
         "lines": [
-            f"  {v['name']:<16} recall@5 {v['values']['recall@5'] * 100:5.1f}%  "
-            f"p95 {v['values']['latency_p95']:6.2f} ms  {verdict(v)}"
-            f"{'  (front)' if v['pareto_front'] else ''}"
+            f"  {v['name']:<16} {v['values']['recall@5'] * 100:4.1f}%  "
+            f"p50 {v['values']['latency_p50']:5.2f} ms {verdict(v, 'p50'):<19} "
+            f"p95 {v['values']['latency_p95']:5.2f} ms {verdict(v)}"
+            f"{' (front)' if v['pareto_front'] else ''}"
             for v in variants
         ],
     }
@@ -138,7 +140,7 @@ def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
 def measure(label: str, run: Callable[[Path], dict[str, Any]], folder: Path) -> dict[str, Any]:
     began = time.perf_counter()
     found = summary(run(folder / label.replace(" ", "-")))
-    print(f"{label} ({time.perf_counter() - began:.1f} s):")
+    print(f"{label} ({time.perf_counter() - began:.1f} s): recall@5, p50 and p95 against lucene")
     print("\n".join(found["lines"]))
     print(f"  by recall@5:  {', '.join(found['quality'])}")
     print(f"  by p95:       {', '.join(found['latency'])}")
@@ -152,6 +154,7 @@ def compare(name: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     for key, words in (
         ("quality", "ranking by recall@5"),
         ("verdicts", "p95 against the reference (faster / as fast / slower)"),
+        ("medians", "p50 against the reference (faster / as fast / slower)"),
         ("front", "Pareto front"),
         ("latency", "raw p95 order (ties are a coin toss)"),
     ):
@@ -159,7 +162,7 @@ def compare(name: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
         if key != "latency":
             same = same and agree
         print(f"  {words}: {'same' if agree else 'DIFFERENT'}")
-        if not agree and key == "verdicts":
+        if not agree and key in ("verdicts", "medians"):
             for variant in a[key]:
                 if a[key][variant] != b[key][variant]:
                     print(f"    {variant}: {a[key][variant]} idle, {b[key][variant]} busy")
