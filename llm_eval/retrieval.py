@@ -15,7 +15,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
-from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
+from llm_eval.retrievers import Retriever, RetrieverContext, held, retriever_kind
 from llm_eval.run_io import load_run
 from llm_eval.runs import QueryResults, Run
 from llm_eval.textio import file_digest
@@ -137,15 +137,29 @@ def retrieve_interleaved(
     results never depend on the others asked with it) and each latency is that query's
     own search time. `timings` receives each contender's seconds, building included.
     ExternalError when too many of a contender's queries fail, as `retrieve_gold`."""
+    with ExitStack() as stack:
+        return _interleave(stack, contenders, queries, options, seed, timings)
+
+
+def _interleave(
+    stack: ExitStack,
+    contenders: Sequence[Contender],
+    queries: Sequence[GoldQuery],
+    options: RetrieveOptions,
+    seed: int,
+    timings: dict[str, float] | None,
+) -> dict[str, Retrieval]:
+    """`retrieve_interleaved`, with every retriever's session held open on `stack` (an
+    http connection pool, an MCP server) across its turns."""
     clock = timings if timings is not None else {}
-    built = []
+    built: list[tuple[Retriever, RetrievalCache | None]] = []
     for contender in contenders:
         began = time.perf_counter()
         with _blame(contender):
             retriever = build_retriever(contender.config)
-        wanted = contender.config.cache if options.use_cache is None else options.use_cache
-        cache = _retrieval_cache(contender.config, retriever) if wanted else None
-        built.append((retriever, cache))
+            wanted = contender.config.cache if options.use_cache is None else options.use_cache
+            cache = _retrieval_cache(contender.config, retriever) if wanted else None
+            built.append((stack.enter_context(held(retriever)), cache))
         clock[contender.name] = time.perf_counter() - began
     block = max(getattr(r, "concurrency", 1) for r, _ in built)
     done, total = itertools.count(1), len(queries) * len(contenders)

@@ -5,7 +5,8 @@ it does alone."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ from llm_eval.retrieval import (
     retrieve_gold,
     retrieve_interleaved,
 )
-from llm_eval.retrievers import ResultCache
+from llm_eval.retrievers import Hits, ResultCache
+from llm_eval.retrievers.fusion import Component, FusionRetriever
+from llm_eval.retrievers.pool import PooledRetriever
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.scoring import score_run
 
@@ -155,3 +158,39 @@ def test_interleaved_answers_are_those_of_each_variant_alone(
         ours = score_run(subset, mixed, metrics, 1).per_query
         theirs = score_run(subset, alone, metrics, 1).per_query
         assert ours == theirs
+
+
+@dataclass
+class Counting:
+    """A searcher that counts the sessions it opens (an http pool, an MCP server)."""
+
+    opened: list[str]
+    name: str
+
+    @contextmanager
+    def session(self) -> Iterator[Callable[[str, int], Hits]]:
+        self.opened.append(self.name)
+        yield lambda query, top_k: Hits((RankedResult(f"{self.name}:{query}"),), 1.0)
+
+
+def test_a_session_stays_open_across_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    pooled = PooledRetriever(Counting(opened, "http"), 1, {"kind": "test"})
+    fused = FusionRetriever(
+        (
+            Component("a", PooledRetriever(Counting(opened, "a"), 1, {"kind": "a"}), 0.5),
+            Component("b", PooledRetriever(Counting(opened, "b"), 1, {"kind": "b"}), 0.5),
+        ),
+        "rrf",
+        60.0,
+        "min-max",
+        None,
+    )
+    made = iter([pooled, fused])
+    monkeypatch.setattr(retrieval, "build_retriever", lambda config: next(made))
+    queries = [gold_query(f"q{i}", (("d", 1),), text=f"text {i}") for i in range(6)]
+    runs = retrieve_interleaved(_contenders("pf"), queries, RetrieveOptions(False), seed=0)
+    # One session each for the whole run, not one per turn.
+    assert sorted(opened) == ["a", "b", "http"]
+    assert runs["p"].run.queries["q4"].results[0].doc_id == "http:text 4"
+    assert {r.doc_id for r in runs["f"].run.queries["q4"].results} == {"a:text 4", "b:text 4"}

@@ -29,8 +29,9 @@ failures reads `20 timeout (from dense)`); its latency is the sum of the compone
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from llm_eval.retrievers import (
     Retriever,
     RetrieverContext,
     RetrieverKind,
+    held,
     retriever_kind,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -163,6 +165,17 @@ class FusionRetriever:
                 for c, identity in zip(self.components, identities, strict=True)
             ],
         }
+
+    @contextmanager
+    def held(self) -> Iterator[FusionRetriever]:
+        """This retriever with each component's session held open (`held` of a pooled
+        component), for a caller that asks a few queries at a time."""
+        with ExitStack() as stack:
+            components = tuple(
+                replace(c, retriever=stack.enter_context(held(c.retriever)))
+                for c in self.components
+            )
+            yield replace(self, components=components)
 
     def retrieve(
         self,

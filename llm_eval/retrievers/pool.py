@@ -12,7 +12,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,12 +65,29 @@ class PooledRetriever:
         on_done: Callable[[], None] | None = None,
     ) -> Run:
         """Every query's results or error, in gold order; `on_done()` after each query."""
-        answers: dict[str, QueryResults] = {}
         with self.searcher.session() as search:
-            for answer in self._answers(search, queries, top_k, cache):
-                answers[answer.query_id] = answer
-                if on_done is not None:
-                    on_done()
+            return self._run(search, queries, top_k, cache, on_done)
+
+    @contextmanager
+    def held(self) -> Iterator[HeldRetriever]:
+        """This retriever with its session (a connection pool, a server process) open
+        across calls of `retrieve`, for a caller that asks a few queries at a time."""
+        with self.searcher.session() as search:
+            yield HeldRetriever(self, search)
+
+    def _run(
+        self,
+        search: Search,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None,
+        on_done: Callable[[], None] | None,
+    ) -> Run:
+        answers: dict[str, QueryResults] = {}
+        for answer in self._answers(search, queries, top_k, cache):
+            answers[answer.query_id] = answer
+            if on_done is not None:
+                on_done()
         return Run({q.query_id: answers[q.query_id] for q in queries})
 
     def _answers(
@@ -94,6 +111,34 @@ class PooledRetriever:
         finally:
             # On Ctrl-C or an error, queued queries are dropped instead of waited for.
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRetriever:
+    """A `PooledRetriever` whose session is open (`PooledRetriever.held`)."""
+
+    pooled: PooledRetriever
+    search: Search
+
+    @property
+    def concurrency(self) -> int:
+        """The pool's threads."""
+        return self.pooled.concurrency
+
+    @property
+    def cache_identity(self) -> Mapping[str, Any]:
+        """The pooled retriever's."""
+        return self.pooled.cache_identity
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """As `PooledRetriever.retrieve`, through the open session."""
+        return self.pooled._run(self.search, queries, top_k, cache, on_done)
 
 
 def answer_query(
