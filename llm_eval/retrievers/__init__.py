@@ -36,6 +36,9 @@ class Hits:
     answer: str | None = None
     """The answer the RAG system generated from these results, when it returns one
     (judged for faithfulness and answer relevance)."""
+    cpu_ms: float | None = None
+    """The CPU time this process spent on the search (`time.process_time`, all its
+    threads), when the search ran here; None for a service's answer or a cached one."""
 
 
 class ResultCache(Protocol):

@@ -13,7 +13,7 @@ import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from llm_eval.environment import expand_environment
@@ -107,7 +107,9 @@ class PooledRetriever:
         futures: list[Future[QueryResults]] = [pool.submit(answer, q) for q in queries]
         try:
             for future in as_completed(futures):
-                yield future.result()
+                # Process time counts every thread: with queries in flight at once it
+                # would charge each query the others' work too, so none is kept.
+                yield replace(future.result(), cpu_ms=None)
         finally:
             # On Ctrl-C or an error, queued queries are dropped instead of waited for.
             pool.shutdown(wait=False, cancel_futures=True)
@@ -153,7 +155,13 @@ def answer_query(
             return QueryResults(query.query_id, (), None, str(failure))
         if cache is not None:
             cache.put(query.query, top_k, hits)
-    return QueryResults(query.query_id, hits.results[:top_k], hits.latency_ms, answer=hits.answer)
+    return QueryResults(
+        query.query_id,
+        hits.results[:top_k],
+        hits.latency_ms,
+        answer=hits.answer,
+        cpu_ms=hits.cpu_ms,
+    )
 
 
 # --- hits from user code and services -------------------------------------------------
