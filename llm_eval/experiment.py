@@ -9,7 +9,9 @@ p-values are then Holm-adjusted across the variants, per metric. Slices (tiers a
 tags) are listed worst first. `recommendation` says in words what the numbers mean.
 
 The Pareto front is taken over the quality metric and the p95 latency, and a
-difference inside the measured noise is a tie, never a win:
+difference inside the measured noise is a tie, never a win. Latencies are on one
+clock, given with the measurements: CPU time when every variant searches in this
+process, wall time otherwise (`llm_eval.latency_clock`).
 
 - quality: A is better than B when the paired test of the two (the same test, at
   alpha, not adjusted: the front is a screen; the Holm-adjusted table is the claim)
@@ -91,6 +93,9 @@ class VariantRow:
     latency_ratios: Mapping[str, Ratio] = field(default_factory=dict)
     """`p50` and `p95` as multiples of the reference's, paired over the queries, with
     their intervals (empty for the reference, or without latencies)."""
+    clocks: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """`{"wall": {"p50": ms, "p95": ms}, "cpu": {...}}`: the latencies on each clock that
+    was recorded for every answered query, whichever the comparison used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +128,15 @@ class Experiment:
     """Which gold queries every value is over: `all tiers` or `tier A`."""
     queries: int
     """How many of them the quality metric scores (answerable queries, for relevance)."""
+    clock: str = "wall"
+    """The clock every latency is on: `cpu` (the CPU time of this process) or `wall`."""
+    clock_reason: str = ""
+    """Why that clock, in words (`llm_eval.latency_clock.choose_clock`)."""
+
+    @property
+    def latency_name(self) -> str:
+        """`p95 CPU time` or `p95 wall time`, for words and titles."""
+        return "p95 CPU time" if self.clock == "cpu" else "p95 wall time"
 
     def row(self, name: str) -> VariantRow:
         """The row of a variant."""
@@ -140,9 +154,15 @@ def compare_variants(
     alpha: float = 0.05,
     seed: int = 0,
     scope: str = "all tiers",
+    clock: str = "wall",
+    clock_reason: str = "",
+    clocks: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> Experiment:
     """Measure and pair every variant; `lifts` are (name, metric, base, variant); `scope`
-    names the gold queries given (all of them, or one tier's)."""
+    names the gold queries given (all of them, or one tier's). The measurements'
+    latencies are on `clock` (`cpu` or `wall`, chosen for `clock_reason`): the ratios,
+    the intervals and the front use them as they are. `clocks` holds per variant its
+    p50 and p95 on each clock recorded, for the files."""
     by_name = {v.name: v for v in variants}
     ref = by_name[reference]
     pairable = tuple(m for m in metrics if parse_metric(m).testable)
@@ -190,6 +210,7 @@ def compare_variants(
                 {}
                 if variant.name == reference
                 else _ratios(latencies[variant.name], latencies[reference], alpha, seed),
+                (clocks or {}).get(variant.name, {}),
             )
         )
     lift_rows = tuple(
@@ -207,7 +228,17 @@ def compare_variants(
     )
     scored = sum(quality in ref.measurement.per_query.get(q, {}) for q in ids)
     return Experiment(
-        tuple(rows), reference, quality, tuple(shown), pairable, lift_rows, alpha, scope, scored
+        tuple(rows),
+        reference,
+        quality,
+        tuple(shown),
+        pairable,
+        lift_rows,
+        alpha,
+        scope,
+        scored,
+        clock,
+        clock_reason,
     )
 
 
@@ -449,9 +480,10 @@ def _front_words(experiment: Experiment) -> list[str]:
         return []
     label = parse_metric(experiment.quality).label
     groups = tie_groups(experiment.rows)
-    noise = f"p95 latencies within noise of each other, no significant difference in {label}"
+    latency = experiment.latency_name
+    noise = f"{latency}s within noise of each other, no significant difference in {label}"
     lead = (
-        f"On the front of {label} against p95 latency (no other variant is better beyond the "
+        f"On the front of {label} against {latency} (no other variant is better beyond the "
         f"noise on one and not worse on the other): {_names(front)}"
     )
     if len(front) > 1 and groups == [front]:
@@ -495,7 +527,7 @@ def recommendation(experiment: Experiment) -> str:
             f"{_significance(pair.p_holm, pair.row.method, pair.winner, experiment.alpha)} "
             "after Holm across "
             f"{len(experiment.rows) - 1} variants), "
-            f"{ratio_words(best.latency_ratios.get('p95'), ref)}."
+            f"{ratio_words(best.latency_ratios.get('p95'), ref, experiment.clock)}."
         )
         if len(better) > 1:
             others = ", ".join(f"`{r.name}`" for r in better if r is not best)
@@ -524,6 +556,6 @@ def recommendation(experiment: Experiment) -> str:
             f"{lift.name}: `{lift.variant}` {direction} {parse_metric(m).label} over "
             f"`{lift.base}` by {delta(m, lift.row.delta).lstrip('+').lstrip('−')} "
             f"({_significance(lift.row.p_value, lift.row.method, result, experiment.alpha)}), "
-            f"{ratio_words(lift.latency, lift.base)}."
+            f"{ratio_words(lift.latency, lift.base, experiment.clock)}."
         )
     return " ".join(sentences)

@@ -105,18 +105,18 @@ def _span(low: float, high: float) -> str:
     return f"{start}–{times(high, low)}"
 
 
-def ratio_words(ratio: Ratio | None, base: str) -> str:
+def ratio_words(ratio: Ratio | None, base: str, clock: str = "wall") -> str:
     """`as fast as `base` at p95 (0.91–1.08×)`, `1.42–1.87× slower than `base` at p95`,
-    `2.10–2.60× faster than `base` at p95`; the ratio unknown without one."""
+    `2.10–2.60× faster than `base` at p95`; the ratio unknown without one. On the `cpu`
+    clock, `at p95 CPU time`."""
     if ratio is None:
         return f"at a latency that cannot be compared with `{base}`'s"
+    at = f"{ratio.label} CPU time" if clock == "cpu" else ratio.label
     if ratio.tied:
-        return (
-            f"as fast as `{base}` at {ratio.label} within noise ({_span(ratio.low, ratio.high)}×)"
-        )
+        return f"as fast as `{base}` at {at} within noise ({_span(ratio.low, ratio.high)}×)"
     if ratio.faster:
-        return f"{_span(1 / ratio.high, 1 / ratio.low)}× faster than `{base}` at {ratio.label}"
-    return f"{_span(ratio.low, ratio.high)}× slower than `{base}` at {ratio.label}"
+        return f"{_span(1 / ratio.high, 1 / ratio.low)}× faster than `{base}` at {at}"
+    return f"{_span(ratio.low, ratio.high)}× slower than `{base}` at {at}"
 
 
 def ratio_cell(ratio: Ratio | None) -> str:

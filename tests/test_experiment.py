@@ -85,7 +85,7 @@ def test_the_demo_sweep_writes_the_table_words_and_picture(demo: tuple[Path, str
     assert document["scope"] == "all tiers"
     assert document["queries"] == 327
     markdown = (out / "experiment.md").read_text()
-    assert "![recall@5 against p95 latency](experiment-pareto.png)" in markdown
+    assert "![recall@5 against p95 CPU time](experiment-pareto.png)" in markdown
     assert document["recommendation"] in markdown
     assert any(f"`{v['name']}`" in document["recommendation"] for v in document["variants"])
     assert (out / "experiment-pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -429,7 +429,7 @@ def test_a_front_of_tied_variants_is_said_once() -> None:
     spread = [1.0 + i / 100 for i in range(100)]
     variants = [_measured("a", gold, 50, spread), _measured("b", gold, 51, spread[::-1])]
     words = recommendation(compare_variants(gold, variants, ["mrr"], "a", "mrr"))
-    assert "`a` and `b`, both tied within noise (p95 latencies within noise of each" in words
+    assert "`a` and `b`, both tied within noise (p95 wall times within noise of each" in words
     assert words.count("tied within noise") == 1
 
 

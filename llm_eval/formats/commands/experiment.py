@@ -19,6 +19,7 @@ from llm_eval.experiment import (
 )
 from llm_eval.formats._markup import escape_markdown
 from llm_eval.formats._plot_layout import Box, nice_bounds, nice_log_bounds, place_labels
+from llm_eval.latency_clock import label as label_of
 from llm_eval.latency_ratio import Ratio, ratio_cell, times
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
@@ -105,11 +106,11 @@ def pareto_figure(result: Experiment) -> tuple[Any, Any, list[Any]] | None:
     axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
     labels = _name_points(figure, axes, points, groups)
     where = ", log scale" if log else ""
-    axes.set_xlabel(f"p95 latency per query (ms{where}), with its 95% interval")
+    axes.set_xlabel(f"{result.latency_name} per query (ms{where}), with its 95% interval")
     unit = " (%)" if scale == 100.0 else ""
     axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
     axes.set_title(
-        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
+        f"{parse_metric(q).label} against {result.latency_name}\nblue: on the Pareto front; "
         "≈: tied within noise with another front variant",
         fontsize=10,
     )
@@ -248,6 +249,11 @@ def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
     return {True: "yes", False: "", None: "n/a"}[row.on_front]
 
 
+def _clock_name(result: Experiment) -> str:
+    """`p95 CPU time`, `p95 wall time`: which clock the p95 column is on."""
+    return result.latency_name
+
+
 def _latency_cell(row: VariantRow) -> str:
     """`0.27 ms (0.25–0.31)`: the p95 and its interval, open sides as `…`."""
     span = row.latency_interval
@@ -300,7 +306,7 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         "",
         words,
         "",
-        f"| variant | {label} ({result.scope}) | Δ | p95 latency (95% CI) | front |",
+        f"| variant | {label} ({result.scope}) | Δ | {_clock_name(result)} (95% CI) | front |",
         "|---|---:|---:|---:|:---:|",
     ]
     for row in result.rows:
@@ -316,12 +322,13 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         "",
         f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
         f"variants. Front: no other variant is better beyond the noise on {label} (paired "
-        "test) or p95 latency (paired ratio's interval clear of 1) and not worse on the "
-        "other; tied: within noise of another front variant on both.",
+        f"test) or {result.latency_name} (paired ratio's interval clear of 1) and not worse "
+        "on the other; tied: within noise of another front variant on both. Latency: "
+        f"{result.clock_reason or 'wall time'}.",
         "",
     ]
     if picture is not None:
-        lines += [f"![{label} against p95 latency]({picture.name})", ""]
+        lines += [f"![{label} against {result.latency_name}]({picture.name})", ""]
     else:
         lines += [
             "_No picture: matplotlib is not installed "
@@ -350,14 +357,16 @@ def _ratio_md(ratio: Ratio | None) -> str:
 
 def _latency_markdown(result: Experiment) -> list[str]:
     ref = result.reference
+    clock = label_of(result.clock)
     lines = [
-        f"### Latency against `{ref}`",
+        f"### Latency against `{ref}` ({clock} time)",
         "",
-        "Each query's own time; the variants answered every query in turn, so the load of "
-        f"the moment fell on all alike. The ratio to `{ref}`'s is paired over the queries, "
-        f"with its {1 - result.alpha:.0%} bootstrap interval: *as fast* when it covers 1.",
+        f"Latency: {result.clock_reason or 'wall time'}. Each query's own time; the "
+        "variants answered every query in turn, so the load of the moment fell on all "
+        f"alike. The ratio to `{ref}`'s is paired over the queries, with its "
+        f"{1 - result.alpha:.0%} bootstrap interval: *as fast* when it covers 1.",
         "",
-        f"| variant | p50 | p50 ÷ `{ref}` | p95 | p95 ÷ `{ref}` |",
+        f"| variant | p50 {clock} | p50 ÷ `{ref}` | p95 {clock} | p95 ÷ `{ref}` |",
         "|---|---:|---:|---:|---:|",
     ]
     for row in result.rows:
@@ -381,7 +390,9 @@ def _other_metrics_markdown(result: Experiment) -> list[str]:
     lines = [
         f"### Every metric ({result.scope})",
         "",
-        "| variant | " + " | ".join(short_label(m) for m in metrics) + " | p50 | errors |",
+        "| variant | "
+        + " | ".join(short_label(m) for m in metrics)
+        + f" | p50 {label_of(result.clock)} | errors |",
         "|---|" + "---:|" * (len(metrics) + 2),
     ]
     for row in result.rows:
@@ -393,7 +404,8 @@ def _other_metrics_markdown(result: Experiment) -> list[str]:
         ]
         lines.append(_row_line(cells))
     legend = _legend(metrics)
-    return [*lines, "", *([legend + "; p50: median latency.", ""] if legend else [])]
+    median = f"p50: median {label_of(result.clock)} time."
+    return [*lines, "", *([f"{legend}; {median}", ""] if legend else [])]
 
 
 def _pairs_markdown(result: Experiment) -> list[str]:
@@ -487,6 +499,8 @@ def to_csv(result: Experiment) -> str:
             "latency_p95_low",
             "latency_p95_high",
             *(f"latency_{p}_ratio{part}" for p in ("p50", "p95") for part in ("", "_low", "_high")),
+            "latency_clock",
+            *(f"{c}_latency_{p}" for c in ("wall", "cpu") for p in ("p50", "p95")),
             *paired,
             "pareto_front",
             "tied_with",
@@ -500,6 +514,8 @@ def to_csv(result: Experiment) -> str:
         for label in ("p50", "p95"):
             ratio = row.latency_ratios.get(label)
             cells += ["", "", ""] if ratio is None else [ratio.ratio, ratio.low, ratio.high]
+        cells.append(result.clock)
+        cells += [row.clocks.get(c, {}).get(p, "") for c in ("wall", "cpu") for p in ("p50", "p95")]
         for metric in result.pairable:
             pair = row.pairs.get(metric)
             cells += (
@@ -545,6 +561,8 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
         "scope": result.scope,
         "queries": result.queries,
         "alpha": result.alpha,
+        "latency_clock": result.clock,
+        "latency_clock_reason": result.clock_reason,
         "recommendation": words,
         "variants": [
             {
@@ -557,6 +575,7 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "latency_versus_reference": {
                     label: _ratio_json(ratio) for label, ratio in row.latency_ratios.items()
                 },
+                "latency_by_clock": {c: dict(v) for c, v in row.clocks.items()},
                 "pareto_front": row.on_front,
                 "tied_with": list(row.ties),
                 "seconds": round(timings.get(row.name, 0.0), 3),
@@ -605,7 +624,16 @@ def terminal_text(
 ) -> str:
     """A narrow table and the recommendation, wrapped to the terminal."""
     q = result.quality
-    header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95 ms", "p95 vs ref", "front"]
+    clock = label_of(result.clock)
+    header = [
+        "variant",
+        parse_metric(q).label,
+        "Δ",
+        "p (Holm)",
+        f"{clock} ms",
+        "p95 vs ref",
+        "front",
+    ]
     groups = tie_groups(result.rows)
     rows = []
     for row in result.rows:
@@ -637,6 +665,7 @@ def terminal_text(
         *wrap(words, width, ""),
         "",
         "* significant after Holm across the variants.",
+        *wrap(f"{clock} ms: the p95 latency in {result.clock_reason or 'wall time'}.", width, ""),
         *wrap(
             f"p95 vs ref: the {1 - result.alpha:.0%} interval of the p95 ratio, paired over "
             "the queries; as fast when it covers 1. ≈: on the front, tied within noise with "
