@@ -12,13 +12,17 @@ The raw p95 order of variants that are as fast as each other is a coin toss, so 
 latency verdicts (faster / as fast / slower than the reference) are what should agree;
 the raw order is printed for reference.
 
+Latencies are compared on the clock the command picks (`--latency auto`: the CPU time
+of the process, since every demo variant searches in it); `--latency wall` compares
+wall time instead, as the command did before, for contrast. Each run prints its clock.
+
 `--load bursty` spins half a second on, half a second off, the kind of load that,
 with variants run one after another, used to land on one variant's whole run.
 `--sequential` also runs the variants one after another under the same load, as
 the command did before it interleaved them, for contrast.
 
 Usage: python scripts/bench_experiment_load.py [--load steady|bursty]
-       [--workers N] [--sequential]
+       [--workers N] [--sequential] [--latency auto|cpu|wall]
 """
 
 from __future__ import annotations
@@ -49,11 +53,15 @@ SPIN = {
 }
 
 
+CLOCK = {"latency": "auto"}
+"""The --latency given, for both ways of running."""
+
+
 def interleaved(out: Path) -> dict[str, Any]:
     """The experiment as the command runs it; its experiment.json."""
     from llm_eval.commands.experiment import run_experiment
 
-    run_experiment([DEMO], out_dir=out, use_cache=False)
+    run_experiment([DEMO], out_dir=out, use_cache=False, latency=CLOCK["latency"])
     document: dict[str, Any] = json.loads((out / "experiment.json").read_text())
     return document
 
@@ -65,6 +73,7 @@ def sequential(out: Path) -> dict[str, Any]:
     from llm_eval.experiment import Measured, compare_variants, recommendation
     from llm_eval.formats.commands.experiment import to_json
     from llm_eval.gold_io import load_gold
+    from llm_eval.latency_clock import choose_clock, fall_back, on_clock
     from llm_eval.pipeline import scoring_for
     from llm_eval.retrieval import RetrieveOptions, retrieve_gold
     from llm_eval.scoring import score_run
@@ -73,15 +82,34 @@ def sequential(out: Path) -> dict[str, Any]:
     base = experiment.base
     gold = load_gold(base.gold)
     metrics = list(base.metrics)
-    measured = []
+    clock, reason = choose_clock(
+        CLOCK["latency"],
+        [(v.name, v.retriever.kind, v.retriever.settings) for v in experiment.variants],
+    )
+    runs = {}
     for variant in experiment.variants:
         config = replace(base, retriever=variant.retriever, top_k=variant.top_k)
-        run = retrieve_gold(config, gold.queries, RetrieveOptions(False)).run
-        scored = score_run(gold, run, metrics, base.relevance_level, scoring_for(base))
-        measured.append(Measured(variant.name, scored, variant.top_k))
+        runs[variant.name] = retrieve_gold(config, gold.queries, RetrieveOptions(False)).run
+    clock, reason = fall_back(runs, clock, reason)
+    measured = [
+        Measured(
+            variant.name,
+            score_run(
+                gold,
+                on_clock(runs[variant.name], clock),
+                metrics,
+                base.relevance_level,
+                scoring_for(base),
+            ),
+            variant.top_k,
+        )
+        for variant in experiment.variants
+    ]
     lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
     reference = base.experiment.reference or experiment.variants[0].name
-    result = compare_variants(gold, measured, metrics, reference, "recall@5", lifts)
+    result = compare_variants(
+        gold, measured, metrics, reference, "recall@5", lifts, clock=clock, clock_reason=reason
+    )
     document: dict[str, Any] = json.loads(to_json(result, recommendation(result), {}))
     return document
 
@@ -108,6 +136,7 @@ def side(variant: dict[str, Any], quantile: str = "p95") -> str:
 
 def summary(document: dict[str, Any]) -> dict[str, Any]:
     variants = document["variants"]
+    unit = "CPU ms" if document.get("latency_clock") == "cpu" else "wall ms"
     by_quality = sorted(variants, key=lambda v: (-v["values"]["recall@5"], v["name"]))
     by_latency = sorted(variants, key=lambda v: (v["values"]["latency_p95"], v["name"]))
     return {
@@ -116,10 +145,12 @@ def summary(document: dict[str, Any]) -> dict[str, Any]:
         "verdicts": {v["name"]: side(v) for v in variants},
         "medians": {v["name"]: side(v, "p50") for v in variants},
         "front": [v["name"] for v in variants if v["pareto_front"]],
+        "clock": document.get("latency_clock", "wall"),
+        "reason": document.get("latency_clock_reason", ""),
         "lines": [
             f"  {v['name']:<16} {v['values']['recall@5'] * 100:4.1f}%  "
-            f"p50 {v['values']['latency_p50']:5.2f} ms {verdict(v, 'p50'):<19} "
-            f"p95 {v['values']['latency_p95']:5.2f} ms {verdict(v)}"
+            f"p50 {v['values']['latency_p50']:5.2f} {unit} {verdict(v, 'p50'):<19} "
+            f"p95 {v['values']['latency_p95']:5.2f} {unit} {verdict(v)}"
             f"{' (front)' if v['pareto_front'] else ''}"
             for v in variants
         ],
@@ -140,7 +171,10 @@ def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
 def measure(label: str, run: Callable[[Path], dict[str, Any]], folder: Path) -> dict[str, Any]:
     began = time.perf_counter()
     found = summary(run(folder / label.replace(" ", "-")))
-    print(f"{label} ({time.perf_counter() - began:.1f} s): recall@5, p50 and p95 against lucene")
+    print(
+        f"{label} ({time.perf_counter() - began:.1f} s): recall@5, p50 and p95 against lucene, "
+        f"on {found['clock']} time ({found['reason']})"
+    )
     print("\n".join(found["lines"]))
     print(f"  by recall@5:  {', '.join(found['quality'])}")
     print(f"  by p95:       {', '.join(found['latency'])}")
@@ -152,6 +186,7 @@ def compare(name: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     print(f"{name}:")
     same = True
     for key, words in (
+        ("clock", "clock the latencies are on"),
         ("quality", "ranking by recall@5"),
         ("verdicts", "p95 against the reference (faster / as fast / slower)"),
         ("medians", "p50 against the reference (faster / as fast / slower)"),
@@ -174,7 +209,9 @@ def main() -> None:
     parser.add_argument("--load", choices=sorted(SPIN), default="steady")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--sequential", action="store_true")
+    parser.add_argument("--latency", choices=("auto", "cpu", "wall"), default="auto")
     args = parser.parse_args()
+    CLOCK["latency"] = args.latency
     os.chdir(ROOT)
     print(
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the run; "
