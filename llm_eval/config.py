@@ -94,6 +94,9 @@ class ExperimentSettings:
     quality: str | None = None
     """The Pareto front's quality metric; None: the first relevance metric."""
     lifts: tuple[Lift, ...] = ()
+    latency: str = "auto"
+    """The clock latencies are compared on: `cpu`, `wall`, or `auto` (CPU time when
+    every variant searches in this process; `llm_eval.latency_clock`)."""
 
 
 @dataclass(frozen=True, slots=True)

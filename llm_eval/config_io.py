@@ -26,6 +26,7 @@ from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSource
+from llm_eval.latency_clock import CLOCKS
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import RetrieverKind, retriever_kind
@@ -311,7 +312,7 @@ def _variant_retriever(
 
 
 def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
-    keys = node.mapping(frozenset({"reference", "quality", "lift"}))
+    keys = node.mapping(frozenset({"reference", "quality", "lift", "latency"}))
     names = [v.name for v in config.variants]
 
     def variant(child: Node) -> str:
@@ -334,4 +335,11 @@ def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
         reference=variant(keys["reference"]) if "reference" in keys else None,
         quality=metric_name(keys["quality"]) if "quality" in keys else None,
         lifts=tuple(lifts),
+        latency=_clock(keys["latency"]) if "latency" in keys else "auto",
     )
+
+
+def _clock(node: Node) -> str:
+    if node.value not in CLOCKS:
+        raise node.error(f"expected one of {', '.join(CLOCKS)}, got {node.value!r}")
+    return str(node.value)

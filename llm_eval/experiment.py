@@ -9,15 +9,20 @@ p-values are then Holm-adjusted across the variants, per metric. Slices (tiers a
 tags) are listed worst first. `recommendation` says in words what the numbers mean.
 
 The Pareto front is taken over the quality metric and the p95 latency, and a
-difference inside the measured noise is a tie, never a win:
+difference inside the measured noise is a tie, never a win. Latencies are on one
+clock, given with the measurements: CPU time when every variant searches in this
+process, wall time otherwise (`llm_eval.latency_clock`).
 
 - quality: A is better than B when the paired test of the two (the same test, at
   alpha, not adjusted: the front is a screen; the Holm-adjusted table is the claim)
   says so; a metric without a paired test compares the values;
-- latency: A is faster than B when the distribution-free 1 − alpha (95%) intervals of
-  their p95 latencies (`stats.quantile_interval`, over each query's own latency) do
-  not overlap: a conservative rule, since non-overlap of two such intervals is a test
-  at a level well below alpha.
+- latency: A is faster than B when the 1 − alpha (95%) interval of the ratio of their
+  p95 latencies lies below 1: a paired bootstrap over the queries both answered
+  (`llm_eval.latency_ratio`), since the variants answered each query in turn under
+  the same load. Each variant's p50 and p95 carry that ratio against the reference
+  too, and the words say "as fast as" only when its interval covers 1. Each p95 also
+  has its own distribution-free interval (`stats.quantile_interval`), for the table
+  and the picture.
 
 A variant is dominated when another is better on one axis and not worse on the
 other; the front is every variant no other dominates. Two variants with neither
@@ -31,10 +36,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llm_eval.ab_test import Row, compare_pair, compare_runs, winner
 from llm_eval.gold import GoldSet
+from llm_eval.latency_ratio import Ratio, paired_ratio, ratio_words
 from llm_eval.metrics import parse_metric
 from llm_eval.scoring import Measurement
 from llm_eval.slices import value_over
@@ -84,6 +90,12 @@ class VariantRow:
     """The other variants tied with it within noise on both quality and latency."""
     latency_interval: QuantileInterval | None
     """The 1 − alpha interval of the p95 latency; None without a latency."""
+    latency_ratios: Mapping[str, Ratio] = field(default_factory=dict)
+    """`p50` and `p95` as multiples of the reference's, paired over the queries, with
+    their intervals (empty for the reference, or without latencies)."""
+    clocks: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """`{"wall": {"p50": ms, "p95": ms}, "cpu": {...}}`: the latencies on each clock that
+    was recorded for every answered query, whichever the comparison used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,8 @@ class LiftRow:
     row: Row | None
     """None when the two share fewer than two scored queries."""
     latency_ratio: float | None
+    latency: Ratio | None = None
+    """The variant's p95 latency against the base's, paired, with its interval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +128,15 @@ class Experiment:
     """Which gold queries every value is over: `all tiers` or `tier A`."""
     queries: int
     """How many of them the quality metric scores (answerable queries, for relevance)."""
+    clock: str = "wall"
+    """The clock every latency is on: `cpu` (the CPU time of this process) or `wall`."""
+    clock_reason: str = ""
+    """Why that clock, in words (`llm_eval.latency_clock.choose_clock`)."""
+
+    @property
+    def latency_name(self) -> str:
+        """`p95 CPU time` or `p95 wall time`, for words and titles."""
+        return "p95 CPU time" if self.clock == "cpu" else "p95 wall time"
 
     def row(self, name: str) -> VariantRow:
         """The row of a variant."""
@@ -131,9 +154,15 @@ def compare_variants(
     alpha: float = 0.05,
     seed: int = 0,
     scope: str = "all tiers",
+    clock: str = "wall",
+    clock_reason: str = "",
+    clocks: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> Experiment:
     """Measure and pair every variant; `lifts` are (name, metric, base, variant); `scope`
-    names the gold queries given (all of them, or one tier's)."""
+    names the gold queries given (all of them, or one tier's). The measurements'
+    latencies are on `clock` (`cpu` or `wall`, chosen for `clock_reason`): the ratios,
+    the intervals and the front use them as they are. `clocks` holds per variant its
+    p50 and p95 on each clock recorded, for the files."""
     by_name = {v.name: v for v in variants}
     ref = by_name[reference]
     pairable = tuple(m for m in metrics if parse_metric(m).testable)
@@ -153,7 +182,8 @@ def compare_variants(
     adjusted = _holm_across_variants(rows_of, pairable)
     values = {v.name: _values(v.measurement, ids, shown) for v in variants}
     intervals = {v.name: _latency_interval(v.measurement, ids, alpha) for v in variants}
-    standings = _standings(variants, values, intervals, quality, ids, alpha, seed)
+    latencies = {v.name: query_latencies(v.measurement, ids) for v in variants}
+    standings = _standings(variants, values, latencies, quality, ids, alpha, seed)
     rows = []
     for variant in variants:
         overall = {r.metric: r for r in rows_of.get(variant.name, []) if r.slice == "overall"}
@@ -177,6 +207,10 @@ def compare_variants(
                 on_front,
                 ties,
                 intervals[variant.name],
+                {}
+                if variant.name == reference
+                else _ratios(latencies[variant.name], latencies[reference], alpha, seed),
+                (clocks or {}).get(variant.name, {}),
             )
         )
     lift_rows = tuple(
@@ -186,6 +220,7 @@ def compare_variants(
             values,
             (name, metric, base, over),
             rows_of.get(over, []) if base == reference else [],
+            latencies,
             alpha,
             seed,
         )
@@ -193,7 +228,17 @@ def compare_variants(
     )
     scored = sum(quality in ref.measurement.per_query.get(q, {}) for q in ids)
     return Experiment(
-        tuple(rows), reference, quality, tuple(shown), pairable, lift_rows, alpha, scope, scored
+        tuple(rows),
+        reference,
+        quality,
+        tuple(shown),
+        pairable,
+        lift_rows,
+        alpha,
+        scope,
+        scored,
+        clock,
+        clock_reason,
     )
 
 
@@ -235,6 +280,41 @@ def _worst_first(row: Row) -> tuple[float, str, str]:
     return (worse, row.metric, row.slice)
 
 
+def query_latencies(measurement: Measurement, ids: Sequence[str]) -> dict[str, float]:
+    """Each query's own latency, of the queries that answered with one, in gold order."""
+    out = {}
+    for q in ids:
+        record = measurement.service.get(q)
+        if record is not None and record.latency_ms is not None and not record.error:
+            out[q] = record.latency_ms
+    return out
+
+
+def latency_ratio(
+    variant: Mapping[str, float],
+    base: Mapping[str, float],
+    quantile: float,
+    alpha: float,
+    seed: int,
+) -> Ratio | None:
+    """`paired_ratio` over the queries both answered with a latency."""
+    shared = [q for q in variant if q in base]
+    return paired_ratio(
+        [variant[q] for q in shared],
+        [base[q] for q in shared],
+        quantile,
+        alpha=alpha,
+        seed=seed,
+    )
+
+
+def _ratios(
+    variant: Mapping[str, float], base: Mapping[str, float], alpha: float, seed: int
+) -> dict[str, Ratio]:
+    found = {f"p{q * 100:g}": latency_ratio(variant, base, q, alpha, seed) for q in (0.5, 0.95)}
+    return {k: r for k, r in found.items() if r is not None}
+
+
 def _latency_interval(
     measurement: Measurement, ids: Sequence[str], alpha: float
 ) -> QuantileInterval | None:
@@ -274,24 +354,32 @@ def _better_pairs(
 def _standings(
     variants: Sequence[Measured],
     values: Mapping[str, Mapping[str, float | None]],
-    intervals: Mapping[str, QuantileInterval | None],
+    latencies: Mapping[str, Mapping[str, float]],
     quality: str,
     ids: Sequence[str],
     alpha: float,
     seed: int,
 ) -> dict[str, tuple[bool | None, tuple[str, ...]]]:
     """Per variant with a quality value and a latency: on the front, and its ties."""
-    measured, points, spans = {}, {}, {}
+    measured, points = {}, {}
     for v in variants:
-        q, span = values[v.name][quality], intervals[v.name]
-        if q is not None and span is not None:
-            measured[v.name], points[v.name], spans[v.name] = v.measurement, q, span
+        q = values[v.name][quality]
+        if q is not None and latencies[v.name]:
+            measured[v.name], points[v.name] = v.measurement, q
     better = _better_pairs(measured, points, quality, ids, alpha, seed)
-    faster = {(a, b) for a in spans for b in spans if spans[a].below(spans[b])}
-    front = pareto_front(list(spans), better, faster)
+    names = list(measured)
+    faster = set()
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            ratio = latency_ratio(latencies[a], latencies[b], 0.95, alpha, seed)
+            if ratio is not None and ratio.faster:
+                faster.add((a, b))
+            elif ratio is not None and not ratio.tied:
+                faster.add((b, a))
+    front = pareto_front(names, better, faster)
     return {
-        n: (front[n], tuple(o for o in spans if o != n and tied(n, o, better, faster)))
-        for n in spans
+        n: (front[n], tuple(o for o in names if o != n and tied(n, o, better, faster)))
+        for n in names
     }
 
 
@@ -323,6 +411,7 @@ def _lift(
     values: Mapping[str, Mapping[str, float | None]],
     lift: tuple[str, str, str, str],
     paired: Sequence[Row],
+    latencies: Mapping[str, Mapping[str, float]],
     alpha: float,
     seed: int,
 ) -> LiftRow:
@@ -341,7 +430,8 @@ def _lift(
             seed=seed,
         )
         overall = next((r for r in rows if r.slice == "overall"), None)
-    return LiftRow(name, base, over, overall, _ratio(values[over], values[base]))
+    ratio = latency_ratio(latencies[over], latencies[base], 0.95, alpha, seed)
+    return LiftRow(name, base, over, overall, _ratio(values[over], values[base]), ratio)
 
 
 def _ratio(
@@ -360,16 +450,6 @@ def _significance(p: float, method: str, result: str, alpha: float) -> str:
     if result == "no significant difference":
         return f"not significant, {shown}"
     return f"significant, {shown}"
-
-
-def _times(experiment: Experiment, name: str, base: str, ratio: float | None) -> str:
-    """The p95 latency of `name` against `base`'s: tied within noise, or the ratio."""
-    mine, theirs = experiment.row(name).latency_interval, experiment.row(base).latency_interval
-    if ratio is None or mine is None or theirs is None:
-        return "at an unknown latency"
-    if not (mine.below(theirs) or theirs.below(mine)):
-        return f"at a p95 latency tied with `{base}`'s within noise"
-    return f"at {ratio:.1f}× the p95 latency of `{base}`"
 
 
 def tie_groups(rows: Sequence[VariantRow]) -> list[list[str]]:
@@ -400,9 +480,10 @@ def _front_words(experiment: Experiment) -> list[str]:
         return []
     label = parse_metric(experiment.quality).label
     groups = tie_groups(experiment.rows)
-    noise = f"overlapping p95 latency intervals, no significant difference in {label}"
+    latency = experiment.latency_name
+    noise = f"{latency}s within noise of each other, no significant difference in {label}"
     lead = (
-        f"On the front of {label} against p95 latency (no other variant is better beyond the "
+        f"On the front of {label} against {latency} (no other variant is better beyond the "
         f"noise on one and not worse on the other): {_names(front)}"
     )
     if len(front) > 1 and groups == [front]:
@@ -446,7 +527,7 @@ def recommendation(experiment: Experiment) -> str:
             f"{_significance(pair.p_holm, pair.row.method, pair.winner, experiment.alpha)} "
             "after Holm across "
             f"{len(experiment.rows) - 1} variants), "
-            f"{_times(experiment, best.name, ref, _ratio(best.values, reference.values))}."
+            f"{ratio_words(best.latency_ratios.get('p95'), ref, experiment.clock)}."
         )
         if len(better) > 1:
             others = ", ".join(f"`{r.name}`" for r in better if r is not best)
@@ -475,6 +556,6 @@ def recommendation(experiment: Experiment) -> str:
             f"{lift.name}: `{lift.variant}` {direction} {parse_metric(m).label} over "
             f"`{lift.base}` by {delta(m, lift.row.delta).lstrip('+').lstrip('−')} "
             f"({_significance(lift.row.p_value, lift.row.method, result, experiment.alpha)}), "
-            f"{_times(experiment, lift.variant, lift.base, lift.latency_ratio)}."
+            f"{ratio_words(lift.latency, lift.base, experiment.clock)}."
         )
     return " ".join(sentences)

@@ -11,8 +11,11 @@ cached, and the run is refused (exit 4) when more queries failed than
 from __future__ import annotations
 
 import itertools
+import random
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +25,9 @@ from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
-from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
+from llm_eval.retrievers import Retriever, RetrieverContext, held, retriever_kind
 from llm_eval.run_io import load_run
-from llm_eval.runs import Run
+from llm_eval.runs import QueryResults, Run
 from llm_eval.textio import file_digest
 
 
@@ -91,6 +94,112 @@ def retrieve_gold(
     check_error_rate(runs[0], queries, config.retriever.max_error_rate)
     hits = cache.hits if cache is not None else 0
     return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs))
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    """One retriever of several run side by side (`retrieve_interleaved`)."""
+
+    name: str
+    config: EvalConfig
+
+
+def interleaved_order(variants: int, queries: int, block: int, seed: int) -> list[list[int]]:
+    """The turns of an interleaved run: per round, the round's block of query positions
+    (`block` consecutive gold queries) and then each variant in an order shuffled with
+    `seed`, as a list of variant numbers. Round r covers queries r*block onward; every
+    variant answers every query once, in gold order."""
+    if variants < 1 or block < 1:
+        raise ValueError(f"needs a variant and a block of one or more, got {variants}, {block}")
+    shuffle = random.Random(seed)
+    rounds = []
+    for _ in range(0, queries, block):
+        order = list(range(variants))
+        shuffle.shuffle(order)
+        rounds.append(order)
+    return rounds
+
+
+def retrieve_interleaved(
+    contenders: Sequence[Contender],
+    queries: Sequence[GoldQuery],
+    options: RetrieveOptions,
+    seed: int = 0,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Retrieval]:
+    """Every contender's run over the queries, taken in turns so that a burst of load on
+    the machine falls on all of them alike: all retrievers are built first (index builds,
+    model loads), then round by round each answers the round's queries, in an order
+    shuffled per round with `seed`. A round is one query, or as many as the largest
+    `concurrency` among them, so that a pooled retriever still has that many in flight.
+
+    Each retriever answers every query exactly as a run of it alone would (a query's
+    results never depend on the others asked with it) and each latency is that query's
+    own search time. `timings` receives each contender's seconds, building included.
+    ExternalError when too many of a contender's queries fail, as `retrieve_gold`."""
+    with ExitStack() as stack:
+        return _interleave(stack, contenders, queries, options, seed, timings)
+
+
+def _interleave(
+    stack: ExitStack,
+    contenders: Sequence[Contender],
+    queries: Sequence[GoldQuery],
+    options: RetrieveOptions,
+    seed: int,
+    timings: dict[str, float] | None,
+) -> dict[str, Retrieval]:
+    """`retrieve_interleaved`, with every retriever's session held open on `stack` (an
+    http connection pool, an MCP server) across its turns."""
+    clock = timings if timings is not None else {}
+    built: list[tuple[Retriever, RetrievalCache | None]] = []
+    for contender in contenders:
+        began = time.perf_counter()
+        with _blame(contender):
+            retriever = build_retriever(contender.config)
+            wanted = contender.config.cache if options.use_cache is None else options.use_cache
+            cache = _retrieval_cache(contender.config, retriever) if wanted else None
+            built.append((stack.enter_context(held(retriever)), cache))
+        clock[contender.name] = time.perf_counter() - began
+    block = max(getattr(r, "concurrency", 1) for r, _ in built)
+    done, total = itertools.count(1), len(queries) * len(contenders)
+
+    def finished() -> None:
+        if options.progress is not None:
+            options.progress(next(done), total)
+
+    answers: list[dict[str, QueryResults]] = [{} for _ in contenders]
+    for number, order in enumerate(interleaved_order(len(contenders), len(queries), block, seed)):
+        chunk = queries[number * block : (number + 1) * block]
+        for index in order:
+            contender, (retriever, cache) = contenders[index], built[index]
+            began = time.perf_counter()
+            with _blame(contender):
+                run = retriever.retrieve(chunk, contender.config.top_k, cache, finished)
+            clock[contender.name] += time.perf_counter() - began
+            answers[index].update(run.queries)
+    out = {}
+    for contender, (_, cache), found in zip(contenders, built, answers, strict=True):
+        run = Run({q.query_id: found[q.query_id] for q in queries})
+        limit = contender.config.retriever.max_error_rate if contender.config.retriever else 0.0
+        with _blame(contender):
+            check_error_rate(run, queries, limit)
+        out[contender.name] = Retrieval(run, cache.hits if cache is not None else 0)
+    return out
+
+
+@contextmanager
+def _blame(contender: Contender) -> Iterator[None]:
+    """ExternalError and InputError (unless already located in a file) saying which
+    variant they come from."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.path is not None:  # it names the file and line already
+            raise
+        raise InputError(f"variant {contender.name!r}: {exc}", path=contender.config.path) from None
+    except ExternalError as exc:
+        raise ExternalError(f"variant {contender.name!r}: {exc}") from None
 
 
 def _retrieval_cache(config: EvalConfig, retriever: Retriever) -> RetrievalCache | None:

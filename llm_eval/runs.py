@@ -38,6 +38,10 @@ class QueryResults:
     """The retriever chose not to answer (for rejection queries)."""
     answer: str | None = None
     """The answer the RAG system generated from these results, when the run has it."""
+    cpu_ms: float | None = None
+    """The CPU time this process spent answering (all its threads), when the retriever
+    ran here one query at a time; None otherwise (a service, a run file, a pool of
+    threads, where process time would mix queries). Not written to run files."""
 
     @property
     def doc_ids(self) -> tuple[str, ...]:

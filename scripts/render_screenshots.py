@@ -91,7 +91,14 @@ ADDED_QUERY = {
     "relevant": {"gzip.open#0": 1},
 }
 
-EXPERIMENT_TIMING = ("latency_p50", "latency_p95", "latency_p95_low", "latency_p95_high")
+EXPERIMENT_TIMING = (
+    "latency_p50",
+    "latency_p95",
+    "latency_p95_low",
+    "latency_p95_high",
+    *(f"latency_{p}_ratio{end}" for p in ("p50", "p95") for end in ("", "_low", "_high")),
+    *(f"{clock}_latency_{p}" for clock in ("wall", "cpu") for p in ("p50", "p95")),
+)
 """Columns of experiment.csv measured in time, and those decided by them below."""
 EXPERIMENT_BY_TIMING = ("pareto_front", "tied_with")
 

@@ -66,6 +66,14 @@ def compare_command(
     "--tier",
     help="Measure only this tier's gold queries, as a gate scoped to it does (default: all tiers).",
 )
+@click.option(
+    "--latency",
+    type=click.Choice(["auto", "cpu", "wall"]),
+    help="The clock latencies are compared on: cpu (this process's CPU time, which a busy "
+    "machine does not stretch), wall, or auto: cpu when every variant searches in this "
+    "process (bm25, embedding with model_path, fusions of those), else wall (default: "
+    "the config's experiment.latency, else auto).",
+)
 @ALPHA_OPTION
 @CACHE_OPTION
 @click.option(
@@ -79,6 +87,7 @@ def experiment_command(
     reference: str | None,
     quality: str | None,
     tier: str | None,
+    latency: str | None,
     alpha: float,
     use_cache: bool | None,
     out_dir: Path | None,
@@ -100,6 +109,7 @@ def experiment_command(
             use_cache=use_cache,
             alpha=alpha,
             tier=tier,
+            latency=latency,
             progress=progress.update,
             width=terminal_width(),
         )

@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
-from llm_eval.errors import ExternalError, InputError
+from llm_eval.errors import InputError
 from llm_eval.experiment import (
     Measured,
     compare_variants,
@@ -31,9 +33,11 @@ from llm_eval.formats.commands.experiment import (
 )
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
+from llm_eval.latency_clock import choose_clock, fall_back, on_clock
 from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
-from llm_eval.retrieval import RetrieveOptions, retrieve_gold
+from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved
+from llm_eval.runs import Run
 from llm_eval.scoring import score_run
 from llm_eval.textio import write_atomic
 
@@ -95,10 +99,12 @@ def run_experiment(
     use_cache: bool | None = None,
     alpha: float = 0.05,
     tier: str | None = None,
+    latency: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     width: int = 80,
 ) -> str:
-    """Retrieve and score every variant, compare, write the files; the terminal text."""
+    """Retrieve and score every variant, compare, write the files; the terminal text.
+    `latency` is the clock (`auto`, `cpu`, `wall`; None: the config's)."""
     started = time.perf_counter()
     experiment_plan = plan(config_paths)
     base = experiment_plan.base
@@ -122,25 +128,47 @@ def run_experiment(
                 )
     gold, scope = in_scope(load_gold(base.gold), tier)
     scoring = scoring_for(base)
-    measured = []
-    timings = {}
-    for variant in experiment_plan.variants:
-        config = replace(base, retriever=variant.retriever, top_k=variant.top_k)
-        began = time.perf_counter()
-        try:
-            retrieval = retrieve_gold(config, gold.queries, RetrieveOptions(use_cache, 1, progress))
-        except InputError as exc:
-            if exc.path is not None:  # it names the file and line already
-                raise
-            raise InputError(f"variant {variant.name!r}: {exc}", path=base.path) from None
-        except ExternalError as exc:
-            raise ExternalError(f"variant {variant.name!r}: {exc}") from None
-        timings[variant.name] = time.perf_counter() - began
-        m = score_run(gold, retrieval.run, metrics, base.relevance_level, scoring)
-        measured.append(Measured(variant.name, m, variant.top_k))
+    contenders = [
+        Contender(variant.name, replace(base, retriever=variant.retriever, top_k=variant.top_k))
+        for variant in experiment_plan.variants
+    ]
+    clock, reason = choose_clock(
+        latency or base.experiment.latency,
+        [(v.name, v.retriever.kind, v.retriever.settings) for v in experiment_plan.variants],
+    )
+    timings: dict[str, float] = {}
+    retrievals = retrieve_interleaved(
+        contenders, gold.queries, RetrieveOptions(use_cache, 1, progress), timings=timings
+    )
+    runs = {name: retrieval.run for name, retrieval in retrievals.items()}
+    clock, reason = fall_back(runs, clock, reason)
+    measured = [
+        Measured(
+            variant.name,
+            score_run(
+                gold,
+                on_clock(runs[variant.name], clock),
+                metrics,
+                base.relevance_level,
+                scoring,
+            ),
+            variant.top_k,
+        )
+        for variant in experiment_plan.variants
+    ]
     lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
     result = compare_variants(
-        gold, measured, metrics, reference, quality, lifts, alpha=alpha, scope=scope
+        gold,
+        measured,
+        metrics,
+        reference,
+        quality,
+        lifts,
+        alpha=alpha,
+        scope=scope,
+        clock=clock,
+        clock_reason=reason,
+        clocks={name: clock_percentiles(run, gold) for name, run in runs.items()},
     )
     folder = out_dir or base.output / "experiment"
     words = recommendation(result)
@@ -150,6 +178,22 @@ def run_experiment(
     write_atomic(folder / "experiment.json", to_json(result, words, timings))
     elapsed = time.perf_counter() - started
     return terminal_text(result, words, folder, picture, elapsed, width)
+
+
+def clock_percentiles(run: Run, gold: GoldSet) -> dict[str, dict[str, float]]:
+    """`{"wall": {"p50": ms, "p95": ms}, "cpu": {...}}` over the gold queries answered,
+    each clock only when every one of them has a time on it."""
+    ids = {q.query_id for q in gold.queries}
+    answered = [a for q, a in run.queries.items() if q in ids and a.error is None]
+    out = {}
+    for clock, times in (
+        ("wall", [a.latency_ms for a in answered]),
+        ("cpu", [a.cpu_ms for a in answered]),
+    ):
+        known = [t for t in times if t is not None]
+        if known and len(known) == len(times):
+            out[clock] = {f"p{q}": float(np.percentile(known, q)) for q in (50, 95)}
+    return out
 
 
 def in_scope(gold: GoldSet, tier: str | None) -> tuple[GoldSet, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +36,9 @@ class Hits:
     answer: str | None = None
     """The answer the RAG system generated from these results, when it returns one
     (judged for faithfulness and answer relevance)."""
+    cpu_ms: float | None = None
+    """The CPU time this process spent on the search (`time.process_time`, all its
+    threads), when the search ran here; None for a service's answer or a cached one."""
 
 
 class ResultCache(Protocol):
@@ -98,6 +102,17 @@ class BatchRetriever:
     def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
         """Results for every query, at most `top_k` each, best first."""
         raise NotImplementedError
+
+
+def held(retriever: Retriever) -> AbstractContextManager[Retriever]:
+    """`retriever` with what it opens for each run (a connection pool, a server process)
+    kept open across calls of `retrieve`, for a caller that asks a few queries at a
+    time: its own `held()` when it has one, else the retriever as it is."""
+    hold = getattr(retriever, "held", None)
+    if hold is None:
+        return nullcontext(retriever)
+    found: AbstractContextManager[Retriever] = hold()
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,14 +23,15 @@ Ties go to the document with the best rank in any component, then the smaller id
 A query fails when any component failed on it, and its error says which and why
 (`timeout (from dense): …`, `no score (from dense): …`, so that the run's summary of
 failures reads `20 timeout (from dense)`); its latency is the sum of the components'
-(they are asked one after another).
+(they are asked one after another), and so is its CPU time when every component has one.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from llm_eval.retrievers import (
     Retriever,
     RetrieverContext,
     RetrieverKind,
+    held,
     retriever_kind,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -165,6 +167,17 @@ class FusionRetriever:
             ],
         }
 
+    @contextmanager
+    def held(self) -> Iterator[FusionRetriever]:
+        """This retriever with each component's session held open (`held` of a pooled
+        component), for a caller that asks a few queries at a time."""
+        with ExitStack() as stack:
+            components = tuple(
+                replace(c, retriever=stack.enter_context(held(c.retriever)))
+                for c in self.components
+            )
+            yield replace(self, components=components)
+
     def retrieve(
         self,
         queries: Sequence[GoldQuery],
@@ -195,6 +208,8 @@ class FusionRetriever:
         present = [a for a in answers if a is not None]
         latencies = [a.latency_ms for a in present]
         latency = None if any(v is None for v in latencies) else sum(v or 0.0 for v in latencies)
+        spent = [a.cpu_ms for a in present]
+        cpu = None if any(v is None for v in spent) else sum(v or 0.0 for v in spent)
         scores: dict[str, float] = {}
         best_rank: dict[str, int] = {}
         shown: dict[str, RankedResult] = {}
@@ -217,7 +232,9 @@ class FusionRetriever:
             for d in order
         )
         abstained = all(a.abstained for a in present)
-        return QueryResults(query_id, results, latency, abstained=abstained and not results)
+        return QueryResults(
+            query_id, results, latency, abstained=abstained and not results, cpu_ms=cpu
+        )
 
     def _contributions(self, results: Sequence[RankedResult]) -> list[float]:
         """Each result's share of the fused score, before its component's weight."""

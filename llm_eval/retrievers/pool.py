@@ -12,8 +12,8 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from llm_eval.environment import expand_environment
@@ -65,12 +65,29 @@ class PooledRetriever:
         on_done: Callable[[], None] | None = None,
     ) -> Run:
         """Every query's results or error, in gold order; `on_done()` after each query."""
-        answers: dict[str, QueryResults] = {}
         with self.searcher.session() as search:
-            for answer in self._answers(search, queries, top_k, cache):
-                answers[answer.query_id] = answer
-                if on_done is not None:
-                    on_done()
+            return self._run(search, queries, top_k, cache, on_done)
+
+    @contextmanager
+    def held(self) -> Iterator[HeldRetriever]:
+        """This retriever with its session (a connection pool, a server process) open
+        across calls of `retrieve`, for a caller that asks a few queries at a time."""
+        with self.searcher.session() as search:
+            yield HeldRetriever(self, search)
+
+    def _run(
+        self,
+        search: Search,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None,
+        on_done: Callable[[], None] | None,
+    ) -> Run:
+        answers: dict[str, QueryResults] = {}
+        for answer in self._answers(search, queries, top_k, cache):
+            answers[answer.query_id] = answer
+            if on_done is not None:
+                on_done()
         return Run({q.query_id: answers[q.query_id] for q in queries})
 
     def _answers(
@@ -90,10 +107,40 @@ class PooledRetriever:
         futures: list[Future[QueryResults]] = [pool.submit(answer, q) for q in queries]
         try:
             for future in as_completed(futures):
-                yield future.result()
+                # Process time counts every thread: with queries in flight at once it
+                # would charge each query the others' work too, so none is kept.
+                yield replace(future.result(), cpu_ms=None)
         finally:
             # On Ctrl-C or an error, queued queries are dropped instead of waited for.
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRetriever:
+    """A `PooledRetriever` whose session is open (`PooledRetriever.held`)."""
+
+    pooled: PooledRetriever
+    search: Search
+
+    @property
+    def concurrency(self) -> int:
+        """The pool's threads."""
+        return self.pooled.concurrency
+
+    @property
+    def cache_identity(self) -> Mapping[str, Any]:
+        """The pooled retriever's."""
+        return self.pooled.cache_identity
+
+    def retrieve(
+        self,
+        queries: Sequence[GoldQuery],
+        top_k: int,
+        cache: ResultCache | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Run:
+        """As `PooledRetriever.retrieve`, through the open session."""
+        return self.pooled._run(self.search, queries, top_k, cache, on_done)
 
 
 def answer_query(
@@ -108,7 +155,13 @@ def answer_query(
             return QueryResults(query.query_id, (), None, str(failure))
         if cache is not None:
             cache.put(query.query, top_k, hits)
-    return QueryResults(query.query_id, hits.results[:top_k], hits.latency_ms, answer=hits.answer)
+    return QueryResults(
+        query.query_id,
+        hits.results[:top_k],
+        hits.latency_ms,
+        answer=hits.answer,
+        cpu_ms=hits.cpu_ms,
+    )
 
 
 # --- hits from user code and services -------------------------------------------------

@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,14 +197,16 @@ class PythonSearcher:
 
     def search(self, query: str, top_k: int) -> Hits:
         """The target's hits; an exception it raises fails the query with its type and message."""
-        started = time.perf_counter()
+        started, spent = time.perf_counter(), time.process_time()
         try:
             returned = self.function(query, top_k)
             if isinstance(returned, Iterator):
                 returned = list(returned)  # a generator runs now: timed, its errors its own
         except Exception as exc:
             raise QueryFailed(error_text(exc)) from exc
-        return to_hits(returned, (time.perf_counter() - started) * 1000)
+        wall = (time.perf_counter() - started) * 1000
+        cpu = (time.process_time() - spent) * 1000
+        return replace(to_hits(returned, wall), cpu_ms=cpu)
 
 
 def source_folder(module: Any) -> Path | None:

@@ -18,6 +18,9 @@ from llm_eval.experiment import (
     tie_groups,
 )
 from llm_eval.formats._markup import escape_markdown
+from llm_eval.formats._plot_layout import Box, nice_bounds, nice_log_bounds, place_labels
+from llm_eval.latency_clock import label as label_of
+from llm_eval.latency_ratio import Ratio, ratio_cell, times
 from llm_eval.metrics import parse_metric
 from llm_eval.output import render_table, wrap
 from llm_eval.stats import format_p
@@ -31,12 +34,8 @@ PICTURE = "experiment-pareto"
 
 
 def draw_pareto(result: Experiment, folder: Path) -> Path | None:
-    """experiment-pareto.png and .svg, when matplotlib is installed; None without it.
-
-    Both axes start at zero and the quality axis spans the metric's whole range (0 to
-    100% for a share), so that a gap of half a point looks like one; each variant's p95
-    latency carries its 95% interval, the noise the front allows for. Names stand beside
-    the plot, joined to their points, so that close points keep readable names."""
+    """experiment-pareto.png and .svg, when matplotlib is installed; None without it
+    (or without a variant that has both a quality value and a latency)."""
     try:
         import matplotlib
 
@@ -44,39 +43,10 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    q = result.quality
-    scale = 100.0 if parse_metric(q).percent else 1.0
-    points = []
-    for r in result.rows:
-        latency, quality = r.values.get("latency_p95"), r.values.get(q)
-        if latency is not None and quality is not None:
-            points.append((r, latency, quality * scale))
-    if not points:
+    drawn = pareto_figure(result)
+    if drawn is None:
         return None
-    groups = tie_groups(result.rows)
-    figure, axes = plt.subplots(figsize=(8.4, 4.6), dpi=120)
-    figure.subplots_adjust(left=0.09, right=0.66, top=0.88, bottom=0.13)
-    right = _latency_axis_end(result)
-    for row, latency, quality in points:
-        color = "#1f6feb" if row.on_front else "#8b949e"
-        span = row.latency_interval
-        if span is not None:
-            low = 0.0 if span.low is None else span.low
-            high = right if span.high is None else span.high
-            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
-        axes.scatter(latency, quality, s=40, color=color, zorder=3)
-    axes.set_xlim(0, right)
-    axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
-    _name_points(axes, points, groups)
-    axes.set_xlabel("p95 latency per query (ms), with its 95% interval")
-    unit = " (%)" if scale == 100.0 else ""
-    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
-    axes.set_title(
-        f"{parse_metric(q).label} against p95 latency\nblue: on the Pareto front; "
-        "≈: tied within noise with another front variant",
-        fontsize=10,
-    )
-    axes.grid(True, alpha=0.3)
+    figure = drawn[0]
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{PICTURE}.png"
     for suffix in (".png", ".svg"):
@@ -87,57 +57,165 @@ def draw_pareto(result: Experiment, folder: Path) -> Path | None:
     return png
 
 
-def _latency_axis_end(result: Experiment) -> float:
-    """A little beyond the largest p95 or closed interval end."""
-    ends = [r.values.get("latency_p95") or 0.0 for r in result.rows]
-    ends += [r.latency_interval.high or 0.0 for r in result.rows if r.latency_interval]
-    return max(max(ends) * 1.1, 1e-3)
+LOG_RATIO = 20.0
+"""Latencies spanning more than this factor are drawn on a logarithmic axis."""
+INTERVAL_REACH = 1.5
+"""How far beyond the outermost points the latency axis goes to show intervals whole."""
+POINT_RADIUS = 4.0
+"""The markers' radius in pixels (a scatter size of 40 points² at 120 dpi is about 4)."""
+
+
+def pareto_figure(result: Experiment) -> tuple[Any, Any, list[Any]] | None:
+    """The figure, its axes and the variants' name labels (matplotlib objects; needs the
+    `plots` extra). Both axes are fitted to the data, with a margin and round ends, so
+    that a spread of a few points fills the plot; latencies that span more than
+    LOG_RATIO are on a logarithmic axis. Each p95 latency carries its 95% interval.
+    Each name stands beside its point where it overlaps no other name and no point
+    (`_plot_layout.place_labels`)."""
+    import matplotlib.pyplot as plt
+
+    q = result.quality
+    scale = 100.0 if parse_metric(q).percent else 1.0
+    points = []
+    for r in result.rows:
+        latency, quality = r.values.get("latency_p95"), r.values.get(q)
+        if latency is not None and quality is not None:
+            points.append((r, latency, quality * scale))
+    if not points:
+        return None
+    groups = tie_groups(result.rows)
+    figure, axes = plt.subplots(figsize=(8.4, 4.8), dpi=120)
+    figure.subplots_adjust(left=0.11, right=0.97, top=0.88, bottom=0.12)
+    left, right, log = latency_axis(result)
+    if log:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        axes.set_xscale("log")
+        axes.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axes.xaxis.set_minor_formatter(NullFormatter())
+    for row, latency, quality in points:
+        color = "#1f6feb" if row.on_front else "#8b949e"
+        span = row.latency_interval
+        if span is not None:
+            low = left if span.low is None else span.low
+            high = right if span.high is None else span.high
+            axes.plot([low, high], [quality, quality], color=color, linewidth=1.5, alpha=0.6)
+        axes.scatter(latency, quality, s=40, color=color, zorder=3)
+    axes.set_xlim(left, right)
+    axes.set_ylim(*quality_axis(q, scale, [quality for _, _, quality in points]))
+    labels = _name_points(figure, axes, points, groups)
+    where = ", log scale" if log else ""
+    axes.set_xlabel(f"{result.latency_name} per query (ms{where}), with its 95% interval")
+    unit = " (%)" if scale == 100.0 else ""
+    axes.set_ylabel(f"{parse_metric(q).label}, {result.scope}{unit}")
+    axes.set_title(
+        f"{parse_metric(q).label} against {result.latency_name}\nblue: on the Pareto front; "
+        "≈: tied within noise with another front variant",
+        fontsize=10,
+    )
+    axes.grid(True, alpha=0.3)
+    return figure, axes, labels
+
+
+def latency_axis(result: Experiment) -> tuple[float, float, bool]:
+    """The latency axis's ends, fitted to every p95 and to the closed ends of their
+    intervals as far as INTERVAL_REACH times beyond the points (a longer interval runs
+    off the edge), and whether it is logarithmic (spanning more than LOG_RATIO)."""
+    points: list[float] = []
+    for r in result.rows:
+        p95 = r.values.get("latency_p95")
+        points += [p95] if p95 is not None and p95 > 0 else []
+    if not points:
+        return 0.0, 1.0, False
+    least, most = min(points), max(points)
+    ends = list(points)
+    for r in result.rows:
+        span = r.latency_interval
+        if span is not None and r.values.get("latency_p95"):
+            ends += [
+                min(max(e, least / INTERVAL_REACH), most * INTERVAL_REACH)
+                for e in (span.low, span.high)
+                if e is not None and e > 0
+            ]
+    low, high = min(ends), max(ends)
+    if high / low > LOG_RATIO:
+        return (*nice_log_bounds(low, high), True)
+    return (*nice_bounds(low, high, floor=0.0), False)
 
 
 def quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[float, float]:
-    """The whole range of a mean of per-query values; from zero to a little above the
-    largest value for anything unbounded (a latency)."""
+    """Fitted to the values with a margin and round ends, within the metric's range
+    (0 to 100% for a share) when it has one."""
     parsed = parse_metric(metric)
     bounds = parsed.family.score_range
     if bounds is not None and parsed.pairable:
-        return bounds[0] * scale, bounds[1] * scale
-    return min(0.0, min(values)), max(values) * 1.1 or 1.0
-
-
-LABEL_GAP = 0.065
-"""The least distance between two names beside the plot, in axes heights."""
+        floor, ceiling = bounds[0] * scale, bounds[1] * scale
+        return nice_bounds(min(values), max(values), floor=floor, ceiling=ceiling)
+    return nice_bounds(min(values), max(values))
 
 
 def _name_points(
-    axes: Any, points: Sequence[tuple[VariantRow, float, float]], groups: list[list[str]]
-) -> None:
-    """Names in a column right of the plot, each at its point's height when there is
-    room, pushed apart when points are close, and joined to its point by a line."""
+    figure: Any,
+    axes: Any,
+    points: Sequence[tuple[VariantRow, float, float]],
+    groups: list[list[str]],
+) -> list[Any]:
+    """Each variant's name beside its point, front variants first, clear of the other
+    names and of every point; joined to its point by a line when placed farther out."""
     tied = {name for group in groups for name in group}
-    bottom, top = axes.get_ylim()
-    ordered = sorted(points, key=lambda p: (p[2], -p[1], p[0].name))
-    heights = spread([(quality - bottom) / (top - bottom) for _, _, quality in ordered])
-    for (row, latency, quality), height in zip(ordered, heights, strict=True):
-        axes.annotate(
+    renderer = figure.canvas.get_renderer()
+    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))
+    texts, sizes, spots = [], [], []
+    for row, latency, quality in ordered:
+        text = axes.text(
+            0,
+            0,
             f"{row.name}{' ≈' if row.name in tied else ''}",
-            xy=(latency, quality),
-            xytext=(1.04, height),
-            textcoords="axes fraction",
-            va="center",
             fontsize=8,
             color="#1f6feb" if row.on_front else "#57606a",
-            arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8},
-            annotation_clip=False,
+            transform=None,
         )
-
-
-def spread(heights: Sequence[float]) -> list[float]:
-    """Ascending heights moved apart to LABEL_GAP at least, kept within [0, 1]."""
-    placed: list[float] = []
-    for height in heights:
-        placed.append(max(height, placed[-1] + LABEL_GAP) if placed else height)
-    overflow = max(0.0, placed[-1] - 1.0) if placed else 0.0
-    return [max(0.0, h - overflow) for h in placed]
+        extent = text.get_window_extent(renderer)
+        sizes.append((extent.width + 4.0, extent.height + 2.0))
+        spots.append(tuple(axes.transData.transform((latency, quality))))
+        texts.append(text)
+    frame = axes.get_window_extent(renderer)
+    bars = []
+    for line in axes.get_lines():  # the intervals, as thin boxes to keep names off
+        (x0, y0), (x1, y1) = axes.transData.transform(line.get_xydata())
+        bars.append(Box(min(x0, x1), y0 - 2.0, max(x0, x1), y1 + 2.0))
+    frame_box = Box(frame.x0, frame.y0, frame.x1, frame.y1)
+    boxes = place_labels(spots, sizes, frame_box, POINT_RADIUS, obstacles=bars)
+    to_axes = axes.transAxes.inverted()
+    labels = []
+    for text, box, (x, y) in zip(texts, boxes, spots, strict=True):
+        label = text.get_text()
+        color = text.get_color()
+        text.remove()
+        centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        far = max(
+            abs(centre[0] - x) - (box.x1 - box.x0) / 2, abs(centre[1] - y) - (box.y1 - box.y0) / 2
+        )
+        anchor = to_axes.transform(centre)
+        labels.append(
+            axes.annotate(
+                label,
+                xy=to_axes.transform((x, y)),
+                xycoords="axes fraction",
+                xytext=anchor,
+                textcoords="axes fraction",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=color,
+                bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+                arrowprops={"arrowstyle": "-", "color": "#c9d1d9", "linewidth": 0.8}
+                if far > 2 * (POINT_RADIUS + 3.0)
+                else None,
+            )
+        )
+    return labels
 
 
 def _fixed_metadata(suffix: str) -> dict[str, Any]:
@@ -169,6 +247,11 @@ def _front_cell(row: VariantRow, groups: Sequence[Sequence[str]]) -> str:
     if row.on_front and any(row.name in g for g in groups):
         return "yes, tied"
     return {True: "yes", False: "", None: "n/a"}[row.on_front]
+
+
+def _clock_name(result: Experiment) -> str:
+    """`p95 CPU time`, `p95 wall time`: which clock the p95 column is on."""
+    return result.latency_name
 
 
 def _latency_cell(row: VariantRow) -> str:
@@ -223,7 +306,7 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         "",
         words,
         "",
-        f"| variant | {label} ({result.scope}) | Δ | p95 latency (95% CI) | front |",
+        f"| variant | {label} ({result.scope}) | Δ | {_clock_name(result)} (95% CI) | front |",
         "|---|---:|---:|---:|:---:|",
     ]
     for row in result.rows:
@@ -239,18 +322,20 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
         "",
         f"Δ: against `{ref}`; \\* significant at {result.alpha:g} after Holm across the "
         f"variants. Front: no other variant is better beyond the noise on {label} (paired "
-        "test) or p95 latency (intervals apart) and not worse on the other; tied: within "
-        "noise of another front variant on both.",
+        f"test) or {result.latency_name} (paired ratio's interval clear of 1) and not worse "
+        "on the other; tied: within noise of another front variant on both. Latency: "
+        f"{result.clock_reason or 'wall time'}.",
         "",
     ]
     if picture is not None:
-        lines += [f"![{label} against p95 latency]({picture.name})", ""]
+        lines += [f"![{label} against {result.latency_name}]({picture.name})", ""]
     else:
         lines += [
             "_No picture: matplotlib is not installed "
             "(`pip install 'llm-eval-ci[plots]'` draws experiment-pareto.png)._",
             "",
         ]
+    lines += _latency_markdown(result)
     lines += _other_metrics_markdown(result)
     lines += _pairs_markdown(result)
     if result.lifts:
@@ -259,12 +344,55 @@ def to_markdown(result: Experiment, words: str, picture: Path | None) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _ratio_md(ratio: Ratio | None) -> str:
+    """The point ratio, then the interval in words: `1.61× (1.42–1.87× slower)`,
+    `0.99× (0.93–1.05×, as fast)`."""
+    if ratio is None:
+        return ""
+    words = ratio_cell(ratio)
+    if ratio.tied:
+        words = f"{times(ratio.low, ratio.high)}–{times(ratio.high, ratio.low)}×, {words}"
+    return f"{times(ratio.ratio)}× ({words})"
+
+
+def _latency_markdown(result: Experiment) -> list[str]:
+    ref = result.reference
+    clock = label_of(result.clock)
+    lines = [
+        f"### Latency against `{ref}` ({clock} time)",
+        "",
+        f"Latency: {result.clock_reason or 'wall time'}. Each query's own time; the "
+        "variants answered every query in turn, so the load of the moment fell on all "
+        f"alike. The ratio to `{ref}`'s is paired over the queries, with its "
+        f"{1 - result.alpha:.0%} bootstrap interval: *as fast* when it covers 1.",
+        "",
+        f"| variant | p50 {clock} | p50 ÷ `{ref}` | p95 {clock} | p95 ÷ `{ref}` |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in result.rows:
+        reference = row.name == ref
+        lines.append(
+            _row_line(
+                [
+                    f"`{row.name}`",
+                    _ms(row.values.get("latency_p50")),
+                    "reference" if reference else _ratio_md(row.latency_ratios.get("p50")),
+                    _ms(row.values.get("latency_p95")),
+                    "reference" if reference else _ratio_md(row.latency_ratios.get("p95")),
+                ]
+            )
+        )
+    return [*lines, ""]
+
+
 def _other_metrics_markdown(result: Experiment) -> list[str]:
     metrics = [m for m in result.metrics if m not in (*SERVICE, result.quality)]
     lines = [
         f"### Every metric ({result.scope})",
         "",
-        "| variant | " + " | ".join(short_label(m) for m in metrics) + " | p50 | errors |",
+        "| variant | "
+        + " | ".join(short_label(m) for m in metrics)
+        + f" | p50 {label_of(result.clock)} | errors |",
         "|---|" + "---:|" * (len(metrics) + 2),
     ]
     for row in result.rows:
@@ -276,7 +404,8 @@ def _other_metrics_markdown(result: Experiment) -> list[str]:
         ]
         lines.append(_row_line(cells))
     legend = _legend(metrics)
-    return [*lines, "", *([legend + "; p50: median latency.", ""] if legend else [])]
+    median = f"p50: median {label_of(result.clock)} time."
+    return [*lines, "", *([f"{legend}; {median}", ""] if legend else [])]
 
 
 def _pairs_markdown(result: Experiment) -> list[str]:
@@ -315,7 +444,7 @@ def _lifts_markdown(result: Experiment) -> list[str]:
             lines.append(f"| {escape_markdown(lift.name)} | | | | too few queries | | | |")
             continue
         r, m = lift.row, lift.row.metric
-        ratio = "n/a" if lift.latency_ratio is None else f"{lift.latency_ratio:.1f}×"
+        ratio = "n/a" if lift.latency is None else _ratio_md(lift.latency)
         lines.append(
             f"| {escape_markdown(lift.name)} | {short_label(m)} | {value(m, r.mean_a)} "
             f"| {value(m, r.mean_b)} | {delta(m, r.delta)} "
@@ -369,6 +498,9 @@ def to_csv(result: Experiment) -> str:
             *result.metrics,
             "latency_p95_low",
             "latency_p95_high",
+            *(f"latency_{p}_ratio{part}" for p in ("p50", "p95") for part in ("", "_low", "_high")),
+            "latency_clock",
+            *(f"{c}_latency_{p}" for c in ("wall", "cpu") for p in ("p50", "p95")),
             *paired,
             "pareto_front",
             "tied_with",
@@ -379,6 +511,11 @@ def to_csv(result: Experiment) -> str:
         cells += ["" if row.values.get(m) is None else row.values[m] for m in result.metrics]
         span = row.latency_interval
         cells += ["", ""] if span is None else [_blank(span.low), _blank(span.high)]
+        for label in ("p50", "p95"):
+            ratio = row.latency_ratios.get(label)
+            cells += ["", "", ""] if ratio is None else [ratio.ratio, ratio.low, ratio.high]
+        cells.append(result.clock)
+        cells += [row.clocks.get(c, {}).get(p, "") for c in ("wall", "cpu") for p in ("p50", "p95")]
         for metric in result.pairable:
             pair = row.pairs.get(metric)
             cells += (
@@ -424,6 +561,8 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
         "scope": result.scope,
         "queries": result.queries,
         "alpha": result.alpha,
+        "latency_clock": result.clock,
+        "latency_clock_reason": result.clock_reason,
         "recommendation": words,
         "variants": [
             {
@@ -433,6 +572,10 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "latency_p95_interval": None
                 if row.latency_interval is None
                 else {"low": row.latency_interval.low, "high": row.latency_interval.high},
+                "latency_versus_reference": {
+                    label: _ratio_json(ratio) for label, ratio in row.latency_ratios.items()
+                },
+                "latency_by_clock": {c: dict(v) for c, v in row.clocks.items()},
                 "pareto_front": row.on_front,
                 "tied_with": list(row.ties),
                 "seconds": round(timings.get(row.name, 0.0), 3),
@@ -450,12 +593,25 @@ def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
                 "base": lift.base,
                 "variant": lift.variant,
                 "latency_ratio": lift.latency_ratio,
+                "latency_p95_versus_base": None
+                if lift.latency is None
+                else _ratio_json(lift.latency),
                 **(row_json(lift.row) if lift.row is not None else {}),
             }
             for lift in result.lifts
         ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _ratio_json(ratio: Ratio) -> dict[str, Any]:
+    return {
+        "ratio": ratio.ratio,
+        "low": ratio.low,
+        "high": ratio.high,
+        "queries": ratio.n,
+        "tied": ratio.tied,
+    }
 
 
 def terminal_text(
@@ -468,7 +624,16 @@ def terminal_text(
 ) -> str:
     """A narrow table and the recommendation, wrapped to the terminal."""
     q = result.quality
-    header = ["variant", parse_metric(q).label, "Δ", "p (Holm)", "p95", "front"]
+    clock = label_of(result.clock)
+    header = [
+        "variant",
+        parse_metric(q).label,
+        "Δ",
+        "p (Holm)",
+        f"{clock} ms",
+        "p95 vs ref",
+        "front",
+    ]
     groups = tie_groups(result.rows)
     rows = []
     for row in result.rows:
@@ -479,8 +644,9 @@ def terminal_text(
                 value(q, row.values.get(q)),
                 "reference" if pair is None else _versus(row, q),
                 "" if pair is None else _p(pair.p_holm, pair.row.method),
-                _ms(row.values.get("latency_p95")),
-                _front_cell(row, groups),
+                _ms(row.values.get("latency_p95")).removesuffix(" ms"),
+                "" if pair is None else ratio_cell(row.latency_ratios.get("p95")),
+                _front_cell(row, groups).replace("yes, tied", "yes ≈"),
             ]
         )
     written = [folder / "experiment.md", folder / "experiment.csv", folder / "experiment.json"]
@@ -499,6 +665,14 @@ def terminal_text(
         *wrap(words, width, ""),
         "",
         "* significant after Holm across the variants.",
+        *wrap(f"{clock} ms: the p95 latency in {result.clock_reason or 'wall time'}.", width, ""),
+        *wrap(
+            f"p95 vs ref: the {1 - result.alpha:.0%} interval of the p95 ratio, paired over "
+            "the queries; as fast when it covers 1. ≈: on the front, tied within noise with "
+            "another front variant.",
+            width,
+            "",
+        ),
         "Wrote:",
         *(f"  {p}" for p in written),
     ]

@@ -1,0 +1,125 @@
+"""Which clock an experiment compares latencies on: CPU time or wall time (pure).
+
+    clock, reason = choose_clock("auto", [("lucene", bm25_config), ("api", http_config)])
+    # ("wall", "wall time, since `api` is an http retriever, whose work happens in another
+    #  process")
+
+Wall time is what a user waits; for a retriever that does its work in this process it
+also counts every moment the process was descheduled, about 4 ms each on a busy
+2-core machine, so that a busy run measures the scheduler. CPU time
+(`time.process_time`, every thread of this process, which torch and numpy use) is the
+search's own cost and barely moves with the machine's load. So `auto` compares CPU
+time when every variant runs in this process, and wall time otherwise:
+
+- in this process: `bm25`; `embedding` with `model_path` (a model on disk); a
+  `fusion` whose components all are;
+- elsewhere: `http`, `mcp` (a server process), `embedding` with an endpoint, a run
+  file; and `python`, whose function may call a service whose work no clock here
+  sees. `--latency cpu` counts a python retriever as in-process when it is.
+
+CPU time is only kept for a query answered one at a time (a pool of threads running
+several queries at once would charge each the others' work); a variant without it
+for every query falls back to wall time, and the reason says so. The wall-time
+latency gates of `llm-eval gate` are not affected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from llm_eval.runs import QueryResults, Run
+
+CLOCKS = ("auto", "cpu", "wall")
+
+
+def in_process(kind: str, settings: Mapping[str, Any]) -> bool:
+    """Whether a retriever of this kind and settings does its searching in this process
+    (python counts as not: it may call a service)."""
+    if kind == "bm25":
+        return True
+    if kind == "embedding":
+        return settings.get("model_path") is not None
+    if kind == "fusion":
+        components = settings.get("retrievers") or {}
+        return bool(components) and all(
+            isinstance(c, Mapping)
+            and in_process(str(c.get("kind")), {k: v for k, v in c.items() if k != "kind"})
+            for c in components.values()
+        )
+    return False
+
+
+def _where(kind: str, settings: Mapping[str, Any]) -> str:
+    """Why a kind is not counted as in-process, for the reason."""
+    if kind == "python":
+        return "a python retriever, which may call a service (--latency cpu counts it in)"
+    if kind == "embedding":
+        return "an embedding endpoint, whose work happens in another process"
+    if kind == "fusion":
+        return "a fusion with a component that does its work in another process"
+    if kind == "run":
+        return "a run file, with recorded latencies"
+    return f"an {kind} retriever, whose work happens in another process"
+
+
+def choose_clock(
+    requested: str, variants: Sequence[tuple[str, str, Mapping[str, Any]]]
+) -> tuple[str, str]:
+    """(`cpu` or `wall`, the reason in words) for `requested` (`auto`, `cpu` or `wall`)
+    and the variants as (name, kind, settings), before they run."""
+    if requested not in CLOCKS:
+        raise ValueError(f"latency clock must be one of {', '.join(CLOCKS)}, got {requested!r}")
+    if requested == "wall":
+        return "wall", "wall time, as asked (--latency wall)"
+    if requested == "cpu":
+        return "cpu", "CPU time of this process, as asked (--latency cpu)"
+    for name, kind, settings in variants:
+        if not in_process(kind, settings):
+            return "wall", f"wall time, since `{name}` is {_where(kind, settings)}"
+    return "cpu", (
+        "CPU time of this process, since every variant searches in it (wall time would "
+        "also count the moments the machine ran something else)"
+    )
+
+
+def without_cpu(runs: Mapping[str, Run]) -> str | None:
+    """The first variant with an answered query but no CPU time for it (a pool of
+    threads, a service, the cache), or None when every answered query has one."""
+    for name, run in runs.items():
+        if any(a.error is None and a.cpu_ms is None for a in run.queries.values()):
+            return name
+    return None
+
+
+def fall_back(runs: Mapping[str, Run], clock: str, reason: str) -> tuple[str, str]:
+    """The clock and reason after the run: CPU time only when every variant recorded it
+    for every answered query, else wall time saying why."""
+    if clock != "cpu":
+        return clock, reason
+    missing = without_cpu(runs)
+    if missing is None:
+        return clock, reason
+    return "wall", (
+        f"wall time, since `{missing}` has no CPU time for every query (several queries at once "
+        "on threads, whose process time would mix them, or answers from a service or "
+        "the cache)"
+    )
+
+
+def on_clock(run: Run, clock: str) -> Run:
+    """The run with each query's latency on `clock`: its CPU time for `cpu`, as it
+    is for `wall`."""
+    if clock == "wall":
+        return run
+    return Run({q: _cpu(a) for q, a in run.queries.items()})
+
+
+def _cpu(answer: QueryResults) -> QueryResults:
+    return replace(answer, latency_ms=answer.cpu_ms if answer.error is None else None)
+
+
+def label(clock: str) -> str:
+    """`CPU` or `wall`, for headers: `p95 CPU ms`."""
+    return "CPU" if clock == "cpu" else "wall"
