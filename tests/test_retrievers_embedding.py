@@ -79,7 +79,7 @@ def test_the_corpus_is_embedded_once_and_queries_are_cached(tmp_path: Path) -> N
         again = build(server.url, tmp_path, batch_size=2).retrieve(QUERIES, 2)
         assert server.requests == []  # the matrix and the query vectors come from disk
     assert again.queries["q1"].doc_ids == tuple(d for d, _ in reference("how to sort a list", 2))
-    assert list((tmp_path / "cache" / "embedding").glob("*.npy"))
+    assert list((tmp_path / "cache" / "embedding").glob("*/batch-*.npz"))
 
 
 def test_prefixes_change_what_is_embedded(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import (
     Answer,
@@ -117,7 +119,7 @@ class LocalEmbeddingClient:
                 self.usage.add(Answer("", 0, 0, cached=True))
         missing = [t for t in unique if t not in vectors]
         if missing:
-            for text, vector in zip(missing, self._encode(missing), strict=True):
+            for text, vector in zip(missing, self.encode(missing).tolist(), strict=True):
                 vectors[text] = vector
                 if text in keys:
                     _write_entry(self.cache_dir, keys[text], vector)
@@ -125,25 +127,35 @@ class LocalEmbeddingClient:
             self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        """All texts in one call, in batches of `batch_size` (the library groups texts of
+    def encode(self, texts: Sequence[str]) -> Any:
+        """The texts' vectors as one numpy matrix (a row a text, in order), checked, with
+        no cache: the embedding retriever keeps the corpus's vectors in its own store.
+        One call of the model, in batches of `batch_size` (the library groups texts of
         similar length, so little of each batch is padding); each batch counts as a call."""
         model = load_model(self.folder)
         size = int(self.settings["batch_size"])
         with _ENCODING:
             matrix = model.encode(
-                texts, batch_size=size, convert_to_numpy=True, show_progress_bar=False
+                list(texts), batch_size=size, convert_to_numpy=True, show_progress_bar=False
             )
-        rows = [[float(x) for x in row] for row in matrix.tolist()]
-        for number, vector in enumerate(rows):
-            try:
-                check_vector(vector)
-                self.dimension.check(len(vector))
-            except EndpointFailed as failure:
-                self.usage.add(None)
-                shown = texts[number][:60]
-                where = f"(the model in {self.folder}, for {shown!r})"
-                raise EndpointFailed(f"{failure} {where}") from None
+        rows = np.asarray(matrix)
+        self._check(texts, rows)
         for _ in range(0, len(texts), size):
             self.usage.add(Answer("", 0, 0))
         return rows
+
+    def _check(self, texts: Sequence[str], rows: Any) -> None:
+        """EndpointFailed, naming the first text concerned, for a vector that is not
+        finite, all zeros, or of another dimension than the model's others."""
+        bad = np.flatnonzero(~np.isfinite(rows).all(axis=1) | ~rows.any(axis=1))
+        number = int(bad[0]) if len(bad) else 0
+        try:
+            if len(bad):
+                check_vector(rows[number].tolist())
+            if len(texts):
+                self.dimension.check(rows.shape[1])
+        except EndpointFailed as failure:
+            self.usage.add(None)
+            shown = texts[number][:60]
+            where = f"(the model in {self.folder}, for {shown!r})"
+            raise EndpointFailed(f"{failure} {where}") from None
