@@ -30,6 +30,11 @@ _BAR_MIN = 8
 """A narrower bar says too little to be worth its columns."""
 _REDRAW_S = 0.1
 _LOG_EVERY_S = 10.0
+_SLOW_STEP_S = 2.0
+_FORESIGHT = 1.5
+"""Updates at least `_SLOW_STEP_S` apart (embedding a step of texts) log a line early
+when the next one, taking up to this many times as long as the last (steps over texts
+sorted by length grow longer), could come after ten silent seconds."""
 _CLEAR_TO_END = "\x1b[K"
 """ECMA-48 EL (erase in line): clears what a longer earlier line left to the right."""
 
@@ -130,14 +135,15 @@ class Progress:
 
     def _due(self, now: float, finished: bool, gap: float) -> bool:
         """On a terminal: the first, the last, and one each 0.1 s. Logged: one each 10 s
-        (earlier when the next update, as far apart as the last two, would come later
-        than that: slow steps leave no longer silence), and the last when any came
-        before it."""
+        (earlier when slow updates could leave a longer silence, see `_FORESIGHT`), and
+        the last when any came before it."""
         assert self.first is not None
         if self.on_terminal:
             return finished or self.shown_at is None or now - self.shown_at >= _REDRAW_S
         since = self.first[0] if self.shown_at is None else self.shown_at
-        if now - since + gap > _LOG_EVERY_S:
+        if now - since >= _LOG_EVERY_S:
+            return True
+        if gap >= _SLOW_STEP_S and now - since + _FORESIGHT * gap > _LOG_EVERY_S:
             return True
         return finished and self.shown_at is not None
 

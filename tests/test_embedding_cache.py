@@ -211,10 +211,11 @@ def test_progress_lines_in_documents_when_stderr_is_not_a_terminal(tmp_path: Pat
     matrix(corpus, tmp_path / "store", Slow(), Progress(stream, lambda: now[0], "documents"))
     lines = stream.getvalue().splitlines()
     assert lines[0] == "embedding 25 of 70 documents (45 cached) with stub"
-    # Batch files of 10 in steps of 4, 4 and 2, one step every 3 s: a line at 9 s,
-    # as the next step would end 12 s after the start; one 9 s later; the last.
+    # Batch files of 10 in steps of 4, 4 and 2, one step every 3 s: a line 6 s after
+    # the last (the next step, up to 4.5 s away, could end after 10 s), and the last.
     assert lines[1:] == [
-        "[########------------] 10/25 documents  1.1/s  ETA 14s",
+        "[######--------------]  8/25 documents  1.3/s  ETA 13s",
+        "[###########---------] 14/25 documents  1.2/s  ETA 9s",
         "[################----] 20/25 documents  1.1/s  ETA 4s",
         "[####################] 25/25 documents  1.0/s",
     ]
@@ -228,6 +229,17 @@ def test_a_short_run_says_what_it_embeds_and_draws_no_progress(tmp_path: Path) -
     stream = io.StringIO()
     matrix(corpus, tmp_path / "store", Counting(), Progress(stream, lambda: 0.0, "documents"))
     assert stream.getvalue() == ""
+
+
+def test_documents_with_the_same_text_are_embedded_once(tmp_path: Path) -> None:
+    rows = documents(3)
+    rows.append({**rows[1], "_id": "copy"})
+    corpus = write(tmp_path / "corpus.jsonl", rows)
+    stream, client = io.StringIO(), Counting()
+    found = matrix(corpus, tmp_path / "store", client, Progress(stream, lambda: 0.0, "documents"))
+    assert stream.getvalue() == "embedding 4 of 4 documents (0 cached) with stub\n"
+    assert len(client.texts) == 3
+    np.testing.assert_array_equal(found[3], found[1])
 
 
 # --- a real process, killed ---------------------------------------------------------------

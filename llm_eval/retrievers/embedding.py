@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,9 +243,10 @@ def _embed_missing(
     """A second pass over the corpus, embedding the texts the store lacks and writing
     them to it a batch file at a time; InputError when the corpus changed since the
     first pass."""
-    wanted = dict.fromkeys(key for key in corpus.keys if key not in store)
-    count = len(wanted)
-    cached = sum(1 for key in corpus.keys if key in store)
+    # Each text not stored, and how many documents have it (a text is embedded once).
+    wanted = Counter(key for key in corpus.keys if key not in store)
+    count = sum(wanted.values())
+    cached = len(corpus.keys) - count
     changed = InputError("the corpus changed while it was embedded; run again", path=path)
     embedding.load()
     if embedding.progress is not None:
@@ -257,7 +259,7 @@ def _embed_missing(
         stream.flush()
     if embedding.progress is not None:
         embedding.progress.update(0, count)  # the rate and the first line count from here
-    pending: list[tuple[bytes, str]] = []
+    pending: list[tuple[bytes, str, int]] = []
     done = 0
     for number, document in enumerate(iter_corpus(path)):
         if number >= len(corpus.keys) or document.doc_id != corpus.doc_ids[number]:
@@ -268,8 +270,7 @@ def _embed_missing(
         text = written(document)
         if text_key(text) != key:
             raise changed
-        del wanted[key]
-        pending.append((key, text))
+        pending.append((key, text, wanted.pop(key)))
         if len(pending) == BATCH_FILE_ROWS:
             done = _embed_batch(pending, embedding, store, done, count)
             pending = []
@@ -280,25 +281,26 @@ def _embed_missing(
 
 
 def _embed_batch(
-    pending: list[tuple[bytes, str]],
+    pending: list[tuple[bytes, str, int]],
     embedding: Embedding,
     store: VectorStore,
     done: int,
     count: int,
 ) -> int:
     """Embed one batch file's texts, step by step (shortest first, so that the model's
-    batches hold texts of similar length), and add them to the store; the texts done."""
+    batches hold texts of similar length), and add them to the store. `pending` holds
+    each text's key, the text and the documents that have it; the documents done."""
     pending.sort(key=lambda item: len(item[1]))
     parts = []
     for start in range(0, len(pending), embedding.step):
-        texts = [text for _, text in pending[start : start + embedding.step]]
-        parts.append(embedding.matrix(texts))
-        done += len(texts)
+        step = pending[start : start + embedding.step]
+        parts.append(embedding.matrix([text for _, text, _ in step]))
+        done += sum(documents for _, _, documents in step)
         if embedding.progress is not None:
             embedding.progress.update(done, count)
     if len({part.shape[1] for part in parts} | {store.dimension or parts[0].shape[1]}) > 1:
         raise ExternalError("embedding the corpus failed: vectors of different lengths")
-    store.add([key for key, _ in pending], np.concatenate(parts))
+    store.add([key for key, _, _ in pending], np.concatenate(parts))
     return done
 
 
