@@ -3,8 +3,9 @@ documents: what a cold run shows while it embeds, what a killed run keeps, what 
 edit costs.
 
 The corpus is the demo corpus (gold/corpus.jsonl, 3,243 passages) and, to reach
-`--documents`, the same passages again with their sentences in reverse order (new
-texts of the same lengths and vocabulary); the queries are the demo gold set's tier A.
+`--documents`, the same passages again with their sentences in reverse order (their
+words, for a passage of one sentence: new texts of the same lengths and vocabulary);
+the queries are the demo gold set's tier A.
 Each step runs `llm-eval retrieve` in a subprocess with stderr piped (not a terminal,
 as in CI), and stamps every line it writes:
 
@@ -59,12 +60,21 @@ def write_corpus(path: Path, documents: int) -> int:
     for number, document in enumerate(demo * (documents // len(demo) + 1)):
         if len(rows) >= documents:
             break
-        sentences = re.split(r"(?<=[.!?])\s+", document["text"].strip())
-        text = " ".join(reversed(sentences))
+        text = _reordered(document["text"])
         rows.append({**document, "_id": f"{document['_id']}~r{number}", "text": text})
     rows = rows[:documents]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
+
+
+def _reordered(text: str) -> str:
+    """The text's sentences in reverse order; its words, for a text of one sentence; a
+    word more, for a text of one word: always a new text."""
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    if len(sentences) > 1:
+        return " ".join(reversed(sentences))
+    words = text.split()
+    return " ".join(reversed(words)) if len(set(words)) > 1 else f"{text} again"
 
 
 def write_config(root: Path) -> Path:
