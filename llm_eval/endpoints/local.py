@@ -10,7 +10,9 @@ with the Hugging Face hub switched off (`HF_HUB_OFFLINE=1` and `local_files_only
 folder that is not a whole model fails in one line instead of reaching the network.
 Each text's vector is cached on disk as an endpoint's is, keyed by a digest of every
 file of the model folder and the text: a second run loads no model, and a changed
-model is never answered from the old one's cache.
+model is never answered from the old one's cache. The embedding retriever's corpus
+goes through `encode` instead (a numpy matrix, no per-text cache): it keeps the
+vectors in its own store of batch files.
 
 Its vectors are checked as an endpoint's are: one that is not finite, all zeros, or of
 another dimension than the model's others fails the call (a half-precision model can

@@ -13,11 +13,18 @@
       model_path: models/all-MiniLM-L6-v2     # or a sentence-transformers model on disk
 
 Every corpus document (its `fields`, joined by a space, after `document_prefix`) is
-embedded once; the matrix is cached on disk under `<output>/cache/embedding/`, keyed
-by the corpus's digest, the endpoint and model (or the digest of the model folder's
-files) and how documents are written. Query vectors from an endpoint, which bills
-them, are cached too, so a second run makes no call; a model on disk embeds each query
-again, so that the latency gates measure the model and not the cache. Each query is
+embedded once: its vector is kept in the store under `<output>/cache/embedding/`
+(`llm_eval.retrievers.vector_store`: a folder per model and way of writing documents,
+a file per batch of vectors, written as each batch is embedded). Building the
+retriever reads the corpus once for ids, texts and each text's key, and the store in
+one pass; only when texts are missing does it read the corpus again, embedding those
+texts a batch file at a time (shortest first within a batch, so the model pads
+little), saying on stderr how many documents it embeds and showing progress in
+documents. A killed run keeps the batches it finished; an edited document is the only
+one embedded again. Query vectors from an endpoint, which bills them, are cached too
+(one file a text, under `<output>/cache/embeddings/`), so a second run makes no call;
+a model on disk embeds each query again, so that the latency gates measure the model
+and not the cache. Each query is
 embedded and scored against every document (exact, no approximate index) in numpy;
 equal cosines keep corpus order. A model on disk answers one query at a time
 (`concurrency` applies to endpoints): it encodes one batch at a time anyway, and
