@@ -112,6 +112,9 @@ class Progress:
         the next one will."""
         self.drawn = False
         """Whether a line is on the terminal to erase."""
+        self.heading: str | None = None
+        """A line written once, before the first progress line (when one is shown: a
+        short run shows neither), such as what the count is of."""
 
     def update(self, done: int, total: int) -> None:
         """Record that `done` of `total` units are finished (shows it now and then)."""
@@ -122,6 +125,10 @@ class Progress:
         self.updated_at = now
         if not self._due(now, done >= total, gap):
             return
+        if self.heading is not None:
+            self.close()
+            self.stream.write(self.heading + "\n")
+            self.heading = None
         self.shown_at = now
         started, counted = self.first
         rate = (done - counted) / (now - started) if now > started else 0.0

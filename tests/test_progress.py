@@ -125,6 +125,18 @@ def test_off_a_terminal_slow_steps_leave_no_silence_over_ten_seconds() -> None:
     )
 
 
+def test_the_heading_comes_once_before_the_first_line_and_never_on_a_short_run() -> None:
+    for steps, expected in ((3, ""), (12, "said first\n[####")):
+        stream, clock = io.StringIO(), Clock()
+        with Progress(stream, clock, "documents") as progress:
+            progress.heading = "said first"
+            for done in range(steps):
+                progress.update(done, 12)
+                clock.now += 1.0
+        assert stream.getvalue().startswith(expected)
+        assert stream.getvalue().count("said first") == (steps > 3)
+
+
 @pytest.mark.parametrize("unit", ["documents", "judgments"])
 def test_the_unit_is_the_callers_word(unit: str) -> None:
     assert (

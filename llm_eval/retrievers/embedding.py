@@ -19,8 +19,8 @@ a file per batch of vectors, written as each batch is embedded). Building the
 retriever reads the corpus once for ids, texts and each text's key, and the store in
 one pass; only when texts are missing does it read the corpus again, embedding those
 texts a batch file at a time (shortest first within a batch, so the model pads
-little), saying on stderr how many documents it embeds and showing progress in
-documents. A killed run keeps the batches it finished; an edited document is the only
+little), with progress in documents on stderr, headed by a line that says how many
+documents it embeds and how many the store holds (a short run shows neither). A killed run keeps the batches it finished; an edited document is the only
 one embedded again. Query vectors from an endpoint, which bills them, are cached too
 (one file a text, under `<output>/cache/embeddings/`), so a second run makes no call;
 a model on disk embeds each query again, so that the latency gates measure the model
@@ -188,14 +188,6 @@ class Embedding:
     """The model's name, for the line that says what will be embedded."""
     progress: Progress | None = None
 
-    def load(self) -> None:
-        """Load a model on disk now, so that a folder that is not a whole model fails
-        in one line before anything is said about embedding."""
-        from llm_eval.endpoints.local import LocalEmbeddingClient, load_model
-
-        if isinstance(self.client, LocalEmbeddingClient):
-            load_model(self.client.folder)
-
     def matrix(self, texts: Sequence[str]) -> Matrix:
         """The texts' vectors, as float32 rows; ExternalError when they cannot be had."""
         from llm_eval.endpoints.client import EndpointFailed
@@ -255,16 +247,12 @@ def _embed_missing(
     count = sum(wanted.values())
     cached = len(corpus.keys) - count
     changed = InputError("the corpus changed while it was embedded; run again", path=path)
-    embedding.load()
     if embedding.progress is not None:
-        stream = embedding.progress.stream
         said = (
             f"embedding {count:,} of {len(corpus.keys):,} documents ({cached:,} cached) "
             f"with {embedding.model}"
         )
-        stream.write(_fitted(said, len(embedding.model)) + "\n")
-        stream.flush()
-    if embedding.progress is not None:
+        embedding.progress.heading = _fitted(said, len(embedding.model))
         embedding.progress.update(0, count)  # the rate and the first line count from here
     pending: list[tuple[bytes, str, int]] = []
     done = 0
