@@ -20,17 +20,17 @@ retriever reads the corpus once for ids, texts and each text's key, and the stor
 one pass; only when texts are missing does it read the corpus again, embedding those
 texts a batch file at a time (shortest first within a batch, so the model pads
 little), with progress in documents on stderr, headed by a line that says how many
-documents it embeds and how many the store holds (a short run shows neither). A killed run keeps the batches it finished; an edited document is the only
-one embedded again. Query vectors from an endpoint, which bills them, are cached too
-(one file a text, under `<output>/cache/embeddings/`), so a second run makes no call;
-a model on disk embeds each query again, so that the latency gates measure the model
-and not the cache. Each query is
-embedded and scored against every document (exact, no approximate index) in numpy;
-equal cosines keep corpus order. A model on disk answers one query at a time
-(`concurrency` applies to endpoints): it encodes one batch at a time anyway, and
-waiting for another query's turn would count as latency. A query whose embedding
-fails is recorded with the endpoint's error; a corpus that cannot be embedded stops
-the run (exit 4).
+documents it embeds and how many the store holds (a short run shows neither). A
+killed run keeps the batches it finished; an edited document is the only one embedded
+again. Query vectors from an endpoint, which bills them, are cached too (one file a
+text, under `<output>/cache/embeddings/`), so a second run makes no call; a model on
+disk embeds each query again, so that the latency gates measure the model and not the
+cache. Each query is embedded and scored against every document (exact, no
+approximate index) in numpy; equal cosines keep corpus order. A model on disk
+answers one query at a time (`concurrency` applies to endpoints): it encodes one batch
+at a time anyway, and waiting for another query's turn would count as latency. A query
+whose embedding fails is recorded with the endpoint's error; a corpus that cannot be
+embedded stops the run (exit 4).
 """
 
 from __future__ import annotations
