@@ -241,6 +241,33 @@ def test_documents_with_the_same_text_are_embedded_once(tmp_path: Path) -> None:
     np.testing.assert_array_equal(found[3], found[1])
 
 
+def test_a_store_of_many_small_files_is_written_again_whole(tmp_path: Path) -> None:
+    """Runs that each embedded an edited document leave a file each; once there are
+    more than twice the files the corpus needs, and 8, the store is rewritten with only
+    the vectors in use."""
+    rows = documents(30)
+    corpus = write(tmp_path / "corpus.jsonl", rows)
+    first = matrix(corpus, tmp_path / "store", Counting())
+    for edited in range(12):  # 3 files, then one more a run
+        rows[edited]["text"] += " (edited)"
+        write(corpus, rows)
+        found = matrix(corpus, tmp_path / "store", Counting())
+    # After the 12th run's file the store has 3 + 12, more than 2 x 3 + 8: it is
+    # written again as 3.
+    assert len(batch_files(tmp_path / "store")) == 3
+    store = VectorStore.open(tmp_path / "store")
+    assert sorted(store.rows) == sorted(text_key(written_text(r)) for r in rows)
+    np.testing.assert_allclose(found, reference(rows), atol=1e-6)
+    again = Counting()
+    np.testing.assert_array_equal(matrix(corpus, tmp_path / "store", again), found)
+    assert again.texts == []
+    assert not np.allclose(found, first)
+
+
+def written_text(row: dict[str, str]) -> str:
+    return f"{row['title']} {row['text']}"
+
+
 # --- a real process, killed ---------------------------------------------------------------
 
 STAND_IN = '''

@@ -226,6 +226,7 @@ def corpus_matrix(
     matrix = np.empty((len(corpus.keys), dimension or 0), dtype=np.float32)
     for row, key in enumerate(corpus.keys):
         matrix[row] = store.vector(key)
+    store.compact(corpus.keys, BATCH_FILE_ROWS)
     # Scaled in place: the store holds no all-zero vector, and a second n x d matrix
     # would double what a large corpus needs.
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)

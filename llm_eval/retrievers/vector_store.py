@@ -13,7 +13,10 @@ document is a new text and the only one embedded again; a document that did not
 change is found by its text wherever it moved in the corpus. All files are read in
 one pass when the store is opened. A file that cannot be read whole (cut short,
 damaged, of another shape, holding a vector that is not finite or all zeros) is
-ignored, and its texts are embedded again.
+ignored, and its texts are embedded again. A store that has grown (more than twice
+the files its corpus needs and 8 more, from runs that each embedded a few edited
+documents, or more than twice the vectors the corpus uses) is written again with only
+the vectors in use.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ Matrix = npt.NDArray[np.float32]
 FORMAT = 1
 """Part of the folder's key: bump when the files' layout changes."""
 _PATTERN = "batch-*.npz"
+_SPARE_FILES = 8
+"""Small batch files a store may gather (runs that embedded a few edited documents)
+before it is written again whole."""
 
 
 def text_key(text: str) -> bytes:
@@ -52,12 +58,16 @@ class VectorStore:
     """key -> (which matrix, which row)."""
     ignored: int = 0
     """Batch files that could not be read whole."""
+    paths: list[Path] = field(default_factory=list)
+    """The batch files found when the store was opened (read or ignored), and those
+    added since."""
 
     @classmethod
     def open(cls, folder: Path) -> VectorStore:
         """Every sound batch file in `folder` (none when there is no folder)."""
         store = cls(folder)
-        found = [_read_batch(path) for path in sorted(folder.glob(_PATTERN))]
+        store.paths = sorted(folder.glob(_PATTERN))
+        found = [_read_batch(path) for path in store.paths]
         batches = [batch for batch in found if batch is not None]
         store.ignored = len(found) - len(batches)
         sizes: dict[int, int] = {}
@@ -90,12 +100,39 @@ class VectorStore:
         only saves time)."""
         rows = np.asarray(vectors, dtype=np.float32)
         self._add(list(keys), rows)
+        path = self._write(keys, rows)
+        if path not in self.paths:
+            self.paths.append(path)
+
+    def _write(self, keys: Sequence[bytes], vectors: Matrix) -> Path:
+        """Write a batch file (named by its keys), unless the disk refuses; its path."""
         buffer = io.BytesIO()
-        np.savez(buffer, keys=np.array(keys, dtype="S64"), vectors=rows)
-        name = hashlib.sha256(b"".join(keys)).hexdigest()[:16]
+        np.savez(buffer, keys=np.array(keys, dtype="S64"), vectors=vectors)
+        path = self.folder / f"batch-{hashlib.sha256(b''.join(keys)).hexdigest()[:16]}.npz"
         with contextlib.suppress(OSError):
             self.folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.folder / f"batch-{name}.npz", buffer.getvalue())
+            write_atomic(path, buffer.getvalue())
+        return path
+
+    def compact(self, keys: Sequence[bytes], rows: int) -> bool:
+        """When the store has grown (many small files from runs that embedded a few
+        texts, or more vectors than `keys`, the texts in use, want), write the vectors
+        of `keys` again in files of `rows` and remove every other file it knows of; True
+        when it did. Every vector of `keys` must be in the store. A process reading the
+        store meanwhile may miss a file, and embeds its texts again: never an error."""
+        wanted = list(dict.fromkeys(keys))
+        files = -(-len(wanted) // rows)
+        if len(self.paths) <= 2 * files + _SPARE_FILES and len(self.rows) <= 2 * len(wanted):
+            return False
+        written = set()
+        for start in range(0, len(wanted), rows):
+            chunk = wanted[start : start + rows]
+            written.add(self._write(chunk, np.stack([self.vector(k) for k in chunk])))
+        for path in self.paths:
+            if path not in written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return True
 
     def _add(self, keys: list[bytes], vectors: Matrix) -> None:
         which = len(self.matrices)
