@@ -182,8 +182,10 @@ class Embedding:
     client: Any
     """A `llm_eval.endpoints.client.Embedder`, or a `LocalEmbeddingClient`."""
     step: int
-    """Texts handed to the client at a time (its batches times its concurrency): the
-    progress line moves once a step."""
+    """Texts handed to the client at a time, the progress line moving once a step: a
+    model on disk's batch; for an endpoint, a whole batch file (its client sends it
+    `batch_size` texts a request, `concurrency` requests at once, over one pool of
+    connections)."""
     model: str
     """The model's name, for the line that says what will be embedded."""
     progress: Progress | None = None
@@ -346,7 +348,7 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
     store = VectorStore.open(context.cache_dir / "embedding" / digest(store_key))
     concurrency = 1 if local else int(values["concurrency"])
     name = str(values["model_path"] if local else values["model"])
-    step = int(values["batch_size"]) * concurrency
+    step = int(values["batch_size"]) if local else BATCH_FILE_ROWS
     with Progress(unit="documents") as progress:
         embedding = Embedding(embedder(endpoint, None), step, name, progress)
         matrix = corpus_matrix(context.corpus_path, corpus, embedding, store, written)
