@@ -101,17 +101,19 @@ class VectorStore:
         rows = np.asarray(vectors, dtype=np.float32)
         self._add(list(keys), rows)
         path = self._write(keys, rows)
-        if path not in self.paths:
+        if path is not None and path not in self.paths:
             self.paths.append(path)
 
-    def _write(self, keys: Sequence[bytes], vectors: Matrix) -> Path:
-        """Write a batch file (named by its keys), unless the disk refuses; its path."""
+    def _write(self, keys: Sequence[bytes], vectors: Matrix) -> Path | None:
+        """Write a batch file (named by its keys); its path, None when the disk refused."""
         buffer = io.BytesIO()
         np.savez(buffer, keys=np.array(keys, dtype="S64"), vectors=vectors)
         path = self.folder / f"batch-{hashlib.sha256(b''.join(keys)).hexdigest()[:16]}.npz"
-        with contextlib.suppress(OSError):
+        try:
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomic(path, buffer.getvalue())
+        except OSError:
+            return None
         return path
 
     def compact(self, keys: Sequence[bytes], rows: int) -> bool:
@@ -127,7 +129,10 @@ class VectorStore:
         written = set()
         for start in range(0, len(wanted), rows):
             chunk = wanted[start : start + rows]
-            written.add(self._write(chunk, np.stack([self.vector(k) for k in chunk])))
+            path = self._write(chunk, np.stack([self.vector(k) for k in chunk]))
+            if path is None:
+                return False  # a full disk: the files it has stay
+            written.add(path)
         for path in self.paths:
             if path not in written:
                 with contextlib.suppress(OSError):
