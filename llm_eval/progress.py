@@ -31,10 +31,11 @@ _BAR_MIN = 8
 _REDRAW_S = 0.1
 _LOG_EVERY_S = 10.0
 _SLOW_STEP_S = 2.0
-_FORESIGHT = 1.5
-"""Updates at least `_SLOW_STEP_S` apart (embedding a step of texts) log a line early
-when the next one, taking up to this many times as long as the last (steps over texts
-sorted by length grow longer), could come after ten silent seconds."""
+_FORESIGHT = 2.0
+"""Updates at least `_SLOW_STEP_S` apart (embedding a step of texts) log a line early,
+though not within 5 s of the last, when the next one, taking up to this many times as
+long as the last (steps over texts sorted by length grow longer), could come after ten
+silent seconds."""
 _CLEAR_TO_END = "\x1b[K"
 """ECMA-48 EL (erase in line): clears what a longer earlier line left to the right."""
 
@@ -150,7 +151,8 @@ class Progress:
         since = self.first[0] if self.shown_at is None else self.shown_at
         if now - since >= _LOG_EVERY_S:
             return True
-        if gap >= _SLOW_STEP_S and now - since + _FORESIGHT * gap > _LOG_EVERY_S:
+        early = now - since >= _LOG_EVERY_S / 2 and now - since + _FORESIGHT * gap > _LOG_EVERY_S
+        if gap >= _SLOW_STEP_S and early:
             return True
         return finished and self.shown_at is not None
 

@@ -213,7 +213,7 @@ def test_progress_lines_in_documents_when_stderr_is_not_a_terminal(tmp_path: Pat
     lines = stream.getvalue().splitlines()
     assert lines[0] == "embedding 25 of 70 documents (45 cached) with stub"
     # Batch files of 10 in steps of 4, 4 and 2, one step every 3 s: a line 6 s after
-    # the last (the next step, up to 4.5 s away, could end after 10 s), and the last.
+    # the last (the next step, up to 6 s away, could end after 10 s), and the last.
     assert lines[1:] == [
         "[######--------------]  8/25 documents  1.3/s  ETA 13s",
         "[###########---------] 14/25 documents  1.2/s  ETA 9s",
