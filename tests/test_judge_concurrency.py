@@ -63,7 +63,12 @@ def answer(number: int) -> str:
 
 
 def judged(
-    tmp_path: Path, url: str, queries: int, concurrency: int, **embeddings: Any
+    tmp_path: Path,
+    url: str,
+    queries: int,
+    concurrency: int,
+    progress: Callable[[int, int], None] | None = None,
+    **embeddings: Any,
 ) -> JudgeOutcome:
     """The judge over the project, every judged metric, a fresh cache."""
     gold_path, run_path = project(tmp_path, queries)
@@ -79,6 +84,7 @@ def judged(
         lambda query_id, rank: None,
         1,
         EmbeddingClient(vectors, tmp_path / "cache" / "embeddings"),
+        progress,
     )
 
 
@@ -203,3 +209,12 @@ def test_a_querys_calls_begin_with_the_same_long_prefix(tmp_path: Path) -> None:
     # Every call of the query begins with the same system message and question.
     system = chats[0]["messages"][0]["content"]
     assert common_prefix(reading + chunks).startswith(f"<system>\n{system}\n<user>\n<question>\n")
+
+
+def test_each_judgment_is_told_to_the_progress_line_once(tmp_path: Path) -> None:
+    """From several threads, one count at a time, up to every call (identical ones once)."""
+    told: list[tuple[int, int]] = []
+    with stub.serve() as server:
+        judged(tmp_path, server.url, 5, 3, lambda done, total: told.append((done, total)))
+    # 5 queries x (3 chunks, recall, sufficiency, faithfulness, questions)
+    assert told == [(n, 35) for n in range(1, 36)]

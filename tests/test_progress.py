@@ -110,6 +110,42 @@ def test_off_a_terminal_a_short_run_writes_nothing() -> None:
     assert stream.getvalue() == ""
 
 
+def test_off_a_terminal_slow_steps_leave_no_silence_over_ten_seconds() -> None:
+    """Steps of 4 s: the line comes at 8 s, as the next step would end at 12 s."""
+    stream, clock = io.StringIO(), Clock()
+    with Progress(stream, clock, "documents") as progress:
+        for done in range(0, 800, 100):
+            progress.update(done, 700)
+            clock.now += 4.0
+    assert stream.getvalue() == (
+        "[#####---------------] 200/700 documents  25.0/s  ETA 20s\n"
+        "[###########---------] 400/700 documents  25.0/s  ETA 12s\n"
+        "[#################---] 600/700 documents  25.0/s  ETA 4s\n"
+        "[####################] 700/700 documents  25.0/s\n"
+    )
+
+
+def test_the_heading_comes_once_before_the_first_line_and_never_on_a_short_run() -> None:
+    for steps, expected in ((3, ""), (12, "said first\n[####")):
+        stream, clock = io.StringIO(), Clock()
+        with Progress(stream, clock, "documents") as progress:
+            progress.heading = "said first"
+            for done in range(steps):
+                progress.update(done, 12)
+                clock.now += 1.0
+        assert stream.getvalue().startswith(expected)
+        assert stream.getvalue().count("said first") == (steps > 3)
+
+
+@pytest.mark.parametrize("unit", ["documents", "judgments"])
+def test_the_unit_is_the_callers_word(unit: str) -> None:
+    assert (
+        progress_line(3, 8, 1.0, None, unit) == f"[#######-------------] 3/8 {unit}  1.0/s  ETA 5s"
+    )
+    # "documents" and "judgments" are as long: the rate goes first at 36 columns
+    assert progress_line(3, 8, 1.0, 36, unit) == f"[####-------] 3/8 {unit}  ETA 5s"
+
+
 def test_off_a_terminal_a_line_every_ten_seconds_and_one_at_the_end() -> None:
     stream, clock = io.StringIO(), Clock()
     with Progress(stream, clock) as progress:

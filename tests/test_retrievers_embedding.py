@@ -79,7 +79,20 @@ def test_the_corpus_is_embedded_once_and_queries_are_cached(tmp_path: Path) -> N
         again = build(server.url, tmp_path, batch_size=2).retrieve(QUERIES, 2)
         assert server.requests == []  # the matrix and the query vectors come from disk
     assert again.queries["q1"].doc_ids == tuple(d for d, _ in reference("how to sort a list", 2))
-    assert list((tmp_path / "cache" / "embedding").glob("*.npy"))
+    assert list((tmp_path / "cache" / "embedding").glob("*/batch-*.npz"))
+
+
+def test_an_edited_document_is_the_only_text_sent_again(tmp_path: Path) -> None:
+    with stub.serve() as server:
+        build(server.url, tmp_path).retrieve(QUERIES, 2)
+        edited = [dict(d) for d in DOCS]
+        edited[2]["text"] = "open a file and write lines to it"
+        (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in edited))
+        server.requests.clear()
+        values = {"base_url": server.url, "model": "stub-embed", "retries": 0}
+        context = RetrieverContext(tmp_path / "corpus.jsonl", tmp_path / "cache")
+        retriever_kind("embedding").create(values, context)
+    assert [r["input"] for r in server.requests] == [["Files open a file and write lines to it"]]
 
 
 def test_prefixes_change_what_is_embedded(tmp_path: Path) -> None:

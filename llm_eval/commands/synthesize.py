@@ -16,8 +16,10 @@ judge's max_error_rate stop the run (exit 4).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -41,6 +43,7 @@ from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
+from llm_eval.progress import Progress
 from llm_eval.retrieval import count_errors
 from llm_eval.synthesis import (
     Deduplicator,
@@ -258,13 +261,21 @@ def _ask(
     duplicates = answered = 0
     failures: list[str] = []  # why each failed call failed, as `kind: detail`
     written: list[dict[str, Any]] = []
-    with client.session() as session, ThreadPoolExecutor(int(config.judge["concurrency"])) as pool:
+    finished, told = itertools.count(1), threading.Lock()
+    with (
+        client.session() as session,
+        ThreadPoolExecutor(int(config.judge["concurrency"])) as pool,
+        Progress(unit="questions") as progress,
+    ):
 
         def attempt(call: Call) -> str | Exception:
             try:
                 return _question(session, call)
             except (EndpointFailed, BadVerdict) as exc:
                 return exc
+            finally:
+                with told:  # one line at a time, in order
+                    progress.update(next(finished), len(calls))
 
         results = list(pool.map(attempt, calls))
         unreadable = sum(1 for r in results if isinstance(r, BadVerdict))

@@ -10,7 +10,9 @@ with the Hugging Face hub switched off (`HF_HUB_OFFLINE=1` and `local_files_only
 folder that is not a whole model fails in one line instead of reaching the network.
 Each text's vector is cached on disk as an endpoint's is, keyed by a digest of every
 file of the model folder and the text: a second run loads no model, and a changed
-model is never answered from the old one's cache.
+model is never answered from the old one's cache. The embedding retriever's corpus
+goes through `encode` instead (a numpy matrix, no per-text cache): it keeps the
+vectors in its own store of batch files.
 
 Its vectors are checked as an endpoint's are: one that is not finite, all zeros, or of
 another dimension than the model's others fails the call (a half-precision model can
@@ -27,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from llm_eval.digest import digest
 from llm_eval.endpoints.client import (
@@ -117,7 +121,7 @@ class LocalEmbeddingClient:
                 self.usage.add(Answer("", 0, 0, cached=True))
         missing = [t for t in unique if t not in vectors]
         if missing:
-            for text, vector in zip(missing, self._encode(missing), strict=True):
+            for text, vector in zip(missing, self.encode(missing).tolist(), strict=True):
                 vectors[text] = vector
                 if text in keys:
                     _write_entry(self.cache_dir, keys[text], vector)
@@ -125,25 +129,35 @@ class LocalEmbeddingClient:
             self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        """All texts in one call, in batches of `batch_size` (the library groups texts of
+    def encode(self, texts: Sequence[str]) -> Any:
+        """The texts' vectors as one numpy matrix (a row a text, in order), checked, with
+        no cache: the embedding retriever keeps the corpus's vectors in its own store.
+        One call of the model, in batches of `batch_size` (the library groups texts of
         similar length, so little of each batch is padding); each batch counts as a call."""
         model = load_model(self.folder)
         size = int(self.settings["batch_size"])
         with _ENCODING:
             matrix = model.encode(
-                texts, batch_size=size, convert_to_numpy=True, show_progress_bar=False
+                list(texts), batch_size=size, convert_to_numpy=True, show_progress_bar=False
             )
-        rows = [[float(x) for x in row] for row in matrix.tolist()]
-        for number, vector in enumerate(rows):
-            try:
-                check_vector(vector)
-                self.dimension.check(len(vector))
-            except EndpointFailed as failure:
-                self.usage.add(None)
-                shown = texts[number][:60]
-                where = f"(the model in {self.folder}, for {shown!r})"
-                raise EndpointFailed(f"{failure} {where}") from None
+        rows = np.asarray(matrix)
+        self._check(texts, rows)
         for _ in range(0, len(texts), size):
             self.usage.add(Answer("", 0, 0))
         return rows
+
+    def _check(self, texts: Sequence[str], rows: Any) -> None:
+        """EndpointFailed, naming the first text concerned, for a vector that is not
+        finite, all zeros, or of another dimension than the model's others."""
+        bad = np.flatnonzero(~np.isfinite(rows).all(axis=1) | ~rows.any(axis=1))
+        number = int(bad[0]) if len(bad) else 0
+        try:
+            if len(bad):
+                check_vector(rows[number].tolist())
+            if len(texts):
+                self.dimension.check(rows.shape[1])
+        except EndpointFailed as failure:
+            self.usage.add(None)
+            shown = texts[number][:60]
+            where = f"(the model in {self.folder}, for {shown!r})"
+            raise EndpointFailed(f"{failure} {where}") from None

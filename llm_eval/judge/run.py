@@ -15,6 +15,7 @@ batch alongside them (the embeddings section's own `concurrency`), not after the
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -133,12 +134,14 @@ def judge_run(
     gold_relevant: Callable[[str, int], bool | None],
     repeats: int = 1,
     embeddings: Embedder | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> JudgeOutcome:
     """Judge every answered gold query on the judged `metrics`, `repeats` times.
 
     `gold_relevant(query_id, rank)` says whether the gold labels call the result at that
     rank relevant (None when the query has no labels): the calibration's other side.
     Each repeat is its own call (and cache entry); values are the mean over repeats.
+    `progress` is told (judgments answered, judgments in all) as each call ends.
     """
     chunks = _chunks(metrics)
     calls, unscored = _plan(gold, run, chunks, {m.family.name for m in metrics})
@@ -146,7 +149,7 @@ def judge_run(
     asked = [queries[c.query_id] for c in calls if c.what == "questions"]
     with _Vectors(embeddings if asked else None) as vectors:
         vectors.add(asked)
-        rounds = _ask(client, calls, repeats, vectors.add)
+        rounds = _ask(client, calls, repeats, vectors.add, progress)
         readable = readability([(c.prompt, answers[c]) for answers in rounds for c in calls])
         _check_failures(client, [a for answers in rounds for a in answers.values()])
         relevance = vectors.relevance()
@@ -470,6 +473,7 @@ def _ask(
     calls: Sequence[_Call],
     repeats: int,
     generated: Callable[[Sequence[str]], None],
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[_Call, object]]:
     """Per repeat, every call's parsed answer, or the text of why there is none; each
     list of generated questions is handed to `generated` as it comes.
@@ -480,7 +484,17 @@ def _ask(
     endpoint is never left waiting for them. The question generation calls go first,
     so that the embeddings of their questions overlap the other calls."""
 
+    finished = itertools.count(1)
+    told = threading.Lock()
+
     def one(session: Session, call: _Call, repeat: int) -> object:
+        answer = asked(session, call, repeat)
+        if progress is not None:
+            with told:  # one line at a time, in order
+                progress(next(finished), len(jobs))
+        return answer
+
+    def asked(session: Session, call: _Call, repeat: int) -> object:
         template = prompt(call.prompt)
         messages = template.messages(**call.values)
         try:

@@ -13,6 +13,7 @@ from llm_eval.judge.arithmetic import JudgeSummary
 from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
 from llm_eval.matching import match_run
 from llm_eval.metrics import Metric, parse_metric
+from llm_eval.progress import Progress
 from llm_eval.runs import Run
 from llm_eval.scoring import Measurement
 
@@ -68,9 +69,17 @@ def judged_measurement(
         if config.embeddings is None
         else embedder(config.embeddings, config.output / "cache" / "embeddings")
     )
-    outcome = judge_run(
-        inputs.gold, run, metrics, client, gold_relevant, options.repeat, embeddings
-    )
+    with Progress(unit="judgments") as progress:
+        outcome = judge_run(
+            inputs.gold,
+            run,
+            metrics,
+            client,
+            gold_relevant,
+            options.repeat,
+            embeddings,
+            progress.update,
+        )
     per_query = {q: dict(row) for q, row in measurement.per_query.items()}
     for query_id, row in outcome.per_query.items():
         per_query.setdefault(query_id, {}).update(row)

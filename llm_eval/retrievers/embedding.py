@@ -13,26 +13,33 @@
       model_path: models/all-MiniLM-L6-v2     # or a sentence-transformers model on disk
 
 Every corpus document (its `fields`, joined by a space, after `document_prefix`) is
-embedded once; the matrix is cached on disk under `<output>/cache/embedding/`, keyed
-by the corpus's digest, the endpoint and model (or the digest of the model folder's
-files) and how documents are written. Query vectors from an endpoint, which bills
-them, are cached too, so a second run makes no call; a model on disk embeds each query
-again, so that the latency gates measure the model and not the cache. Each query is
-embedded and scored against every document (exact, no approximate index) in numpy;
-equal cosines keep corpus order. A model on disk answers one query at a time
-(`concurrency` applies to endpoints): it encodes one batch at a time anyway, and
-waiting for another query's turn would count as latency. A query whose embedding
-fails is recorded with the endpoint's error; a corpus that cannot be embedded stops
-the run (exit 4).
+embedded once: its vector is kept in the store under `<output>/cache/embedding/`
+(`llm_eval.retrievers.vector_store`: a folder per model and way of writing documents,
+a file per batch of vectors, written as each batch is embedded). Building the
+retriever reads the corpus once for ids, texts and each text's key, and the store in
+one pass; only when texts are missing does it read the corpus again, embedding those
+texts a batch file at a time (shortest first within a batch, so the model pads
+little), with progress in documents on stderr, headed by a line that says how many
+documents it embeds and how many the store holds (a short run shows neither). A
+killed run keeps the batches it finished; an edited document is the only one embedded
+again. Query vectors from an endpoint, which bills them, are cached too (one file a
+text, under `<output>/cache/embeddings/`), so a second run makes no call; a model on
+disk embeds each query again, so that the latency gates measure the model and not the
+cache. Each query is embedded and scored against every document (exact, no
+approximate index) in numpy; equal cosines keep corpus order. A model on disk
+answers one query at a time (`concurrency` applies to endpoints): it encodes one batch
+at a time anyway, and waiting for another query's turn would count as latency. A query
+whose embedding fails is recorded with the endpoint's error; a corpus that cannot be
+embedded stops the run (exit 4).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,10 +47,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from llm_eval.corpus import check_fields, field_text, iter_corpus
+from llm_eval.corpus import Document, check_fields, field_text, iter_corpus
 from llm_eval.digest import digest
 from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, check_embedding_source
 from llm_eval.errors import ExternalError, InputError
+from llm_eval.progress import Progress
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
 from llm_eval.retrievers.pool import (
     CACHE_KEY,
@@ -53,11 +61,10 @@ from llm_eval.retrievers.pool import (
     Search,
     resolved_cache_key,
 )
+from llm_eval.retrievers.vector_store import FORMAT as STORE_FORMAT
+from llm_eval.retrievers.vector_store import Matrix, VectorStore, text_key
 from llm_eval.runs import RankedResult
 from llm_eval.settings import Setting
-from llm_eval.textio import file_digest, write_atomic
-
-Matrix = npt.NDArray[np.float32]
 
 
 def check_prefix(value: Any) -> str | None:
@@ -143,40 +150,190 @@ class EmbeddingSearcher:
         return Hits(results, wall, cpu_ms=(time.process_time() - spent) * 1000)
 
 
-def corpus_matrix(client: Any, texts: list[str], folder: Path, key: Mapping[str, Any]) -> Matrix:
-    """The documents' unit vectors, from the cache or embedded now and cached."""
-    from llm_eval.endpoints.client import EndpointFailed
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """The corpus as the searcher needs it, and the keys of the texts embedded."""
 
-    path = folder / f"{digest(key)}.npy"
-    with contextlib.suppress(OSError, ValueError):
-        cached = np.load(path, allow_pickle=False)
-        if cached.ndim == 2 and cached.shape[0] == len(texts):
-            return np.asarray(cached, dtype=np.float32)
-    try:
-        vectors = client.embed(texts)
-    except EndpointFailed as failure:
-        raise ExternalError(f"embedding the corpus failed: {failure}") from None
-    if len({len(v) for v in vectors}) > 1:
-        raise ExternalError("embedding the corpus failed: vectors of different lengths")
-    matrix = unit(vectors)
-    buffer = io.BytesIO()
-    np.save(buffer, matrix, allow_pickle=False)
-    with contextlib.suppress(OSError):
-        write_atomic(path, buffer.getvalue())
+    doc_ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    """Each document's `text`, returned with its results."""
+    keys: tuple[bytes, ...]
+    """The `text_key` of what is embedded for each document."""
+
+
+def read_corpus(path: Path, written: Callable[[Document], str]) -> Corpus:
+    """One pass over the corpus: ids, texts, and the keys of the texts to embed."""
+    doc_ids, texts, keys = [], [], []
+    for document in iter_corpus(path):
+        doc_ids.append(document.doc_id)
+        texts.append(document.text)
+        keys.append(text_key(written(document)))
+    return Corpus(tuple(doc_ids), tuple(texts), tuple(keys))
+
+
+BATCH_FILE_ROWS = 256
+"""Vectors a batch file of the store holds (the last one of a run may hold fewer): what
+a killed run can lose, at most."""
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """How the corpus's missing texts are embedded."""
+
+    client: Any
+    """A `llm_eval.endpoints.client.Embedder`, or a `LocalEmbeddingClient`."""
+    step: int
+    """Texts handed to the client at a time, the progress line moving once a step: a
+    model on disk's batch; for an endpoint, a whole batch file (its client sends it
+    `batch_size` texts a request, `concurrency` requests at once, over one pool of
+    connections)."""
+    model: str
+    """The model's name, for the line that says what will be embedded."""
+    progress: Progress | None = None
+
+    def matrix(self, texts: Sequence[str]) -> Matrix:
+        """The texts' vectors, as float32 rows; ExternalError when they cannot be had."""
+        from llm_eval.endpoints.client import EndpointFailed
+        from llm_eval.endpoints.local import LocalEmbeddingClient
+
+        try:
+            if isinstance(self.client, LocalEmbeddingClient):
+                rows = self.client.encode(texts)
+            else:
+                rows = self.client.embed(texts)
+            matrix = np.asarray(rows, dtype=np.float32)
+        except EndpointFailed as failure:
+            raise ExternalError(f"embedding the corpus failed: {failure}") from None
+        except ValueError:
+            raise ExternalError(
+                "embedding the corpus failed: vectors of different lengths"
+            ) from None
+        if matrix.ndim != 2 or len(matrix) != len(texts) or not np.isfinite(matrix).all():
+            raise ExternalError("embedding the corpus failed: malformed embeddings")
+        return matrix
+
+
+def corpus_matrix(
+    path: Path,
+    corpus: Corpus,
+    embedding: Embedding,
+    store: VectorStore,
+    written: Callable[[Document], str],
+) -> Matrix:
+    """The documents' unit vectors: those of texts the store holds read from it, the
+    others embedded now, a batch file at a time, and added to it."""
+    if any(key not in store for key in corpus.keys):
+        _embed_missing(path, corpus, embedding, store, written)
+    dimension = store.dimension
+    assert dimension is not None or not corpus.keys
+    matrix = np.empty((len(corpus.keys), dimension or 0), dtype=np.float32)
+    for row, key in enumerate(corpus.keys):
+        matrix[row] = store.vector(key)
+    store.compact(corpus.keys, BATCH_FILE_ROWS)
+    # Scaled in place: the store holds no all-zero vector, and a second n x d matrix
+    # would double what a large corpus needs.
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix
 
 
+def _embed_missing(
+    path: Path,
+    corpus: Corpus,
+    embedding: Embedding,
+    store: VectorStore,
+    written: Callable[[Document], str],
+) -> None:
+    """A second pass over the corpus, embedding the texts the store lacks and writing
+    them to it a batch file at a time; InputError when the corpus changed since the
+    first pass."""
+    # Each text not stored, and how many documents have it (a text is embedded once).
+    wanted = Counter(key for key in corpus.keys if key not in store)
+    count = sum(wanted.values())
+    cached = len(corpus.keys) - count
+    changed = InputError("the corpus changed while it was embedded; run again", path=path)
+    if embedding.progress is not None:
+        said = (
+            f"embedding {count:,} of {len(corpus.keys):,} documents ({cached:,} cached) "
+            f"with {embedding.model}"
+        )
+        embedding.progress.heading = _fitted(said, len(embedding.model))
+        embedding.progress.update(0, count)  # the rate and the first line count from here
+    pending: list[tuple[bytes, str, int]] = []
+    done = 0
+    for number, document in enumerate(iter_corpus(path)):
+        if number >= len(corpus.keys) or document.doc_id != corpus.doc_ids[number]:
+            raise changed
+        key = corpus.keys[number]
+        if key not in wanted:
+            continue
+        text = written(document)
+        if text_key(text) != key:
+            raise changed
+        pending.append((key, text, wanted.pop(key)))
+        if len(pending) == BATCH_FILE_ROWS:
+            done = _embed_batch(pending, embedding, store, done, count)
+            pending = []
+    if pending:
+        _embed_batch(pending, embedding, store, done, count)
+    if wanted:
+        raise changed
+
+
+def _embed_batch(
+    pending: list[tuple[bytes, str, int]],
+    embedding: Embedding,
+    store: VectorStore,
+    done: int,
+    count: int,
+) -> int:
+    """Embed one batch file's texts, step by step (shortest first, so that the model's
+    batches hold texts of similar length), and add them to the store. `pending` holds
+    each text's key, the text and the documents that have it; the documents done."""
+    pending.sort(key=lambda item: len(item[1]))
+    parts = []
+    for start in range(0, len(pending), embedding.step):
+        step = pending[start : start + embedding.step]
+        parts.append(embedding.matrix([text for _, text, _ in step]))
+        done += sum(documents for _, _, documents in step)
+        if embedding.progress is not None:
+            embedding.progress.update(done, count)
+    if len({part.shape[1] for part in parts} | {store.dimension or parts[0].shape[1]}) > 1:
+        raise ExternalError("embedding the corpus failed: vectors of different lengths")
+    store.add([key for key, _, _ in pending], np.concatenate(parts))
+    return done
+
+
+_LINE = 79
+"""Columns a line of its own may take (one less than the narrowest usual terminal)."""
+
+
+def _fitted(line: str, tail: int) -> str:
+    """The line cut to `_LINE` columns in its last `tail` characters (a model's path:
+    its end names it), else at its end."""
+    if len(line) <= _LINE:
+        return line
+    cut = len(line) - _LINE + 3
+    if cut <= tail - 3:
+        start = len(line) - tail
+        return line[:start] + "..." + line[start + cut :]
+    return line[: _LINE - 3] + "..."
+
+
 def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
-    """Embed the corpus (or read its cached matrix) and the searcher over it."""
+    """Embed the corpus (the texts not in the store) and the searcher over it."""
     from llm_eval.endpoints.embedders import embedder
     from llm_eval.endpoints.local import LocalEmbeddingClient
 
     if context.corpus_path is None:
         raise InputError("the embedding retriever needs a `corpus` file in the config")
     endpoint = {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
-    documents = list(iter_corpus(context.corpus_path))
     fields = list(values["fields"])
-    texts = [values["document_prefix"] + field_text(d, fields) for d in documents]
+    prefix = values["document_prefix"]
+
+    def written(document: Document) -> str:
+        return prefix + field_text(document, fields)
+
+    corpus = read_corpus(context.corpus_path, written)
     # A model on disk embeds each query afresh: a vector from the cache would take no
     # time, and the latency gates would measure the cache instead of the model.
     local = values["model_path"] is not None
@@ -186,25 +343,25 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
         if isinstance(queries, LocalEmbeddingClient)
         else {"url": str(values["base_url"]).rstrip("/"), "model": values["model"]}
     )
+    cache_key = resolved_cache_key(values["cache_key"], os.environ)
+    written_as = {"fields": fields, "document_prefix": prefix, "cache_key": cache_key}
+    store_key = {**model, **written_as, "format": STORE_FORMAT}
+    store = VectorStore.open(context.cache_dir / "embedding" / digest(store_key))
+    concurrency = 1 if local else int(values["concurrency"])
+    name = str(values["model_path"] if local else values["model"])
+    step = int(values["batch_size"]) if local else BATCH_FILE_ROWS
+    with Progress(unit="documents") as progress:
+        embedding = Embedding(embedder(endpoint, None), step, name, progress)
+        matrix = corpus_matrix(context.corpus_path, corpus, embedding, store, written)
     identity = {
         "kind": "embedding",
         **model,
-        "fields": fields,
+        **written_as,
         "query_prefix": values["query_prefix"],
-        "document_prefix": values["document_prefix"],
-        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
     }
-    key = {**identity, "corpus": file_digest(context.corpus_path), "format": 1}
-    documents_client = embedder(endpoint, None)
-    matrix = corpus_matrix(documents_client, texts, context.cache_dir / "embedding", key)
     searcher = EmbeddingSearcher(
-        queries,
-        tuple(d.doc_id for d in documents),
-        tuple(d.text for d in documents),
-        matrix,
-        values["query_prefix"],
+        queries, corpus.doc_ids, corpus.texts, matrix, values["query_prefix"]
     )
-    concurrency = 1 if local else int(values["concurrency"])
     return PooledRetriever(searcher, concurrency, identity)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
+from llm_eval.progress import Progress
 from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
 from llm_eval.retrievers.bm25.analyzer import Analyzer, make_stemmer, porter_measure
 from llm_eval.retrievers.bm25.index import Index, IntArray, ScoreArray, rank
@@ -104,9 +105,10 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriev
         raise InputError("the bm25 retriever needs a `corpus` file in the config")
     analyzer = Analyzer.for_config(config)
     try:
-        index, folder = open_index(
-            context.corpus_path, config, analyzer, context.cache_dir / "bm25"
-        )
+        with Progress(unit="documents") as progress:
+            index, folder = open_index(
+                context.corpus_path, config, analyzer, context.cache_dir / "bm25", progress.update
+            )
     except MemoryError:
         size = context.corpus_path.stat().st_size / 2**20
         raise ExternalError(

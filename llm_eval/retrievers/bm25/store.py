@@ -10,12 +10,12 @@ import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from llm_eval.corpus import field_text, iter_corpus
+from llm_eval.corpus import count_documents, field_text, iter_corpus
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.bm25.analyzer import Analyzer
@@ -70,14 +70,29 @@ def _bm25s_version() -> str:
     return version("bm25s")
 
 
-def index_corpus(corpus: Path, config: BM25Config, analyzer: Analyzer) -> Index:
-    """Read and index the corpus; an empty corpus is an InputError."""
+_PROGRESS_EVERY = 1000
+"""Documents analysed between two calls of the progress callback."""
+
+
+def index_corpus(
+    corpus: Path,
+    config: BM25Config,
+    analyzer: Analyzer,
+    progress: Callable[[int, int], None] | None = None,
+) -> Index:
+    """Read and index the corpus; an empty corpus is an InputError. `progress` is told
+    (documents analysed, documents in all) as the corpus is read."""
     vocabulary = Vocabulary(analyzer)
     doc_ids: list[str] = []
     documents: list[list[int]] = []
+    total = count_documents(corpus) if progress is not None else 0
     for document in iter_corpus(corpus):
         documents.append(vocabulary.add(field_text(document, config.fields)))
         doc_ids.append(document.doc_id)
+        if progress is not None and len(doc_ids) % _PROGRESS_EVERY == 0:
+            progress(len(doc_ids), total)
+    if progress is not None:
+        progress(len(doc_ids), len(doc_ids))
     if not doc_ids:
         raise InputError("the corpus has no documents", path=corpus)
     model = build_model(documents, len(vocabulary.ids), config)
@@ -149,15 +164,19 @@ def save_index(index: Index, folder: Path, corpus: Path) -> None:
 
 
 def open_index(
-    corpus: Path, config: BM25Config, analyzer: Analyzer, cache: Path
+    corpus: Path,
+    config: BM25Config,
+    analyzer: Analyzer,
+    cache: Path,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Index, Path]:
-    """The cached index of this corpus and these settings, building it on a miss, and
-    its folder in the cache."""
+    """The cached index of this corpus and these settings, building it on a miss (told
+    to `progress` in documents), and its folder in the cache."""
     folder = cache / index_key(corpus, config)
     sweep_stale_temporaries(cache)
     index = load_index(folder)
     if index is None:
-        index = index_corpus(corpus, config, analyzer)
+        index = index_corpus(corpus, config, analyzer, progress)
         with contextlib.suppress(OSError):  # the cache only saves time; a full disk is no error
             save_index(index, folder, corpus)
     return index, folder
