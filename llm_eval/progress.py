@@ -9,15 +9,17 @@ width at each redraw (read again each time, so a resize is followed), and erased
 done. It never reaches the last column: a line that fills the width makes the terminal
 wrap, and the next redraw, which only returns to the start of its own row, would leave
 the first part stacked above it. When stderr is not a terminal (CI logs, a pipe) the
-same line is written as a line of its own every ten seconds (sooner when the next
-update is not due before then), with a last one at the end when any was written: a
-short run writes nothing.
+same line is written as a line of its own every ten seconds, by a watcher thread
+when no update comes for that long (a model loading, a step of texts longer than ten
+seconds), with a last one at the end when any was written: a short run writes
+nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -30,12 +32,9 @@ _BAR_MIN = 8
 """A narrower bar says too little to be worth its columns."""
 _REDRAW_S = 0.1
 _LOG_EVERY_S = 10.0
-_SLOW_STEP_S = 2.0
-_FORESIGHT = 2.0
-"""Updates at least `_SLOW_STEP_S` apart (embedding a step of texts) log a line early,
-though not within 5 s of the last, when the next one, taking up to this many times as
-long as the last (steps over texts sorted by length grow longer), could come after ten
-silent seconds."""
+_TICK_S = 0.5
+"""How often, off a terminal, a watcher looks for ten silent seconds while work is under
+way (a step of texts that takes longer than ten seconds, a model still loading)."""
 _CLEAR_TO_END = "\x1b[K"
 """ECMA-48 EL (erase in line): clears what a longer earlier line left to the right."""
 
@@ -108,24 +107,46 @@ class Progress:
         """When the first update came, and its count: the rate is measured from there, so
         that the time spent before the first unit (loading, indexing) does not count."""
         self.shown_at: float | None = None
-        self.updated_at: float | None = None
-        """When the update before this one came: the gap between updates foretells when
-        the next one will."""
         self.drawn = False
         """Whether a line is on the terminal to erase."""
         self.heading: str | None = None
         """A line written once, before the first progress line (when one is shown: a
         short run shows neither), such as what the count is of."""
+        self.last: tuple[int, int] | None = None
+        """The latest count and total, which the watcher logs again after ten silent
+        seconds."""
+        self._lock = threading.RLock()
+        """Updates may come from several threads (a judge's), and the watcher's too."""
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def update(self, done: int, total: int) -> None:
         """Record that `done` of `total` units are finished (shows it now and then)."""
-        now = self.clock()
-        if self.first is None:
-            self.first = (now, done)
-        gap = 0.0 if self.updated_at is None else now - self.updated_at
-        self.updated_at = now
-        if not self._due(now, done >= total, gap):
-            return
+        with self._lock:
+            now = self.clock()
+            if self.first is None:
+                self.first = (now, done)
+            self.last = (done, total)
+            if self._due(now, done >= total):
+                self._show(now, done, total)
+
+    def tick(self) -> None:
+        """Off a terminal, log the latest count again when ten seconds have passed without
+        a line: a CI log never goes longer without one while work is under way, however
+        long a step takes. Called by the watcher `with Progress()` starts."""
+        with self._lock:
+            if self.on_terminal or self.first is None or self.last is None:
+                return
+            if self.last[0] >= self.last[1]:
+                return  # finished: the last line, if any, is written
+            now = self.clock()
+            since = self.first[0] if self.shown_at is None else self.shown_at
+            if now - since >= _LOG_EVERY_S:
+                self._show(now, *self.last)
+
+    def _show(self, now: float, done: int, total: int) -> None:
+        """Write the line (the heading first, once)."""
+        assert self.first is not None
         if self.heading is not None:
             self.close()
             self.stream.write(self.heading + "\n")
@@ -141,18 +162,15 @@ class Progress:
             self.stream.write(progress_line(done, total, rate, None, self.unit) + "\n")
         self.stream.flush()
 
-    def _due(self, now: float, finished: bool, gap: float) -> bool:
+    def _due(self, now: float, finished: bool) -> bool:
         """On a terminal: the first, the last, and one each 0.1 s. Logged: one each 10 s
-        (earlier when slow updates could leave a longer silence, see `_FORESIGHT`), and
-        the last when any came before it."""
+        (the watcher, `tick`, covers a step longer than that), and the last when any came
+        before it."""
         assert self.first is not None
         if self.on_terminal:
             return finished or self.shown_at is None or now - self.shown_at >= _REDRAW_S
         since = self.first[0] if self.shown_at is None else self.shown_at
         if now - since >= _LOG_EVERY_S:
-            return True
-        early = now - since >= _LOG_EVERY_S / 2 and now - since + _FORESIGHT * gap > _LOG_EVERY_S
-        if gap >= _SLOW_STEP_S and early:
             return True
         return finished and self.shown_at is not None
 
@@ -164,7 +182,18 @@ class Progress:
             self.drawn = False
 
     def __enter__(self) -> Progress:
+        """Off a terminal, start the watcher that calls `tick` (a daemon thread: it never
+        keeps the process alive). Only on the real clock: a caller's own clock (a
+        test's) is read by the caller's thread alone."""
+        if not self.on_terminal and self.clock is time.monotonic:
+            self._stop.clear()
+            self._watcher = threading.Thread(target=self._watch, name="progress", daemon=True)
+            self._watcher.start()
         return self
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_TICK_S):
+            self.tick()
 
     def __exit__(
         self,
@@ -172,4 +201,8 @@ class Progress:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
         self.close()

@@ -110,19 +110,36 @@ def test_off_a_terminal_a_short_run_writes_nothing() -> None:
     assert stream.getvalue() == ""
 
 
-def test_off_a_terminal_slow_steps_leave_no_silence_over_ten_seconds() -> None:
-    """Steps of 4 s: the line comes at 8 s, as the next step would end at 12 s."""
+def test_off_a_terminal_a_step_longer_than_ten_seconds_is_not_silent() -> None:
+    """Steps of 25 s: the watcher's ticks log the count reached so far each ten seconds
+    of silence, and nothing once the work is done."""
     stream, clock = io.StringIO(), Clock()
     with Progress(stream, clock, "documents") as progress:
-        for done in range(0, 800, 100):
-            progress.update(done, 700)
-            clock.now += 4.0
+        progress.tick()  # before any update: nothing to say
+        for done in (0, 100, 200):
+            progress.update(done, 200)
+            for _ in range(25):
+                clock.now += 1.0
+                progress.tick()
     assert stream.getvalue() == (
-        "[#####---------------] 200/700 documents  25.0/s  ETA 20s\n"
-        "[###########---------] 400/700 documents  25.0/s  ETA 12s\n"
-        "[#################---] 600/700 documents  25.0/s  ETA 4s\n"
-        "[####################] 700/700 documents  25.0/s\n"
+        "[--------------------]   0/200 documents  0.0/s\n"  # at 10 s
+        "[--------------------]   0/200 documents  0.0/s\n"  # at 20 s
+        "[##########----------] 100/200 documents  3.3/s  ETA 30s\n"  # 30 s
+        "[##########----------] 100/200 documents  2.5/s  ETA 40s\n"
+        "[##########----------] 100/200 documents  2.0/s  ETA 50s\n"
+        "[####################] 200/200 documents  4.0/s\n"
     )
+
+
+def test_the_watcher_runs_only_on_the_real_clock_off_a_terminal() -> None:
+    with Progress(io.StringIO(), Clock()) as progress:
+        assert progress._watcher is None
+    with Progress(Terminal()) as progress:
+        assert progress._watcher is None
+    with Progress(io.StringIO()) as progress:
+        watcher = progress._watcher
+        assert watcher is not None and watcher.is_alive() and watcher.daemon
+    assert not watcher.is_alive() and progress._watcher is None
 
 
 def test_the_heading_comes_once_before_the_first_line_and_never_on_a_short_run() -> None:
