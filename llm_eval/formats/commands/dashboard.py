@@ -498,25 +498,27 @@ def _bands(
     x: Callable[[int], float],
     y: Callable[[float], float],
 ) -> str:
-    """Each run of points with an interval as one filled band; a lone one as a bar."""
-    runs: list[list[int]] = []
-    for i, band in enumerate(intervals):
-        if band is None:
-            continue
-        if runs and runs[-1][-1] == i - 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
+    """Each run of points with an interval as one filled band; a lone one as a bar.
+    Where points are denser than pixels, each column draws its widest interval."""
     paths = []
-    for run in runs:
-        if len(run) == 1:
-            i = run[0]
-            low, high = intervals[i] or (0.0, 0.0)
-            paths.append(f"M{x(i) - 2:.1f} {y(high):.1f}h4V{y(low):.1f}h-4Z")
+    for run in _runs([band is not None for band in intervals]):
+        ends = []
+        for column in _columns(run, x):
+            bands = [intervals[i] or (0.0, 0.0) for i in column]
+            at = sum(x(i) for i in column) / len(column)
+            ends.append((at, min(b[0] for b in bands), max(b[1] for b in bands)))
+        if len(ends) == 1:
+            at, low, high = ends[0]
+            paths.append(
+                _relative(
+                    [(at - 2, y(high)), (at + 2, y(high)), (at + 2, y(low)), (at - 2, y(low))],
+                    close=True,
+                )
+            )
             continue
-        upper = [f"{x(i):.1f} {y((intervals[i] or (0, 0))[1]):.1f}" for i in run]
-        lower = [f"{x(i):.1f} {y((intervals[i] or (0, 0))[0]):.1f}" for i in reversed(run)]
-        paths.append("M" + "L".join(upper + lower) + "Z")
+        upper = [(at, y(high)) for at, _, high in ends]
+        lower = [(at, y(low)) for at, low, _ in reversed(ends)]
+        paths.append(_relative(upper + lower, close=True))
     if not paths:
         return ""
     return f'<path class="band" d="{"".join(paths)}"/>'
@@ -571,15 +573,68 @@ def _range(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _path(values: Sequence[float | None], x: Any, y: Any) -> str:
-    """The line, broken at every gap (a new `M` after a missing value)."""
-    parts, pen = [], "M"
-    for i, v in enumerate(values):
-        if v is None:
-            pen = "M"
-            continue
-        parts.append(f"{pen}{x(i):.1f} {y(v):.1f}")
-        pen = "L"
+    """The line, broken at every gap (a new `M` after a missing value), in relative
+    steps. Where points are denser than pixels, each pixel column keeps its lowest and
+    highest value in their order: the same line, a fraction of the vertices."""
+    parts = []
+    for run in _runs([v is not None for v in values]):
+        kept = _thinned(run, x, lambda i: values[i] or 0.0)
+        coords = [(x(i), y(values[i] or 0.0)) for i in kept]
+        parts.append(_relative(coords))
     return "".join(parts)
+
+
+def _relative(coords: Sequence[tuple[float, float]], close: bool = False) -> str:
+    """`M x y` then `l dx dy` steps, rounded to a tenth of a pixel without drifting."""
+    if not coords:
+        return ""
+    x0, y0 = round(coords[0][0], 1), round(coords[0][1], 1)
+    out = [f"M{x0:g} {y0:g}"]
+    for cx, cy in coords[1:]:
+        nx, ny = round(cx, 1), round(cy, 1)
+        out.append(f"l{_num(nx - x0)} {_num(ny - y0)}")
+        x0, y0 = nx, ny
+    return "".join(out) + ("Z" if close else "")
+
+
+def _num(v: float) -> str:
+    text = f"{v:.1f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _runs(present: Sequence[bool]) -> list[list[int]]:
+    """The indices of each unbroken run of present entries."""
+    runs: list[list[int]] = []
+    for i, here in enumerate(present):
+        if not here:
+            continue
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _columns(run: Sequence[int], x: Any) -> list[list[int]]:
+    """`run` split by pixel column of x."""
+    columns: list[list[int]] = []
+    for i in run:
+        if columns and int(x(i)) == int(x(columns[-1][0])):
+            columns[-1].append(i)
+        else:
+            columns.append([i])
+    return columns
+
+
+def _thinned(run: Sequence[int], x: Any, key: Callable[[int], float]) -> list[int]:
+    """`run` with at most two indices per pixel column of x: its lowest and highest."""
+    kept: list[int] = []
+    for column in _columns(run, x):
+        if len(column) <= 2:
+            kept += column
+        else:
+            kept += sorted({min(column, key=key), max(column, key=key)})
+    return kept
 
 
 def _points_json(board: Dashboard) -> str:
