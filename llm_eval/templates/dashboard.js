@@ -26,11 +26,12 @@
     var x0 = Number(svg.dataset.x0), dx = Number(svg.dataset.dx);
     var y0 = Number(svg.dataset.y0), ky = Number(svg.dataset.ky);
     var parts = [];
+    var radius = Math.max(1, Math.min(2.5, dx * 0.8 || 2.5)).toFixed(1);  // dense: smaller
     for (var i = 0; i < values.length; i++) {
       var v = values[i];
       if (v === null) continue;
       var dot = '<circle data-i="' + i + '" cx="' + (x0 + i * dx).toFixed(1) + '" cy="' +
-        (y0 - v * ky).toFixed(1) + '" r="2.5"/>';
+        (y0 - v * ky).toFixed(1) + '" r="' + radius + '"/>';
       var commit = data.commits[i][0];
       parts.push(base && commit ? '<a href="' + base + escaped(commit) + '">' + dot + "</a>" : dot);
     }
@@ -52,6 +53,16 @@
     var inside = box.querySelectorAll("svg.chart");
     for (var k = 0; k < inside.length; k++) draw(inside[k]);
   }, true);
+  // A link to a table's row (#s-tag-x-recall-5) opens its chart and shows its table.
+  var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  var box = target && target.querySelector("details");
+  if (box) {
+    box.open = true;
+    var inside = box.querySelectorAll("svg.chart");
+    for (var n = 0; n < inside.length; n++) draw(inside[n]);
+    var heading = target.closest("table").previousElementSibling;
+    (heading || target).scrollIntoView();
+  }
   document.addEventListener("mouseover", function (event) {
     var dot = event.target;
     if (dot.tagName !== "circle" || !dot.dataset.i || dot.firstChild) return;

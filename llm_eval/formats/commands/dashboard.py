@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
@@ -82,7 +83,8 @@ def _gap_list(board: Dashboard) -> list[str]:
         return []
     rows = [f"<li>#{i + 1} {html.escape(e.where)}: {html.escape(e.reason)}</li>" for i, e in found]
     title = f"Skipped, drawn as gaps ({len(found)})"
-    return [f"<details class=gaps open><summary>{title}</summary><ul>", *rows, "</ul></details>"]
+    shown = " open" if len(found) <= 3 else ""
+    return [f"<details class=gaps{shown}><summary>{title}</summary><ul>", *rows, "</ul></details>"]
 
 
 # The first screen
@@ -302,7 +304,8 @@ def _table(
         change = "" if len(known) < 2 else delta(series.metric, known[-1] - known[-2])
         cls = "down" if good is not None and good < 0 else "up" if good else ""
         body.append(
-            f'<tr data-change="{"" if good is None else f"{good:.6f}"}" data-order="{order}">'
+            f'<tr id="{_anchor(series)}" '
+            f'data-change="{"" if good is None else f"{good:.6f}"}" data-order="{order}">'
             f"<th scope=row>{label}</th><td>{where}</td><td>{_spark(series)}</td>"
             f"<td class=num>{value(series.metric, known[-1])}</td>"
             f'<td class="num {cls}">{html.escape(change)}</td>'
@@ -310,6 +313,12 @@ def _table(
             "</details></td></tr>"
         )
     return [head, *body, "</tbody></table>"]
+
+
+def _anchor(series: Series) -> str:
+    """The row's id: `#s-tag-x-recall-5` opens its chart."""
+    words = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{series.slice}-{series.metric}").strip("-")
+    return f"s-{words}"
 
 
 def _slice_name(slice_: str) -> str:
