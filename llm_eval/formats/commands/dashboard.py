@@ -272,14 +272,14 @@ def _goodness(series: Series) -> float | None:
 def _table(
     board: Dashboard, rows: Sequence[tuple[int, Series]], name: str, *, by_change: bool
 ) -> list[str]:
-    if by_change:  # the worst newest change first; none last
+    if by_change:  # the worst newest change first, a slice's metrics together; none last
         rows = sorted(
             rows,
             key=lambda p: (
                 (g := _goodness(p[1])) is None,
                 g or 0.0,
-                metric_order(p[1].metric),
                 p[1].slice,
+                metric_order(p[1].metric),
             ),
         )
     head = (
