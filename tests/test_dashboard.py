@@ -431,3 +431,46 @@ def test_the_page_has_readable_text_and_names_every_picture(tmp_path: Path) -> N
     ]
     page = render_dashboard(_board(tmp_path, rows))
     assert page.count("<svg") > 5 and unnamed(page) == []
+
+
+def test_a_kept_reports_interval_is_its_gated_values_band(tmp_path: Path) -> None:
+    """report.json keeps the paired interval of each gate's change: the point's band is
+    the baseline plus it; a report that bounds no change (no stats) gives none."""
+    from conftest import REPO
+
+    from llm_eval.history_io import report_points
+
+    report = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
+    report["provenance"]["head_commit"] = "f" * 40
+    bare = json.loads(json.dumps(report))
+    for gate in bare["gates"]:
+        gate["stats"] = None
+    kept = tmp_path / "history.jsonl"
+    kept.write_text(json.dumps(report) + "\n" + json.dumps(bare) + "\n")
+    wanted = {"retrieval_recall_at_5": ("recall@5", "tier=A"), "retrieval_mrr": ("mrr", "all")}
+    first, second = report_points(kept, wanted)
+    gate = next(g for g in report["gates"] if g["name"] == "retrieval_mrr")
+    low, high = first.intervals["retrieval_mrr"]
+    assert low == pytest.approx(gate["baseline"] + gate["stats"]["ci_low"])
+    assert high == pytest.approx(gate["baseline"] + gate["stats"]["ci_high"])
+    assert set(first.intervals) == set(wanted)
+    assert second.intervals == {}
+    assert first.aggregates["overall"]["n"] == report["slices"][0]["n"]
+
+
+@needs_chromium
+def test_the_first_screen_shows_its_numbers_with_scripts_off(
+    tmp_path: Path, history_page: tuple[Path, list[dict[str, Any]]]
+) -> None:
+    """Chromium dumps no DOM with scripts disabled: the page loses its scripts instead."""
+    page, _ = history_page
+    bare = page.with_name("bare.html")
+    bare.write_text(re.sub(r"<script\b.*?</script>", "", page.read_text(), flags=re.S))
+    dom, _ = open_page(bare, tmp_path / "profile")
+    assert "data-ready-ms" not in dom and "<script" not in dom  # no script ran
+    first = dom[dom.index('<section id="now"') : dom.index("</section>")]
+    text = re.sub(r"<[^>]+>", " ", first)
+    assert re.search(r"recall@5, tier A: \d+\.\d%", text)
+    assert re.search(r"floor 38\.0%", text) and re.search(r"next limit \d+\.\d%", text)
+    assert "Latest change" in text and re.search(r"\d+\.\d%–\d+\.\d%", text)
+    assert "<circle" not in first and '<path class="line"' in first  # lines without markers
