@@ -474,3 +474,38 @@ def test_the_first_screen_shows_its_numbers_with_scripts_off(
     assert re.search(r"floor 38\.0%", text) and re.search(r"next limit \d+\.\d%", text)
     assert "Latest change" in text and re.search(r"\d+\.\d%–\d+\.\d%", text)
     assert "<circle" not in first and '<path class="line"' in first  # lines without markers
+
+
+def test_a_drift_limit_since_a_tag_is_drawn_from_the_tagged_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The scripted drift (tests/test_drift.py): five refreshes of 2 points each since
+    the tagged reference at 100%; `drift_max` 0.11 draws its limit at 89.0%."""
+    from llm_eval.commands.baseline import refresh
+
+    drift = script("drift_repository")
+    repo = tmp_path / "repo"
+    drift.write_project(repo)
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+
+    def commit(message: str) -> None:
+        refresh(
+            config_path=Path("config/llm-eval.yaml"),
+            criteria_path=Path("config/ship-criteria.yaml"),
+        )
+        for args in (["add", "-A"], ["commit", "-qm", message]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", *args], check=True)
+
+    subprocess.run(["git", "init", "-q", "-b", "main"], check=True)
+    commit("reference baseline")
+    subprocess.run(["git", "tag", "reference"], check=True)
+    for step in range(1, 6):
+        drift.write_run(repo, step)
+        commit(f"change {step}")
+    assert main(["dashboard", "--out", "site"]) == 0
+    capsys.readouterr()
+    page = (repo / "site" / "index.html").read_text()
+    first = page[page.index('<section id="now"') : page.index("</section>")]
+    assert '<line class="drift"' in first and "drift limit 89.0%" in first
+    assert "recall@10, tier A: 90.0%" in first
