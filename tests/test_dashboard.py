@@ -509,3 +509,5 @@ def test_a_drift_limit_since_a_tag_is_drawn_from_the_tagged_baseline(
     first = page[page.index('<section id="now"') : page.index("</section>")]
     assert '<line class="drift"' in first and "drift limit 89.0%" in first
     assert "recall@10, tier A: 90.0%" in first
+    assert "(1.0 pp above its drift limit)" in first
+    assert ">105.0%<" not in page  # a share's axis ends at 100%

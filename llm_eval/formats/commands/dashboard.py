@@ -114,31 +114,35 @@ def _worse(metric: str, change: float) -> bool:
 
 
 def _verdict(board: Dashboard, series: Series) -> str:
-    """One line per gated chart: where the newest value stands against the limits."""
+    """One line per gated chart: where the newest value stands against the floor and
+    the drift limit, and the drops beyond their interval. Marked `worse` when past a
+    limit or dropped by the latest change, `watch` for earlier drops, else `ok`."""
     metric = series.metric
     known = [(i, v) for i, v in enumerate(series.values) if v is not None]
     i, newest = known[-1]
     lower = parse_metric(metric).lower_is_better
-    words = []
+    serious, notes, room = [], [], []
     for limit in series.limits:
-        past = newest > limit.value if lower else newest < limit.value
-        if past and limit.kind != "limit":
-            words.append(f"past its {limit.label.split(' (')[0]} {value(metric, limit.value)}")
+        if limit.kind == "limit":
+            continue
+        name = limit.label.split(" (")[0]
+        if (newest > limit.value) if lower else (newest < limit.value):
+            serious.append(f"past its {name} {value(metric, limit.value)}")
+        elif limit.kind == "drift":
+            gap = delta(metric, abs(newest - limit.value)).lstrip("+")
+            room.append(f"{gap} {'below' if lower else 'above'} its {name}")
     bad = [m for m in series.moves if _worse(metric, _step(series, m))]
-    if series.moves and series.moves[-1] == i and _worse(metric, _step(series, i)):
-        words.append(f"the latest change dropped it beyond its interval ({_sha(board, i)})")
+    if bad and bad[-1] == i:
+        serious.append(f"the latest change dropped it beyond its interval ({_sha(board, i)})")
     elif bad:
-        words.append(
+        notes.append(
             f"{plural(len(bad), 'drop', 'drops')} beyond the interval, the last at "
             f"{_sha(board, bad[-1])}"
         )
+    words = [*serious, *notes] or ["within its floor and limits, no drop beyond its interval"]
+    state = "; ".join(words) + (f" ({', '.join(room)})" if room else "")
+    mark = "worse" if serious else "watch" if notes else "ok"
     name = html.escape(_chart_title(series).split(" — ")[0])
-    state = (
-        "; ".join(words) if words else "within its floor and limits, no drop beyond its interval"
-    )
-    mark = "worse" if words and not words[0].startswith(("1 drop", "2 drops")) else "ok"
-    if words and "past" not in state and "latest" not in state:
-        mark = "watch"
     return f'<b class="{mark}">{name}: {value(metric, newest)}</b> — {html.escape(state)}'
 
 
@@ -371,6 +375,8 @@ def _chart(board: Dashboard, index: int, series: Series, size: tuple[int, int]) 
         [*known, *(lim.value for lim in series.limits), *(e for b in bands for e in b)]
     )
     ticks = nice_ticks(low, high)
+    if parse_metric(series.metric).percent:  # a share stays within 0% and 100%
+        ticks = [t for t in ticks if -1e-9 <= t <= 1 + 1e-9] or ticks
     low, high = min(low, ticks[0]), max(high, ticks[-1])
     step = (plot_right - left) / max(count - 1, 1)
     scale = (plot_bottom - top) / (high - low)
