@@ -511,3 +511,36 @@ def test_a_drift_limit_since_a_tag_is_drawn_from_the_tagged_baseline(
     assert "recall@10, tier A: 90.0%" in first
     assert "(1.0 pp above its drift limit)" in first
     assert ">105.0%<" not in page  # a share's axis ends at 100%
+
+
+SORT = """
+var table = document.getElementById('t-overall');
+function order() { return [].map.call(table.tBodies[0].rows, function (r) {
+  return r.dataset.change; }); }
+var before = order();
+table.querySelector('button.sort').click();
+var sorted = order();
+table.querySelector('button.sort').click();
+var out = document.createElement('pre'); out.id = 'sorted';
+out.textContent = JSON.stringify({before: before, sorted: sorted, back: order()});
+document.body.appendChild(out);
+"""
+
+
+@needs_chromium
+def test_the_change_button_sorts_a_table_worst_first_and_back(tmp_path: Path) -> None:
+    from llm_eval.formats.commands.dashboard import render_dashboard
+
+    steps = {"recall@1": 0.02, "recall@5": -0.04, "recall@10": 0.0, "mrr": -0.01}
+    rows = [
+        {"overall": {m: 0.5 + (step if i else 0.0) for m, step in steps.items()}} for i in range(2)
+    ]
+    page = tmp_path / "index.html"
+    page.write_text(render_dashboard(_board(tmp_path, rows)))
+    dom, log = open_page(with_script(page, SORT), tmp_path / "profile")
+    assert console_errors(log) == []
+    found = json.loads(html.unescape(re.search(r'<pre id="sorted">(.*?)</pre>', dom, re.S)[1]))
+    changes = [[round(float(c), 3) for c in found[k]] for k in ("before", "sorted", "back")]
+    assert changes[0] == [0.02, -0.04, 0.0, -0.01]  # the design's order
+    assert changes[1] == [-0.04, -0.01, 0.0, 0.02]  # worst first
+    assert changes[2] == changes[0]
