@@ -104,7 +104,7 @@ def _first_screen(board: Dashboard) -> list[str]:
     out.append('<div class="grid wide">')
     out += [_chart(board, i, s, size) for i, s in gated]
     out.append("</div>")
-    out.append(_legend())
+    out.append(_legend([s for _, s in gated]))
     out += _latest(board, [s for _, s in gated])
     return [*out, "</section>"]
 
@@ -158,7 +158,17 @@ def _sha(board: Dashboard, i: int) -> str:
     return (board.entries[i].commit or "?")[:7]
 
 
-def _legend() -> str:
+def _legend(gated: Sequence[Series]) -> str:
+    """What the gated charts draw, each mark once: only those some chart has."""
+    kinds = {lim.kind for s in gated for lim in s.limits}
+    shown = {
+        "value",
+        *(["95% interval"] if any(b for s in gated for b in s.intervals) else []),
+        *(["floor"] if "floor" in kinds else []),
+        *(["next change's regression limit"] if "limit" in kinds else []),
+        *(["drift limit"] if "drift" in kinds else []),
+        *(["moved beyond its interval"] if any(s.moves for s in gated) else []),
+    }
     keys = [
         ('<path class="line" d="M2 8h26"/>', "value"),
         ('<rect class="band" x="2" y="3" width="26" height="10"/>', "95% interval"),
@@ -170,6 +180,7 @@ def _legend() -> str:
     items = "".join(
         f'<li><svg width="30" height="16" aria-hidden="true">{shape}</svg>{html.escape(word)}</li>'
         for shape, word in keys
+        if word in shown
     )
     return f'<ul class="legend" aria-label="Legend">{items}</ul>'
 
@@ -289,7 +300,8 @@ def _table(
     head = (
         f'<table class="multiples" id="t-{name}"><thead><tr><th scope=col>Metric</th>'
         "<th scope=col>Slice</th><th scope=col>Trend</th><th scope=col>Last</th>"
-        '<th scope=col><button type="button" class="sort" aria-label="Sort by change">'
+        '<th scope=col><button type="button" class="sort" '
+        'aria-label="Change: sort by the newest change">'
         "Change</button></th><th scope=col>Chart</th></tr></thead><tbody>"
     )
     body = []
