@@ -37,7 +37,11 @@ class Point:
     values: Mapping[str, float | None]
     """Per gate name, its metric over its scope (None: the point does not have it)."""
     aggregates: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
-    """Per slice (`overall`, `tier:A`, `tag:x`), each metric's value (None: not computed)."""
+    """Per slice (`overall`, `tier:A`, `tag:x`), each metric's value (None: not computed)
+    and `n`, the queries it was measured on."""
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Per gate name, the interval a kept report gives its value: the baseline plus the
+    paired interval of the change (`stats.ci_low`, `stats.ci_high`)."""
 
 
 @dataclass(frozen=True, slots=True)

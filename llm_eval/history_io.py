@@ -75,7 +75,7 @@ class PointCache:
         return self.folder / f"points-{digest([_POINT_FORMAT, __version__, self.gates])}.json"
 
 
-_POINT_FORMAT = 1
+_POINT_FORMAT = 2
 """The layout of a cached point; a change makes older caches unseen."""
 _POINTS_KEPT = 5000
 """Cached points per set of gates at most (the newest written kept)."""
@@ -197,8 +197,7 @@ def _point_of(text: str | InputError, rev: Revision, values: Values) -> _Found:
     except InputError as exc:
         return _Found(skipped=_why(exc))
     aggregates = {
-        key: {m: _finite(v) for m, v in row.items() if m != "n"}
-        for key, row in baseline.aggregates.items()
+        key: {m: _finite(v) for m, v in row.items()} for key, row in baseline.aggregates.items()
     }
     return _Found(baseline.fingerprints.get("gold"), dict(values(baseline)), aggregates)
 
@@ -311,18 +310,39 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
     if not isinstance(commit, str) or not commit:
         raise _NoCommit
     values: dict[str, float | None] = {}
+    intervals: dict[str, tuple[float, float]] = {}
     for entry in report["gates"]:
         wanted = gates.get(entry["name"])
         if wanted == (entry.get("metric"), entry.get("scope_key")):
             values[entry["name"]] = entry.get("value")
+            if (interval := _interval(entry)) is not None:
+                intervals[entry["name"]] = interval
     gold = (provenance.get("fingerprints") or {}).get("gold")
     date = str(provenance.get("generated_at") or "")
     aggregates = {
-        row["slice"]: {m: _finite(cell.get("value")) for m, cell in row["metrics"].items()}
+        row["slice"]: {
+            **{m: _finite(cell.get("value")) for m, cell in row["metrics"].items()},
+            "n": _finite(row.get("n")),
+        }
         for row in report["slices"]
         if isinstance(row.get("metrics"), dict)
     }
-    return Point(commit, date, "", "report", gold, values, aggregates)
+    return Point(commit, date, "", "report", gold, values, aggregates, intervals)
+
+
+def _interval(gate: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The gate's value as an interval: its baseline plus the paired interval of the
+    change; None when the report bounds no change (unchanged, or no baseline)."""
+    stats = gate.get("stats") or {}
+    ends = (
+        _finite(gate.get("baseline")),
+        _finite(stats.get("ci_low")),
+        _finite(stats.get("ci_high")),
+    )
+    base, low, high = ends
+    if base is None or low is None or high is None:
+        return None
+    return base + low, base + high
 
 
 def _finite(value: object) -> float | None:

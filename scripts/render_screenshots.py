@@ -12,7 +12,9 @@ the pictures:
   extensions) turns the Markdown into HTML, GitHub's stylesheet (npm's
   github-markdown-css, fetched with `npm pack`) lays it out at 1000 px, headless
   Chromium takes it at its full height;
-- docs/dashboard.png: the top 1100 × 900 px of the dashboard page in Chromium;
+- docs/dashboard.png: the top 1280 × 800 px of the dashboard page in Chromium (its first
+  screen); docs/dashboard-tags.png: 1280 × 800 px of the same page from its table of
+  tags, the first row's chart opened;
 - docs/experiment-pareto.png and experiment-dense.png: the pictures the experiment
   command draws (matplotlib). The dense one needs all-MiniLM-L6-v2 on disk (see
   config/examples/dense.yaml); without it that picture is left as it is, said at the end.
@@ -47,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SOURCES = DOCS / "_sources"
 """What each picture is drawn from, scrubbed; compared by tests/test_docs_pictures.py."""
+DRAWN_FROM = {"dashboard-tags": "dashboard"}
+"""Pictures drawn from another picture's source."""
 RERUN = "python scripts/render_screenshots.py"
 DASHBOARD_URL = "https://owner.github.io/repo/"
 """A configured dashboard, linked from the comment's trend line."""
@@ -54,7 +58,8 @@ REPOSITORY = "owner/repo"
 """The repository the dashboard's points link to (GITHUB_REPOSITORY)."""
 CSS_PACKAGE = "github-markdown-css@5.9.0"
 WIDTH = 1000
-DASHBOARD_SIZE = (1100, 900)
+DASHBOARD_SIZE = (1280, 800)
+"""The first screen the dashboard promises its answer in."""
 GFM_EXTENSIONS = ("table", "strikethrough", "autolink", "tasklist")
 CHROMIUM_FLAGS = [
     "--headless",
@@ -336,6 +341,25 @@ def shoot_page(page: Path, out: Path, work: Path) -> str:
     return f"{width} × {height} px"
 
 
+# Headless Chromium takes its screenshot from the page's top whatever the fragment
+# scrolled to; the tag view cuts what is above the tag table off instead.
+_FROM_TAGS = """<script>
+var heading = document.getElementById("tags");
+while (heading.previousElementSibling) heading.previousElementSibling.remove();
+var row = document.querySelector("#t-tags tbody tr:not(.empty)");
+row.querySelector("details").open = true;
+row.querySelectorAll("svg.chart").forEach(window.llmEvalDraw);
+</script></body>"""
+
+
+def shoot_tags(page: Path, out: Path, work: Path) -> str:
+    """Write the PNG of the dashboard's table of tags, its first row's chart opened
+    (the worst newest change), to `out`; its size in words."""
+    cut = work / "dashboard-tags.html"
+    cut.write_text(page.read_text("utf-8").replace("</body>", _FROM_TAGS), "utf-8")
+    return shoot_page(cut, out, work)
+
+
 def github_css(work: Path) -> str:
     """GitHub's Markdown stylesheet, light theme, from npm's github-markdown-css."""
     run(["npm", "pack", "--silent", CSS_PACKAGE, "--pack-destination", str(work)])
@@ -372,8 +396,11 @@ def pictures(found: Mapping[str, str], work: Path, css: str) -> Iterable[tuple[s
         if name.startswith("comment-"):
             out = DOCS / f"{Path(name).stem}.png"
             yield str(out.relative_to(ROOT)), shoot_comment(text, css, out, work)
+    page = work / "dashboard" / "index.html"
     out = DOCS / "dashboard.png"
-    yield str(out.relative_to(ROOT)), shoot_page(work / "dashboard" / "index.html", out, work)
+    yield str(out.relative_to(ROOT)), shoot_page(page, out, work)
+    out = DOCS / "dashboard-tags.png"
+    yield str(out.relative_to(ROOT)), shoot_tags(page, out, work)
     shutil.copyfile(work / "experiment" / "experiment-pareto.png", DOCS / "experiment-pareto.png")
     yield "docs/experiment-pareto.png", "drawn by llm-eval experiment"
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from llm_eval.against_baseline import rank_changes
 from llm_eval.commands.history import gate_values
+from llm_eval.criteria import Gate
 from llm_eval.dashboard import Change, Dashboard, build_series
+from llm_eval.errors import InputError
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.formats.commands.dashboard import point_count, render_dashboard
 from llm_eval.history import Entry, Point, merge, of_gold
@@ -20,6 +22,7 @@ from llm_eval.history_io import (
     is_shallow,
     newest_report_part,
     report_points,
+    resolve_since,
 )
 from llm_eval.pipeline import load_inputs
 from llm_eval.textio import read_json_file, write_atomic
@@ -54,7 +57,9 @@ def write_dashboard(
     experiment = experiment or inputs.config.output / "experiment" / "experiment.json"
     board = Dashboard(
         entries,
-        build_series(entries, inputs.criteria.gates),
+        build_series(
+            entries, inputs.criteria.gates, _drift_references(inputs.criteria.gates, path)
+        ),
         _latest_change(entries, revisions),
         newest_report_part(history_file, "judge") if history_file is not None else None,
         read_json_file(experiment) if experiment.is_file() else None,
@@ -71,6 +76,21 @@ def write_dashboard(
         f"{len(board.series)} charts, {point_count(board):,} points, {len(entries)} entries "
         f"({gap_count} skipped, drawn as gaps)."
     )
+
+
+def _drift_references(gates: tuple[Gate, ...] | list[Gate], path: Path) -> dict[str, str]:
+    """The commit each gate's drift limit is measured from, where `since` names a git
+    ref (a number of refreshes back is counted on the page's own points); a ref git
+    cannot see draws no drift limit."""
+    found = {}
+    for gate in gates:
+        if gate.drift is None or isinstance(gate.drift.since, int):
+            continue
+        try:
+            found[gate.name] = resolve_since(gate.drift.since, path).commit
+        except InputError:
+            continue
+    return found
 
 
 def _latest_change(entries: tuple[Entry, ...], revisions: tuple[Revision, ...]) -> Change | None:
