@@ -217,23 +217,23 @@ class _Glossary:
         self._linked: set[str] = set()
         if not docs:
             return
-        named: dict[str, str] = dict(report.get("metric_labels") or {})
+        # The names as this code spells them (`Metric.label`), never a report's text.
+        named = [str(m) for m in report.get("metric_labels") or {}]
         for gate in report["gates"]:
-            named.setdefault(gate["metric"], gate["metric_label"])
+            named.append(str(gate["metric"]))
             coverage = gate.get("label_coverage") or {}
-            cutoff = _metric(gate["metric"])
+            gated = _metric(gate["metric"])
             if coverage.get("metric"):
-                named.setdefault(coverage["metric"], "")
-            elif cutoff is not None and cutoff.k is not None:
-                named.setdefault(f"judged@{cutoff.k}", "")  # the notes name it
-        for name, label in named.items():
+                named.append(str(coverage["metric"]))
+            elif gated is not None and gated.k is not None:
+                named.append(f"judged@{gated.k}")  # the notes may name it
+        for name in named:
             metric = _metric(name)
             if metric is None or metric.family.source != "built-in":
                 continue
             url = f"{docs}reference/metrics/#{metric.family.anchor}"
-            for text in dict.fromkeys(filter(None, [str(label), metric.label])):
-                link = Link(text, url, metric.family.description)
-                self._links.setdefault(text, (metric.name, link))
+            link = Link(metric.label, url, metric.family.description)
+            self._links.setdefault(metric.label, (metric.name, link))
         names = sorted(self._links, key=len, reverse=True)
         self._names = re.compile("(?<![\\w@.])(" + "|".join(map(re.escape, names)) + ")(?![\\w@])")
 
