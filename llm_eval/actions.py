@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_eval.defaults import DOCS_URL, DOCS_URL_ENV
 from llm_eval.errors import InputError
 from llm_eval.formats._markup import NO_LINKS, Links
 from llm_eval.textio import read_json_file
@@ -32,12 +33,16 @@ def links_from_env(environ: Mapping[str, str]) -> Links:
     Actions environment; every link is None outside GitHub Actions.
 
     On `pull_request` runs `GITHUB_SHA` is a merge commit nobody pushed, so the head
-    commit comes from the event payload (`pull_request.head.sha`)."""
+    commit comes from the event payload (`pull_request.head.sha`). The documentation's
+    address is `LLM_EVAL_DOCS_URL`, else `defaults.DOCS_URL`; empty, no metric links."""
     server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
     repo, run_id = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_RUN_ID")
     dashboard = environ.get("LLM_EVAL_DASHBOARD_URL") or None
+    docs = environ.get(DOCS_URL_ENV, DOCS_URL).strip() or None
+    if docs and not docs.endswith("/"):
+        docs += "/"
     if not repo:
-        return Links(dashboard=dashboard) if dashboard else NO_LINKS
+        return Links(dashboard=dashboard, docs=docs)
     run = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
     head = _event_head_sha(environ.get("GITHUB_EVENT_PATH")) or environ.get("GITHUB_SHA")
     return Links(
@@ -46,6 +51,7 @@ def links_from_env(environ: Mapping[str, str]) -> Links:
         blob=f"{server}/{repo}/blob/{head}/" if head else None,
         head_sha=head,
         dashboard=dashboard,
+        docs=docs,
     )
 
 

@@ -113,12 +113,10 @@ def sparkline(values: Sequence[float | None], span: float = 0.0) -> str:
     the middle of the values, so that noise smaller than the limit stays a flat line
     and only a move the size of the limit reaches from bottom to top.
     """
-    known = [v for v in values if v is not None and math.isfinite(v)]
-    if not known:
+    scale = spark_scale(values, span)
+    if scale is None:
         return SPARK_GAP * len(values)
-    low, high = min(known), max(known)
-    width = max(high - low, span)
-    floor = (low + high) / 2 - width / 2
+    floor, width = scale[0], scale[1] - scale[0]
     bars = len(SPARK_BARS)
     chars = []
     for v in values:
@@ -129,6 +127,18 @@ def sparkline(values: Sequence[float | None], span: float = 0.0) -> str:
         else:
             chars.append(SPARK_BARS[min(bars - 1, max(0, int((v - floor) / width * bars + 1e-9)))])
     return "".join(chars)
+
+
+def spark_scale(values: Sequence[float | None], span: float = 0.0) -> tuple[float, float] | None:
+    """What the bottom and the top of `sparkline(values, span)` stand for: the values'
+    range, widened to `span` around its middle; None without a value."""
+    known = [v for v in values if v is not None and math.isfinite(v)]
+    if not known:
+        return None
+    low, high = min(known), max(known)
+    width = max(high - low, span)
+    floor = (low + high) / 2 - width / 2
+    return floor, floor + width
 
 
 TREND_POINTS = 12

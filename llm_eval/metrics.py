@@ -103,6 +103,12 @@ class Family:
             text += f" (alias {alias_forms})"
         return text
 
+    @property
+    def anchor(self) -> str:
+        """Its id on the docs' metrics page: `recall-at-k`, `mrr`, `judged-at-k`."""
+        name = self.name.lower().replace("_", "-")
+        return f"{name}-at-k" if self.cutoff == "required" else name
+
 
 @dataclass(frozen=True, slots=True)
 class Metric:

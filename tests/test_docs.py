@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import html as _html
 import importlib.util
 import os
 import re
@@ -246,3 +247,21 @@ def test_the_home_page_renders_with_its_styles(site: Path, tmp_path: Path) -> No
         # A styled page: the header's colour, text and code blocks, not a blank canvas.
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 50
+
+
+def test_every_metric_has_the_anchor_the_comment_links_to(site: Path) -> None:
+    """The built metrics page has an id per metric family, on its row beside its
+    definition; the comment's metric links land on them."""
+    from llm_eval.formats.markdown import render_comment
+    from llm_eval.metrics import families
+    from llm_eval.textio import read_json_file
+
+    page = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
+    for family in families():
+        row = re.search(rf'<tr>\s*<td><span id="{family.anchor}"></span>(.*?)</tr>', page, re.S)
+        assert row is not None, family.anchor
+        assert _html.unescape(family.description) in _html.unescape(row.group(1))
+    report = read_json_file(REPO / "tests" / "gold" / "reports" / "failure_stats.json")
+    linked = re.findall(r"/reference/metrics/#([\w-]+)", render_comment(report))
+    assert linked == ["recall-at-k", "mrr", "judged-at-k"]
+    assert all(f'id="{anchor}"' in page for anchor in linked)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,7 +110,10 @@ def test_every_surface_renders_the_drift_from_the_record(
     assert report["summary"] == [sentence]
     assert sentence in " ".join(terminal.split())
     comment = (scripted / ".llm-eval" / "report.md").read_text()
-    assert f"{sentence}." in comment
+    # the metric's name, the first time it is printed, links to its definition
+    read = re.sub(r'\[([^\]]+)\]\(\S+/reference/metrics/#[\w-]+ "[^"]*"\)', r"\1", comment)
+    assert f"{sentence}." in read
+    assert read != comment
     assert "set the gate's since to a newer reference in the ship criteria" in comment
     assert "Δ ≥ −3.0 pp, since reference Δ ≥ −11.0 pp" in comment
     junit = (scripted / ".llm-eval" / "report.junit.xml").read_text()
@@ -135,7 +139,7 @@ def test_the_comment_shows_the_trend_of_the_committed_baselines(scripted: Path) 
     assert trend["value"] == pytest.approx(0.88) and not trend["shallow"]
     line = (
         "Trend of recall@10 (tier A) over the last 6 committed baselines and this run: "
-        f"{sparkline([*values, 0.88], 0.03)} 100.0% → 88.0%"
+        f"{sparkline([*values, 0.88], 0.03)} 100.0% → 88.0% (scale ▁ 88.0% to █ 100.0%)"
     )
     assert sparkline([*values, 0.88], 0.03) == "█▇▆▅▃▂▁"
     lines = render_comment(report).splitlines()

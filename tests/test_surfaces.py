@@ -12,10 +12,13 @@ the verdict and exit code, show only finite numbers, and fit its medium.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import math
 import random
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -55,7 +58,7 @@ from llm_eval.gate import (
     verdict,
 )
 from llm_eval.judge.arithmetic import Calibration, JudgeSummary
-from llm_eval.metrics import parse_metric
+from llm_eval.metrics import families, parse_metric
 from llm_eval.output import in_ascii
 from llm_eval.report_schema import VERDICTS, validate_report
 from llm_eval.slices import ScoreTable
@@ -494,6 +497,43 @@ def blocking(gate: Mapping[str, Any]) -> bool:
     return bool(gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail"))
 
 
+METRIC_LINK = re.compile(r'\[([^\]]+)\]\((https?://\S+/reference/metrics/#[\w-]+)(?: "([^"]*)")?\)')
+"""A metric's name linked to its definition on the docs' metrics page."""
+
+
+def unlinked(markdown: str) -> str:
+    """The Markdown with each metric link replaced by its text: the sentence as read."""
+    return METRIC_LINK.sub(lambda m: m.group(1), markdown)
+
+
+@functools.cache
+def docs_anchors() -> frozenset[str]:
+    """The ids of the metrics page as the docs' hook generates it when the site is built."""
+    spec = importlib.util.spec_from_file_location(
+        "reference_hook", REPO / "docs" / "_hooks" / "reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return frozenset(re.findall(r'<span id="([\w-]+)"></span>', hook.metric_reference()))
+
+
+def check_metric_links(markdown: str) -> None:
+    """Each metric's name is linked once, where the Markdown first prints it, to an id
+    the docs' metrics page has, with its registry definition on hover."""
+    body = markdown.split("\n", 1)[1]  # after the heading, which names no metric
+    linked: set[str] = set()
+    for match in METRIC_LINK.finditer(body):
+        text, url, title = match.groups()
+        anchor = url.rsplit("#", 1)[1]
+        assert anchor in docs_anchors(), url
+        assert title == {f.anchor: f for f in families()}[anchor].description
+        assert text not in linked, f"{text} linked twice"
+        linked.add(text)
+        before = unlinked(body[: match.start()])
+        assert not re.search(rf"(?<![\w@.]){re.escape(text)}(?![\w@])", before), text
+
+
 def squashed(text: str) -> str:
     """The text without any whitespace: wrapping cannot hide a sentence."""
     return re.sub(r"\s+", "", text)
@@ -818,8 +858,9 @@ def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
         if coverage:
             said = ("Warning: " if coverage["fell"] else "") + coverage["sentence"]
             assert squashed(said) in squashed(renderings["text"])
-            assert squashed(escape_markdown(said)) in squashed(renderings["markdown"])
+            assert squashed(escape_markdown(said)) in squashed(unlinked(renderings["markdown"]))
     check_markdown(report, renderings["markdown"], complete)
+    check_metric_links(renderings["markdown"])
     assert renderings["comment"] == f"{COMMENT_MARKER}\n{renderings['markdown']}"
     check_junit(report, renderings["junit"])
     check_action(report, renderings["annotations"].split("\n") if renderings["annotations"] else [])
@@ -1116,3 +1157,75 @@ def test_on_the_limit_means_within_the_intervals_half_width() -> None:
     assert on_the_limit(near, 0.03)
     closed = replace(near, high_open=False)
     assert on_the_limit(closed, 0.03) and not on_the_limit(closed, 0.04)
+
+
+# --- metric names link to their definitions; the trend says its scale -------------------
+
+
+def test_each_metric_is_linked_once_to_its_definition_where_the_comment_first_names_it() -> None:
+    comment = render_comment(load("failure_stats"))
+    links = [(m.group(1), m.group(2)) for m in METRIC_LINK.finditer(comment)]
+    docs = "https://owner.github.io/llm-eval/reference/metrics/"
+    assert links == [
+        ("recall@5", docs + "#recall-at-k"),
+        ("MRR", docs + "#mrr"),
+        ("judged@5", docs + "#judged-at-k"),
+    ]
+    # the gates table, after the lead, names them without a link
+    assert "| retrieval\\_recall\\_at\\_5 | recall@5 | tier A |" in comment
+    assert {"recall-at-k", "mrr", "judged-at-k"} <= docs_anchors()
+
+
+def test_the_metric_links_follow_the_configured_docs_address() -> None:
+    from llm_eval.actions import links_from_env
+
+    report = load("failure")
+    mirror = links_from_env({"LLM_EVAL_DOCS_URL": "https://docs.example.org/eval"})
+    assert mirror.docs == "https://docs.example.org/eval/"
+    comment = render_comment(report, mirror)
+    assert "[MRR](https://docs.example.org/eval/reference/metrics/#mrr " in comment
+    assert "owner.github.io/llm-eval" not in comment
+    off = render_comment(report, links_from_env({"LLM_EVAL_DOCS_URL": ""}))
+    assert METRIC_LINK.search(off) is None
+    assert unlinked(comment) == off
+
+
+@pytest.mark.skipif(shutil.which("cmark-gfm") is None, reason="needs cmark-gfm")
+def test_github_shows_each_metric_link_with_its_definition() -> None:
+    """The comment through cmark-gfm, GitHub's Markdown: an <a href> per metric, on the
+    name, its definition as the title."""
+    done = subprocess.run(
+        ["cmark-gfm", "-e", "table", "-e", "autolink", "-e", "strikethrough"],
+        input=render_comment(load("failure_stats")),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    docs = "https://owner.github.io/llm-eval/reference/metrics/"
+    for anchor, name in (("recall-at-k", "recall@5"), ("mrr", "MRR"), ("judged-at-k", "judged@5")):
+        description = {f.anchor: f for f in families()}[anchor].description
+        link = f'<a href="{docs}#{anchor}" title="{description}">{name}</a>'
+        assert done.stdout.count(link) == 1, link
+
+
+def trend_of(values: list[float | None], now: float, span: float) -> dict[str, Any]:
+    """A report's trend entry over fixed baselines."""
+    points = [{"value": v, "commit": "0" * 40, "date": "2026-01-01"} for v in values]
+    return {"metric": "recall@5", "label": "recall@5", "points": points, "value": now, "span": span}
+
+
+def trend_line(trend: dict[str, Any]) -> str:
+    report = load("failure")
+    report["trend"] = trend
+    return next(line for line in render_markdown(report).split("\n") if "Trend of" in line)
+
+
+def test_the_trend_line_says_what_its_bottom_and_top_stand_for() -> None:
+    # the values span more than the limit: the lowest is the bottom, the highest the top
+    line = trend_line(trend_of([0.35, 0.41, 0.38], 0.33, 0.03))
+    assert "▃█▆▁ 35.0% → 33.0% (scale ▁ 33.0% to █ 41.0%)" in unlinked(line)
+    # a wobble smaller than the limit is drawn on a scale the limit wide, and says so
+    line = trend_line(trend_of([0.40, 0.41, None], 0.40, 0.10))
+    assert "(scale ▁ 35.5% to █ 45.5%; · marks 1 gap" in line
+    line = trend_line(trend_of([0.40, 0.40], 0.40, 0.0))
+    assert "40.0% → 40.0% (all at 40.0%)" in line

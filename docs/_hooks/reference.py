@@ -82,7 +82,9 @@ def command_reference() -> str:
 
 
 def metric_reference() -> str:
-    """The metric registry, grouped by where the values come from (`llm-eval metrics`)."""
+    """The metric registry, grouped by where the values come from (`llm-eval metrics`);
+    each row carries its family's anchor (`#recall-at-k`, `#mrr`), the place the PR
+    comment links the metric's name to."""
     from llm_eval.commands.metrics import _SOURCES, _UNITS  # the command's own words
     from llm_eval.metrics import families
 
@@ -94,8 +96,10 @@ def metric_reference() -> str:
         for family in (f for f in registered if f.kind == kind):
             better = "higher" if family.higher_is_better else "lower"
             source = "" if family.source == "built-in" else f" (plugin {family.source})"
+            # The id is what the PR comment links a metric's name to (`Family.anchor`).
             lines.append(
-                f"| `{_cell(family.usage())}` | {_UNITS[family.unit]} | {better} "
+                f'| <span id="{family.anchor}"></span>`{_cell(family.usage())}` '
+                f"| {_UNITS[family.unit]} | {better} "
                 f"| {_cell(family.description)}{source} |"
             )
         lines.append("")

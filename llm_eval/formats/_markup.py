@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from llm_eval.defaults import DOCS_URL
+
 FIELD_MAX_CHARS = 400
 """Any one value is clipped to this many characters before it is escaped."""
 
@@ -53,12 +55,18 @@ class Code(str):
     """A value the templates print as a code span (ids, commands): copyable as is."""
 
 
+class Parts(tuple[object, ...]):
+    """A value printed piece by piece: a sentence with a link inside it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """A value the templates print as a Markdown link; plain text when the URL is unsafe."""
 
     text: str | Code
     url: str | None
+    title: str | None = None
+    """Shown on hover (GitHub keeps a link's title): a one-line definition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +81,12 @@ class Links:
     """The pull request's head commit (a pull_request run checks out a merge commit)."""
     dashboard: str | None = None
     """The published dashboard (`LLM_EVAL_DASHBOARD_URL`), when one is configured."""
+    docs: str | None = DOCS_URL
+    """The documentation (`LLM_EVAL_DOCS_URL`): metric names link to their definitions."""
 
 
 NO_LINKS = Links()
-"""Outside GitHub Actions there is nowhere to link to."""
+"""Outside GitHub Actions there is nowhere to link to but the documentation."""
 _SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
 
 
@@ -99,8 +109,15 @@ def finalize(value: object) -> str:
         text = finalize(value.text)
         if value.url is None or not _SAFE_URL.fullmatch(value.url):
             return text
-        return f"[{text}]({value.url})"
+        title = _UNQUOTED.sub(" ", clip(value.title, FIELD_MAX_CHARS)) if value.title else ""
+        return f'[{text}]({value.url} "{title}")' if title else f"[{text}]({value.url})"
+    if isinstance(value, Parts):
+        return "".join(finalize(part) for part in value)
     return code_span(value) if isinstance(value, Code) else escape_markdown(value)
+
+
+_UNQUOTED = re.compile(r'["\\\x00-\x1f\x7f]+')
+"""What cannot stand in a link's double-quoted title as it is."""
 
 
 def clip(text: str, max_chars: int) -> str:

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from llm_eval.english import plural
+from llm_eval.errors import InputError
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._fit import fitted
-from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, finalize
+from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, Parts, finalize
 from llm_eval.formats._words import (
     coverage_lines,
     deciding_p,
@@ -33,8 +34,8 @@ from llm_eval.formats._words import (
     unchanged,
 )
 from llm_eval.gate import worst_status
-from llm_eval.history import SPARK_GAP, sparkline
-from llm_eval.metrics import parse_metric
+from llm_eval.history import SPARK_BARS, SPARK_GAP, spark_scale, sparkline
+from llm_eval.metrics import Metric, parse_metric
 from llm_eval.stats import format_p
 from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, subject, value
 
@@ -159,15 +160,29 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     tiers = [e for e in report["slices"] if e["kind"] in ("overall", "tier")]
     tier_rows = [_slice_row(entry, metric, gating, None) for entry in tiers]
     tag_tables = _tag_tables(report, metric, gating)
+    # In the order a reader meets them: each metric's name is linked the first time only.
+    glossary = _Glossary(report, links.docs)
+    lead = [glossary.link(sentence) for sentence in _lead(report)]
+    trend = _trend(report.get("trend"), links)
+    if trend:
+        trend["text"] = glossary.link(trend["text"])
+    problems = [_problem(gate) for gate in gates if gate["status"] != "pass"]
+    for problem in problems:
+        problem["sentence"] = glossary.link(problem["sentence"])
+        for item in problem["details"]:
+            item["sentence"] = glossary.link(item["sentence"])
+    rows = [_gate_row(gate) for gate in gates]
+    for row in rows:
+        row["label"] = glossary.link(row["label"])
     return {
         "icon": STATUS_ICON[report["verdict"]],
         "headline": _title(report),
-        "lead": _lead(report),
-        "trend": _trend(report.get("trend"), links),
+        "lead": lead,
+        "trend": trend,
         "next_steps": _next_steps(report),
         "gold_changes": _gold_change_lists(report.get("gold_changes")),
-        "problems": [_problem(gate) for gate in gates if gate["status"] != "pass"],
-        "gates": [_gate_row(gate) for gate in gates],
+        "problems": problems,
+        "gates": rows,
         "has_stats": any(gate.get("stats") for gate in gates),
         "methods": _methods(gates),
         "tiers": {
@@ -180,18 +195,76 @@ def _view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         ),
         "everything": Link("report artifact", links.artifact) if links.artifact else None,
         "cutoff": report["changes"]["k"],
-        "notes": _notes(report),
         # What the gold set can detect is statistics: it stays in the collapsed section.
-        "power_notes": [str(g["power_warning"]) for g in gates if g.get("power_warning")],
+        "power_notes": [
+            glossary.link(str(g["power_warning"])) for g in gates if g.get("power_warning")
+        ],
+        "notes": [glossary.link(note) for note in _notes(report)],
         "footer": _footer(report, links),
         "full_changes": CHANGES_SHOWN,
     }
 
 
+class _Glossary:
+    """Links each metric's name, the first time the comment prints it, to its
+    definition on the documentation's metrics page, the definition shown on hover:
+    a reader who does not know `recall@5` or `MRR` is one click from what it means,
+    and the text is not a sea of links. Built-in metrics only: a plugin's is not there."""
+
+    def __init__(self, report: Mapping[str, Any], docs: str | None) -> None:
+        self._links: dict[str, tuple[str, Link]] = {}
+        """Per name as printed: the metric's canonical name, and its link."""
+        self._linked: set[str] = set()
+        if not docs:
+            return
+        # The names as this code spells them (`Metric.label`), never a report's text.
+        named = [str(m) for m in report.get("metric_labels") or {}]
+        for gate in report["gates"]:
+            named.append(str(gate["metric"]))
+            coverage = gate.get("label_coverage") or {}
+            gated = _metric(gate["metric"])
+            if coverage.get("metric"):
+                named.append(str(coverage["metric"]))
+            elif gated is not None and gated.k is not None:
+                named.append(f"judged@{gated.k}")  # the notes may name it
+        for name in named:
+            metric = _metric(name)
+            if metric is None or metric.family.source != "built-in":
+                continue
+            url = f"{docs}reference/metrics/#{metric.family.anchor}"
+            link = Link(metric.label, url, metric.family.description)
+            self._links.setdefault(metric.label, (metric.name, link))
+        names = sorted(self._links, key=len, reverse=True)
+        self._names = re.compile("(?<![\\w@.])(" + "|".join(map(re.escape, names)) + ")(?![\\w@])")
+
+    def link(self, text: str) -> str | Parts:
+        """`text`, the first mention of each metric not yet linked made a link."""
+        if not self._links:
+            return text
+        parts: list[object] = []
+        start = 0
+        for match in self._names.finditer(text):
+            metric, link = self._links[match.group(1)]
+            if metric in self._linked:
+                continue
+            self._linked.add(metric)
+            parts += [text[start : match.start()], link]
+            start = match.end()
+        return Parts([*parts, text[start:]]) if parts else text
+
+
+def _metric(name: str) -> Metric | None:
+    """The metric a report names, None when this installation does not know it."""
+    try:
+        return parse_metric(str(name))
+    except InputError:
+        return None
+
+
 def _trend(trend: Mapping[str, Any] | None, links: Links) -> dict[str, Any] | None:
     """The gated metric over the recent baselines and this run, as a sparkline at the
-    text's size (in a code span it shrinks to 85%), with the dashboard's link when
-    configured."""
+    text's size (in a code span it shrinks to 85%) with what its bottom and top stand
+    for, with the dashboard's link when configured."""
     if not trend:
         return None
     metric, points = trend["metric"], trend["points"]
@@ -203,7 +276,7 @@ def _trend(trend: Mapping[str, Any] | None, links: Links) -> dict[str, Any] | No
         f"Trend of {trend['label']} over the last "
         f"{plural(len(points), 'committed baseline', 'committed baselines')} and this run:"
     )
-    notes = []
+    notes = [_scale_words(metric, spark_scale(values, trend.get("span") or 0.0))]
     if gaps:
         notes.append(f"{SPARK_GAP} marks {plural(gaps, 'gap', 'gaps')}: llm-eval history lists why")
     if trend.get("shallow"):
@@ -212,9 +285,20 @@ def _trend(trend: Mapping[str, Any] | None, links: Links) -> dict[str, Any] | No
         "text": text,
         "spark": sparkline(values, trend.get("span") or 0.0),
         "ends": f"{first} → {value(metric, trend['value'])}",
-        "notes": f" ({'; '.join(notes)})" if notes else "",
+        "notes": f" ({'; '.join(filter(None, notes))})" if any(notes) else "",
         "dashboard": Link("dashboard", links.dashboard) if links.dashboard else None,
     }
+
+
+def _scale_words(metric: str, scale: tuple[float, float] | None) -> str:
+    """What the sparkline's heights stand for: `scale ▁ 33.1% to █ 41.1%` (the scale is
+    at least the gate's limit wide, so a small wobble stays low); `all at 41.1%`."""
+    if scale is None:
+        return ""
+    low, high = scale
+    if high <= low:
+        return f"all at {value(metric, low)}"
+    return f"scale {SPARK_BARS[0]} {value(metric, low)} to {SPARK_BARS[-1]} {value(metric, high)}"
 
 
 def _title(report: Mapping[str, Any]) -> str:
