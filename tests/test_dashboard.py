@@ -159,11 +159,25 @@ out.textContent = JSON.stringify(found); document.body.appendChild(out);
 """
 
 
+@pytest.fixture
+def thousand_points_page(tmp_path: Path) -> Path:
+    """The benchmark's page: 1,000 history entries, 20 tags, two gates."""
+    bench = script("bench_dashboard")
+    page = tmp_path / "thousand" / "index.html"
+    page.parent.mkdir()
+    page.write_text(bench.render_dashboard(bench.synthetic(1000, 20)), "utf-8")
+    return page
+
+
 @needs_chromium
+@pytest.mark.parametrize("which", ["demo history", "1,000 points × 20 tags"])
 def test_the_first_screen_holds_the_gates_their_limits_and_the_latest_change(
-    tmp_path: Path, history_page: tuple[Path, list[dict[str, Any]]]
+    tmp_path: Path, request: pytest.FixtureRequest, which: str
 ) -> None:
-    page, _ = history_page
+    if which == "demo history":
+        page = request.getfixturevalue("history_page")[0]
+    else:
+        page = request.getfixturevalue("thousand_points_page")
     dom, _ = open_page(with_script(page, BOXES), tmp_path / "profile", "--window-size=1280,800")
     found = json.loads(html.unescape(re.search(r'<pre id="boxes">(.*?)</pre>', dom, re.S)[1]))
     # Headless Chromium's window takes its frame off the height (innerHeight < 800):
