@@ -18,6 +18,7 @@ Usage: python scripts/bench_dashboard.py [--entries 1000] [--tags 20] [--repeat 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import random
 import re
@@ -47,6 +48,10 @@ FLAGS = [
 ]
 
 
+FIRST_DAY = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+"""The synthetic history has one refresh a day from here (1,000 run into 2026)."""
+
+
 def synthetic(entries: int, tags: int) -> Dashboard:
     """A random walk per series, a skipped entry every 97th, a drop of 6 points at
     entry 600; Wilson intervals over 400 queries (40 per tag)."""
@@ -54,7 +59,7 @@ def synthetic(entries: int, tags: int) -> Dashboard:
     timeline: list[Entry] = []
     for i in range(entries):
         sha = f"{rng.getrandbits(160):040x}"
-        date = f"2026-{1 + i // 28 % 12:02}-{1 + i % 28:02}T00:00:00+00:00"
+        date = (FIRST_DAY + datetime.timedelta(days=i)).isoformat()
         if i % 97 == 96:
             timeline.append(Skipped(sha, date, f"baseline at {sha[:7]}", "invalid JSON"))
         else:
