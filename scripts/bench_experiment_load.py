@@ -69,20 +69,18 @@ def interleaved(out: Path) -> dict[str, Any]:
 def sequential(out: Path) -> dict[str, Any]:
     """The experiment with each variant's whole run after the other's (the old way),
     compared and written as the command does; its experiment.json."""
-    from llm_eval.commands.experiment import plan
-    from llm_eval.experiment import Measured, compare_variants, recommendation
+    from llm_eval.commands.experiment import compare_runs, plan
+    from llm_eval.experiment import recommendation
     from llm_eval.formats.commands.experiment import to_json
     from llm_eval.gold_io import load_gold
-    from llm_eval.latency_clock import choose_clock, fall_back, on_clock
+    from llm_eval.latency_clock import choose_clock
     from llm_eval.pipeline import scoring_for
     from llm_eval.retrieval import RetrieveOptions, retrieve_gold
-    from llm_eval.scoring import score_run
 
     experiment = plan([DEMO])
     base = experiment.base
     gold = load_gold(base.gold)
-    metrics = list(base.metrics)
-    clock, reason = choose_clock(
+    clock = choose_clock(
         CLOCK["latency"],
         [(v.name, v.retriever.kind, v.retriever.settings) for v in experiment.variants],
     )
@@ -90,25 +88,9 @@ def sequential(out: Path) -> dict[str, Any]:
     for variant in experiment.variants:
         config = replace(base, retriever=variant.retriever, top_k=variant.top_k)
         runs[variant.name] = retrieve_gold(config, gold.queries, RetrieveOptions(False)).run
-    clock, reason = fall_back(runs, clock, reason)
-    measured = [
-        Measured(
-            variant.name,
-            score_run(
-                gold,
-                on_clock(runs[variant.name], clock),
-                metrics,
-                base.relevance_level,
-                scoring_for(base),
-            ),
-            variant.top_k,
-        )
-        for variant in experiment.variants
-    ]
-    lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
     reference = base.experiment.reference or experiment.variants[0].name
-    result = compare_variants(
-        gold, measured, metrics, reference, "recall@5", lifts, clock=clock, clock_reason=reason
+    result = compare_runs(
+        experiment, gold, scoring_for(base), runs, list(base.metrics), reference, "recall@5", clock
     )
     document: dict[str, Any] = json.loads(to_json(result, recommendation(result), {}))
     return document

@@ -10,7 +10,7 @@ each (named by file stem), which must share the gold set.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.experiment import (
+    Experiment,
     Measured,
     compare_variants,
     recommendation,
@@ -38,7 +39,7 @@ from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
 from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved
 from llm_eval.runs import Run
-from llm_eval.scoring import score_run
+from llm_eval.scoring import Scoring, score_run
 from llm_eval.textio import write_atomic
 
 
@@ -141,34 +142,17 @@ def run_experiment(
         contenders, gold.queries, RetrieveOptions(use_cache, 1, progress), timings=timings
     )
     runs = {name: retrieval.run for name, retrieval in retrievals.items()}
-    clock, reason = fall_back(runs, clock, reason)
-    measured = [
-        Measured(
-            variant.name,
-            score_run(
-                gold,
-                on_clock(runs[variant.name], clock),
-                metrics,
-                base.relevance_level,
-                scoring,
-            ),
-            variant.top_k,
-        )
-        for variant in experiment_plan.variants
-    ]
-    lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
-    result = compare_variants(
+    result = compare_runs(
+        experiment_plan,
         gold,
-        measured,
+        scoring,
+        runs,
         metrics,
         reference,
         quality,
-        lifts,
+        (clock, reason),
         alpha=alpha,
         scope=scope,
-        clock=clock,
-        clock_reason=reason,
-        clocks={name: clock_percentiles(run, gold) for name, run in runs.items()},
     )
     folder = out_dir or base.output / "experiment"
     words = recommendation(result)
@@ -178,6 +162,54 @@ def run_experiment(
     write_atomic(folder / "experiment.json", to_json(result, words, timings))
     elapsed = time.perf_counter() - started
     return terminal_text(result, words, folder, picture, elapsed, width)
+
+
+def compare_runs(
+    experiment_plan: Plan,
+    gold: GoldSet,
+    scoring: Scoring,
+    runs: Mapping[str, Run],
+    metrics: Sequence[str],
+    reference: str,
+    quality: str,
+    clock: tuple[str, str],
+    *,
+    alpha: float = 0.05,
+    scope: str = "all tiers",
+) -> Experiment:
+    """Every variant's run scored and compared: on the chosen clock (`clock` is it and
+    its reason), or wall time when a run lacks CPU times. `scoring` is read before the
+    retrieval, so that a bad versions file stops the run before the work."""
+    base = experiment_plan.base
+    chosen, reason = fall_back(runs, *clock)
+    measured = [
+        Measured(
+            variant.name,
+            score_run(
+                gold,
+                on_clock(runs[variant.name], chosen),
+                metrics,
+                base.relevance_level,
+                scoring,
+            ),
+            variant.top_k,
+        )
+        for variant in experiment_plan.variants
+    ]
+    lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
+    return compare_variants(
+        gold,
+        measured,
+        metrics,
+        reference,
+        quality,
+        lifts,
+        alpha=alpha,
+        scope=scope,
+        clock=chosen,
+        clock_reason=reason,
+        clocks={name: clock_percentiles(run, gold) for name, run in runs.items()},
+    )
 
 
 def clock_percentiles(run: Run, gold: GoldSet) -> dict[str, dict[str, float]]:
