@@ -116,20 +116,20 @@ def candidates(x: float, y: float, width: float, height: float, gap: float) -> l
     for ring in RINGS:
         distance = gap * ring
         for dx, dy in DIRECTIONS:
-            if dx > 0:
-                x0 = x + distance
-            elif dx < 0:
-                x0 = x - distance - width
-            else:
-                x0 = x - width / 2
-            if dy > 0:
-                y0 = y + distance
-            elif dy < 0:
-                y0 = y - distance - height
-            else:
-                y0 = y - height / 2
+            x0 = _start(x, dx, distance, width)
+            y0 = _start(y, dy, distance, height)
             out.append(Box(x0, y0, x0 + width, y0 + height))
     return out
+
+
+def _start(centre: float, direction: float, distance: float, size: float) -> float:
+    """Where a label `size` long starts on one axis: `distance` past the point in the
+    `direction` (+1, -1), or centred on it (0)."""
+    if direction > 0:
+        return centre + distance
+    if direction < 0:
+        return centre - distance - size
+    return centre - size / 2
 
 
 def place_labels(
