@@ -39,6 +39,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from llm_eval.latency_ratio import Ratio, ratio_cell
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "examples" / "experiment.yaml"
 SPIN = {
@@ -96,24 +98,28 @@ def sequential(out: Path) -> dict[str, Any]:
     return document
 
 
+def ratio_of(variant: dict[str, Any], quantile: str) -> Ratio | None:
+    """The variant's latency against the reference, as experiment.json keeps it; None
+    for the reference itself."""
+    kept = variant.get("latency_versus_reference", {}).get(quantile)
+    if kept is None:
+        return None
+    share = float(quantile.removeprefix("p")) / 100
+    return Ratio(share, kept["ratio"], kept["low"], kept["high"], kept["queries"])
+
+
 def verdict(variant: dict[str, Any], quantile: str = "p95") -> str:
-    """`reference`, `as fast`, `1.9–2.3× slower`: the p95 against the reference."""
-    ratio = variant.get("latency_versus_reference", {}).get(quantile)
-    if ratio is None:
-        return "reference"
-    if ratio["tied"]:
-        return "as fast"
-    if ratio["high"] < 1:
-        return f"{1 / ratio['high']:.2f}–{1 / ratio['low']:.2f}× faster"
-    return f"{ratio['low']:.2f}–{ratio['high']:.2f}× slower"
+    """`reference`, or the experiment's own table cell: `as fast`, `1.9–2.3× slower`."""
+    ratio = ratio_of(variant, quantile)
+    return "reference" if ratio is None else ratio_cell(ratio)
 
 
 def side(variant: dict[str, Any], quantile: str = "p95") -> str:
     """The verdict without its numbers: `faster`, `as fast`, `slower`, `reference`."""
-    ratio = variant.get("latency_versus_reference", {}).get(quantile)
+    ratio = ratio_of(variant, quantile)
     if ratio is None:
         return "reference"
-    return "as fast" if ratio["tied"] else "faster" if ratio["high"] < 1 else "slower"
+    return "as fast" if ratio.tied else "faster" if ratio.faster else "slower"
 
 
 def summary(document: dict[str, Any]) -> dict[str, Any]:
