@@ -132,7 +132,8 @@ def test_the_comment_is_the_report_under_the_marker() -> None:
         ("recall@5 and x@y", "recall@5 and x@y"),  # no mention after a word character
         ("mail a@b.example", f"mail a@{ZWJ}b.example"),  # but an e-mail address links
         ("File#0 and a#b", "File#0 and a#b"),
-        ("\u202eevil\u2066 \u200f\u061c", "evil "),
+        ("\u202eevil\u2066 \u200f\u061c", "\\\\u202eevil\\\\u2066 \\\\u200f\\\\u061c"),
+        ("esc\x1b[31m bel\x07", "esc\\\\x1b\\[31m bel\\\\x07"),
         ("#1 and owner/repo#2", f"#{ZWJ}1 and owner/repo#{ZWJ}2"),
         ("GH-3 gh-4", f"GH-{ZWJ}3 gh-{ZWJ}4"),
         ("https://x.example www.x.example", f"https:{ZWJ}//x.example www{ZWJ}.x.example"),

@@ -29,23 +29,39 @@ _LINKABLE = re.compile(
     r"|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=gh-)(?=\d)",
     re.IGNORECASE,
 )
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-"""Bidirectional controls: they can make text read differently from what it is."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_LAYOUT = re.compile("[\t\n\r\u2028\u2029]+")
+"""Line breaks and tabs: a value is shown on one line, so they become a space."""
+_HIDDEN = re.compile("[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Other control characters, and bidirectional controls, which can make text read
+differently from what it is: shown as escapes, so the reader sees they are there."""
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _HTML_SPECIAL = re.compile("[&<>]")
 _MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]|~$]")
 
 
+def visible(text: str) -> str:
+    """`text` on one line with nothing hidden in it, the rule of every rendering a
+    reviewer reads (the comment, the dashboard): line breaks and tabs become a space,
+    other control characters and bidirectional controls their escape (`\\x1b`,
+    `\\u202e`)."""
+    return _HIDDEN.sub(_escape, _LAYOUT.sub(" ", text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def escape_markdown(text: object) -> str:
     """`text` as inert GitHub Markdown: one line, no markup, no HTML, nothing linked.
 
-    Line breaks and control characters become spaces (a table cell stays one cell),
-    the text is clipped to `FIELD_MAX_CHARS`, `& < >` become HTML entities,
+    Line breaks and tabs become spaces (a table cell stays one cell), other control
+    characters and bidirectional controls visible escapes (`visible`), the text is
+    clipped to `FIELD_MAX_CHARS`, `& < >` become HTML entities,
     ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
     get a zero-width joiner (see `_LINKABLE`).
     """
-    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = visible(clip(str(text), FIELD_MAX_CHARS))
     line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
     line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
     return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
@@ -91,11 +107,11 @@ _SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
 
 
 def code_span(text: object) -> str:
-    """`text` as an inline code span: one line, no bidi controls, fenced with more
+    """`text` as an inline code span: one line, nothing hidden (`visible`), fenced with more
     backticks than it contains, so nothing in it is markup or linked. `|` is escaped:
     GFM splits table cells on it even inside code, and shows `\\|` there as `|`
     (backslashes right before it are doubled so the pipe stays escaped)."""
-    line = _BIDI.sub("", clip(_CONTROL.sub(" ", str(text)), FIELD_MAX_CHARS))
+    line = visible(clip(str(text), FIELD_MAX_CHARS))
     line = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", line)
     longest = max((len(run) for run in re.findall("`+", line)), default=0)
     fence = "`" * (longest + 1)

@@ -23,6 +23,7 @@ from typing import Any
 
 from llm_eval.dashboard import DESIGN_ORDER, Change, Dashboard, Limit, Series, gaps, metric_order
 from llm_eval.english import plural
+from llm_eval.formats._markup import visible
 from llm_eval.history import Point
 from llm_eval.metrics import parse_metric
 from llm_eval.wording import delta, value
@@ -49,7 +50,7 @@ def render_dashboard(board: Dashboard) -> str:
         "<title>llm-eval dashboard</title>",
         f"<style>{_asset('dashboard.css')}</style></head><body>",
         "<h1>Retrieval quality over time</h1>",
-        f"<p class=sub>{html.escape(_subtitle(board))}</p>",
+        f"<p class=sub>{_text(_subtitle(board))}</p>",
         *_first_screen(board),
         *_gap_list(board),
         *_tables(board),
@@ -61,6 +62,13 @@ def render_dashboard(board: Dashboard) -> str:
         "</body></html>",
     ]
     return "\n".join(page) + "\n"
+
+
+def _text(value: object) -> str:
+    """Text from the inputs (tags, questions, commits, gate and metric names) as HTML:
+    shown as the PR comment shows it (`visible`: one line, control and bidirectional
+    characters as escapes), then escaped, quotes included, for text and attributes."""
+    return html.escape(visible(str(value)))
 
 
 def _asset(name: str) -> str:
@@ -81,7 +89,7 @@ def _gap_list(board: Dashboard) -> list[str]:
     found = gaps(board.entries)
     if not found:
         return []
-    rows = [f"<li>#{i + 1} {html.escape(e.where)}: {html.escape(e.reason)}</li>" for i, e in found]
+    rows = [f"<li>#{i + 1} {_text(e.where)}: {_text(e.reason)}</li>" for i, e in found]
     title = f"Skipped, drawn as gaps ({len(found)})"
     shown = " open" if len(found) <= 3 else ""
     return [f"<details class=gaps{shown}><summary>{title}</summary><ul>", *rows, "</ul></details>"]
@@ -142,8 +150,8 @@ def _verdict(board: Dashboard, series: Series) -> str:
     words = [*serious, *notes] or ["within its floor and limits, no drop beyond its interval"]
     state = "; ".join(words) + (f" ({', '.join(room)})" if room else "")
     mark = "worse" if serious else "watch" if notes else "ok"
-    name = html.escape(_chart_title(series).split(" — ")[0])
-    return f'<b class="{mark}">{name}: {value(metric, newest)}</b> — {html.escape(state)}'
+    name = _text(_chart_title(series).split(" — ")[0])
+    return f'<b class="{mark}">{name}: {value(metric, newest)}</b> — {_text(state)}'
 
 
 def _step(series: Series, i: int) -> float:
@@ -178,7 +186,7 @@ def _legend(gated: Sequence[Series]) -> str:
         (f'<path class="cp down" d="{_triangle(15, 8, True)}"/>', "moved beyond its interval"),
     ]
     items = "".join(
-        f'<li><svg width="30" height="16" aria-hidden="true">{shape}</svg>{html.escape(word)}</li>'
+        f'<li><svg width="30" height="16" aria-hidden="true">{shape}</svg>{_text(word)}</li>'
         for shape, word in keys
         if word in shown
     )
@@ -196,12 +204,12 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
     subject = ""
     if isinstance(entry, Point) and entry.subject:
         short = entry.subject if len(entry.subject) <= 72 else entry.subject[:71] + "…"
-        subject = f' <span title="{html.escape(entry.subject)}">“{html.escape(short)}”</span>'
+        subject = f' <span title="{_text(entry.subject)}">“{_text(short)}”</span>'
 
     out.append(
-        f"<p>{_commit_link(board, entry.commit)}{subject} ({html.escape((entry.date or '')[:10])}"
+        f"<p>{_commit_link(board, entry.commit)}{subject} ({_text((entry.date or '')[:10])}"
         f"), against {_commit_link(board, prior.commit)} "
-        f"({html.escape((prior.date or '')[:10])}):</p>"
+        f"({_text((prior.date or '')[:10])}):</p>"
     )
     rows = []
     for series in gated:
@@ -219,10 +227,10 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
             else "none kept"
         )
         rows.append(
-            f"<tr><th scope=row>{html.escape(_chart_title(series).split(' — ')[0])}</th>"
+            f"<tr><th scope=row>{_text(_chart_title(series).split(' — ')[0])}</th>"
             f"<td class=num>{value(series.metric, then)}</td>"
-            f"<td class=num>{value(series.metric, now)}</td><td>{html.escape(moved)}</td>"
-            f"<td class=num>{html.escape(band)}</td></tr>"
+            f"<td class=num>{value(series.metric, now)}</td><td>{_text(moved)}</td>"
+            f"<td class=num>{_text(band)}</td></tr>"
         )
     out.append(
         "<table><tr><th>Gated metric</th><th>Before</th><th>After</th><th>Change</th>"
@@ -231,7 +239,8 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
     change = board.change
     if change is not None:
         out.append(
-            f"<p>Between the two newest baselines ({change.before[:7]} → {change.after[:7]}): "
+            f"<p>Between the two newest baselines ({_text(change.before[:7])} → "
+            f"{_text(change.after[:7])}): "
             f"{plural(len(change.lost), 'question', 'questions')} lost "
             f"{'its' if len(change.lost) == 1 else 'their'} relevant result from the top "
             f'{change.k}, {len(change.gained)} gained one (<a href="#questions">listed '
@@ -241,9 +250,9 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
 
 
 def _commit_link(board: Dashboard, commit: str | None) -> str:
-    short = html.escape((commit or "?")[:7])
+    short = _text((commit or "?")[:7])
     if board.commit_url and commit:
-        return f'<a href="{html.escape(board.commit_url + commit)}"><code>{short}</code></a>'
+        return f'<a href="{_text(board.commit_url + commit)}"><code>{short}</code></a>'
     return f"<code>{short}</code>"
 
 
@@ -264,7 +273,7 @@ def _tables(board: Dashboard) -> list[str]:
     if missing:
         labels = ", ".join(parse_metric(m).label for m in missing)
         out.append(
-            f'<p class="nodata">no data yet: {html.escape(labels)} '
+            f'<p class="nodata">no data yet: {_text(labels)} '
             "(no baseline or kept report has computed it).</p>"
         )
     out += _table(board, overall, "overall", by_change=False)
@@ -306,8 +315,8 @@ def _table(
     )
     body = []
     for order, (index, series) in enumerate(rows):
-        label = html.escape(parse_metric(series.metric).label)
-        where = html.escape(_slice_name(series.slice))
+        label = _text(parse_metric(series.metric).label)
+        where = _text(_slice_name(series.slice))
         if series.empty:
             body.append(
                 f'<tr class="empty" data-change="" data-order="{order}"><th scope=row>{label}'
@@ -324,7 +333,7 @@ def _table(
             f'data-change="{"" if good is None else f"{good:.6f}"}" data-order="{order}">'
             f"<th scope=row>{label}</th><td>{where}</td><td>{_spark(series)}</td>"
             f"<td class=num>{value(series.metric, known[-1])}</td>"
-            f'<td class="num {cls}">{html.escape(change)}</td>'
+            f'<td class="num {cls}">{_text(change)}</td>'
             f"<td><details><summary>chart</summary>{_chart(board, index, series, FULL)}"
             "</details></td></tr>"
         )
@@ -367,7 +376,7 @@ def _spark(series: Series) -> str:
     )
     return (
         f'<svg class="spark" role="img" width="{width}" height="{height}" '
-        f'aria-label="{html.escape(title)}"><title>{html.escape(title)}</title>'
+        f'aria-label="{_text(title)}"><title>{_text(title)}</title>'
         f'<path class="line" d="{path}"/><circle cx="{last_x + 2}" cy="{y(last_v):.1f}" '
         'r="2"/></svg>'
     )
@@ -402,14 +411,14 @@ def _chart(board: Dashboard, index: int, series: Series, size: tuple[int, int]) 
     metric = series.metric
     title = _chart_title(series)
     parts = [
-        f'<svg class="chart" role="img" aria-label="{html.escape(title)}" width="{width}" '
+        f'<svg class="chart" role="img" aria-label="{_text(title)}" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" data-series="{index}" '
-        f'data-metric="{html.escape(metric)}" data-slice="{html.escape(series.slice)}" '
+        f'data-metric="{_text(metric)}" data-slice="{_text(series.slice)}" '
         f'data-x0="{x(0):.2f}" '
         f'data-dx="{step if count > 1 else 0:.4f}" data-y0="{top + high * scale:.2f}" '
         f'data-ky="{scale:.4f}" data-expected="{len(known)}">',
-        f"<title>{html.escape(title)}</title>",
-        f'<text class="t" x="{left}" y="16">{html.escape(title)}</text>',
+        f"<title>{_text(title)}</title>",
+        f'<text class="t" x="{left}" y="16">{_text(title)}</text>',
     ]
     for tick in ticks:
         at = y(tick)
@@ -460,11 +469,11 @@ def _limits(
         line_y = y(limit.value)
         name = limit.label.split(" (")[0].replace("next change's limit", "next limit")
         out.append(
-            f'<g class="lim"><title>{html.escape(limit.label)}: '
+            f'<g class="lim"><title>{_text(limit.label)}: '
             f"{value(metric, limit.value)}</title>"
             f'<line class="{limit.kind}" x1="{left}" x2="{right}" y1="{line_y:.1f}" '
             f'y2="{line_y:.1f}"/><text class="ll" x="{right + 6}" y="{at:.1f}">'
-            f"{html.escape(name)} {value(metric, limit.value)}</text></g>"
+            f"{_text(name)} {value(metric, limit.value)}</text></g>"
         )
     return out
 
@@ -496,8 +505,8 @@ def _date_ticks(
         out.append(
             f'<line class="tick" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{baseline}" '
             f'y2="{baseline + 4}"/><text class="xl" text-anchor="{anchor}" x="{x(i):.1f}" '
-            f'y="{baseline + 16}"><title>{html.escape(sha)}</title>'
-            f"{html.escape((entry.date or '')[:10])}</text>"
+            f'y="{baseline + 16}"><title>{_text(sha)}</title>'
+            f"{_text((entry.date or '')[:10])}</text>"
         )
     return out
 
@@ -580,7 +589,7 @@ def _moves(
         at = y(now) + (-9 if change > 0 else 9)
         out.append(
             f'<path class="cp {"down" if worse else "up"}" data-i="{i}" '
-            f'd="{_triangle(x(i), at, change < 0)}"><title>{html.escape(words)}</title></path>'
+            f'd="{_triangle(x(i), at, change < 0)}"><title>{_text(words)}</title></path>'
         )
     return out
 
@@ -666,10 +675,15 @@ def _thinned(run: Sequence[int], x: Any, key: Callable[[int], float]) -> list[in
 
 def _points_json(board: Dashboard) -> str:
     """What the script needs to draw the markers: per entry its commit and date, per
-    series its values and how to print them. `</` is escaped for the script block."""
+    series its values and how to print them. Commits and dates are shown as the page's
+    text is (`visible`); `<`, `>`, `&` and the two JavaScript line separators are
+    `\\u` escapes, so no content can end the script block, open a comment in it or
+    change how it is parsed."""
     data = {
         "base": board.commit_url,
-        "commits": [[(e.commit or "")[:12], (e.date or "")[:10]] for e in board.entries],
+        "commits": [
+            [visible((e.commit or "")[:12]), visible((e.date or "")[:10])] for e in board.entries
+        ],
         "series": [
             {
                 "v": [None if v is None else round(v, 5) for v in s.values],
@@ -680,7 +694,13 @@ def _points_json(board: Dashboard) -> str:
             for s in board.series
         ],
     }
-    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    text = json.dumps(data, separators=(",", ":"))
+    return _SCRIPT_SPECIAL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_SCRIPT_SPECIAL = re.compile("[<>&\u2028\u2029]")
+"""What must not appear as itself in a script block's JSON; a `\\u` escape reads as
+the same character once parsed."""
 
 
 def _change(board: Dashboard) -> list[str]:
@@ -692,7 +712,7 @@ def _change(board: Dashboard) -> list[str]:
         ]
     head = (
         '<h2 id="questions">Questions that moved</h2>'
-        f"<p>From {change.before[:7]} to {change.after[:7]}: "
+        f"<p>From {_text(change.before[:7])} to {_text(change.after[:7])}: "
         f"{plural(len(change.lost), 'question', 'questions')} lost "
         f"{'its' if len(change.lost) == 1 else 'their'} relevant result from the top "
         f"{change.k}, {len(change.gained)} gained one.</p>"
@@ -709,8 +729,8 @@ def _change_table(board: Dashboard, title: str, rows: Sequence[Any], change: Cha
         return []
     questions = board.questions or {}
     body = [
-        f"<tr><td><code>{html.escape(r.query_id)}</code></td>"
-        f"<td>{html.escape(questions.get(r.query_id, ''))}</td>"
+        f"<tr><td><code>{_text(r.query_id)}</code></td>"
+        f"<td>{_text(questions.get(r.query_id, ''))}</td>"
         f"<td>{_rank(r.rank_before)} → {_rank(r.rank_after)}</td></tr>"
         for r in rows
     ]
@@ -734,10 +754,10 @@ def _judge(board: Dashboard) -> list[str]:
         ]
     calibration = judge.get("calibration") or {}
     rows = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_cell(v))}</td></tr>"
+        f"<tr><th>{_text(str(k))}</th><td>{_text(_cell(v))}</td></tr>"
         for k, v in calibration.items()
     )
-    model = html.escape(str(judge.get("model", "")))
+    model = _text(str(judge.get("model", "")))
     if not rows:
         return [
             f"<h2>Judged metrics</h2><p>Judge {model}: no calibration (no labelled chunks).</p>"
@@ -761,7 +781,7 @@ def _experiment(board: Dashboard) -> list[str]:
     quality = str(experiment.get("quality", ""))
     head = (
         "<tr><th>Variant</th><th>"
-        + html.escape(quality)
+        + _text(quality)
         + "</th><th>Δ vs reference</th><th>Front</th></tr>"
     )
     rows = []
@@ -769,11 +789,11 @@ def _experiment(board: Dashboard) -> list[str]:
         mean = (variant.get("values") or {}).get(quality)
         pair = (variant.get("versus_reference") or {}).get(quality) or {}
         rows.append(
-            f"<tr><td>{html.escape(str(variant.get('name')))}</td>"
+            f"<tr><td>{_text(str(variant.get('name')))}</td>"
             f"<td>{_cell(mean)}</td><td>{_cell(pair.get('delta'))}</td>"
             f"<td>{'yes' if variant.get('pareto_front') else ''}</td></tr>"
         )
-    words = html.escape(str(experiment.get("recommendation", "")))
+    words = _text(str(experiment.get("recommendation", "")))
     return ["<h2>Experiment</h2>", f"<p>{words}</p>", f"<table>{head}{''.join(rows)}</table>"]
 
 
