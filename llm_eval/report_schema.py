@@ -78,6 +78,24 @@ _CORRECTED = record(
     },
     frozenset({"metric", "value", "ci_low", "ci_high", "judge", "labelled", "confidence"}),
 )
+_CALIBRATION = record(
+    {
+        "chunks": _count,
+        "agreement": number,
+        "kappa": _maybe_number,
+        "precision": _maybe_number,
+        "recall": _maybe_number,
+    },
+    frozenset({"chunks", "agreement", "kappa", "precision", "recall"}),
+)
+_JUDGE = record(
+    {
+        "corrected": list_of(_CORRECTED),
+        "uncorrected": list_of(text),
+        "model": text,
+        "calibration": optional(_CALIBRATION),
+    }
+)
 _DRIFT = record(
     {
         "label": text,
@@ -261,7 +279,7 @@ REPORT: Check = record(
         "changes": _CHANGES,
         "queries": _QUERIES,
         "gold_changes": optional(_GOLD_CHANGES),
-        "judge": optional(record({"corrected": list_of(_CORRECTED), "uncorrected": list_of(text)})),
+        "judge": optional(_JUDGE),
         "trend": optional(_TREND),
         "notes": list_of(text),
         "provenance": _PROVENANCE,

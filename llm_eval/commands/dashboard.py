@@ -10,6 +10,7 @@ from llm_eval.commands.history import gate_values
 from llm_eval.criteria import Gate
 from llm_eval.dashboard import Change, Dashboard, build_series
 from llm_eval.errors import InputError
+from llm_eval.experiment_schema import read_experiment
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.formats.commands.dashboard import point_count, render_dashboard
 from llm_eval.history import Entry, Point, merge, of_gold
@@ -25,7 +26,7 @@ from llm_eval.history_io import (
     resolve_since,
 )
 from llm_eval.pipeline import load_inputs
-from llm_eval.textio import read_json_file, write_atomic
+from llm_eval.textio import write_atomic
 
 DEFAULT_LAST = 1000
 """Points the dashboard reads at most (the newest)."""
@@ -54,7 +55,9 @@ def write_dashboard(
         reports = report_points(history_file, wanted)
     gold = gold_fingerprint(query_fingerprints(inputs.gold))
     entries = of_gold(merge(baselines, reports, last), gold)
-    experiment = experiment or inputs.config.output / "experiment" / "experiment.json"
+    if experiment is None:  # the one `llm-eval experiment` wrote, when there is one
+        written = inputs.config.output / "experiment" / "experiment.json"
+        experiment = written if written.is_file() else None
     board = Dashboard(
         entries,
         build_series(
@@ -62,7 +65,7 @@ def write_dashboard(
         ),
         _latest_change(entries, revisions),
         newest_report_part(history_file, "judge") if history_file is not None else None,
-        read_json_file(experiment) if experiment.is_file() else None,
+        read_experiment(experiment) if experiment is not None else None,
         len(revisions) < last and is_shallow(),
         commit_url(os.environ),
         {q.query_id: q.query for q in inputs.gold.queries},
