@@ -34,6 +34,7 @@ relevant but unlabelled chunks looks like a recall drop, and its judged@k falls.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -177,12 +178,22 @@ class Metric:
     def _checked(self, judgments: Judgments) -> FloatArray:
         assert self.family.kernel is not None
         where = f"metric {self.name} of the plugin {self.family.source}"
-        try:
-            values = np.asarray(self.family.kernel(judgments, self.k), dtype=np.float64)
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            detail = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
-            raise PluginError(f"{where} failed: {detail}") from None
+        # A warning inside the kernel is the plugin's to report, not the user's to read:
+        # kept from stderr, and named in the error when the values it warned of are bad.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                raw = np.asarray(self.family.kernel(judgments, self.k))
+            except Exception as exc:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                detail = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+                raise PluginError(f"{where} failed: {detail}") from None
+        if raw.dtype.kind not in "iuf":
+            word = _NOT_REAL.get(raw.dtype.kind, "other")
+            raise PluginError(
+                f"{where} gave {word} values ({raw.dtype.name}), not one real number per query"
+            )
+        values = raw.astype(np.float64)
         expected = (len(judgments.query_ids),)
         if values.shape != expected:
             raise PluginError(
@@ -190,7 +201,12 @@ class Metric:
             )
         if not np.isfinite(values).all():
             bad = int((~np.isfinite(values)).sum())
-            raise PluginError(f"{where} gave {bad} value(s) that are NaN or infinite")
+            warned = (
+                f" ({caught[0].category.__name__}: {str(caught[0].message).splitlines()[0]})"
+                if caught and str(caught[0].message).strip()
+                else ""
+            )
+            raise PluginError(f"{where} gave {bad} value(s) that are NaN or infinite{warned}")
         if self.family.score_range is not None:
             low, high = self.family.score_range
             outside = (values < low - 1e-9) | (values > high + 1e-9)
@@ -206,6 +222,19 @@ class Metric:
         """The value over a slice's records (service metrics only)."""
         assert self.family.aggregate is not None, f"{self.name} is not a service metric"
         return self.family.aggregate(records)
+
+
+_NOT_REAL = {
+    "b": "bool",
+    "c": "complex",
+    "O": "object",
+    "U": "text",
+    "S": "bytes",
+    "M": "datetime",
+    "m": "timedelta",
+    "V": "structured",
+}
+"""What a kernel's values are when they are not real numbers, by numpy's dtype kind."""
 
 
 def _relevant_within(j: Judgments, k: int | None) -> np.ndarray:

@@ -224,6 +224,8 @@ def test_a_broken_plugin_is_one_line_naming_its_entry_point(
 
 
 FAULTY = """
+import warnings
+
 import numpy as np
 
 from llm_eval.metrics import Family, register
@@ -245,7 +247,24 @@ KERNEL_FAULTS = [
     ("return np.full(n, np.nan)", "gave 5 value(s) that are NaN or infinite"),
     ("return np.array([np.inf] + [0.0] * (n - 1))", "gave 1 value(s) that are NaN or infinite"),
     ("return np.full(n, 2.5)", "gave 5 value(s) outside its range [0, 1], e.g. 2.5"),
-    ("return np.array(['x'] * n)", "failed: ValueError: could not convert string to float"),
+    ("return np.array(['x'] * n)", "gave text values (str32), not one real number per query"),
+    ("return np.array([0.5 + 1j] * n)", "gave complex values (complex128), not one real"),
+    ("return np.zeros(n, dtype=complex)", "gave complex values (complex128), not one real"),
+    ("return [0.5] * (n - 1) + [1j]", "gave complex values (complex128), not one real"),
+    ("return np.array([True] * n)", "gave bool values (bool), not one real number per query"),
+    ("return [0.5] * (n - 1) + [None]", "gave object values (object), not one real number"),
+    ("return np.array([b'x'] * n)", "gave bytes values (bytes8), not one real number per query"),
+    ("return np.arange(n) % 2", None),  # whole numbers are real numbers
+    (
+        "return np.log(np.zeros(n))",
+        "gave 5 value(s) that are NaN or infinite (RuntimeWarning: divide by zero "
+        "encountered in log)",
+    ),
+    (
+        "warnings.warn('shaky'); return np.full(n, 0.5)",
+        None,
+    ),  # sound values: the warning stays off stderr
+    ("return np.where(np.ones(n) > 0, 0.5, np.zeros(n) / np.zeros(n))", None),
 ]
 
 
@@ -260,11 +279,15 @@ def test_a_plugin_kernel_that_fails_or_gives_bad_values_is_one_line_exit_3(
         tmp_path / "project", "  - {name: faulty, metric: faulty, threshold: 0.1}\n"
     )
     done = llm_eval(site, project, "gate")
+    assert "Traceback" not in done.stderr
     if reason is None:
         assert done.returncode == 0, done.stderr
+        assert "Warning" not in done.stderr  # a kernel's warnings never reach the user
         return
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr.startswith(
         f"llm-eval: error: metric faulty of the plugin llm-eval-faulty 0.1 {reason}"
     )
     assert done.stderr.count("\n") == 1
+    if "Warning" not in reason:
+        assert "Warning" not in done.stderr
