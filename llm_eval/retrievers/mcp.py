@@ -31,9 +31,10 @@ import importlib.util
 import json
 import logging
 import os
+import shlex
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,7 @@ class McpSearcher:
                 loop.close()
 
     def _where(self) -> str:
-        return self.url if self.url is not None else f"the server `{' '.join(self.command or ())}`"
+        return self.url if self.url is not None else f"the server `{shown(self.command or ())}`"
 
     async def _hold(
         self, ready: concurrent.futures.Future[tuple[Any, asyncio.Event]], stray: _Stray
@@ -374,6 +375,13 @@ def _sdk_log_held() -> Iterator[None]:
     finally:
         logger.propagate = propagate
         logger.removeHandler(held)
+
+
+def shown(command: Sequence[str]) -> str:
+    """The command as a shell reads it, on one line whatever it holds: an argument with a
+    line break or another character that cannot be shown as it is, in Python's quotes,
+    which escape it (`'no\\nline'`), so that an error naming it stays one line."""
+    return " ".join(shlex.quote(p) if p.isprintable() else repr(p) for p in command)
 
 
 def _reason(exc: BaseException) -> str:
