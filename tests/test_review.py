@@ -468,6 +468,45 @@ def test_the_summary_when_every_candidate_is_decided(terminal: Terminal) -> None
     )
 
 
+def test_a_candidate_whose_id_is_in_the_gold_set_is_left_out_and_named(project: Path) -> None:
+    """It could never join under that id (accept refuses it): rather than showing it to
+    be rejected or skipped, the review names its line and goes on with the others."""
+    taken = _lines(project / GOLD_A)[0]
+    clash = {**CANDIDATES[1], "query_id": taken["query_id"], "tier": "candidate"}
+    with (project / "cand.jsonl").open("a") as candidates:
+        candidates.write(json.dumps(clash) + "\n")
+    gold_before = (project / GOLD_A).read_text()
+    terminal = Terminal(project, "cand.jsonl", "--tier", "A")
+    try:
+        first = terminal.expect("\n> ")
+        assert "4 candidates in cand.jsonl: 0 decided before, 3 to review" in first
+        note = (
+            "Left out 1 candidate whose id is already in the gold set: "
+            f"cand.jsonl:4 ({taken['query_id']}). Give it a new query_id to review it."
+        )
+        assert note in " ".join(first.split())
+        assert "Candidate 1 of 3: syn-1" in first
+        for _ in range(2):
+            terminal.answer("a\r")
+        os.write(terminal.master, b"a\r")
+        code, said = terminal.finish()
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+    assert code == 0
+    assert "Every candidate that can join is decided." in said
+    assert note in " ".join(said.split())
+    added = (project / GOLD_A).read_text()[len(gold_before) :]
+    assert [json.loads(line)["query_id"] for line in added.splitlines()] == [
+        "syn-1",
+        "syn-2",
+        "syn-3",
+    ]
+    ids = [row["query_id"] for row in _lines(project / GOLD_A)]
+    assert len(ids) == len(set(ids))
+    assert taken["query_id"] not in {d["query_id"] for d in _lines(project / SIDECAR)}
+
+
 # --- through a pipe ------------------------------------------------------------------
 
 

@@ -13,6 +13,9 @@ Anything else, a prefix included, is refused with a hint: "looks good" must neve
 value on the input line to change (readline, on a terminal; elsewhere the value is
 shown and an empty answer keeps it).
 
+A candidate whose query_id the gold set already has could never join it under that
+id: it is left out, named with its file and line in the first notice and the summary.
+
 Accepting appends the question, with `reviewed: true`, to the gold file of the chosen
 tier (or `--to FILE`); each accept and reject is appended to a sidecar
 (`CANDIDATES.review.jsonl`). The two lines are written together, both or neither
@@ -305,16 +308,39 @@ class Session:
         self.sidecar = decisions_path(candidates)
         decided = _decided(self.sidecar)
         records = _records(candidates)
-        self.pending = [(q, r) for q, r in records if q.query_id not in decided]
         self.present = {q.query_id for q in load_gold(config.gold).queries}
         if target.is_file():
             self.present |= {q.query_id for q in iter_gold_file(target, tier)}
+        undecided = [(n, q, r) for n, q, r in records if q.query_id not in decided]
+        # A candidate whose id the gold set has can never join it under that id: it is
+        # left out, named with its line, rather than shown to be rejected or skipped.
+        self.taken = [
+            f"{candidates}:{n} ({q.query_id})"
+            for n, q, _ in undecided
+            if q.query_id in self.present
+        ]
+        self.pending = [(q, r) for _, q, r in undecided if q.query_id not in self.present]
         self.documents = {d.doc_id: d for d in iter_corpus(config.corpus)}
         self.history: list[Decision] = []
         self.notice = [
             f"{plural(len(records), 'candidate', 'candidates')} in {candidates}: "
             f"{len(decided)} decided before, {len(self.pending)} to review; accepted ones "
-            f"go to {target} (tier {tier})."
+            f"go to {target} (tier {tier}).",
+            *self._taken_note(),
+        ]
+
+    def _taken_note(self) -> list[str]:
+        """The candidates left out because their id is in the gold set, in one line."""
+        if not self.taken:
+            return []
+        named = ", ".join(self.taken[:3]) + (
+            f" and {len(self.taken) - 3} more" if len(self.taken) > 3 else ""
+        )
+        return [
+            f"Left out {plural(len(self.taken), 'candidate', 'candidates')} whose id is "
+            f"already in the gold set: {named}. Give "
+            f"{'it' if len(self.taken) == 1 else 'each'} a new query_id to review "
+            f"{'it' if len(self.taken) == 1 else 'them'}."
         ]
 
     def run(self) -> None:
@@ -481,7 +507,11 @@ class Session:
         edited = sum(d.outcome == "accepted" and d.draft.edited for d in self.history)
         kept = count["accepted"] + count["rejected"]
         left = len(self.pending) - len(self.history)
-        ending = ENDINGS[how]
+        ending = (
+            ENDINGS[how]
+            if how != "done" or not self.taken
+            else "Every candidate that can join is decided."
+        )
         if how != "done":
             ending += f" {plural(kept, 'decision', 'decisions')} kept in {self.sidecar}."
         go_on = "run the same command to review the rest" if left or count["skipped"] else ""
@@ -491,7 +521,7 @@ class Session:
             + f", rejected {count['rejected']}, skipped {count['skipped']}; {left} not reached"
             + (f": {go_on}." if go_on else ".")
         )
-        return [ending, decided, self._next(count["accepted"], config_path)]
+        return [ending, decided, *self._taken_note(), self._next(count["accepted"], config_path)]
 
     def _next(self, accepted: int, config_path: Path) -> str:
         if not accepted:
@@ -524,11 +554,11 @@ def _tier_of(config: EvalConfig, target: Path) -> str:
     raise InputError(f"{target} is not a gold file of the config with a tier; add --tier")
 
 
-def _records(path: Path) -> list[tuple[GoldQuery, dict[str, Any]]]:
-    """The candidates, checked as gold lines, with their raw records."""
+def _records(path: Path) -> list[tuple[int, GoldQuery, dict[str, Any]]]:
+    """The candidates, checked as gold lines, with their line numbers and raw records."""
     queries = list(iter_gold_file(path, "candidate"))
-    records = [parse_json_object(text, path, line) for line, text in iter_lines(path)]
-    return list(zip(queries, records, strict=True))
+    records = [(line, parse_json_object(text, path, line)) for line, text in iter_lines(path)]
+    return [(line, q, r) for q, (line, r) in zip(queries, records, strict=True)]
 
 
 def _head(draft: Draft, number: int, total: int, width: int) -> list[str]:
