@@ -88,13 +88,33 @@ _CALIBRATION = record(
     },
     frozenset({"chunks", "agreement", "kappa", "precision", "recall"}),
 )
+_ANSWERS = record(
+    {"answers": _count, "unreadable": _count, "unreadable_share": _maybe_number},
+    frozenset({"answers", "unreadable_share"}),
+)
 _JUDGE = record(
     {
         "corrected": list_of(_CORRECTED),
         "uncorrected": list_of(text),
         "model": text,
         "calibration": optional(_CALIBRATION),
-    }
+        "calls": _count,
+        "cached": _count,
+        "failed": _count,
+        "prompt_tokens": _count,
+        "completion_tokens": _count,
+        "cost": number,
+        "unscored_count": _count,
+        "answers": map_of(_ANSWERS),
+        "embeddings": record({"pooled": _count}),
+        "repeats": whole(1),
+        "spread": map_of(number),
+        "flips_count": _count,
+    },
+    # what the comment's judge lines read; a report written by llm-eval has them all
+    frozenset({"model", "calibration", "calls", "cached", "failed", "prompt_tokens"})
+    | frozenset({"completion_tokens", "cost", "unscored_count", "repeats", "spread"})
+    | frozenset({"flips_count"}),
 )
 _DRIFT = record(
     {

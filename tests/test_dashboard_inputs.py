@@ -162,11 +162,30 @@ def test_the_experiment_file_the_experiment_command_writes_is_shown(
         assert f"<tr><td>{row['name']}</td>" in page
 
 
+JUDGE_PART = {
+    "corrected": [],
+    "uncorrected": [],
+    "model": "m",
+    "calibration": None,
+    "calls": 3,
+    "cached": 0,
+    "failed": 0,
+    "prompt_tokens": 30,
+    "completion_tokens": 3,
+    "cost": 0.0,
+    "unscored_count": 0,
+    "repeats": 1,
+    "spread": {},
+    "flips_count": 0,
+}
+"""A judge part with every key the renderings read, as a judged gate writes it."""
+
+
 def kept_report(commit: str, **judge: Any) -> str:
     report = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
     report["provenance"]["head_commit"] = commit
     if judge:
-        report["judge"] = {"corrected": [], "uncorrected": [], **judge}
+        report["judge"] = {**JUDGE_PART, **judge}
     return json.dumps(report)
 
 
@@ -176,6 +195,9 @@ def kept_report(commit: str, **judge: Any) -> str:
         ({"model": "m", "calibration": [1, 2]}, "judge.calibration: expected an object"),
         ({"model": "m", "calibration": {"chunks": "x"}}, "judge.calibration.agreement: missing"),
         ({"model": 5, "calibration": None}, "judge.model: expected a string, got a number"),
+        ({"calls": "3"}, "judge.calls: expected"),
+        ({"spread": {"context_precision@5": None}}, "judge.spread.context_precision@5: expected"),
+        ({"cost": None}, "judge.cost: expected"),
     ],
 )
 def test_a_kept_report_whose_judge_part_has_the_wrong_shape_is_a_gap(

@@ -130,3 +130,13 @@ def test_the_report_types_are_the_documented_keys() -> None:
     gate = set(re.findall(r"`(\w+)`", gate_text))
     assert set(typing.get_type_hints(Report)) == top
     assert set(typing.get_type_hints(GateEntry)) - {"stats", "slices"} <= gate
+
+
+def test_a_judge_part_without_what_the_comment_reads_is_refused(tmp_path: Path) -> None:
+    """The comment's judge lines read the calls, tokens, cost and repeats: a report
+    whose judge part lacks one is refused when read (exit 3), not a KeyError (exit 5)
+    while the comment is written."""
+    report = json.loads((Path(__file__).parent / "gold/reports/pass.json").read_text())
+    report["judge"] = {"corrected": [], "uncorrected": [], "model": "m", "calibration": None}
+    with pytest.raises(InputError, match=r"judge\.cached: missing required key"):
+        validate_report(report, tmp_path / "report.json")
