@@ -17,6 +17,7 @@ from conftest import script
 
 from llm_eval.baseline_io import load_baseline
 from llm_eval.cli import main
+from llm_eval.formats import get_format
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -420,6 +421,27 @@ def test_format_json_writes_the_report_to_stdout(
     out = capsys.readouterr().out
     written = (shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8")
     assert json.loads(out) == json.loads(written)
+
+
+def test_a_renderer_that_raises_leaves_the_previous_reports_as_they_were(
+    shared_demo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "reports"
+    assert gate(shared_demo, monkeypatch, "--out", str(out)) == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert set(before) == {".gitignore", "report.json", "report.md", "report.junit.xml"}
+
+    def broken(self: object, report: object, options: object) -> str:
+        raise RuntimeError("the renderer broke")
+
+    # markdown renders after json: written one by one, report.json would be new
+    monkeypatch.setattr(type(get_format("markdown")), "render", broken)
+    assert gate(shared_demo, monkeypatch, "--out", str(out)) == 5
+    assert "the renderer broke" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
 
 
 def test_the_output_folder_ignores_itself(gated: Callable[..., Gated]) -> None:
