@@ -32,8 +32,10 @@ from conftest import gold_query, script
 from llm_eval.cli import main
 from llm_eval.endpoints import local
 from llm_eval.endpoints.client import EndpointFailed
+from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
 from llm_eval.errors import ExternalError
 from llm_eval.retrievers import RetrieverContext, retriever_kind
+from llm_eval.settings import checked_settings
 
 stub = script("stub_openai")
 
@@ -53,6 +55,12 @@ def write_corpus(folder: Path) -> Path:
     path = folder / "corpus.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     return path
+
+
+def on_disk(model: Path, **settings: Any) -> EmbeddingSettings:
+    """The checked `embeddings:` section of a model on disk."""
+    given = {"model_path": str(model), **settings}
+    return EmbeddingSettings.create(checked_settings(given, EMBEDDING_SETTINGS, environ={}))
 
 
 def build(model: Path, tmp_path: Path, **settings: Any) -> Any:
@@ -149,7 +157,7 @@ def test_a_changed_model_is_not_answered_from_the_old_ones_cache(
 
 
 def test_the_client_counts_calls_and_cache_hits(stand_in: Path, tmp_path: Path) -> None:
-    settings = {"model_path": str(stand_in), "batch_size": 2}
+    settings = on_disk(stand_in, batch_size=2)
     client = local.LocalEmbeddingClient(settings, tmp_path / "cache")
     texts = ["bee sting", "cat nap", "bee sting", "elk herd", "goat milk"]
     assert client.embed(texts) == [pytest.approx(stub.embed(t)) for t in texts]
@@ -448,7 +456,7 @@ def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
 ) -> None:
     monkeypatch.setattr(Broken, "vector", vector)
     monkeypatch.setattr(sys.modules["sentence_transformers"], "SentenceTransformer", Broken)
-    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    client = local.LocalEmbeddingClient(on_disk(stand_in, batch_size=8), None)
     with pytest.raises(EndpointFailed, match=reason) as failure:
         client.embed(["read a file", "sort a list"])
     assert "'sort a list'" in str(failure.value)
@@ -465,7 +473,7 @@ def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
 def test_a_cached_vector_that_is_not_sound_is_embedded_again(
     stand_in: Path, tmp_path: Path, kept: str
 ) -> None:
-    settings = {"model_path": str(stand_in), "batch_size": 8}
+    settings = on_disk(stand_in, batch_size=8)
     first = local.LocalEmbeddingClient(settings, tmp_path / "cache")
     first.embed(["bee sting", "cat nap"])
     entries = sorted((tmp_path / "cache").rglob("*.json"))
@@ -481,7 +489,7 @@ def test_a_cached_vector_that_is_not_sound_is_embedded_again(
 
 
 def test_vectors_of_another_dimension_fail(stand_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    client = local.LocalEmbeddingClient(on_disk(stand_in, batch_size=8), None)
     client.embed(["bee sting"])
     monkeypatch.setattr(StandIn, "encode", lambda self, texts, **o: np.ones((len(texts), 5)))
     with pytest.raises(EndpointFailed, match="5 dimensions"):

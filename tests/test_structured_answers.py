@@ -12,14 +12,15 @@ import pytest
 from conftest import script
 from test_judge import gate, relevance_project, report, write_project
 
-from llm_eval.endpoints.client import (
-    ChatClient,
-    EmbeddingClient,
-    EndpointFailed,
-    Message,
-    one_vector,
+from llm_eval.endpoints.chat import ChatClient, Message
+from llm_eval.endpoints.client import EndpointFailed
+from llm_eval.endpoints.embeddings import EmbeddingClient, one_vector
+from llm_eval.endpoints.settings import (
+    EMBEDDING_SETTINGS,
+    SETTINGS,
+    ChatSettings,
+    EmbeddingSettings,
 )
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, SETTINGS
 from llm_eval.judge.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.judge.prompts import prompt
 
@@ -31,7 +32,7 @@ QUESTION = "task: chunk_relevance\n<question>\nsort a list\n</question>\n<passag
 def chat(url: str, cache: Path | None = None, **settings: Any) -> ChatClient:
     values = {name: s.default for name, s in SETTINGS.items()}
     values |= {"base_url": url, "model": "stub", "concurrency": 1, "backoff_s": 0.01}
-    return ChatClient(values | settings, cache)
+    return ChatClient(ChatSettings.create(values | settings), cache)
 
 
 def ask(client: ChatClient, passage: str) -> str:
@@ -186,7 +187,9 @@ def test_synthesis_asks_for_the_question_schema_and_counts_unreadable_answers(
 
 def embedder(url: str) -> EmbeddingClient:
     values = {name: s.default for name, s in EMBEDDING_SETTINGS.items()}
-    return EmbeddingClient(values | {"base_url": url, "model": "stub"}, None)
+    return EmbeddingClient(
+        EmbeddingSettings.create(values | {"base_url": url, "model": "stub"}), None
+    )
 
 
 def test_per_token_vectors_are_mean_pooled_and_counted() -> None:
