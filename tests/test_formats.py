@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
 from llm_eval import formats
-from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.formats import RenderOptions, format_names, get_format, written_formats
 
@@ -139,23 +139,21 @@ def test_markup_in_names_stays_text(tmp_path: Path) -> None:
 
 
 def test_gate_prints_json_on_stdout_equal_to_report_json(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    code = main(["gate", "--format", "json"])
-    out = capsys.readouterr().out
+    code, out, _ = cli("gate", "--format", "json")
     written = json.loads((shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
     assert (code, json.loads(out)) == (written["exit_code"], written)
 
 
 def test_gate_prints_junit_and_writes_it_beside_the_report(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    code = main(["gate", "--format", "junit", "--config", "config/examples/degraded.yaml"])
-    out = capsys.readouterr().out
+    code, out, _ = cli("gate", "--format", "junit", "--config", "config/examples/degraded.yaml")
     assert code == 1
     written = (shared_demo / ".llm-eval" / "report.junit.xml").read_text(encoding="utf-8")
     assert out == written
