@@ -11,13 +11,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_eval.criteria import Location
 from llm_eval.errors import InputError
 from llm_eval.gain import Weights
 from llm_eval.gold import GoldSource
 from llm_eval.matching import MatchSettings
+
+if TYPE_CHECKING:
+    from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +125,9 @@ class EvalConfig:
     """Answer from the retrieval cache of earlier runs (`--cache` / `--no-cache` win)."""
     versions: Path | None = None
     """The corpus-versions sidecar (JSONL), for the stale and conflict metrics."""
-    judge: Mapping[str, Any] | None = None
+    judge: ChatSettings | None = None
     """The judge model's checked settings (`llm_eval.endpoints.settings`), for judged metrics."""
-    embeddings: Mapping[str, Any] | None = None
+    embeddings: EmbeddingSettings | None = None
     """The embeddings model's checked settings, for answer relevance and novelty."""
     gain: Weights = field(default_factory=Weights)
     """The weights of `llm-eval gain`."""

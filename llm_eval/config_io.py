@@ -7,10 +7,11 @@ the working directory (the repository root in CI and in git hooks).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_eval import defaults
 from llm_eval.beir import CORPUS
@@ -30,10 +31,13 @@ from llm_eval.latency_clock import CLOCKS
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import RetrieverKind, retriever_kind
-from llm_eval.settings import checked_settings
+from llm_eval.settings import Setting, checked_settings
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
 from llm_eval.yamlvalues import integer, location_of, metric_name, proportion, string, switch
+
+if TYPE_CHECKING:
+    from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
 
 _CONFIG_KEYS = frozenset(
     {
@@ -83,10 +87,8 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         baseline=Path(string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
         output=Path(string(keys["output"])) if "output" in keys else defaults.OUTPUT,
         cache=switch(keys["cache"]) if "cache" in keys else False,
-        judge=_endpoint(keys["judge"], "SETTINGS") if "judge" in keys else None,
-        embeddings=_endpoint(keys["embeddings"], "EMBEDDING_SETTINGS")
-        if "embeddings" in keys
-        else None,
+        judge=_judge(keys["judge"]) if "judge" in keys else None,
+        embeddings=_embeddings(keys["embeddings"]) if "embeddings" in keys else None,
         gain=_gain(keys["gain"]) if "gain" in keys else Weights(),
         variants=_variants(keys["variants"], retriever, corpus, top_k)
         if "variants" in keys
@@ -149,18 +151,31 @@ def _gain(node: Node) -> Weights:
     return replace(Weights(), **changes)
 
 
-def _endpoint(node: Node, table: str) -> Mapping[str, Any]:
-    """A model endpoint's settings, checked against `llm_eval.endpoints.settings.<table>`
-    (embeddings: an endpoint or a model on disk, exactly one)."""
-    from llm_eval.endpoints import settings as declared
+def _judge(node: Node) -> ChatSettings:
+    """The `judge:` section, checked against `llm_eval.endpoints.settings.SETTINGS`."""
+    from llm_eval.endpoints.settings import SETTINGS, ChatSettings
 
-    known = getattr(declared, table)
+    return ChatSettings.create(_endpoint(node, SETTINGS))
+
+
+def _embeddings(node: Node) -> EmbeddingSettings:
+    """The `embeddings:` section: an endpoint or a model on disk, exactly one."""
+    from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
+
+    return EmbeddingSettings.create(_endpoint(node, EMBEDDING_SETTINGS))
+
+
+def _endpoint(node: Node, known: Mapping[str, Setting]) -> dict[str, Any]:
+    """A model endpoint's settings, checked against their table; an error points at the
+    bad setting (a missing one at the entry)."""
+    from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, check_embedding_source
+
     keys = node.mapping(frozenset(known))
     given = {name: keys[name].plain() for name in known if name in keys}
     try:
-        values = checked_settings(given, known)
-        if known is declared.EMBEDDING_SETTINGS:
-            declared.check_embedding_source(values)
+        values = checked_settings(given, known, environ=os.environ)
+        if known is EMBEDDING_SETTINGS:
+            check_embedding_source(values)
         return values
     except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
         where = node.find(exc.key) if exc.key is not None else None

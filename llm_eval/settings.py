@@ -3,13 +3,13 @@
 A retriever kind, a model endpoint (judge, embeddings) and any other configurable
 part declares its settings as a table of `Setting`s; `checked_settings` fills in the
 defaults, reads `${VAR}` / `${VAR:-default}` in every string of a setting (also nested
-in mappings and lists) unless the setting reads them where it is used, and raises
-InputError naming the bad key. Nothing here reads a file.
+in mappings and lists) from the environment its caller passes, unless the setting reads
+them where it is used, and raises InputError naming the bad key. Nothing here reads a
+file or the process's environment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,10 +68,13 @@ def checked_settings(
     settings: Mapping[str, Any],
     declared: Mapping[str, Setting],
     read: frozenset[str] = frozenset(),
+    *,
+    environ: Mapping[str, str],
 ) -> dict[str, Any]:
     """Every declared setting, given or default, checked; InputError naming a bad one.
-    The settings named in `read` had their variables read already (a variant's, taken
-    from the base retriever): a `${` in a variable's value is text, never read again."""
+    `${VAR}` is read from `environ` (the caller's `os.environ`). The settings named in
+    `read` had their variables read already (a variant's, taken from the base
+    retriever): a `${` in a variable's value is text, never read again."""
     unknown = sorted(set(settings) - set(declared))
     if unknown:
         raise InputError(f"unknown setting (valid: {', '.join(declared)})", key=unknown[0])
@@ -81,7 +84,7 @@ def checked_settings(
             raise InputError(f"missing required key {name!r}")
         value = settings.get(name, setting.default)
         if setting.environ and name not in read:
-            value = expand_nested(value, os.environ, name)
+            value = expand_nested(value, environ, name)
         values[name] = value
         reason = setting.check(value)
         if reason is not None:

@@ -41,8 +41,9 @@ from typing import Any
 import httpx
 
 from llm_eval.config_io import load_config
-from llm_eval.endpoints.client import ChatClient, EmbeddingClient
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS
+from llm_eval.endpoints.chat import ChatClient
+from llm_eval.endpoints.embeddings import EmbeddingClient
+from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.judge.run import judge_run
@@ -108,9 +109,11 @@ def time_judge(gold: GoldSet, run: Run, url: str, concurrency: int) -> Timed:
     """The judge over the run with a fresh cache."""
     config = load_config(CONFIG)
     assert config.judge is not None
-    chat_settings = {**config.judge, "base_url": url, "concurrency": concurrency}
-    embed_settings = {name: setting.default for name, setting in EMBEDDING_SETTINGS.items()}
-    embed_settings.update(base_url=url, model="stub-embed", concurrency=concurrency)
+    chat_settings = replace(config.judge, base_url=url, concurrency=concurrency)
+    embed_defaults = {name: setting.default for name, setting in EMBEDDING_SETTINGS.items()}
+    embed_settings = EmbeddingSettings.create(
+        embed_defaults | {"base_url": url, "model": "stub-embed", "concurrency": concurrency}
+    )
     metrics = [parse_metric(m) for m in (*METRICS, RELEVANCE)]
     with tempfile.TemporaryDirectory() as folder:
         client = ChatClient(chat_settings, Path(folder) / "judge")

@@ -2,7 +2,8 @@
 the scripts some tests load as modules (`scripts/` is not part of the package).
 
 `gold_query` and `script` are imported by name (`from conftest import gold_query`);
-the fixtures are found by pytest (`minilm`: the real model of the `real_model` tier).
+the fixtures are found by pytest (`cli`: the command line in this process, `minilm`:
+the real model of the `real_model` tier).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -69,6 +70,25 @@ def copy_demo(root: Path) -> Path:
     for folder in ("config", "gold"):
         shutil.copytree(REPO / folder, root / folder)
     return root
+
+
+Cli = Callable[..., tuple[int, str, str]]
+"""`cli(*args)`: `llm-eval ARGS` run in this process, as (exit code, stdout, stderr)."""
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    """`llm-eval` in this process: each call runs `llm_eval.cli.main` on its arguments
+    (paths allowed) and returns the exit code with what it printed on stdout and stderr
+    since the last call (or the test's start)."""
+    from llm_eval.cli import main
+
+    def run(*args: str | Path) -> tuple[int, str, str]:
+        code = main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 @pytest.fixture

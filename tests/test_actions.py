@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
 from llm_eval.actions import (
     ANNOTATIONS_MAX,
@@ -17,7 +18,6 @@ from llm_eval.actions import (
     relative_path,
     workflow_command,
 )
-from llm_eval.cli import main
 
 REPORTS = Path(__file__).parent / "gold" / "reports"
 
@@ -119,13 +119,13 @@ def test_a_summary_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: P
 
 
 def test_gate_in_github_actions_writes_the_summary_and_annotations(
-    indexed_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     summary = indexed_demo / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert main(["gate", "--config", "config/examples/degraded.yaml"]) == 1
-    out = capsys.readouterr().out
+    code, out, _ = cli("gate", "--config", "config/examples/degraded.yaml")
+    assert code == 1
     commands = [line for line in out.splitlines() if line.startswith("::")]
     assert len(commands) == ANNOTATIONS_MAX
     # tier A is gated by the failing recall@5 gate; tier B only by the MRR warning gate

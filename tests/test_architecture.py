@@ -2,9 +2,10 @@
 
 The core (metrics, stats, gate, comparison, report, slices, matching, wording and the
 records they read) decides and words the verdict from records; reading YAML, JSONL,
-run files and the network happens at the edges. Each import is checked in a fresh
-interpreter, so that what another test imported cannot hide a dependency. No module
-imports itself through others.
+run files and the network happens at the edges. Both lists are read from the page's
+"Modules by layer", so that the map and the check cannot drift apart. Each import is
+checked in a fresh interpreter, so that what another test imported cannot hide a
+dependency. No module imports itself through others.
 """
 
 from __future__ import annotations
@@ -16,79 +17,90 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
-CORE = [
-    "llm_eval.metrics",
-    "llm_eval.stats",
-    "llm_eval.gate",
-    "llm_eval.criteria",
-    "llm_eval.slices",
-    "llm_eval.matching",
-    "llm_eval.wording",
-    "llm_eval.gold",
-    "llm_eval.runs",
-    "llm_eval.scoring",
-    "llm_eval.ab_test",
-    "llm_eval.experiment",
-    "llm_eval.ranking",
-    "llm_eval.coverage",
-    "llm_eval.gold_plan",
-    "llm_eval.synthesis",
-    "llm_eval.versions",
-    # the verdict path and its records
-    "llm_eval.against_baseline",
-    "llm_eval.report",
-    "llm_eval.judgments",
-    "llm_eval.evaluation",
-    "llm_eval.rejection",
-    "llm_eval.service",
-    "llm_eval.inputs",
-    "llm_eval.config",
-    "llm_eval.baseline",
-    "llm_eval.fingerprint",
-    "llm_eval.digest",
-    "llm_eval.settings",
-    "llm_eval.judge.correction",
-]
+
+def layer_modules(page: str, layer: str) -> list[str]:
+    """The modules the entry `- **<layer>**` of the page's "Modules by layer" names
+    (every `*.py` in a code span, a folder's `x/y.py` as `llm_eval.x.y`)."""
+    section = page.split("## Modules by layer", 1)[1]
+    entry = re.search(rf"^- \*\*{re.escape(layer)}\*\*(.*?)(?=^- \*\*|^#|\Z)", section, re.M | re.S)
+    assert entry is not None, f"ARCHITECTURE.md has no entry `- **{layer}**` in Modules by layer"
+    files = re.findall(r"`([\w/]+)\.py`", entry.group(1))
+    return [f"llm_eval.{name.replace('/', '.')}" for name in files]
+
+
+CORE = layer_modules(PAGE, "Core, pure")
 IO_MODULES = {
     "yaml",
     "httpx",
     "jinja2",
     "github",
-    "llm_eval.config_io",
-    "llm_eval.criteria_io",
-    "llm_eval.yamlvalues",
-    "llm_eval.yamlfile",
-    "llm_eval.textio",
-    "llm_eval.gold_io",
-    "llm_eval.run_io",
-    "llm_eval.baseline_io",
-    "llm_eval.fingerprint_io",
-    "llm_eval.versions_io",
-    "llm_eval.pipeline",
+    *layer_modules(PAGE, "Edges"),
+    *layer_modules(PAGE, "Assembly"),
 }
 
 
-def loaded_after_import(module: str) -> set[str]:
-    code = f"import sys, json, {module}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(json.loads(out.stdout))
+def test_the_layers_are_read_from_the_page() -> None:
+    example = (
+        "## Modules by layer\n\n- **Core, pure** (no file): `metrics.py`, `judge/correction.py`\n"
+        "  (`gate.decide` is not a file) and `stats.py`.\n- **Edges**: `textio.py`.\n"
+    )
+    assert layer_modules(example, "Core, pure") == [
+        "llm_eval.metrics",
+        "llm_eval.judge.correction",
+        "llm_eval.stats",
+    ]
+    assert layer_modules(example, "Edges") == ["llm_eval.textio"]
+    # the page's own lists: the core named there, checked here
+    assert {"llm_eval.history", "llm_eval.dashboard", "llm_eval.report_types"} <= set(CORE)
+    assert {"llm_eval.textio", "llm_eval.pipeline", "llm_eval.config_io"} <= IO_MODULES
+    assert not set(CORE) & IO_MODULES
 
 
-@pytest.mark.parametrize("module", CORE)
-def test_the_core_imports_no_io_module(module: str) -> None:
-    assert loaded_after_import(module) & IO_MODULES == set()
+_IMPORT_IN_TURN = """
+import importlib, json, sys
+found = {}
+for name in sys.argv[1:]:
+    before = set(sys.modules)
+    importlib.import_module(name)
+    found[name] = sorted(set(sys.modules) - before)
+print(json.dumps(found))
+"""
+
+
+def loaded_by_each(modules: list[str]) -> dict[str, set[str]]:
+    """Each module -> the modules its import loaded, imported in turn in one fresh
+    interpreter: what an earlier one loaded is not counted again, so a module that
+    leaks an import is named first, and one interpreter serves the whole core."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_IN_TURN, *modules],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {name: set(loaded) for name, loaded in json.loads(out.stdout).items()}
+
+
+def test_the_core_imports_no_io_module() -> None:
+    loaded = loaded_by_each(CORE)
+    assert list(loaded) == CORE
+    assert {
+        name: sorted(found & IO_MODULES) for name, found in loaded.items() if found & IO_MODULES
+    } == {}
 
 
 def test_the_check_sees_an_io_import() -> None:
-    """The same check flags a module that does read files, so it can fail."""
-    assert {"yaml", "llm_eval.yamlfile"} <= loaded_after_import("llm_eval.config_io")
+    """The same check flags a module that does read files, and names it, so it can fail."""
+    loaded = loaded_by_each(["llm_eval.metrics", "llm_eval.config_io"])
+    assert not loaded["llm_eval.metrics"] & IO_MODULES
+    assert {"yaml", "llm_eval.yamlfile"} <= loaded["llm_eval.config_io"] & IO_MODULES
 
 
 # --- no import circles -----------------------------------------------------------------
 
-PACKAGE = Path(__file__).resolve().parent.parent / "llm_eval"
+PACKAGE = ROOT / "llm_eval"
 
 
 def _module_name(path: Path) -> str:
@@ -187,7 +199,7 @@ def named_paths(text: str) -> set[str]:
 
 def test_every_path_architecture_names_exists() -> None:
     root = PACKAGE.parent
-    text = (root / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    text = PAGE
     named = named_paths(text)
     assert len(named) > 60  # the page names the modules; a broken pattern finds none
     missing = sorted(p for p in named if not (PACKAGE / p).exists() and not (root / p).exists())
@@ -205,7 +217,7 @@ def test_the_path_check_sees_a_missing_path() -> None:
 
 def test_every_module_of_the_package_is_on_the_architecture_page() -> None:
     """A new module gets a place on the map (subpackages count as their folder)."""
-    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    text = PAGE
     named = named_paths(text)
     top = {p.name for p in PACKAGE.glob("*.py")} - {"__init__.py"}
     unnamed = sorted(name for name in top if name not in named)

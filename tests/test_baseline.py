@@ -10,11 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
-from llm_eval.cli import main
 from llm_eval.commands.baseline import changes, moved
 from llm_eval.criteria import Gate, Location, Scope
 from llm_eval.errors import InputError
@@ -306,9 +305,9 @@ NOTHING_MOVED = (
 )
 
 
-def refresh(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = main(["baseline", "refresh", *args])
-    return code, capsys.readouterr().out
+def refresh(cli: Cli, *args: str) -> tuple[int, str]:
+    code, out, _ = cli("baseline", "refresh", *args)
+    return code, out
 
 
 def change_k1(demo: Path) -> None:
@@ -318,27 +317,25 @@ def change_k1(demo: Path) -> None:
 
 
 def test_two_refreshes_of_an_unchanged_setup_leave_the_file_byte_identical(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, cli: Cli
 ) -> None:
-    assert refresh(capsys, "--baseline", "fresh.json")[1].startswith(
+    assert refresh(cli, "--baseline", "fresh.json")[1].startswith(
         "Wrote fresh.json (327 scored queries).\n\nNew values:\n"
     )
     written = (indexed_demo / "fresh.json").read_bytes()
     for _ in range(2):
-        assert refresh(capsys, "--baseline", "fresh.json") == (
+        assert refresh(cli, "--baseline", "fresh.json") == (
             0,
             NOTHING_MOVED,
         )
         assert (indexed_demo / "fresh.json").read_bytes() == written
 
 
-def test_a_score_change_rewrites_the_file_and_says_what_moved(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    refresh(capsys, "--baseline", "fresh.json")
+def test_a_score_change_rewrites_the_file_and_says_what_moved(indexed_demo: Path, cli: Cli) -> None:
+    refresh(cli, "--baseline", "fresh.json")
     before = (indexed_demo / "fresh.json").read_bytes()
     change_k1(indexed_demo)
-    code, out = refresh(capsys, "--baseline", "fresh.json")
+    code, out = refresh(cli, "--baseline", "fresh.json")
     assert code == 0
     assert out.startswith(
         "Wrote fresh.json (327 scored queries); moved: fingerprints (retriever), the\n"
@@ -346,12 +343,10 @@ def test_a_score_change_rewrites_the_file_and_says_what_moved(
     )
     after = load_baseline(indexed_demo / "fresh.json")
     assert after is not None and after.aggregates != json.loads(before)["aggregates"]
-    assert refresh(capsys, "--baseline", "fresh.json")[1] == NOTHING_MOVED
+    assert refresh(cli, "--baseline", "fresh.json")[1] == NOTHING_MOVED
 
 
-def test_the_refresh_guide_shows_what_refresh_prints(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_refresh_guide_shows_what_refresh_prints(indexed_demo: Path, cli: Cli) -> None:
     """On the committed baseline: nothing moved; after the change the guide names, what
     moved."""
     readme = (REPO / "docs" / "how-to" / "baseline-refresh.md").read_text(encoding="utf-8")
@@ -359,20 +354,18 @@ def test_the_refresh_guide_shows_what_refresh_prints(
         r"^```console\n\$ llm-eval baseline refresh(.*?)\n(.*?)^```$", readme, re.M | re.S
     )
     (unchanged, after_k1) = blocks
-    assert unchanged == ("", refresh(capsys)[1])
+    assert unchanged == ("", refresh(cli)[1])
     assert (indexed_demo / "gold" / "baseline.json").read_bytes() == (
         REPO / "gold" / "baseline.json"
     ).read_bytes()
     assert "k1: 0.9 → 1.2" in after_k1[0]
     change_k1(indexed_demo)
-    assert after_k1[1] == refresh(capsys)[1]
+    assert after_k1[1] == refresh(cli)[1]
 
 
-def test_a_baseline_that_cannot_be_read_is_replaced(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_baseline_that_cannot_be_read_is_replaced(indexed_demo: Path, cli: Cli) -> None:
     (indexed_demo / "old.json").write_text('{"schema_version": 2}')
-    code, out = refresh(capsys, "--baseline", "old.json")
+    code, out = refresh(cli, "--baseline", "old.json")
     assert code == 0
     assert out.startswith(
         "Wrote old.json (327 scored queries), in place of a file that could not be read:\n"
@@ -382,17 +375,17 @@ def test_a_baseline_that_cannot_be_read_is_replaced(
 
 
 def test_a_move_below_a_floor_is_refused_but_a_state_that_did_not_move_is_not(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, cli: Cli
 ) -> None:
     degraded = ["--config", "config/examples/degraded.yaml", "--baseline", "b.json"]
-    refresh(capsys, "--baseline", "b.json")
+    refresh(cli, "--baseline", "b.json")
     written = (indexed_demo / "b.json").read_bytes()
-    code, out = refresh(capsys, *degraded)
+    code, out = refresh(cli, *degraded)
     assert code == 1
     assert out.startswith("Not writing b.json: an error gate's floor fails on this state.\n")
     assert (indexed_demo / "b.json").read_bytes() == written
-    assert refresh(capsys, *degraded, "--force")[0] == 0
-    assert refresh(capsys, *degraded) == (
+    assert refresh(cli, *degraded, "--force")[0] == 0
+    assert refresh(cli, *degraded) == (
         0,
         "Nothing moved: b.json already holds these scores (327 scored queries); left as\n"
         "  it is.\n",
@@ -420,12 +413,12 @@ def replace_gold(demo: Path) -> None:
 
 
 def test_a_refresh_after_the_gold_set_was_replaced_shows_no_change_and_no_empty_row(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
+    indexed_demo: Path, cli: Cli
 ) -> None:
     replace_gold(indexed_demo)
     old = load_baseline(indexed_demo / "gold" / "baseline.json")
     assert old is not None
-    code, out = refresh(capsys)
+    code, out = refresh(cli)
     assert code == 0
     new = load_baseline(indexed_demo / "gold" / "baseline.json")
     assert new is not None

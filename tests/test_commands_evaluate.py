@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import Cli
 
 from llm_eval.cli import main
 from llm_eval.errors import ExitCode
@@ -55,9 +56,8 @@ def run(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "run.jsonl", RUN)
 
 
-def evaluate_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, object]:
-    code = main(["evaluate", *map(str, args), "--format", "json"])
-    out, err = capsys.readouterr()
+def evaluate_json(cli: Cli, *args: str | Path) -> dict[str, object]:
+    code, out, err = cli("evaluate", *args, "--format", "json")
     assert (code, err) == (0, "")
     document: dict[str, object] = json.loads(out)
     return document
@@ -115,8 +115,8 @@ def test_summary_without_missing_or_extra_queries(
     )
 
 
-def test_json(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
-    document = evaluate_json(capsys, "--gold", gold, "--run", run)
+def test_json(cli: Cli, gold: Path, run: Path) -> None:
+    document = evaluate_json(cli, "--gold", gold, "--run", run)
     assert list(document) == ["metrics", "queries"]
     assert document["metrics"] == {"recall@5": pytest.approx(2 / 3), "mrr": 0.5}
     assert document["queries"] == {
@@ -127,9 +127,9 @@ def test_json(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None
     }
 
 
-def test_json_per_query(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+def test_json_per_query(cli: Cli, gold: Path, run: Path) -> None:
     document = evaluate_json(
-        capsys, "--gold", gold, "--run", run, "--per-query", "-m", "MRR", "-m", "recall@2"
+        cli, "--gold", gold, "--run", run, "--per-query", "-m", "MRR", "-m", "recall@2"
     )
     assert sorted(document) == ["metrics", "per_query", "queries"]
     assert document["metrics"] == {"mrr": 0.5, "recall@2": pytest.approx(1 / 2)}
@@ -141,15 +141,15 @@ def test_json_per_query(capsys: pytest.CaptureFixture[str], gold: Path, run: Pat
 
 
 def test_trec_files_give_the_same_result_as_jsonl(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path, run: Path
+    cli: Cli, tmp_path: Path, gold: Path, run: Path
 ) -> None:
     qrels = tmp_path / "qrels.txt"
     qrels.write_text(TREC_QRELS)
     trec_run = tmp_path / "run.trec"
     trec_run.write_text(TREC_RUN)
     metrics = ["-m", "recall@5", "-m", "mrr", "-m", "ndcg@3", "-m", "map", "-m", "P@2"]
-    from_jsonl = evaluate_json(capsys, "--gold", gold, "--run", run, "--per-query", *metrics)
-    from_trec = evaluate_json(capsys, "--qrels", qrels, "--run", trec_run, "--per-query", *metrics)
+    from_jsonl = evaluate_json(cli, "--gold", gold, "--run", run, "--per-query", *metrics)
+    from_trec = evaluate_json(cli, "--qrels", qrels, "--run", trec_run, "--per-query", *metrics)
     assert list(from_trec) == list(from_jsonl)
     assert from_trec["metrics"] == pytest.approx(from_jsonl["metrics"], abs=1e-12)
     trec_per_query, jsonl_per_query = from_trec["per_query"], from_jsonl["per_query"]
@@ -161,16 +161,16 @@ def test_trec_files_give_the_same_result_as_jsonl(
     assert from_trec["queries"] == from_jsonl["queries"]
 
 
-def test_run_format_option(capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path) -> None:
+def test_run_format_option(cli: Cli, tmp_path: Path, gold: Path) -> None:
     trec_run = tmp_path / "run.txt"
     trec_run.write_text(TREC_RUN)
     document = evaluate_json(
-        capsys, "--gold", gold, "--run", trec_run, "--run-format", "trec", "-m", "mrr"
+        cli, "--gold", gold, "--run", trec_run, "--run-format", "trec", "-m", "mrr"
     )
     assert document["metrics"] == {"mrr": 0.5}
 
 
-def test_relevance_level(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_relevance_level(cli: Cli, tmp_path: Path) -> None:
     gold = write_jsonl(
         tmp_path / "gold.jsonl",
         [
@@ -186,8 +186,8 @@ def test_relevance_level(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         ],
     )
     args = ("--gold", gold, "--run", run, "-m", "recall@5", "-m", "mrr")
-    level_1 = evaluate_json(capsys, *args)
-    level_2 = evaluate_json(capsys, *args, "--relevance-level", "2")
+    level_1 = evaluate_json(cli, *args)
+    level_2 = evaluate_json(cli, *args, "--relevance-level", "2")
     assert level_1["metrics"] == {"recall@5": pytest.approx((2 / 3 + 1) / 2), "mrr": 1.0}
     assert level_2["metrics"] == {"recall@5": 0.5, "mrr": 0.5}
     assert level_1["queries"] == {
@@ -370,20 +370,19 @@ def cv(scores: list[float]) -> float:
 def test_evaluate_computes_ranking_and_rejection_metrics_as_the_gate_does(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     config_line: str,
     option: list[str],
     accuracy: float,
 ) -> None:
     project = gate_project(tmp_path, config_line)
     monkeypatch.chdir(project)
-    assert main(["gate"]) == 0
-    capsys.readouterr()
+    assert cli("gate")[0] == 0
     report = json.loads((project / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
     gated = {g["metric"]: g["value"] for g in report["gates"]}
     metrics = ["-m", "rejection_accuracy", "-m", "score_discrimination@3",
                "-m", "rank_correlation@3", "-m", "false_confidence_rate", "-m", "mrr"]  # fmt: skip
-    got = evaluate_json(capsys, "--gold", "gold.jsonl", "--run", "run.jsonl", *metrics, *option)
+    got = evaluate_json(cli, "--gold", "gold.jsonl", "--run", "run.jsonl", *metrics, *option)
     expected = {
         "rejection_accuracy": accuracy,
         "false_confidence_rate": 1 - accuracy,

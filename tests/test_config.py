@@ -351,7 +351,7 @@ def test_endpoint_settings_read_the_environment_with_defaults(
         monkeypatch.setenv(name, value)
     config = load_config(write(tmp_path, "c.yaml", JUDGED.format(url=url)))
     assert config.judge is not None
-    assert config.judge["base_url"] == expected
+    assert config.judge.base_url == expected
 
 
 @pytest.mark.parametrize(

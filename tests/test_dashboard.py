@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import script
+from conftest import Cli, script
 from test_history import demo_baseline, fast_import, init_repo, with_misses
-
-from llm_eval.cli import main
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
@@ -77,7 +75,7 @@ OPEN_ALL = (
 
 @pytest.fixture
 def history_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> tuple[Path, list[dict[str, Any]]]:
     """The dashboard of 30 refreshes (one unreadable), and the baselines it read."""
     repo = init_repo(tmp_path / "repo")
@@ -90,8 +88,8 @@ def history_page(
     monkeypatch.chdir(repo)
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
     subprocess.run(["git", "remote", "add", "origin", "git@github.com:acme/rag.git"], check=True)
-    assert main(["dashboard", "--out", "site"]) == 0
-    printed = capsys.readouterr().out
+    code, printed, _ = cli("dashboard", "--out", "site")
+    assert code == 0
     assert "31 entries (1 skipped, drawn as gaps)" in printed
     return repo / "site" / "index.html", [base, *(v for v in versions if v is not None)]
 
@@ -491,7 +489,7 @@ def test_the_first_screen_shows_its_numbers_with_scripts_off(
 
 
 def test_a_drift_limit_since_a_tag_is_drawn_from_the_tagged_baseline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     """The scripted drift (tests/test_drift.py): five refreshes of 2 points each since
     the tagged reference at 100%; `drift_max` 0.11 draws its limit at 89.0%."""
@@ -517,8 +515,7 @@ def test_a_drift_limit_since_a_tag_is_drawn_from_the_tagged_baseline(
     for step in range(1, 6):
         drift.write_run(repo, step)
         commit(f"change {step}")
-    assert main(["dashboard", "--out", "site"]) == 0
-    capsys.readouterr()
+    assert cli("dashboard", "--out", "site")[0] == 0
     page = (repo / "site" / "index.html").read_text()
     first = page[page.index('<section id="now"') : page.index("</section>")]
     assert '<line class="drift"' in first and "drift limit 89.0%" in first

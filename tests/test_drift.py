@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import script
+from conftest import Cli, script
 
 from llm_eval.actions import links_from_env
-from llm_eval.cli import main
 from llm_eval.commands.baseline import refresh
 from llm_eval.commands.gate import run_gate
 from llm_eval.criteria_io import load_criteria
@@ -92,15 +91,13 @@ def test_each_step_is_allowed_and_the_sum_is_caught(scripted: Path) -> None:
     )
 
 
-def test_every_surface_renders_the_drift_from_the_record(
-    scripted: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_every_surface_renders_the_drift_from_the_record(scripted: Path, cli: Cli) -> None:
     for step in range(1, 6):
         write_run(scripted, step)
         refresh_and_commit(scripted, f"change {step}")
     write_run(scripted, 6)
-    assert main(["gate"]) == 1
-    terminal = capsys.readouterr().out
+    code, terminal, _ = cli("gate")
+    assert code == 1
     written = scripted / ".llm-eval" / "report.json"
     if os.environ.get("LLM_EVAL_UPDATE_GOLDEN") == "1":  # the fixture of comment_drift.md
         shutil.copyfile(written, Path(__file__).parent / "gold" / "reports" / "drift.json")

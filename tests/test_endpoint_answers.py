@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import gold_query, script
+from conftest import Cli, gold_query, script
 from test_gain import project, run_gain
 from test_judge import gate, relevance_project, report, with_answers, write_project
 
@@ -142,13 +142,13 @@ def test_a_bad_corpus_vector_fails_the_corpus(tmp_path: Path, case: str) -> None
 
 @pytest.mark.parametrize("case", sorted(BAD_VECTORS))
 def test_answer_relevance_fails_on_a_bad_vector_never_null(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], case: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli, case: str
 ) -> None:
     make, reason = BAD_VECTORS[case]
     with stub.serve(stub.StubOpenAI(rewrite=vectors(make()))) as server:
         root = relevance_project(tmp_path, server.url, batch_size=2)
-        assert gate(root, monkeypatch) == 4
-    err = capsys.readouterr().err
+        code, _, err = gate(cli, root, monkeypatch)
+    assert code == 4
     assert err.count("\n") == 1 and reason in err and "Traceback" not in err
     assert not (root / "out" / "report.json").exists()
 
@@ -157,15 +157,15 @@ def test_answer_relevance_fails_on_a_bad_vector_never_null(
 def test_gain_fails_on_a_bad_vector_without_a_warning(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     recwarn: pytest.WarningsRecorder,
     case: str,
 ) -> None:
     make, reason = BAD_VECTORS[case]
     with stub.serve(stub.StubOpenAI(rewrite=vectors(make()))) as server:
         root = project(tmp_path, server.url)
-        assert run_gain(root, monkeypatch) == 4
-    err = capsys.readouterr().err
+        code, _, err = run_gain(cli, root, monkeypatch)
+    assert code == 4
     assert err.count("\n") == 1 and reason in err
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
@@ -181,7 +181,7 @@ def _usage(value: Any) -> Rewrite:
 
 @pytest.mark.parametrize("value", ["__HUGE__", -100000000, "12", 1.5, True, [3]])
 def test_usage_that_is_not_a_token_count_is_ignored_with_a_note(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: Any
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli, value: Any
 ) -> None:
     with stub.serve(stub.StubOpenAI(rewrite=_usage(value))) as server:
         embeddings = {"base_url": server.url, "model": "stub-embed"}
@@ -191,8 +191,8 @@ def test_usage_that_is_not_a_token_count_is_ignored_with_a_note(
             ["answer_relevance"],
             embeddings=embeddings,
         )
-        assert gate(root, monkeypatch) == 0
-    err = capsys.readouterr().err
+        code, _, err = gate(cli, root, monkeypatch)
+    assert code == 0
     assert "not a whole number of tokens" in err and "Traceback" not in err
     judged = report(root)["judge"]
     assert _no_negative(judged)
@@ -221,13 +221,12 @@ def _echo_key(path: str, answer: dict[str, Any]) -> bytes:
 
 
 def test_an_echoed_key_is_in_no_output_and_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("JUDGE_KEY", KEY)
     with stub.serve(stub.StubOpenAI(rewrite=_echo_key)) as server:
         root = write_project(tmp_path, server.url, api_key="${JUDGE_KEY}", max_error_rate=1.0)
-        status = gate(root, monkeypatch)
-    out, err = capsys.readouterr()
+        status, out, err = gate(cli, root, monkeypatch)
     assert status == 0, err
     unscored = report(root)["judge"]["unscored"]
     assert unscored and any("***" in reason for reason in unscored.values())
@@ -239,7 +238,7 @@ def test_an_echoed_key_is_in_no_output_and_no_file(
 
 
 def test_an_answer_over_max_answer_bytes_fails_its_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     def huge(path: str, answer: dict[str, Any]) -> bytes:
         answer["choices"][0]["message"]["content"] += " " * 4096
@@ -247,7 +246,7 @@ def test_an_answer_over_max_answer_bytes_fails_its_call(
 
     with stub.serve(stub.StubOpenAI(rewrite=huge)) as server:
         root = write_project(tmp_path, server.url, max_answer_bytes=2048, max_error_rate=1.0)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     unscored = report(root)["judge"]["unscored"]
     failed = [r for r in unscored.values() if "answer over 2,048 bytes" in r]
     assert len(failed) == 2  # q1 and q2 (q3 has nothing to judge)

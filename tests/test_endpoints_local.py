@@ -27,13 +27,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from conftest import gold_query, script
+from conftest import Cli, gold_query, script
 
 from llm_eval.cli import main
 from llm_eval.endpoints import local
 from llm_eval.endpoints.client import EndpointFailed
+from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
 from llm_eval.errors import ExternalError
 from llm_eval.retrievers import RetrieverContext, retriever_kind
+from llm_eval.settings import checked_settings
 
 stub = script("stub_openai")
 
@@ -53,6 +55,12 @@ def write_corpus(folder: Path) -> Path:
     path = folder / "corpus.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     return path
+
+
+def on_disk(model: Path, **settings: Any) -> EmbeddingSettings:
+    """The checked `embeddings:` section of a model on disk."""
+    given = {"model_path": str(model), **settings}
+    return EmbeddingSettings.create(checked_settings(given, EMBEDDING_SETTINGS, environ={}))
 
 
 def build(model: Path, tmp_path: Path, **settings: Any) -> Any:
@@ -149,7 +157,7 @@ def test_a_changed_model_is_not_answered_from_the_old_ones_cache(
 
 
 def test_the_client_counts_calls_and_cache_hits(stand_in: Path, tmp_path: Path) -> None:
-    settings = {"model_path": str(stand_in), "batch_size": 2}
+    settings = on_disk(stand_in, batch_size=2)
     client = local.LocalEmbeddingClient(settings, tmp_path / "cache")
     texts = ["bee sting", "cat nap", "bee sting", "elk herd", "goat milk"]
     assert client.embed(texts) == [pytest.approx(stub.embed(t)) for t in texts]
@@ -165,19 +173,20 @@ def test_without_the_extra_the_run_stops_in_one_line(
     stand_in: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # not installed
     config = project(tmp_path, {"kind": "embedding", "model_path": str(stand_in)})
-    assert main(["retrieve", "--config", str(config), "--out", str(tmp_path / "r.jsonl")]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("retrieve", "--config", str(config), "--out", str(tmp_path / "r.jsonl"))
+    assert code == 3
+    assert err == (
         f"llm-eval: error: {config}:6: retriever.model_path: needs sentence-transformers: "
         "pip install 'llm-eval-ci[local-embeddings]'\n"
     )
 
 
 def test_gain_measures_novelty_with_a_model_on_disk(
-    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     new = [{"_id": "n1", "title": "Sorting", "text": "sorted returns a new sorted list"}]
     (tmp_path / "new.jsonl").write_text(json.dumps(new[0]) + "\n")
@@ -188,14 +197,14 @@ def test_gain_measures_novelty_with_a_model_on_disk(
         gain={"chunk_words": 100},
     )
     monkeypatch.chdir(tmp_path)
-    assert main(["gain", "new.jsonl", "--config", str(config), "--criteria", "criteria.yaml"]) == 0
+    assert cli("gain", "new.jsonl", "--config", str(config), "--criteria", "criteria.yaml")[0] == 0
     result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
     # a copy of corpus document `sort` (title and text, one chunk): the same vector
     assert result["novelty"]["n1"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_answer_relevance_with_a_model_on_disk(
-    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     """The judge asks the chat stub for questions; the model on disk embeds them."""
     import test_judge
@@ -207,7 +216,7 @@ def test_answer_relevance_with_a_model_on_disk(
             ["answer_relevance"],
             embeddings={"model_path": str(stand_in), "batch_size": 4},
         )
-        assert test_judge.gate(root, monkeypatch) == 0
+        assert test_judge.gate(cli, root, monkeypatch)[0] == 0
         assert not [r for r in server.requests if r["path"].endswith("/embeddings")]
     answer = "Use sorted with a key function. Sockets are fast."
     generated = stub.judge(f"task: question_generation\n<answer>\n{answer}\n</answer>")
@@ -352,7 +361,7 @@ def test_minilm_ranks_as_sentence_transformers_does(
 
 @pytest.mark.real_model
 def test_minilm_novelty_of_a_copy_is_below_that_of_a_new_topic(
-    minilm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    minilm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     new = [
         {"_id": "copy", "title": "Files", "text": "open a file and read its lines"},
@@ -362,7 +371,7 @@ def test_minilm_novelty_of_a_copy_is_below_that_of_a_new_topic(
     embeddings = {"model_path": str(minilm)}
     config = project(tmp_path, {"kind": "bm25"}, embeddings=embeddings, gain={"chunk_words": 100})
     monkeypatch.chdir(tmp_path)
-    assert main(["gain", "new.jsonl", "--config", str(config), "--criteria", "criteria.yaml"]) == 0
+    assert cli("gain", "new.jsonl", "--config", str(config), "--criteria", "criteria.yaml")[0] == 0
     novelty = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())["novelty"]
     assert novelty["copy"] == pytest.approx(0.0, abs=1e-5)
     assert novelty["new"] > 0.3
@@ -448,7 +457,7 @@ def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
 ) -> None:
     monkeypatch.setattr(Broken, "vector", vector)
     monkeypatch.setattr(sys.modules["sentence_transformers"], "SentenceTransformer", Broken)
-    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    client = local.LocalEmbeddingClient(on_disk(stand_in, batch_size=8), None)
     with pytest.raises(EndpointFailed, match=reason) as failure:
         client.embed(["read a file", "sort a list"])
     assert "'sort a list'" in str(failure.value)
@@ -465,7 +474,7 @@ def test_a_vector_a_model_on_disk_gets_wrong_fails_its_call_never_scores_zero(
 def test_a_cached_vector_that_is_not_sound_is_embedded_again(
     stand_in: Path, tmp_path: Path, kept: str
 ) -> None:
-    settings = {"model_path": str(stand_in), "batch_size": 8}
+    settings = on_disk(stand_in, batch_size=8)
     first = local.LocalEmbeddingClient(settings, tmp_path / "cache")
     first.embed(["bee sting", "cat nap"])
     entries = sorted((tmp_path / "cache").rglob("*.json"))
@@ -481,7 +490,7 @@ def test_a_cached_vector_that_is_not_sound_is_embedded_again(
 
 
 def test_vectors_of_another_dimension_fail(stand_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = local.LocalEmbeddingClient({"model_path": str(stand_in), "batch_size": 8}, None)
+    client = local.LocalEmbeddingClient(on_disk(stand_in, batch_size=8), None)
     client.embed(["bee sting"])
     monkeypatch.setattr(StandIn, "encode", lambda self, texts, **o: np.ones((len(texts), 5)))
     with pytest.raises(EndpointFailed, match="5 dimensions"):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
 from llm_eval.config_io import load_config
 from llm_eval.environment import expand_environment, expand_nested
@@ -122,17 +123,15 @@ def test_a_python_retrievers_init_reads_the_environment_when_the_config_is_loade
 
 
 def test_an_unset_variable_in_init_is_one_line_at_its_own_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
-    from llm_eval.cli import main
-
     monkeypatch.setenv("EMBEDDING_MODEL", "/models/e5")
     monkeypatch.delenv("INDEX_HOST", raising=False)
     path = config_file(tmp_path, PYTHON)
-    code = main(["retrieve", "--config", str(path), "--out", str(tmp_path / "run.jsonl")])
+    code, _, err = cli("retrieve", "--config", path, "--out", tmp_path / "run.jsonl")
     assert code == ExitCode.BAD_INPUT == 3
     line = line_of(path, "${INDEX_HOST}")
-    assert capsys.readouterr().err == (
+    assert err == (
         f"llm-eval: error: {path}:{line}: retriever.init.index.hosts[0]: environment "
         "variable INDEX_HOST is not set (used by the init.index.hosts[0] setting)\n"
     )

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
 from llm_eval import formats
-from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.formats import RenderOptions, format_names, get_format, written_formats
 
@@ -38,6 +38,8 @@ def parsed(xml: str, tmp_path: Path) -> Any:
 
 def test_the_registry_lists_each_format_module() -> None:
     assert format_names() == ("json", "junit", "markdown", "text")
+    modules = {p.stem for p in Path(formats.__file__).parent.glob("[!_]*.py")}
+    assert set(format_names()) == modules  # a format module left out of the table
     assert {f.filename for f in written_formats()} == {
         "report.json",
         "report.md",
@@ -51,7 +53,9 @@ def test_an_unknown_format_names_the_valid_ones() -> None:
     assert str(raised.value) == "unknown format 'csv'; valid formats: json, junit, markdown, text"
 
 
-def test_a_new_format_is_one_new_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_format_is_a_module_and_a_line_in_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "verdict.py").write_text(
         "class Verdict:\n"
         "    name = 'verdict'\n"
@@ -62,6 +66,8 @@ def test_a_new_format_is_one_new_file(tmp_path: Path, monkeypatch: pytest.Monkey
         "FORMAT = Verdict()\n"
     )
     monkeypatch.setattr(formats, "__path__", [*formats.__path__, str(tmp_path)])
+    assert "verdict" not in format_names()  # the file alone registers nothing
+    monkeypatch.setitem(formats._FORMATS, "verdict", "verdict")
     assert "verdict" in format_names()
     assert get_format("verdict").render(load("warning"), RenderOptions()) == "warn\n"
     assert "verdict.txt" in {f.filename for f in written_formats()}
@@ -133,23 +139,21 @@ def test_markup_in_names_stays_text(tmp_path: Path) -> None:
 
 
 def test_gate_prints_json_on_stdout_equal_to_report_json(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    code = main(["gate", "--format", "json"])
-    out = capsys.readouterr().out
+    code, out, _ = cli("gate", "--format", "json")
     written = json.loads((shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
     assert (code, json.loads(out)) == (written["exit_code"], written)
 
 
 def test_gate_prints_junit_and_writes_it_beside_the_report(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    code = main(["gate", "--format", "junit", "--config", "config/examples/degraded.yaml"])
-    out = capsys.readouterr().out
+    code, out, _ = cli("gate", "--format", "junit", "--config", "config/examples/degraded.yaml")
     assert code == 1
     written = (shared_demo / ".llm-eval" / "report.junit.xml").read_text(encoding="utf-8")
     assert out == written

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import script
+from conftest import Cli, script
 
-from llm_eval.cli import main
 from llm_eval.gain import Weights, chunks, gain, novelty, pieces
 
 stub = script("stub_openai")
@@ -59,10 +58,13 @@ def project(root: Path, url: str, retriever: dict[str, Any] | None = None) -> Pa
     return root
 
 
-def run_gain(root: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+def run_gain(
+    cli: Cli, root: Path, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[int, str, str]:
+    """`llm-eval gain new.jsonl` in `root`: (exit code, stdout, stderr)."""
     monkeypatch.chdir(root)
-    return main(
-        ["gain", "new.jsonl", "--config", "llm-eval.yaml", "--criteria", "criteria.yaml", *args]
+    return cli(
+        "gain", "new.jsonl", "--config", "llm-eval.yaml", "--criteria", "criteria.yaml", *args
     )
 
 
@@ -83,10 +85,11 @@ def test_the_arithmetic() -> None:
 
 
 def test_gain_reindexes_bm25_and_measures_novelty(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
-        assert run_gain(project(tmp_path, server.url), monkeypatch) == 0
+        code, out, _ = run_gain(cli, project(tmp_path, server.url), monkeypatch)
+        assert code == 0
     result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
     # n1 is the only document relevant to q1: with it added, q1 is found at rank 1.
     assert result["before"]["recall@1"] == 0.5
@@ -98,13 +101,12 @@ def test_gain_reindexes_bm25_and_measures_novelty(
         expected = 1 - (vectors @ corpus.T).max()  # stub vectors are unit length
         assert result["novelty"][document["_id"]] == pytest.approx(expected)
     assert result["gain"] == pytest.approx(2.0 * 0.5 + 0.5 * result["mean_novelty"])
-    out = capsys.readouterr().out
     assert out.startswith("llm-eval gain: 2 new documents, gain ")
     assert "no judge, so no Δcontext recall" in out
 
 
 def test_a_retriever_that_cannot_index_needs_a_run_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     (tmp_path / "run.jsonl").write_text(
         '{"query_id": "q1", "results": [{"doc_id": "c1"}]}\n'
@@ -116,52 +118,52 @@ def test_a_retriever_that_cannot_index_needs_a_run_after(
     )
     with stub.serve() as server:
         root = project(tmp_path, server.url, {"kind": "run", "path": "run.jsonl"})
-        assert run_gain(root, monkeypatch) == 3
-        assert capsys.readouterr().err == (
+        code, _, err = run_gain(cli, root, monkeypatch)
+        assert code == 3
+        assert err == (
             "llm-eval: error: the run retriever cannot index new documents itself; pass "
             "--run-after RUN, a run made with them added\n"
         )
-        assert run_gain(root, monkeypatch, "--run-after", "after.jsonl") == 0
+        assert run_gain(cli, root, monkeypatch, "--run-after", "after.jsonl")[0] == 0
     result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
     assert result["delta"]["recall@1"] == 0.5
 
 
 def test_a_document_already_in_the_corpus_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     root = project(tmp_path, "http://127.0.0.1:9/v1")
     (root / "new.jsonl").write_text(json.dumps(CORPUS[0]) + "\n")
-    assert run_gain(root, monkeypatch) == 3
-    assert capsys.readouterr().err == (
-        "llm-eval: error: new.jsonl: document 'c1' is already in the corpus\n"
-    )
+    code, _, err = run_gain(cli, root, monkeypatch)
+    assert code == 3
+    assert err == ("llm-eval: error: new.jsonl: document 'c1' is already in the corpus\n")
 
 
 def test_an_exact_copy_of_a_corpus_document_is_not_new(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     copy = {**CORPUS[1], "_id": "copy-of-c2"}  # longer than chunk_words: several chunks
     with stub.serve() as server:
         root = project(tmp_path, server.url)
         (root / "new.jsonl").write_text(json.dumps(copy) + "\n")
-        assert run_gain(root, monkeypatch) == 0
+        assert run_gain(cli, root, monkeypatch)[0] == 0
     result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
     assert result["novelty"] == {"copy-of-c2": 0.0}
 
 
 def test_without_embeddings_gain_measures_recall_and_leaves_novelty_out(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     root = project(tmp_path, "")
     config = json.loads((root / "llm-eval.yaml").read_text())
     del config["embeddings"]
     (root / "llm-eval.yaml").write_text(json.dumps(config))
-    assert run_gain(root, monkeypatch) == 0
+    code, out, _ = run_gain(cli, root, monkeypatch)
+    assert code == 0
     result = json.loads((tmp_path / "out" / "gain" / "gain.json").read_text())
     assert (result["novelty"], result["mean_novelty"]) == (None, None)
     assert result["delta"]["recall@1"] == 0.5
     assert result["gain"] == 2.0 * 0.5
-    out = capsys.readouterr().out
     assert "Gain = 2·Δrecall@1; no judge, so no Δcontext recall; no `embeddings:`, so no" in (
         " ".join(out.split())
     )

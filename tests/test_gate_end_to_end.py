@@ -13,17 +13,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import script
+from conftest import Cli, script
 
 from llm_eval.baseline_io import load_baseline
 from llm_eval.cli import main
+from llm_eval.formats import get_format
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def gate(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+def gate(
+    cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[int, str, str]:
+    """`llm-eval gate ARGS` in `project`: (exit code, stdout, stderr)."""
     monkeypatch.chdir(project)
-    return main(["gate", *args])
+    return cli("gate", *args)
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def test_the_terminal_names_the_first_queries_that_lost_and_gained_their_hit(
 
 
 def test_a_changed_gold_set_writes_a_report_that_explains_itself(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     gold = shared_demo / "gold" / "python-docs-A.jsonl"
     original = gold.read_text()
@@ -136,13 +140,13 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
     try:
         gold.write_text("\n".join([json.dumps(first), *lines[1:], json.dumps(added)]) + "\n")
         monkeypatch.setenv("COLUMNS", "80")
-        assert gate(shared_demo, monkeypatch) == 3
-        captured = capsys.readouterr()
-        assert captured.err == ""
-        assert captured.out.startswith(
+        code, out, err = gate(cli, shared_demo, monkeypatch)
+        assert code == 3
+        assert err == ""
+        assert out.startswith(
             "llm-eval gate: GOLD SET CHANGED: not compared with the baseline (see below)\n\n"
         )
-        said = captured.out.split("\n\n")[1].splitlines()
+        said = out.split("\n\n")[1].splitlines()
         assert said == [  # each query named once, on its own line, with where it is
             "The gold set differs from the baseline's (1 query added, 1 query changed), so",
             "  the gate cannot compare honestly: accept the change with llm-eval baseline",
@@ -168,7 +172,7 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
         markdown = (shared_demo / ".llm-eval" / "report.md").read_text()
         assert "- Added (1): `a-new` (gold/python-docs-A.jsonl:" in markdown
         assert "  - `llm-eval baseline refresh`\n" in markdown
-        assert gate(shared_demo, monkeypatch, "--allow-gold-change") == 0
+        assert gate(cli, shared_demo, monkeypatch, "--allow-gold-change")[0] == 0
         report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
         assert report["gold_changes"]["accepted"] is True
         assert report["verdict"] != "gold_changed"
@@ -178,20 +182,19 @@ def test_a_changed_gold_set_writes_a_report_that_explains_itself(
 
 
 def test_a_corrupt_baseline_exits_3(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     corrupt = shared_demo / "corrupt.json"
     corrupt.write_text('{"schema_version": 1, "per_query": ')
-    assert gate(shared_demo, monkeypatch, "--baseline", "corrupt.json") == 3
-    assert capsys.readouterr().err.startswith(
-        "llm-eval: error: corrupt.json:1: corrupt baseline: invalid JSON"
-    )
+    code, _, err = gate(cli, shared_demo, monkeypatch, "--baseline", "corrupt.json")
+    assert code == 3
+    assert err.startswith("llm-eval: error: corrupt.json:1: corrupt baseline: invalid JSON")
 
 
 def test_without_a_baseline_only_floors_are_checked(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
-    assert gate(shared_demo, monkeypatch, "--baseline", "none.json") == 0
+    assert gate(cli, shared_demo, monkeypatch, "--baseline", "none.json")[0] == 0
     report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
     assert report["notes"] == [
         "No baseline at none.json: only the absolute floors were checked; "
@@ -414,12 +417,34 @@ def test_the_examples_script_writes_what_the_test_checks() -> None:
 
 
 def test_format_json_writes_the_report_to_stdout(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
-    assert gate(shared_demo, monkeypatch, "--format", "json") == 0
-    out = capsys.readouterr().out
+    code, out, _ = gate(cli, shared_demo, monkeypatch, "--format", "json")
+    assert code == 0
     written = (shared_demo / ".llm-eval" / "report.json").read_text(encoding="utf-8")
     assert json.loads(out) == json.loads(written)
+
+
+def test_a_renderer_that_raises_leaves_the_previous_reports_as_they_were(
+    shared_demo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Cli,
+) -> None:
+    out = tmp_path / "reports"
+    assert gate(cli, shared_demo, monkeypatch, "--out", str(out))[0] == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert set(before) == {".gitignore", "report.json", "report.md", "report.junit.xml"}
+
+    def broken(self: object, report: object, options: object) -> str:
+        raise RuntimeError("the renderer broke")
+
+    # markdown renders after json: written one by one, report.json would be new
+    monkeypatch.setattr(type(get_format("markdown")), "render", broken)
+    code, _, err = gate(cli, shared_demo, monkeypatch, "--out", str(out))
+    assert code == 5
+    assert "the renderer broke" in err
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
 
 
 def test_the_output_folder_ignores_itself(gated: Callable[..., Gated]) -> None:
@@ -475,7 +500,7 @@ gates:
 def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
     shared_demo: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     setting: str,
     code: int,
     headline: str,
@@ -485,8 +510,8 @@ def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
     criteria = shared_demo / "small-criteria.yaml"
     criteria.write_text(SMALL_GATE.replace("ON_INCONCLUSIVE", setting))
     args = ("--config", "config/examples/degraded.yaml", "--criteria", str(criteria))
-    assert gate(shared_demo, monkeypatch, *args) == code
-    out = capsys.readouterr().out
+    exit_code, out, _ = gate(cli, shared_demo, monkeypatch, *args)
+    assert exit_code == code
     report = json.loads((shared_demo / ".llm-eval" / "report.json").read_text())
     (entry,) = report["gates"]
     assert out.startswith(headline.format(more=entry["more_queries"]))
@@ -519,7 +544,7 @@ def test_a_drop_on_too_few_queries_is_never_a_quiet_pass(
 def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
     shared_demo: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     damage: object,
     message: str,
 ) -> None:
@@ -527,8 +552,8 @@ def test_a_baseline_that_cannot_pair_is_refused_naming_the_file(
     damage(data)  # type: ignore[operator]
     broken = shared_demo / "broken-baseline.json"
     broken.write_text(json.dumps(data))
-    assert gate(shared_demo, monkeypatch, "--baseline", str(broken)) == 3
-    err = capsys.readouterr().err
+    code, _, err = gate(cli, shared_demo, monkeypatch, "--baseline", str(broken))
+    assert code == 3
     assert err.startswith(f"llm-eval: error: {broken}: ")
     assert message in err
     assert err.count("\n") == 1
@@ -539,24 +564,24 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
     gated: Callable[..., Gated],
     demo_run: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     assert gated().code == 0
     lines = demo_run.read_text().splitlines()
     first = json.loads(lines[0])
     failed = {"query_id": first["query_id"], "results": [], "error": "timeout"}
     (shared_demo / "failed.jsonl").write_text("\n".join([json.dumps(failed), *lines[1:]]) + "\n")
-    capsys.readouterr()
-    assert gate(shared_demo, monkeypatch, "--run", "failed.jsonl") == 4
-    err = capsys.readouterr().err
+    code, _, err = gate(cli, shared_demo, monkeypatch, "--run", "failed.jsonl")
+    assert code == 4
     assert err == (
         "llm-eval: error: failed.jsonl: retriever failed on 1 of 342 queries (0.3% > "
         "max_error_rate 0%): 1 timeout\n"
     )
     other = [{**json.loads(line), "query_id": f"x-{i}"} for i, line in enumerate(lines)]
     (shared_demo / "other.jsonl").write_text("".join(json.dumps(o) + "\n" for o in other))
-    assert gate(shared_demo, monkeypatch, "--run", "other.jsonl") == 3
-    assert capsys.readouterr().err == (
+    code, _, err = gate(cli, shared_demo, monkeypatch, "--run", "other.jsonl")
+    assert code == 3
+    assert err == (
         "llm-eval: error: other.jsonl: shares no query id with the gold set (342 queries in "
         "the run, 342 in the gold set): is it a run of another gold set?\n"
     )
@@ -587,7 +612,7 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
     shared_demo: Path,
     demo_run: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
     """The run that made the old interval infinite: one query's relevant document moved
@@ -613,9 +638,9 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
         lines.append(json.dumps(record))
     assert moved
     (tmp_path / "moved.jsonl").write_text("\n".join(lines) + "\n")
-    capsys.readouterr()
-    code = gate(shared_demo, monkeypatch, "--run", str(tmp_path / "moved.jsonl"), "--out", "moved")
-    out = capsys.readouterr().out
+    code, out, _ = gate(
+        cli, shared_demo, monkeypatch, "--run", str(tmp_path / "moved.jsonl"), "--out", "moved"
+    )
     text = (shared_demo / "moved" / "report.json").read_text()
     report = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in report"))
     validate_report(report, "report.json")

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 
-from llm_eval.cli import main
 from llm_eval.corpus import Document
 from llm_eval.coverage import BY_IDS, BY_TITLE_TERMS, coverage, document_areas
 
@@ -100,11 +99,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_gold_coverage_and_plan_name_subjects_and_say_how(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["gold", "coverage", "--out", "coverage.json"]) == 0
-    out = capsys.readouterr().out
+def test_gold_coverage_and_plan_name_subjects_and_say_how(project: Path, cli: Cli) -> None:
+    code, out, _ = cli("gold", "coverage", "--out", "coverage.json")
+    assert code == 0
     assert out.startswith("Corpus: 24 documents in 24 sections and 3 areas.")
     assert (
         "Areas group documents by a term of each document's title (its ids and metadata\n"
@@ -114,8 +111,8 @@ def test_gold_coverage_and_plan_name_subjects_and_say_how(
     assert written["areas_by"] == BY_TITLE_TERMS
     assert sorted(a["name"] for a in written["areas"]) == ["enzyme", "glacier", "telescope"]
 
-    assert main(["gold", "plan", "--out", "plan.json"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("gold", "plan", "--out", "plan.json")
+    assert code == 0
     plan = json.loads((project / "plan.json").read_text())
     assert plan["areas_by"] == BY_TITLE_TERMS
     (scope,) = plan["scopes"]

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, copy_demo
+from conftest import REPO, Cli, copy_demo
 
-from llm_eval.cli import main
 from llm_eval.history import SPARK_BARS, SPARK_GAP, sparkline
 
 BASELINE = "gold/baseline.json"
@@ -117,28 +116,26 @@ Run = Callable[..., tuple[int, str]]
 
 
 @pytest.fixture
-def dashboard(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+def dashboard(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Run:
     """`llm-eval dashboard --out site` in a repository: its exit code and what it printed."""
 
     def run(repo: Path) -> tuple[int, str]:
         monkeypatch.chdir(repo)
-        code = main(["dashboard", "--out", "site"])
-        printed = capsys.readouterr()
-        return code, printed.out + printed.err
+        code, out, err = cli("dashboard", "--out", "site")
+        return code, out + err
 
     return run
 
 
 @pytest.fixture
-def history(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+def history(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Run:
     """`llm-eval history ARGS` in a repository: its exit code and what it printed."""
 
     def run(repo: Path, *args: str) -> tuple[int, str]:
         monkeypatch.chdir(repo)
         monkeypatch.setenv("COLUMNS", "80")
-        code = main(["history", *args])
-        printed = capsys.readouterr()
-        return code, printed.out + printed.err
+        code, out, err = cli("history", *args)
+        return code, out + err
 
     return run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import script
+from conftest import Cli, script
 
 from llm_eval.cli import main
 from llm_eval.judge.arithmetic import (
@@ -151,10 +151,11 @@ def write_project(root: Path, url: str, gates: str = "", **judge: object) -> Pat
     return root
 
 
-def gate(root: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+def gate(cli: Cli, root: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
+    """`llm-eval gate` on the project in `root`: (exit code, stdout, stderr)."""
     monkeypatch.chdir(root)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    return main(["gate", "--config", "llm-eval.yaml", "--criteria", "criteria.yaml", *args])
+    return cli("gate", "--config", "llm-eval.yaml", "--criteria", "criteria.yaml", *args)
 
 
 def report(root: Path) -> dict[str, Any]:
@@ -167,14 +168,14 @@ def overall(root: Path) -> dict[str, Any]:
 
 
 def test_judged_metrics_match_the_rules_and_a_second_run_costs_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
-        assert gate(root, monkeypatch) == 0
+        code, out, _ = gate(cli, root, monkeypatch)
+        assert code == 0
         first = len(server.requests)
-        out = capsys.readouterr().out
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         assert len(server.requests) == first  # every answer from the call cache
     # q1: chunk 1 not useful, chunk 2 useful -> (1/2)/1; q2: one useful chunk -> 1.
     # q3 has no reference: unscored, not 0.
@@ -192,11 +193,11 @@ def test_judged_metrics_match_the_rules_and_a_second_run_costs_nothing(
 
 
 def test_tokens_and_cost_are_the_endpoints_usage_at_the_configured_prices(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, price_per_1k_input=2.0, price_per_1k_output=10.0)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         prompt_words = sum(
             len(m["content"].split()) for r in server.requests for m in r["messages"]
         )
@@ -207,10 +208,10 @@ def test_tokens_and_cost_are_the_endpoints_usage_at_the_configured_prices(
 
 
 def test_the_calibration_compares_chunk_verdicts_with_the_labels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
-        assert gate(write_project(tmp_path, server.url), monkeypatch) == 0
+        assert gate(cli, write_project(tmp_path, server.url), monkeypatch)[0] == 0
     # q1: d2 (not relevant) judged not useful, d1 (relevant) useful; q2: d3 relevant, useful.
     assert report(tmp_path)["judge"]["calibration"] == {
         "chunks": 3,
@@ -222,23 +223,23 @@ def test_the_calibration_compares_chunk_verdicts_with_the_labels(
 
 
 def test_the_api_key_is_sent_but_never_cached_or_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("JUDGE_KEY", "sk-very-secret")
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, api_key="${JUDGE_KEY}")
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         assert set(server.authorizations) == {"Bearer sk-very-secret"}
     written = [p.read_text(errors="replace") for p in (root / "out").rglob("*") if p.is_file()]
     assert written and not any("sk-very-secret" in text for text in written)
 
 
 def test_retries_follow_retry_after_and_5xx(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     faults = [stub.Fault(429, headers={"Retry-After": "0"}), stub.Fault(503)]
     with stub.serve(stub.StubOpenAI(faults=faults)) as server:
-        assert gate(write_project(tmp_path, server.url), monkeypatch) == 0
+        assert gate(cli, write_project(tmp_path, server.url), monkeypatch)[0] == 0
         assert len(server.authorizations) == 7 + 2  # two failed attempts, then answers
     assert report(tmp_path)["judge"]["failed"] == 0
 
@@ -255,11 +256,11 @@ def test_retries_follow_retry_after_and_5xx(
     ],
 )
 def test_a_failed_call_leaves_its_query_unscored_never_zero(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Any, reason: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Any, reason: str, cli: Cli
 ) -> None:
     with stub.serve(stub.StubOpenAI(faults=[fault])) as server:
         root = write_project(tmp_path, server.url, max_error_rate=0.5, concurrency=1)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     judged = report(root)["judge"]
     (query_id,) = [q for q, why in judged["unscored"].items() if q != "q3"]
     assert judged["unscored"][query_id].startswith(reason)
@@ -269,22 +270,21 @@ def test_a_failed_call_leaves_its_query_unscored_never_zero(
 
 
 def test_more_failures_than_max_error_rate_stop_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve(stub.StubOpenAI(faults=[stub.Fault(400)] * 7)) as server:
-        assert gate(write_project(tmp_path, server.url), monkeypatch) == 4
-    assert "the judge failed on 7 of 7 calls (more than max_error_rate 0%): http 400" in (
-        capsys.readouterr().err
-    )
+        code, _, err = gate(cli, write_project(tmp_path, server.url), monkeypatch)
+    assert code == 4
+    assert "the judge failed on 7 of 7 calls (more than max_error_rate 0%): http 400" in err
 
 
 def test_a_timeout_is_a_failure_after_retries(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     slow = [stub.Fault(200, delay_s=0.5)] * 3
     with stub.serve(stub.StubOpenAI(faults=slow)) as server:
         root = write_project(tmp_path, server.url, timeout_s=0.1, concurrency=1, max_error_rate=1)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     assert "judge call failed: timeout" in report(root)["judge"]["unscored"].values()
 
 
@@ -308,7 +308,7 @@ def test_a_timeout_is_a_failure_after_retries(
 def test_judged_metrics_need_a_judge_and_gates_on_them_opt_in(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     config: dict[str, Any],
     criteria: str,
     message: str,
@@ -319,46 +319,51 @@ def test_judged_metrics_need_a_judge_and_gates_on_them_opt_in(
     if settings.get("judge") is None:
         settings.pop("judge")
     (root / "llm-eval.yaml").write_text(json.dumps(settings))
-    assert gate(root, monkeypatch) == 3
-    assert capsys.readouterr().err == f"llm-eval: error: {message}\n"
+    code, _, err = gate(cli, root, monkeypatch)
+    assert code == 3
+    assert err == f"llm-eval: error: {message}\n"
 
 
 def test_a_gate_that_opts_in_blocks_on_a_judged_metric(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     criteria = (
         "gates:\n  - name: sufficiency\n    metric: context_sufficiency\n    threshold: 0.99\n"
         "    judged: true\n"
     )
     with stub.serve() as server:
-        assert gate(write_project(tmp_path, server.url, criteria), monkeypatch) == 1
-    assert "context sufficiency" in capsys.readouterr().out
+        code, out, _ = gate(cli, write_project(tmp_path, server.url, criteria), monkeypatch)
+    assert code == 1
+    assert "context sufficiency" in out
 
 
 def test_dry_run_and_max_cost_ask_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
-        assert gate(root, monkeypatch, "--dry-run") == 0
-        out = capsys.readouterr().out
+        code, out, _ = gate(cli, root, monkeypatch, "--dry-run")
+        assert code == 0
         assert out.startswith("llm-eval gate --dry-run: the judge would be asked 7 of 7 calls")
-        assert gate(root, monkeypatch, "--max-cost", "0.0001") == 3
-        assert "more than --max-cost 0.0001; nothing was asked" in capsys.readouterr().err
+        code, _, err = gate(cli, root, monkeypatch, "--max-cost", "0.0001")
+        assert code == 3
+        assert "more than --max-cost 0.0001; nothing was asked" in err
         assert server.authorizations == []  # not one request
         assert not (root / "out" / "report.json").exists()
-        assert gate(root, monkeypatch) == 0
-        assert gate(root, monkeypatch, "--dry-run") == 0
-        said = " ".join(capsys.readouterr().out.split())
+        assert gate(cli, root, monkeypatch)[0] == 0
+        code, out, _ = gate(cli, root, monkeypatch, "--dry-run")
+        assert code == 0
+        said = " ".join(out.split())
         assert "asked 0 of 7 calls (7 are answered by the call cache)" in said
 
 
 def test_repeats_report_spread_and_flipped_verdicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve(stub.StubOpenAI(flaky=True)) as server:
         root = write_project(tmp_path, server.url, concurrency=1)
-        assert gate(root, monkeypatch, "--judge-repeat", "2") == 0
+        code, out, _ = gate(cli, root, monkeypatch, "--judge-repeat", "2")
+        assert code == 0
         assert len(server.requests) == 14  # every call twice: each repeat its own entry
     judged = report(root)["judge"]
     # Three chunk verdicts, asked twice each; every second ask is turned around.
@@ -366,14 +371,17 @@ def test_repeats_report_spread_and_flipped_verdicts(
     assert judged["flips_count"] == 3
     assert judged["calibration"]["chunks"] == 3  # each chunk once, however often it is asked
     assert judged["spread"]["context_precision@2"] > 0
-    assert "Judge steadiness over 2 repeats: mean range context precision@2" in (
-        capsys.readouterr().out
-    )
+    assert "Judge steadiness over 2 repeats: mean range context precision@2" in out
 
 
-def test_a_steady_judge_has_no_spread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_steady_judge_has_no_spread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
     with stub.serve() as server:
-        assert gate(write_project(tmp_path, server.url), monkeypatch, "--judge-repeat", "3") == 0
+        assert (
+            gate(cli, write_project(tmp_path, server.url), monkeypatch, "--judge-repeat", "3")[0]
+            == 0
+        )
     judged = report(tmp_path)["judge"]
     assert (judged["flips_count"], set(judged["spread"].values())) == (0, {0.0})
 
@@ -400,11 +408,11 @@ def relevance_project(tmp_path: Path, url: str, **embeddings: object) -> Path:
 
 
 def test_faithfulness_is_the_share_of_answer_statements_the_context_supports(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = with_answers(write_project(tmp_path, server.url), server.url, ["faithfulness"])
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     # "Use sorted with a key function." has 3 of its 4 words in q1's context: supported;
     # "Sockets are fast." has 1 of 3: not. Only q1 has an answer.
     assert overall(root)["faithfulness"] == 0.5
@@ -412,24 +420,26 @@ def test_faithfulness_is_the_share_of_answer_statements_the_context_supports(
     assert unscored["q2"] == "the run has no answer to judge"
 
 
-def test_a_blank_answer_is_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_blank_answer_is_no_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
     with stub.serve() as server:
         root = with_answers(write_project(tmp_path, server.url), server.url, ["faithfulness"])
         lines = (root / "run.jsonl").read_text().replace('"Use sorted', '"  ", "x": "Use sorted')
         (root / "run.jsonl").write_text(lines)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     assert report(root)["judge"]["unscored"]["q1"] == "the run has no answer to judge"
 
 
 def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     np = pytest.importorskip("numpy")
     with stub.serve() as server:
         root = relevance_project(tmp_path, server.url, batch_size=2)
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         embedded = [r for r in server.requests if r["path"].endswith("/embeddings")]
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         assert [r for r in server.requests if r["path"].endswith("/embeddings")] == embedded
     answer = "Use sorted with a key function. Sockets are fast."
     generated = stub.judge(f"task: question_generation\n<answer>\n{answer}\n</answer>")
@@ -449,11 +459,12 @@ def test_answer_relevance_is_the_mean_cosine_to_the_generated_questions(
 
 
 def test_answer_relevance_needs_embeddings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     root = with_answers(write_project(tmp_path, "http://127.0.0.1:9/v1"), "", ["answer_relevance"])
-    assert gate(root, monkeypatch) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = gate(cli, root, monkeypatch)
+    assert code == 3
+    assert err == (
         "llm-eval: error: llm-eval.yaml:1: metrics: answer_relevance compares embeddings; add "
         "`embeddings:` (base_url and model, or model_path) to llm-eval.yaml\n"
     )
@@ -521,7 +532,7 @@ def test_the_judged_guide_shows_the_real_judged_demo_output(
 def test_bad_judge_settings_name_the_key(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     judge: dict[str, Any],
     message: str,
 ) -> None:
@@ -529,8 +540,9 @@ def test_bad_judge_settings_name_the_key(
     settings = json.loads((root / "llm-eval.yaml").read_text())
     settings["judge"] = judge
     (root / "llm-eval.yaml").write_text(json.dumps(settings))
-    assert gate(root, monkeypatch) == 3
-    assert capsys.readouterr().err == f"llm-eval: error: {message}\n"
+    code, _, err = gate(cli, root, monkeypatch)
+    assert code == 3
+    assert err == f"llm-eval: error: {message}\n"
 
 
 def test_the_stub_binds_a_free_port_with_port_0_and_prints_it() -> None:
@@ -575,23 +587,25 @@ def test_the_stub_binds_a_free_port_with_port_0_and_prints_it() -> None:
 
 
 def test_the_baseline_is_judged_with_the_gates_repeats_and_a_mismatch_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve(stub.StubOpenAI(flaky=True)) as server:
         root = write_project(tmp_path, server.url, concurrency=1)
         monkeypatch.chdir(root)
         options = ["--config", "llm-eval.yaml", "--criteria", "criteria.yaml"]
         refresh = ["baseline", "refresh", *options, "--baseline", "base.json"]
-        assert main([*refresh, "--judge-repeat", "2"]) == 0
+        assert cli(*refresh, "--judge-repeat", "2")[0] == 0
         asked = len(server.requests)
         assert asked == 14  # 7 questions, twice each
         assert json.loads((root / "base.json").read_text())["judge_repeats"] == 2
         # The same repeats: every verdict comes from the entries the baseline made, so
         # the judge's noise on unchanged chunks cancels, and nothing is asked.
-        assert gate(root, monkeypatch, "--baseline", "base.json", "--judge-repeat", "2") == 0
+        assert (
+            gate(cli, root, monkeypatch, "--baseline", "base.json", "--judge-repeat", "2")[0] == 0
+        )
         assert len(server.requests) == asked
         assert not [n for n in report(root)["notes"] if "repeat" in n]
-        assert gate(root, monkeypatch, "--baseline", "base.json") == 0
+        assert gate(cli, root, monkeypatch, "--baseline", "base.json")[0] == 0
     notes = [n for n in report(root)["notes"] if "repeat" in n]
     assert notes == [
         "The baseline's judged values are means over 2 repeats, these over 1: on chunks that "
@@ -601,7 +615,7 @@ def test_the_baseline_is_judged_with_the_gates_repeats_and_a_mismatch_is_reporte
 
 
 def test_the_dry_run_estimate_tracks_the_tokens_the_endpoint_counts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     """Once some calls are cached, the estimate of the others uses the tokens per
     character the endpoint counted for them (the stub counts words, far from 4
@@ -610,16 +624,16 @@ def test_the_dry_run_estimate_tracks_the_tokens_the_endpoint_counts(
         root = write_project(tmp_path, server.url, price_per_1k_input=1.0)
         gold = (root / "gold.jsonl").read_text().splitlines(keepends=True)
         (root / "gold.jsonl").write_text(gold[0])  # q1 alone first: its calls are cached
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
         (root / "gold.jsonl").write_text("".join(gold))
-        capsys.readouterr()
-        assert gate(root, monkeypatch, "--dry-run") == 0
-        said = " ".join(capsys.readouterr().out.split())
+        code, out, _ = gate(cli, root, monkeypatch, "--dry-run")
+        assert code == 0
+        said = " ".join(out.split())
         found = re.search(r"about ([\d,]+) prompt and ([\d,]+) answer tokens", said)
         assert found is not None, said
         assert "as the endpoint counted them on the cached calls" in said
         estimate = sum(int(n.replace(",", "")) for n in found.groups())
-        assert gate(root, monkeypatch) == 0
+        assert gate(cli, root, monkeypatch)[0] == 0
     judged = report(root)["judge"]
     counted = judged["prompt_tokens"] + judged["completion_tokens"]
     assert judged["calls"] == 3  # q2's chunk, recall and sufficiency calls

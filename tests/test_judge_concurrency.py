@@ -14,8 +14,14 @@ from typing import Any
 
 from conftest import script
 
-from llm_eval.endpoints.client import ChatClient, EmbeddingClient
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, SETTINGS
+from llm_eval.endpoints.chat import ChatClient
+from llm_eval.endpoints.embeddings import EmbeddingClient
+from llm_eval.endpoints.settings import (
+    EMBEDDING_SETTINGS,
+    SETTINGS,
+    ChatSettings,
+    EmbeddingSettings,
+)
 from llm_eval.gold_io import load_gold
 from llm_eval.judge.run import JudgeOutcome, judge_run
 from llm_eval.metrics import parse_metric
@@ -80,10 +86,10 @@ def judged(
         load_gold([gold_path]),
         load_run(run_path),
         [parse_metric(m) for m in METRICS],
-        ChatClient(chat, tmp_path / "cache" / "judge"),
+        ChatClient(ChatSettings.create(chat), tmp_path / "cache" / "judge"),
         lambda query_id, rank: None,
         1,
-        EmbeddingClient(vectors, tmp_path / "cache" / "embeddings"),
+        EmbeddingClient(EmbeddingSettings.create(vectors), tmp_path / "cache" / "embeddings"),
         progress,
     )
 
@@ -163,7 +169,7 @@ def test_embedding_batches_go_out_concurrency_at_a_time(tmp_path: Path) -> None:
     with stub.serve(state) as server:
         settings |= {"base_url": server.url, "model": "e", "concurrency": 3, "batch_size": 1}
         settings |= {"retries": 0}
-        vectors = EmbeddingClient(settings, None).embed(texts)
+        vectors = EmbeddingClient(EmbeddingSettings.create(settings), None).embed(texts)
     assert vectors == [stub.embed(t) for t in texts]
     assert len(state.spans) == 7 and not barrier.broken
     assert most_in_flight(state.spans, "/embeddings") == 3

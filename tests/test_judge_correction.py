@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import script
+from conftest import Cli, script
 from test_gate import make_gate
 from test_judge import gate as run_gate
 from test_judge import report, write_project
@@ -110,12 +110,13 @@ JUDGED_GATE = (
 
 
 def test_a_judged_gate_is_decided_on_the_corrected_value_end_to_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, gates=JUDGED_GATE)
-        assert run_gate(root, monkeypatch) == 0
-    out = " ".join(capsys.readouterr().out.split())
+        code, printed, _ = run_gate(cli, root, monkeypatch)
+        assert code == 0
+    out = " ".join(printed.split())
     written = report(root)
     (entry,) = written["gates"]
     # q1 and q2 are labelled: context precision@2 from their labels is 0.5 and 1.0, as the
@@ -137,13 +138,13 @@ def test_a_judged_gate_is_decided_on_the_corrected_value_end_to_end(
 
 
 def test_an_unreviewed_query_is_judged_but_not_a_label(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     with stub.serve() as server:
         root = write_project(tmp_path, server.url, gates=JUDGED_GATE + "    scope: {tier: A}\n")
         lines = [json.loads(line) for line in (root / "gold.jsonl").read_text().splitlines()]
         lines[1].update(source="synthetic", reviewed=False, tier="B")
         (root / "gold.jsonl").write_text("".join(json.dumps(q) + "\n" for q in lines))
-        assert run_gate(root, monkeypatch) == 0
+        assert run_gate(cli, root, monkeypatch)[0] == 0
     (overall,) = report(root)["judge"]["corrected"]
     assert (overall["labelled"], overall["unlabelled"]) == (1, 1)

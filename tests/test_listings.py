@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Cli
 
-from llm_eval.cli import main
 from llm_eval.metrics import families
 from llm_eval.retrievers import retriever_kinds
 
 
-def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
+def run(cli: Cli, monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
     monkeypatch.setenv("COLUMNS", "80")
-    assert main(list(args)) == 0
-    return capsys.readouterr().out
+    code, out, _ = cli(*args)
+    assert code == 0
+    return out
 
 
 def test_metrics_lists_every_family_within_80_columns(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = run(capsys, monkeypatch, "metrics")
+    out = run(cli, monkeypatch, "metrics")
     assert max(map(len, out.splitlines())) <= 80
     for family in families():
         assert f"\n  {family.usage()}\n" in out
@@ -29,9 +30,9 @@ def test_metrics_lists_every_family_within_80_columns(
 
 
 def test_retrievers_lists_every_kind_and_setting_within_80_columns(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = run(capsys, monkeypatch, "retrievers")
+    out = run(cli, monkeypatch, "retrievers")
     assert max(map(len, out.splitlines())) <= 80
     for kind in retriever_kinds():
         assert f"kind: {kind.name} — " in out

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
-from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.report_schema import validate_report
 
@@ -23,7 +23,7 @@ def test_the_golden_reports_fit_the_schema(path: Path) -> None:
     assert validate_report(report, path) is report
 
 
-def test_the_reports_the_gate_writes_fit_the_schema(tmp_path: Path) -> None:
+def test_the_reports_the_gate_writes_fit_the_schema(tmp_path: Path, cli: Cli) -> None:
     """The demo and the examples (rejection, context and page metrics)."""
     examples = [
         "--config",
@@ -35,7 +35,7 @@ def test_the_reports_the_gate_writes_fit_the_schema(tmp_path: Path) -> None:
     ]
     for name, options in {"demo": [], "examples": examples}.items():
         out = tmp_path / name
-        assert main(["gate", *options, "--out", str(out)]) == 0  # both pass
+        assert cli("gate", *options, "--out", str(out))[0] == 0  # both pass
         path = out / "report.json"
         validate_report(json.loads(path.read_text()), path)
 
@@ -102,15 +102,14 @@ def test_a_report_off_the_schema_names_the_key(
     assert str(caught.value).startswith(f"{path}: {where}: {reason}")
 
 
-def test_an_infinite_baseline_age_is_refused_by_comment(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_infinite_baseline_age_is_refused_by_comment(tmp_path: Path, cli: Cli) -> None:
     report = copy.deepcopy(PASS)
     report["provenance"]["baseline"]["age_days"] = float("inf")
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
-    assert main(["comment", "--dry-run", "--report", str(path)]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("comment", "--dry-run", "--report", str(path))
+    assert code == 3
+    assert err == (
         f"llm-eval: error: {path}: provenance.baseline.age_days: "
         "expected a finite number, got Infinity\n"
     )

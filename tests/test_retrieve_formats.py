@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, Cli
 
-from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.run_io import dump_trec, load_run
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -18,31 +17,31 @@ METRICS = ["recall@5", "recall@10", "mrr", "ndcg@10", "map@10", "precision@5", "
 GOLD = ["gold/python-docs-A.jsonl", "gold/python-docs-B.jsonl"]
 
 
-def evaluate(capsys: pytest.CaptureFixture[str], run: Path) -> dict[str, object]:
+def evaluate(cli: Cli, run: Path) -> dict[str, object]:
     gold = [arg for path in GOLD for arg in ("--gold", path)]
     metrics = [arg for metric in METRICS for arg in ("-m", metric)]
-    code = main(["evaluate", *gold, "--run", str(run), *metrics, "--per-query", "--format", "json"])
-    out, err = capsys.readouterr()
+    code, out, err = cli(
+        "evaluate", *gold, "--run", run, *metrics, "--per-query", "--format", "json"
+    )
     assert (code, err) == (0, "")
     document: dict[str, object] = json.loads(out)
     return document
 
 
 def test_a_trec_run_and_a_textless_run_score_as_the_jsonl_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(REPO)
     runs = {"jsonl": tmp_path / "run.jsonl", "trec": tmp_path / "run.trec"}
     for name, path in runs.items():
-        assert main(["retrieve", "--out", str(path), "--format", name]) == 0
+        assert cli("retrieve", "--out", path, "--format", name)[0] == 0
     bare = tmp_path / "bare.jsonl"
-    assert main(["retrieve", "--out", str(bare), "--no-text"]) == 0
-    capsys.readouterr()
+    assert cli("retrieve", "--out", bare, "--no-text")[0] == 0
     first = runs["trec"].read_text().splitlines()[0].split()
     assert first[1::2] == ["Q0", "1", "bm25"] and len(first) == 6
-    full = evaluate(capsys, runs["jsonl"])
-    assert evaluate(capsys, runs["trec"]) == full
-    assert evaluate(capsys, bare) == full
+    full = evaluate(cli, runs["jsonl"])
+    assert evaluate(cli, runs["trec"]) == full
+    assert evaluate(cli, bare) == full
     assert len(full["per_query"]) > 300  # type: ignore[arg-type]
     assert '"text"' in runs["jsonl"].read_text() and '"text"' not in bare.read_text()
     assert bare.stat().st_size < runs["jsonl"].stat().st_size / 3

@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import gold_query, script
+from conftest import Cli, gold_query, script
 from servers import write_project
 
-from llm_eval.cli import main
 from llm_eval.errors import ExternalError
 from llm_eval.retrievers import RetrieverContext, retriever_kind
 from llm_eval.retrievers.embedding import top_k
@@ -131,15 +130,14 @@ def test_ties_keep_corpus_order() -> None:
     assert order.tolist() == [0, 2, 3, 1]
 
 
-def test_the_gate_runs_on_the_demo_corpus(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_gate_runs_on_the_demo_corpus(tmp_path: Path, cli: Cli) -> None:
     with stub.serve() as server:
         project = write_project(
             tmp_path, {"kind": "embedding", "base_url": server.url, "model": "m"}, queries=5
         )
         args = ["gate", "--config", str(project.config), "--criteria", str(project.criteria)]
-        assert main([*args, "--format", "json"]) in (0, 1)
-    report = json.loads(capsys.readouterr().out)
+        code, out, _ = cli(*args, "--format", "json")
+    assert code in (0, 1)
+    report = json.loads(out)
     assert report["queries"]["failed"] == {}
     assert report["slices"][0]["metrics"]["recall@5"]["n"] == 5

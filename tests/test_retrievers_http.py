@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 from servers import (
     CORPUS,
     Project,
@@ -22,7 +23,6 @@ from servers import (
     write_project,
 )
 
-from llm_eval.cli import main
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, backoff_seconds, retry_after_seconds
@@ -40,30 +40,20 @@ def service() -> SearchService:
     return SearchService(CORPUS)
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def retrieve(
-    capsys: pytest.CaptureFixture[str], project: Project, *args: str
-) -> tuple[int, str, str]:
+def retrieve(cli: Cli, project: Project, *args: str) -> tuple[int, str, str]:
     out = project.root / "run.jsonl"
-    return run_cli(capsys, "retrieve", "--config", project.config, "--out", out, *args)
+    return cli("retrieve", "--config", project.config, "--out", out, *args)
 
 
-def gate(capsys: pytest.CaptureFixture[str], project: Project, *args: str) -> tuple[int, str, str]:
-    return run_cli(
-        capsys, "gate", "--config", project.config, "--criteria", project.criteria, *args
-    )
+def gate(cli: Cli, project: Project, *args: str) -> tuple[int, str, str]:
+    return cli("gate", "--config", project.config, "--criteria", project.criteria, *args)
 
 
 # --- end to end -----------------------------------------------------------------------
 
 
 def test_the_gate_runs_on_a_search_service_over_the_demo_corpus(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     nested = SearchService(CORPUS)
     nested.nested = True
@@ -76,7 +66,7 @@ def test_the_gate_runs_on_a_search_service_over_the_demo_corpus(
             "fields": {"doc_id": "id", "score": "_score", "text": "body"},
         }
         project = write_project(tmp_path, settings, queries=60)
-        code, out, _ = gate(capsys, project)
+        code, out, _ = gate(cli, project)
         assert code == 0
         assert out.startswith("llm-eval gate: PASS")
         assert len(server.requests) == 60
@@ -86,7 +76,7 @@ def test_the_gate_runs_on_a_search_service_over_the_demo_corpus(
         # One pooled client: at most `concurrency` (8) connections, each reused.
         assert len({r.client_port for r in server.requests}) <= 8
 
-        assert retrieve(capsys, project, "--no-cache")[0] == 0
+        assert retrieve(cli, project, "--no-cache")[0] == 0
     report = project.report()
     assert report["queries"]["failed"] == {}
     assert report["slices"][0]["metrics"]["error_rate"]["value"] == 0.0
@@ -98,7 +88,7 @@ def test_the_gate_runs_on_a_search_service_over_the_demo_corpus(
 
 
 def test_retries_timeouts_and_failures_counted_server_side(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     q = gold_texts(10)
     plans = {
@@ -114,7 +104,7 @@ def test_retries_timeouts_and_failures_counted_server_side(
     with serve(Scripted(service, plans)) as server:
         settings = {"kind": "http", "url": server.url, **FAST, "timeout_s": 0.3}
         project = write_project(tmp_path, {**settings, "max_error_rate": 0.5}, queries=10)
-        code, out, err = retrieve(capsys, project)
+        code, out, err = retrieve(cli, project)
     assert (code, err) == (0, "")
     ids = [query["query_id"] for query in project.queries]
     assert out == (
@@ -147,33 +137,33 @@ def test_retries_timeouts_and_failures_counted_server_side(
 
 
 def test_an_error_rate_over_the_limit_exits_4_with_a_summary(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     q = gold_texts(10)
     plans = {q[1]: always(Reply(503)), q[4]: always(Reply(503)), q[7]: always(Reply(raw=b"<html>"))}
     with serve(Scripted(service, plans)) as server:
         settings = {"kind": "http", "url": server.url, **FAST, "max_error_rate": 0.2}
         project = write_project(tmp_path, settings, queries=10)
-        code, out, err = retrieve(capsys, project)
+        code, out, err = retrieve(cli, project)
         assert (code, out) == (4, "")
         assert err == (
             "llm-eval: error: retriever failed on 3 of 10 queries (30% > max_error_rate 20%): "
             "2 http 503, 1 malformed JSON\n"
         )
         assert not (project.root / "run.jsonl").exists()
-        code, out, err = gate(capsys, project)
+        code, out, err = gate(cli, project)
     assert (code, out) == (4, "")
     assert "retriever failed on 3 of 10 queries" in err
     assert not (project.out / "report.json").exists()
 
 
 def test_under_the_limit_the_gate_reports_the_failed_queries(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     with serve(Scripted(service, {gold_texts(10)[3]: always(Reply(503))})) as server:
         settings = {"kind": "http", "url": server.url, **FAST, "max_error_rate": 0.1}
         project = write_project(tmp_path, settings, queries=10)
-        code, out, _ = gate(capsys, project)
+        code, out, _ = gate(cli, project)
     failed_id = project.queries[3]["query_id"]
     assert code == 0
     assert (
@@ -192,14 +182,14 @@ def test_under_the_limit_the_gate_reports_the_failed_queries(
 
 
 def test_a_service_that_is_down_fails_every_query_as_connection_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/search"
     project = write_project(tmp_path, {"kind": "http", "url": url, **FAST}, queries=3)
-    code, _, err = retrieve(capsys, project)
+    code, _, err = retrieve(cli, project)
     assert code == 4
     assert err == (
         "llm-eval: error: retriever failed on 3 of 3 queries (100% > max_error_rate 0%): "
@@ -208,7 +198,7 @@ def test_a_service_that_is_down_fails_every_query_as_connection_refused(
 
 
 def test_an_unreachable_service_stops_being_retried_but_every_query_is_tried(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     """After 3 queries in a row time out even with retries, the rest get one attempt."""
     slow = Reply(delay_s=0.5)
@@ -223,7 +213,7 @@ def test_an_unreachable_service_stops_being_retried_but_every_query_is_tried(
             "max_error_rate": 1.0,
         }
         project = write_project(tmp_path, settings, queries=8)
-        code, out, _ = retrieve(capsys, project)
+        code, out, _ = retrieve(cli, project)
         attempts = len(server.requests)
     assert code == 0
     assert "(8 queries, top 10, 8 failed)" in out
@@ -247,7 +237,7 @@ SECRET = "tok-9f8e7d6c5b4a"
 def test_header_secrets_come_from_the_environment_and_are_never_shown(
     tmp_path: Path,
     service: SearchService,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SEARCH_TOKEN", SECRET)
@@ -255,7 +245,7 @@ def test_header_secrets_come_from_the_environment_and_are_never_shown(
     with serve(Scripted(service, {gold_texts(10)[0]: always(Reply(401))})) as server:
         settings = {"kind": "http", "url": server.url, "headers": headers, "max_error_rate": 0.5}
         project = write_project(tmp_path, settings, queries=10)
-        shown = [gate(capsys, project, "--cache"), retrieve(capsys, project, "--no-cache")]
+        shown = [gate(cli, project, "--cache"), retrieve(cli, project, "--no-cache")]
     assert [code for code, _, _ in shown] == [0, 0]
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
     assert {r.headers["x-team"] for r in server.requests} == {f"rag-{SECRET}"}
@@ -269,13 +259,13 @@ def test_header_secrets_come_from_the_environment_and_are_never_shown(
 
 
 def test_a_missing_environment_variable_is_a_config_error_naming_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SEARCH_TOKEN", raising=False)
     with serve(lambda request: Reply(payload=[])) as server:
         headers = {"Authorization": "Bearer ${SEARCH_TOKEN}"}
         project = write_project(tmp_path, {"kind": "http", "url": server.url, "headers": headers})
-        code, _, err = gate(capsys, project)
+        code, _, err = gate(cli, project)
     assert code == 3
     assert err == (
         f"llm-eval: error: {project.config}:7: retriever.headers: environment variable "
@@ -287,15 +277,13 @@ def test_a_missing_environment_variable_is_a_config_error_naming_it(
 # --- repeats --------------------------------------------------------------------------
 
 
-def test_repeat_finds_a_service_that_shuffles_ties(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_repeat_finds_a_service_that_shuffles_ties(tmp_path: Path, cli: Cli) -> None:
     with serve(SearchService(CORPUS, shuffle_ties=True)) as server:
         project = write_project(tmp_path, {"kind": "http", "url": server.url}, queries=12)
-        assert retrieve(capsys, project)[0] == 0  # fills the cache, which --repeat bypasses
-        code, out, _ = retrieve(capsys, project, "--repeat", "3")
+        assert retrieve(cli, project)[0] == 0  # fills the cache, which --repeat bypasses
+        code, out, _ = retrieve(cli, project, "--repeat", "3")
         assert len(server.requests) == 12 * 4
-        gate_code, gate_out, _ = gate(capsys, project, "--repeat", "2")
+        gate_code, gate_out, _ = gate(cli, project, "--repeat", "2")
     assert (code, gate_code) == (0, 0)
     summary = out.splitlines()[1]
     assert summary.startswith("Rankings differed between 3 runs on ")
@@ -304,19 +292,19 @@ def test_repeat_finds_a_service_that_shuffles_ties(
 
 
 def test_repeat_on_a_deterministic_service_finds_nothing(
-    tmp_path: Path, service: SearchService, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, service: SearchService, cli: Cli
 ) -> None:
     with serve(service) as server:
         project = write_project(tmp_path, {"kind": "http", "url": server.url}, queries=5)
-        code, out, _ = retrieve(capsys, project, "--repeat", "3")
+        code, out, _ = retrieve(cli, project, "--repeat", "3")
     assert code == 0
     assert out.splitlines()[1] == "Rankings were the same in all 3 runs of every query."
     assert len(server.requests) == 15
 
 
-def test_repeat_needs_the_retriever(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_repeat_needs_the_retriever(tmp_path: Path, cli: Cli) -> None:
     project = write_project(tmp_path, {"kind": "http", "url": "http://127.0.0.1:9/"})
-    code, _, err = gate(capsys, project, "--run", tmp_path / "run.jsonl", "--repeat", "2")
+    code, _, err = gate(cli, project, "--run", tmp_path / "run.jsonl", "--repeat", "2")
     assert code == 2
     assert "--repeat runs the configured retriever; it cannot repeat --run" in err
 
@@ -540,20 +528,18 @@ def test_an_answer_that_is_not_text_fails_the_query() -> None:
     assert str(caught.value) == "malformed response: `answer` must be the answer as text"
 
 
-def test_the_answer_reaches_the_run_file_and_the_retrieval_cache(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_answer_reaches_the_run_file_and_the_retrieval_cache(tmp_path: Path, cli: Cli) -> None:
     def search(request: Any) -> Reply:
         query = request.body["query"]
         return Reply(payload={"results": [{"doc_id": "d1"}], "answer": f"about {query}"})
 
     with serve(search) as server:
         project = write_project(tmp_path, {"kind": "http", "url": server.url}, queries=3)
-        code, _, err = retrieve(capsys, project, "--cache")
+        code, _, err = retrieve(cli, project, "--cache")
         assert code == 0, err
         first = load_run(project.root / "run.jsonl")
         asked = len(server.requests)
-        code, _, err = retrieve(capsys, project, "--cache")  # every answer from the cache
+        code, _, err = retrieve(cli, project, "--cache")  # every answer from the cache
         assert code == 0, err
         assert len(server.requests) == asked
     again = load_run(project.root / "run.jsonl")

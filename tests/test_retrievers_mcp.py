@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 from servers import CORPUS, GOLD_A, SearchService, write_project
 
-from llm_eval.cli import main
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import RetrieverContext, retriever_kind
@@ -175,9 +174,7 @@ def test_settings_are_checked() -> None:
     assert caught.value.key == "command"
 
 
-def test_the_gate_runs_through_an_mcp_server(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_gate_runs_through_an_mcp_server(tmp_path: Path, cli: Cli) -> None:
     settings = {
         "kind": "mcp",
         "command": STDIO,
@@ -187,7 +184,8 @@ def test_the_gate_runs_through_an_mcp_server(
     }
     project = write_project(tmp_path, settings, queries=6)
     args = ["gate", "--config", str(project.config), "--criteria", str(project.criteria)]
-    assert main([*args, "--format", "json"]) in (0, 1)
-    report = json.loads(capsys.readouterr().out)
+    code, out, _ = cli(*args, "--format", "json")
+    assert code in (0, 1)
+    report = json.loads(out)
     assert report["queries"]["failed"] == {}
     assert report["slices"][0]["metrics"]["recall@5"]["n"] == 6

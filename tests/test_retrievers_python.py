@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 from servers import Project, write_project
 
-from llm_eval.cli import main
 from llm_eval.run_io import load_run
 from llm_eval.runs import RankedResult
 
@@ -66,15 +66,16 @@ def project_for(tmp_path: Path, src: Path, target: str, **settings: Any) -> Proj
     return write_project(tmp_path, retriever, queries=6)
 
 
-def retrieve(project: Project, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    out = project.root / "run.jsonl"
-    code = main(["retrieve", "--config", str(project.config), "--out", str(out), *args])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+def retrieve(project: Project, cli: Cli, *args: str) -> tuple[int, str]:
+    """`llm-eval retrieve` on the project: the exit code and stdout and stderr together."""
+    code, out, err = cli(
+        "retrieve", "--config", project.config, "--out", project.root / "run.jsonl", *args
+    )
+    return code, out + err
 
 
 def test_a_function_returning_dicts(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     name = module_name(request)
     write_module(
@@ -87,14 +88,14 @@ def test_a_function_returning_dicts(
         """,
     )
     project = project_for(tmp_path, src, f"{name}:search")
-    code = main(["gate", "--config", str(project.config), "--criteria", str(project.criteria)])
+    code, out, _ = cli("gate", "--config", project.config, "--criteria", project.criteria)
     assert code == 0
-    assert "llm-eval gate: PASS" in capsys.readouterr().out
+    assert "llm-eval gate: PASS" in out
     module = importlib.import_module(name)
     assert sorted(module.CALLS) == sorted((text, 10) for text in project.texts)
     assert project.report()["queries"]["failed"] == {}
 
-    assert retrieve(project, capsys, "--no-cache")[0] == 0
+    assert retrieve(project, cli, "--no-cache")[0] == 0
     run = load_run(project.root / "run.jsonl")
     first = run.queries[project.queries[0]["query_id"]]
     expected = [RankedResult(d, s, module.DOCS[d]) for d, s in module.rank(project.texts[0], 10)]
@@ -103,7 +104,7 @@ def test_a_function_returning_dicts(
 
 
 def test_a_class_instantiated_once_with_init_and_objects_as_hits(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     name = module_name(request)
     write_module(
@@ -137,7 +138,7 @@ def test_a_class_instantiated_once_with_init_and_objects_as_hits(
     )
     init = {"prefix": "x:", "pages": 3}
     project = project_for(tmp_path, src, f"{name}:Retriever", init=init, concurrency=3)
-    code, out = retrieve(project, capsys)
+    code, out = retrieve(project, cli)
     assert code == 0, out
     module = importlib.import_module(name)
     assert len(module.INSTANCES) == 1
@@ -151,7 +152,7 @@ def test_the_class_gets_init_with_environment_variables_read(
     tmp_path: Path,
     src: Path,
     request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`${EMBEDDING_MODEL}` reaches the class as the variable's value, also in a nested
@@ -181,7 +182,7 @@ def test_the_class_gets_init_with_environment_variables_read(
         "index": {"hosts": ["${REPLICA:-replica.internal}", "$HOST"], "price": "$5"},
     }
     project = project_for(tmp_path, src, f"{name}:Retriever", init=init)
-    code, out = retrieve(project, capsys)
+    code, out = retrieve(project, cli)
     assert code == 0, out
     given = importlib.import_module(name).GIVEN
     assert given == [
@@ -194,7 +195,7 @@ def test_the_class_gets_init_with_environment_variables_read(
 
 
 def test_an_exception_for_one_query_is_that_query_error(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     name = module_name(request)
     write_module(
@@ -210,7 +211,7 @@ def test_an_exception_for_one_query_is_that_query_error(
         """,
     )
     project = project_for(tmp_path, src, f"{name}:search", max_error_rate=0.5)
-    code, out = retrieve(project, capsys)
+    code, out = retrieve(project, cli)
     assert code == 0, out
     run = load_run(project.root / "run.jsonl")
     assert run.failed() == {
@@ -221,7 +222,7 @@ def test_an_exception_for_one_query_is_that_query_error(
     assert all(run.queries[q].results for q in ("a-004", "a-005", "a-006"))
 
     project = project_for(tmp_path, src, f"{name}:search")
-    assert retrieve(project, capsys) == (
+    assert retrieve(project, cli) == (
         4,
         "llm-eval: error: retriever failed on 3 of 6 queries (50% > max_error_rate 0%): "
         "2 ValueError, 1 KeyError\n",
@@ -254,14 +255,14 @@ def test_what_the_target_returns_is_checked(
     tmp_path: Path,
     src: Path,
     request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     returned: str,
     error: str | None,
 ) -> None:
     name = module_name(request)
     write_module(src, name, f"def search(query, top_k):\n    return {returned}\n")
     project = project_for(tmp_path, src, f"{name}:search", max_error_rate=1)
-    assert retrieve(project, capsys)[0] == 0
+    assert retrieve(project, cli)[0] == 0
     run = load_run(project.root / "run.jsonl")
     answer = run.queries[project.queries[0]["query_id"]]
     assert answer.error == error
@@ -324,7 +325,7 @@ def test_a_target_that_cannot_be_used_is_an_error_before_any_query(
     tmp_path: Path,
     src: Path,
     request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     target: str,
     settings: dict[str, Any],
     code: int,
@@ -352,14 +353,14 @@ def test_a_target_that_cannot_be_used_is_an_error_before_any_query(
         """,
     )
     project = project_for(tmp_path, src, target.format(name=name), **settings)
-    got, out = retrieve(project, capsys)
+    got, out = retrieve(project, cli)
     assert got == code
     assert out == "llm-eval: error: " + message.format(config=project.config, name=name) + "\n"
 
 
-def test_python_path_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_python_path_must_exist(tmp_path: Path, cli: Cli) -> None:
     project = project_for(tmp_path, tmp_path / "missing", "m:f")
-    assert retrieve(project, capsys) == (
+    assert retrieve(project, cli) == (
         3,
         f"llm-eval: error: {project.config}:7: retriever.python_path: no such folder: "
         f"{tmp_path / 'missing'}\n",
@@ -367,28 +368,27 @@ def test_python_path_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_the_cache_sees_edits_to_the_target_module(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     name = module_name(request)
     body = "def search(query, top_k):\n    CALLS.append(query)\n    return [{'doc_id': 'd'}]\n"
     write_module(src, name, body)
     project = project_for(tmp_path, src, f"{name}:search")
-    assert retrieve(project, capsys, "--cache")[0] == 0
+    assert retrieve(project, cli, "--cache")[0] == 0
     assert (
-        "6 of 6 queries answered from the retrieval cache"
-        in retrieve(project, capsys, "--cache")[1]
+        "6 of 6 queries answered from the retrieval cache" in retrieve(project, cli, "--cache")[1]
     )
     module = importlib.import_module(name)
     assert len(module.CALLS) == 6
 
     write_module(src, name, body + "# edited\n")
     assert len(project.cache_entries()) == 6
-    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
+    assert "retrieval cache" not in retrieve(project, cli, "--cache")[1]
     assert len(project.cache_entries()) == 12
 
 
 def test_the_gate_asks_the_retriever_every_time_unless_told_to_cache(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     """A broken ranking must never be hidden behind answers cached while it worked."""
     name = module_name(request)
@@ -396,7 +396,7 @@ def test_the_gate_asks_the_retriever_every_time_unless_told_to_cache(
     write_module(src, name, body)
     project = project_for(tmp_path, src, f"{name}:search")
     for _ in range(2):
-        code, out = retrieve(project, capsys)
+        code, out = retrieve(project, cli)
         assert code == 0
         assert "retrieval cache" not in out
     assert len(importlib.import_module(name).CALLS) == 12
@@ -404,7 +404,7 @@ def test_the_gate_asks_the_retriever_every_time_unless_told_to_cache(
 
 
 def test_with_the_cache_on_an_edit_anywhere_in_the_package_is_seen(
-    tmp_path: Path, src: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, src: Path, request: pytest.FixtureRequest, cli: Cli
 ) -> None:
     package = src / module_name(request)
     package.mkdir()
@@ -416,29 +416,29 @@ def test_with_the_cache_on_an_edit_anywhere_in_the_package_is_seen(
         "    return order([{'doc_id': 'a'}, {'doc_id': 'b'}])\n"
     )
     project = project_for(tmp_path, src, f"{package.name}.api:search")
-    assert retrieve(project, capsys, "--cache")[0] == 0
-    assert "6 of 6 queries answered" in retrieve(project, capsys, "--cache")[1]
+    assert retrieve(project, cli, "--cache")[0] == 0
+    assert "6 of 6 queries answered" in retrieve(project, cli, "--cache")[1]
     # The ranking is reversed in a module the target only imports.
     (package / "ranking.py").write_text("def order(docs):\n    return docs[::-1]\n")
-    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
+    assert "retrieval cache" not in retrieve(project, cli, "--cache")[1]
 
 
 def test_the_cache_key_setting_is_part_of_the_key(
     tmp_path: Path,
     src: Path,
     request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     name = module_name(request)
     write_module(src, name, "def search(query, top_k):\n    return [{'doc_id': 'd'}]\n")
     project = project_for(tmp_path, src, f"{name}:search", cache_key="index-${INDEX_VERSION}")
     monkeypatch.setenv("INDEX_VERSION", "1")
-    assert retrieve(project, capsys, "--cache")[0] == 0
-    assert "6 of 6 queries answered" in retrieve(project, capsys, "--cache")[1]
+    assert retrieve(project, cli, "--cache")[0] == 0
+    assert "6 of 6 queries answered" in retrieve(project, cli, "--cache")[1]
     monkeypatch.setenv("INDEX_VERSION", "2")
-    assert "retrieval cache" not in retrieve(project, capsys, "--cache")[1]
+    assert "retrieval cache" not in retrieve(project, cli, "--cache")[1]
     monkeypatch.delenv("INDEX_VERSION")
-    code, out = retrieve(project, capsys, "--cache")
+    code, out = retrieve(project, cli, "--cache")
     assert code == 3
     assert "environment variable INDEX_VERSION is not set (used by the cache_key setting)" in out

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 
 from llm_eval import defaults, output
-from llm_eval.cli import main
 from llm_eval.commands import review as review_module
 from llm_eval.commands.review import CLEAR, MENU, _about, parse_command, review
 from llm_eval.corpus import Document
@@ -362,7 +362,7 @@ def test_a_short_terminal_still_fits(project: Path) -> None:
 
 
 def test_the_input_ending_is_said_and_the_next_command_named(
-    terminal: Terminal, project: Path, monkeypatch: pytest.MonkeyPatch
+    terminal: Terminal, project: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     terminal.expect("\n> ")
     terminal.answer("a\r")
@@ -382,9 +382,9 @@ def test_the_input_ending_is_said_and_the_next_command_named(
     ) in text
     # What the summary says holds: the gate stops until the baseline is refreshed.
     monkeypatch.chdir(project)
-    assert main(["gate"]) == 3
-    assert main(["baseline", "refresh"]) == 0
-    assert main(["gate"]) == 0
+    assert cli("gate")[0] == 3
+    assert cli("baseline", "refresh")[0] == 0
+    assert cli("gate")[0] == 0
 
 
 class Scripted:

@@ -9,17 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import script
+from conftest import Cli, script
 from test_judge import gate, relevance_project, report, write_project
 
-from llm_eval.endpoints.client import (
-    ChatClient,
-    EmbeddingClient,
-    EndpointFailed,
-    Message,
-    one_vector,
+from llm_eval.endpoints.chat import ChatClient, Message
+from llm_eval.endpoints.client import EndpointFailed
+from llm_eval.endpoints.embeddings import EmbeddingClient, one_vector
+from llm_eval.endpoints.settings import (
+    EMBEDDING_SETTINGS,
+    SETTINGS,
+    ChatSettings,
+    EmbeddingSettings,
 )
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, SETTINGS
 from llm_eval.judge.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.judge.prompts import prompt
 
@@ -31,7 +32,7 @@ QUESTION = "task: chunk_relevance\n<question>\nsort a list\n</question>\n<passag
 def chat(url: str, cache: Path | None = None, **settings: Any) -> ChatClient:
     values = {name: s.default for name, s in SETTINGS.items()}
     values |= {"base_url": url, "model": "stub", "concurrency": 1, "backoff_s": 0.01}
-    return ChatClient(values | settings, cache)
+    return ChatClient(ChatSettings.create(values | settings), cache)
 
 
 def ask(client: ChatClient, passage: str) -> str:
@@ -135,13 +136,14 @@ def test_an_answer_without_a_json_object_is_unreadable(content: str, why: str) -
 
 
 def test_the_report_gives_each_prompts_share_of_unreadable_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     # The first answer is prose: one chunk verdict unreadable, its query unscored.
     prose = stub.Fault(200, body=b'{"choices": [{"message": {"content": "useful, I think"}}]}')
     with stub.serve(stub.StubOpenAI(faults=[prose])) as server:
         root = write_project(tmp_path, server.url, max_error_rate=0.5, concurrency=1)
-        assert gate(root, monkeypatch) == 0
+        code, out, _ = gate(cli, root, monkeypatch)
+        assert code == 0
     judged = report(root)["judge"]
     assert judged["answers"] == {
         "chunk_relevance": {"answers": 3, "unreadable": 1, "unreadable_share": 1 / 3},
@@ -149,7 +151,6 @@ def test_the_report_gives_each_prompts_share_of_unreadable_answers(
         "statement_attribution": {"answers": 2, "unreadable": 0, "unreadable_share": 0.0},
     }
     assert judged["unscored"]["q1"] == "judge answer unreadable: no JSON object in the answer"
-    out = capsys.readouterr().out
     assert (
         "Unreadable judge answers (failures, never scores): chunk relevance 33% of 3,\n"
         "  context sufficiency 0% of 2, statement attribution 0% of 2.\n"
@@ -186,7 +187,9 @@ def test_synthesis_asks_for_the_question_schema_and_counts_unreadable_answers(
 
 def embedder(url: str) -> EmbeddingClient:
     values = {name: s.default for name, s in EMBEDDING_SETTINGS.items()}
-    return EmbeddingClient(values | {"base_url": url, "model": "stub"}, None)
+    return EmbeddingClient(
+        EmbeddingSettings.create(values | {"base_url": url, "model": "stub"}), None
+    )
 
 
 def test_per_token_vectors_are_mean_pooled_and_counted() -> None:
@@ -214,17 +217,18 @@ def test_an_embedding_of_another_shape_is_refused_in_one_line(value: Any, messag
 
 
 def test_a_pooled_embedding_is_one_vector_and_said_in_the_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     assert one_vector([[1.0, 3.0], [3.0, 5.0]]) == ([2.0, 4.0], True)
     assert one_vector([0.5, 1]) == ([0.5, 1.0], False)
 
     with stub.serve(stub.StubOpenAI(per_token=True)) as server:
         root = relevance_project(tmp_path, server.url)
-        assert gate(root, monkeypatch) == 0
+        code, printed, _ = gate(cli, root, monkeypatch)
+        assert code == 0
     judged = report(root)["judge"]
     assert judged["embeddings"]["pooled"] == 4  # q1's question and its 3 generated ones
     value = next(s for s in report(root)["slices"] if s["kind"] == "overall")
     assert math.isfinite(value["metrics"]["answer_relevance"]["value"])
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(printed.split())
     assert "one vector per token for 4 texts; each was mean-pooled into one vector." in out

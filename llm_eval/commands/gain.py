@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.corpus import Document, iter_corpus
-from llm_eval.endpoints.client import Embedder, EndpointFailed
+from llm_eval.endpoints.client import EndpointFailed
 from llm_eval.endpoints.embedders import embedder
+from llm_eval.endpoints.embeddings import Embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import gain, novelty, pieces, unit_rows

@@ -22,7 +22,7 @@ from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
-from llm_eval.textio import write_atomic
+from llm_eval.textio import write_atomic, write_together
 
 if TYPE_CHECKING:
     from llm_eval.judge.run import JudgePlan
@@ -94,15 +94,24 @@ def run_gate(
     )
     out = out_dir or inputs.config.output
     validate_report(report, out / "report.json")  # every rendering reads this record
-    for output in written_formats():
-        assert output.filename is not None
-        write_atomic(out / output.filename, output.render(report, RenderOptions()))
+    write_together(rendered_whole(report, out))
     report_path = out / "report.json"
     ignore = out / ".gitignore"
     if not ignore.exists():  # the reports are outputs, never to be committed by accident
         write_atomic(ignore, "*\n")
     notes = tuple(retrieval_notes(retrieval))
     return GateOutcome(report, notes, report_path, report["exit_code"])
+
+
+def rendered_whole(report: Report, out: Path) -> list[tuple[Path, str]]:
+    """Each written format's file in `out` and its text, every one rendered before any
+    is written: a renderer that raises leaves the previous reports as they were, never
+    a new report.json beside a stale report.md."""
+    rendered = []
+    for output in written_formats():
+        assert output.filename is not None
+        rendered.append((out / output.filename, output.render(report, RenderOptions())))
+    return rendered
 
 
 def judge_dry_run(

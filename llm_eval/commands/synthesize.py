@@ -28,9 +28,11 @@ from typing import Any
 
 from llm_eval import defaults
 from llm_eval.baseline_io import load_baseline
+from llm_eval.config import EvalConfig
 from llm_eval.corpus import Document
 from llm_eval.digest import digest
-from llm_eval.endpoints.client import ChatClient, EndpointFailed, Message, Session, price
+from llm_eval.endpoints.chat import ChatClient, Message, Session
+from llm_eval.endpoints.client import EndpointFailed, price
 from llm_eval.endpoints.embedders import embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
@@ -38,6 +40,7 @@ from llm_eval.gold import GoldQuery
 from llm_eval.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.gold_io import iter_gold_file
 from llm_eval.gold_plan import plan
+from llm_eval.inputs import Inputs
 from llm_eval.judge.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.judge.prompts import prompt
 from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
@@ -198,7 +201,7 @@ class Estimate:
         )
 
 
-def _tag_pool(inputs: Any, tag: str, used: set[str]) -> tuple[str, ...]:
+def _tag_pool(inputs: Inputs, tag: str, used: set[str]) -> tuple[str, ...]:
     """Documents BM25 finds for the tag's questions down to rank TAG_DEPTH that no
     question is near yet, the best ranks first: material on the tag's topics that no
     question covers."""
@@ -244,7 +247,7 @@ def _question(session: Session, call: Call) -> str:
 
 
 def _ask(
-    inputs: Any,
+    inputs: Inputs,
     client: ChatClient,
     calls: Sequence[Call],
     existing: Sequence[GoldQuery],
@@ -264,7 +267,7 @@ def _ask(
     finished, told = itertools.count(1), threading.Lock()
     with (
         client.session() as session,
-        ThreadPoolExecutor(int(config.judge["concurrency"])) as pool,
+        ThreadPoolExecutor(client.settings.concurrency) as pool,
         Progress(unit="questions") as progress,
     ):
 
@@ -304,7 +307,7 @@ def _ask(
                     answered += 1
                     continue
             written.append(_record(question, call))
-    limit = float(config.judge["max_error_rate"])
+    limit = client.settings.max_error_rate
     asked, failed = len(calls), len(failures)
     if asked and failed / asked > limit:
         raise ExternalError(
@@ -337,7 +340,7 @@ def _first(failures: Sequence[str]) -> str:
 
 
 def _meaning_deduplicator(
-    config: Any, questions: Sequence[str], limit: float
+    config: EvalConfig, questions: Sequence[str], limit: float
 ) -> MeaningDeduplicator | None:
     """With `embeddings:` in the config, paraphrases are caught by meaning as well as by
     shared words; the gold set's questions are embedded once (and cached)."""
@@ -359,7 +362,7 @@ def _why(failure: Exception) -> str:
 
 
 def _check_rejection(
-    inputs: Any, session: Session, question: str, texts: dict[str, str]
+    inputs: Inputs, session: Session, question: str, texts: dict[str, str]
 ) -> list[int | str]:
     """The judge's verdict on each of the question's top BM25 results, or why it failed."""
     top = neighbours_of(inputs.config, question, CHECKED)

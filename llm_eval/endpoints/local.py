@@ -25,7 +25,7 @@ import functools
 import importlib.util
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,16 +33,10 @@ from typing import Any
 import numpy as np
 
 from llm_eval.digest import digest
-from llm_eval.endpoints.client import (
-    Answer,
-    Dimension,
-    EndpointFailed,
-    Usage,
-    _read_entry,
-    _write_entry,
-    cached_vector,
-    check_vector,
-)
+from llm_eval.endpoints.cache import read_entry, write_entry
+from llm_eval.endpoints.client import Answer, EndpointFailed, Usage
+from llm_eval.endpoints.embeddings import Dimension, cached_vector, check_vector
+from llm_eval.endpoints.settings import EmbeddingSettings
 from llm_eval.errors import InputError
 from llm_eval.textio import file_digest
 
@@ -91,9 +85,9 @@ def load_model(folder: str) -> Any:
 @dataclass(frozen=True, slots=True)
 class LocalEmbeddingClient:
     """Embeddings from a model on disk, each text's vector cached under `cache_dir` (the
-    `llm_eval.endpoints.client.EmbeddingClient` interface)."""
+    `llm_eval.endpoints.embeddings.EmbeddingClient` interface)."""
 
-    settings: Mapping[str, Any]
+    settings: EmbeddingSettings
     cache_dir: Path | None
     usage: Usage = field(default_factory=Usage)
     dimension: Dimension = field(default_factory=lambda: Dimension())
@@ -101,7 +95,7 @@ class LocalEmbeddingClient:
     @property
     def folder(self) -> str:
         """The model folder, as configured."""
-        return str(self.settings["model_path"])
+        return str(self.settings.model_path)
 
     def identity(self) -> dict[str, Any]:
         """What the vectors depend on: the model's files, not where they lie."""
@@ -115,7 +109,7 @@ class LocalEmbeddingClient:
         keys = {t: digest({**identity, "text": t}) for t in unique} if identity else {}
         vectors: dict[str, list[float]] = {}
         for text, key in keys.items():
-            cached = cached_vector(_read_entry(self.cache_dir, key))
+            cached = cached_vector(read_entry(self.cache_dir, key))
             if cached is not None:
                 vectors[text] = cached
                 self.usage.add(Answer("", 0, 0, cached=True))
@@ -124,7 +118,7 @@ class LocalEmbeddingClient:
             for text, vector in zip(missing, self.encode(missing).tolist(), strict=True):
                 vectors[text] = vector
                 if text in keys:
-                    _write_entry(self.cache_dir, keys[text], vector)
+                    write_entry(self.cache_dir, keys[text], vector)
         for text in texts:
             self.dimension.check(len(vectors[text]))
         return [vectors[t] for t in texts]
@@ -135,7 +129,7 @@ class LocalEmbeddingClient:
         One call of the model, in batches of `batch_size` (the library groups texts of
         similar length, so little of each batch is padding); each batch counts as a call."""
         model = load_model(self.folder)
-        size = int(self.settings["batch_size"])
+        size = self.settings.batch_size
         with _ENCODING:
             matrix = model.encode(
                 list(texts), batch_size=size, convert_to_numpy=True, show_progress_bar=False

@@ -10,6 +10,11 @@
 The key is only ever read from the environment when the judge is built; it is not in
 the call cache's key, a report or an error.
 
+Each section is checked against its table of `Setting`s once, when the config is read,
+and held from then on as a frozen record (`ChatSettings`, `EmbeddingSettings`) with a
+typed field per setting; the values keep the type the YAML gave them (`temperature: 0`
+stays the integer 0), so that the call cache's keys do not change.
+
 `embeddings:` takes an endpoint the same way, or a sentence-transformers model on disk
 (`llm_eval.endpoints.local`), never both:
 
@@ -20,8 +25,9 @@ the call cache's key, a report or an error.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from llm_eval.errors import InputError
 from llm_eval.settings import Setting, number_check, whole_check
@@ -163,3 +169,68 @@ def check_embedding_source(values: Mapping[str, Any]) -> None:
             raise InputError(
                 f"missing required key {name!r} (or give model_path: a model folder on disk)"
             )
+
+
+def _from_checked(record: type[Any], values: Mapping[str, Any]) -> Any:
+    """`record` built from a section's checked values: one field per declared setting."""
+    return record(**{f.name: values[f.name] for f in fields(record)})
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    """The checked `judge:` section (`SETTINGS` says what each setting means)."""
+
+    base_url: str
+    model: str
+    api_key: str | None
+    """The setting as written (`${OPENAI_API_KEY}`): the key itself is read from the
+    environment only when a call is made."""
+    temperature: float
+    seed: int
+    max_tokens: int
+    response_format: bool
+    timeout_s: float
+    concurrency: int
+    retries: int
+    backoff_s: float
+    max_backoff_s: float
+    max_error_rate: float
+    max_answer_bytes: int
+    price_per_1k_input: float
+    price_per_1k_output: float
+
+    @classmethod
+    def create(cls, values: Mapping[str, Any]) -> Self:
+        """The record of values checked against `SETTINGS` (every setting present)."""
+        found: Self = _from_checked(cls, values)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSettings:
+    """The checked `embeddings:` section (`EMBEDDING_SETTINGS`): an endpoint (`base_url`
+    and `model`) or a model on disk (`model_path`)."""
+
+    base_url: str | None
+    model: str | None
+    model_path: str | None
+    api_key: str | None
+    """As `ChatSettings.api_key`: read from the environment when a call is made."""
+    timeout_s: float
+    concurrency: int
+    retries: int
+    backoff_s: float
+    max_backoff_s: float
+    max_error_rate: float
+    price_per_1k_input: float
+    max_answer_bytes: int
+    batch_size: int
+    price_per_1k_output: ClassVar[float] = 0.0
+    """An embeddings endpoint answers vectors, no tokens to price."""
+
+    @classmethod
+    def create(cls, values: Mapping[str, Any]) -> Self:
+        """The record of values checked against `EMBEDDING_SETTINGS`; other keys (the
+        embedding retriever's own settings) are left out."""
+        found: Self = _from_checked(cls, values)
+        return found

@@ -1,15 +1,15 @@
 """Output formats: one Protocol, one module per format, one registry.
 
 Every format renders the report dict (`docs/report-json.md`) alone. A format is a
-module here that defines `FORMAT`; its module name is its name, so adding a format
-is adding one file. `llm-eval gate --format NAME` prints a format on stdout, and
-every gate run writes the formats that have a `filename` to the output folder.
+module here that defines `FORMAT`, named in `_FORMATS` (the one registry, as
+`llm_eval.retrievers` keeps its kinds). `llm-eval gate --format NAME` prints a format
+on stdout, and every gate run writes the formats that have a `filename` to the output
+folder.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,19 +60,28 @@ class Format(Protocol):
         ...
 
 
+_FORMATS: dict[str, str] = {
+    "json": "json",
+    "junit": "junit",
+    "markdown": "markdown",
+    "text": "text",
+}
+"""Format name → the module of `llm_eval.formats` that defines its `FORMAT`; imported
+only when the format is asked for, so `--help` loads none of them."""
+
+
 def format_names() -> tuple[str, ...]:
-    """The registered formats, found without importing them (for `--help`)."""
-    return tuple(
-        sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] != "_" and not m.ispkg)
-    )
+    """The registered formats, without importing them (for `--help`)."""
+    return tuple(_FORMATS)
 
 
 def get_format(name: str) -> Format:
     """The format called `name`; an unknown name is an error listing the valid ones."""
-    if name not in format_names():
+    module = _FORMATS.get(name)
+    if module is None:
         raise InputError(f"unknown format {name!r}; valid formats: {', '.join(format_names())}")
-    found: Format = importlib.import_module(f"{__name__}.{name}").FORMAT
-    assert found.name == name, f"{name}.py defines the format {found.name!r}"
+    found: Format = importlib.import_module(f"{__name__}.{module}").FORMAT
+    assert found.name == name, f"{module}.py defines the format {found.name!r}"
     return found
 
 

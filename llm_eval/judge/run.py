@@ -24,14 +24,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
-from llm_eval.endpoints.client import (
-    ChatClient,
-    Embedder,
-    EndpointFailed,
-    Session,
-    Usage,
-    price,
-)
+from llm_eval.endpoints.chat import ChatClient, Session
+from llm_eval.endpoints.client import EndpointFailed, Usage, price
+from llm_eval.endpoints.embeddings import Embedder
 from llm_eval.english import plural
 from llm_eval.errors import ExternalError
 from llm_eval.gold import GoldQuery, GoldSet
@@ -243,10 +238,10 @@ class _Vectors:
 
     def __init__(self, embeddings: Embedder | None) -> None:
         self._embeddings = embeddings
-        settings = embeddings.settings if embeddings is not None else {}
-        self._size = int(settings.get("batch_size", 32))
-        local = settings.get("model_path") is not None
-        workers = 1 if local else int(settings.get("concurrency", 1))
+        settings = embeddings.settings if embeddings is not None else None
+        self._size = settings.batch_size if settings is not None else 32
+        # one at a time for a model on disk (and when nothing is embedded at all)
+        workers = 1 if settings is None or settings.model_path is not None else settings.concurrency
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="llm-eval-embed")
         self._lock = threading.Lock()
         self._seen: set[str] = set()
@@ -340,7 +335,7 @@ def _chunks(metrics: Sequence[Metric]) -> int:
 def _check_failures(client: ChatClient, answers: Sequence[object]) -> None:
     """ExternalError when more calls failed than the judge's max_error_rate allows."""
     failed = [a.removeprefix(FAILED) for a in answers if isinstance(a, str)]
-    limit = float(client.settings["max_error_rate"])
+    limit = client.settings.max_error_rate
     if answers and len(failed) / len(answers) > limit:
         raise ExternalError(
             f"the judge failed on {len(failed)} of {plural(len(answers), 'call', 'calls')} "
@@ -514,7 +509,7 @@ def _ask(
     unique = list(first.values())
     jobs = [(call, repeat) for repeat in range(repeats) for call in unique]
     jobs.sort(key=lambda job: job[0].what != "questions")
-    workers = 2 * int(client.settings["concurrency"])
+    workers = 2 * client.settings.concurrency
     with (
         client.session() as session,
         ThreadPoolExecutor(workers, thread_name_prefix="llm-eval-judge") as pool,

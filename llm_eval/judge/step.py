@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from llm_eval.endpoints.client import ChatClient, Usage
+from llm_eval.endpoints.chat import ChatClient
+from llm_eval.endpoints.client import Usage
 from llm_eval.endpoints.embedders import embedder
 from llm_eval.errors import InputError
 from llm_eval.inputs import Inputs, JudgeOptions
@@ -86,7 +87,7 @@ def judged_measurement(
     usage = outcome.usage
     spent = embeddings.usage if embeddings is not None else Usage()
     summary = JudgeSummary(
-        model=str(client.settings["model"]),
+        model=client.settings.model,
         calls=usage.calls,
         cached=usage.cached,
         failed=usage.failed,

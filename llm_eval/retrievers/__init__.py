@@ -15,6 +15,7 @@ and depend on files in the repository (`depends_on`: the pre-push hook watches t
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -161,7 +162,7 @@ class RetrieverKind:
     ) -> dict[str, Any]:
         """Every declared setting, given or default, checked; InputError naming a bad one
         (`read`: as `checked_settings`)."""
-        values = checked_settings(settings, self.settings, read)
+        values = checked_settings(settings, self.settings, read, environ=os.environ)
         self.check_together(values)
         return values
 

@@ -49,7 +49,11 @@ import numpy.typing as npt
 
 from llm_eval.corpus import Document, check_fields, field_text, iter_corpus
 from llm_eval.digest import digest
-from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, check_embedding_source
+from llm_eval.endpoints.settings import (
+    EMBEDDING_SETTINGS,
+    EmbeddingSettings,
+    check_embedding_source,
+)
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.progress import Progress
 from llm_eval.retrievers import RetrieverContext, RetrieverKind
@@ -326,7 +330,10 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
 
     if context.corpus_path is None:
         raise InputError("the embedding retriever needs a `corpus` file in the config")
-    endpoint = {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
+    # the retriever's own max_error_rate applies to its queries; it has no price line
+    endpoint = EmbeddingSettings.create(
+        {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
+    )
     fields = list(values["fields"])
     prefix = values["document_prefix"]
 
@@ -336,20 +343,20 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
     corpus = read_corpus(context.corpus_path, written)
     # A model on disk embeds each query afresh: a vector from the cache would take no
     # time, and the latency gates would measure the cache instead of the model.
-    local = values["model_path"] is not None
+    local = endpoint.model_path is not None
     queries = embedder(endpoint, None if local else context.cache_dir / "embeddings")
     model = (
         queries.identity()
         if isinstance(queries, LocalEmbeddingClient)
-        else {"url": str(values["base_url"]).rstrip("/"), "model": values["model"]}
+        else {"url": str(endpoint.base_url).rstrip("/"), "model": endpoint.model}
     )
     cache_key = resolved_cache_key(values["cache_key"], os.environ)
     written_as = {"fields": fields, "document_prefix": prefix, "cache_key": cache_key}
     store_key = {**model, **written_as, "format": STORE_FORMAT}
     store = VectorStore.open(context.cache_dir / "embedding" / digest(store_key))
-    concurrency = 1 if local else int(values["concurrency"])
-    name = str(values["model_path"] if local else values["model"])
-    step = int(values["batch_size"]) if local else BATCH_FILE_ROWS
+    concurrency = 1 if local else endpoint.concurrency
+    name = str(endpoint.model_path if local else endpoint.model)
+    step = endpoint.batch_size if local else BATCH_FILE_ROWS
     with Progress(unit="documents") as progress:
         embedding = Embedding(embedder(endpoint, None), step, name, progress)
         matrix = corpus_matrix(context.corpus_path, corpus, embedding, store, written)

@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from llm_eval.endpoints.client import Message
+from llm_eval.endpoints.chat import Message
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
