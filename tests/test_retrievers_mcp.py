@@ -151,14 +151,13 @@ def test_an_unreachable_server_stops_the_run() -> None:
     ],
 )
 def test_a_command_that_cannot_start_is_named_on_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], shown: str
+    tmp_path: Path, cli: Cli, command: list[str], shown: str
 ) -> None:
     """The error quotes the command as a shell would, and a line break or a control
     character in it as an escape: one line through the command line, exit 4."""
     write_project(tmp_path, {"kind": "mcp", "command": command, "tool": "search"})
     config = str(tmp_path / "llm-eval.yaml")
-    code = main(["retrieve", "--config", config, "--out", str(tmp_path / "run.jsonl")])
-    err = capsys.readouterr().err
+    code, _, err = cli("retrieve", "--config", config, "--out", tmp_path / "run.jsonl")
     assert code == 4 and err.count("\n") == 1, err
     assert err.startswith(f"llm-eval: error: mcp: cannot open the server {shown}: ")
 
