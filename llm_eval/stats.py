@@ -481,23 +481,30 @@ def _share_intervals(n: int) -> tuple[FloatArray, FloatArray]:
         # P(Bin(n, share) >= k) for 1 <= k <= n
         return regularized_beta(k, n - k + 1.0, share, lf)
 
-    low_counts = counts[1:]  # 0 changed: the low end is 0
-    inside, outside = np.zeros(n), np.ones(n)  # at_least <= half at inside, not outside
-    for _ in range(60):
-        middle = (inside + outside) / 2.0
-        holds = at_least(low_counts, middle) <= half
-        inside, outside = np.where(holds, middle, inside), np.where(holds, outside, middle)
-    lows = np.concatenate([[0.0], inside])
-    high_counts = counts[:-1] + 1.0  # P(<= k) = 1 - P(>= k + 1); n changed: the high end is 1
-    inside, outside = np.ones(n), np.zeros(n)  # P(<= k) <= half at inside, not outside
-    for _ in range(60):
-        middle = (inside + outside) / 2.0
-        holds = 1.0 - at_least(high_counts, middle) <= half
-        inside, outside = np.where(holds, middle, inside), np.where(holds, outside, middle)
-    highs = np.concatenate([inside, [1.0]])
+    # 0 changed: the low end is 0; n changed: the high end is 1. P(<= k) = 1 - P(>= k + 1).
+    lows = _bisect_shares(lambda share: at_least(counts[1:], share) <= half, 0.0, 1.0, n)
+    highs = _bisect_shares(
+        lambda share: 1.0 - at_least(counts[:-1] + 1.0, share) <= half, 1.0, 0.0, n
+    )
+    lows = np.concatenate([[0.0], lows])
+    highs = np.concatenate([highs, [1.0]])
     lows.flags.writeable = False
     highs.flags.writeable = False
     return lows, highs
+
+
+def _bisect_shares(
+    holds: Callable[[FloatArray], npt.NDArray[np.bool_]], inside: float, outside: float, size: int
+) -> FloatArray:
+    """`_bisect` over `size` shares at once, 60 halvings: each starts between `inside`,
+    where `holds` is true, and `outside`, and keeps the end of its last bracket where it
+    holds."""
+    near, far = np.full(size, inside), np.full(size, outside)
+    for _ in range(60):
+        middle = (near + far) / 2.0
+        held = holds(middle)
+        near, far = np.where(held, middle, near), np.where(held, far, middle)
+    return near
 
 
 @functools.lru_cache(maxsize=64)
