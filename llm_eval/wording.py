@@ -190,16 +190,26 @@ def on_the_limit(margin: MarginTest, limit: float) -> bool:
     return abs(estimate - limit) <= half + 1e-12
 
 
+def _queries_needed(result: GateResult) -> float | None:
+    """The power model's queries needed to catch a drop of twice the limit 4 times in 5
+    (`power.scope_power`, `power_statement`'s figure): None when the gate has no such
+    figure (no paired test, or no drop beyond a zero limit to count them for), inf when
+    no size searched is enough."""
+    power = result.power
+    if power is None or not power.target > power.limit:
+        return None
+    return math.inf if power.queries_needed is None else power.queries_needed
+
+
 def _too_few(result: GateResult) -> bool:
-    """The power model (`power.scope_power`) says the scope holds too few queries to
-    catch a drop of twice the limit 4 times in 5."""
-    power, margin = result.power, result.margin
-    n = 0 if margin is None else margin.n
-    return (
-        power is not None
-        and power.target > power.limit
-        and (power.queries_needed is None or power.queries_needed > n)
-    )
+    """The power model says the scope holds too few queries to catch a drop of twice
+    the limit 4 times in 5."""
+    needed = _queries_needed(result)
+    return needed is not None and needed > _paired(result)
+
+
+def _paired(result: GateResult) -> int:
+    return 0 if result.margin is None else result.margin.n
 
 
 def more_queries(result: GateResult) -> int | None:
@@ -210,13 +220,12 @@ def more_queries(result: GateResult) -> int | None:
     or the data give no evidence either way), or when no size searched is enough."""
     if result.decision != "inconclusive":
         return None
-    power, margin = result.power, result.margin
-    n = 0 if margin is None else margin.n
-    needed = None if power is None or not power.target > power.limit else power.queries_needed
+    n, needed = _paired(result), _queries_needed(result)
+    sized = 0 if needed is None or math.isinf(needed) else int(needed)
     if n < result.gate.statistics.min_n:
-        return max(result.gate.statistics.min_n, needed or 0) - n
-    if _too_few(result) and needed is not None:
-        return needed - n
+        return max(result.gate.statistics.min_n, sized) - n
+    if _too_few(result) and sized:
+        return sized - n
     return None
 
 
@@ -225,32 +234,26 @@ def _cannot_tell_reason(result: GateResult) -> str:
     drop of twice the limit (`power_statement`'s figure), a change on the limit
     (`on_the_limit`), or else no evidence either way."""
     gate, margin, power = result.gate, result.margin, result.power
-    n = 0 if margin is None else margin.n
+    n, needed = _paired(result), _queries_needed(result)
+    target = (
+        "" if power is None else f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
+    )
+    add_them = "(llm-eval gold plan lists where to add them)"
     if n < gate.statistics.min_n:
         fewer = f"{n} queries are fewer than the {gate.statistics.min_n} needed to judge"
-        if power is None or not power.target > power.limit or power.queries_needed is None:
+        if needed is None or math.isinf(needed) or needed <= gate.statistics.min_n:
             return fewer
-        if power.queries_needed <= gate.statistics.min_n:
-            return fewer
-        target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
-        return (
-            f"{fewer}, and about {power.queries_needed:,} catch {target} "
-            "(llm-eval gold plan lists where to add them)"
-        )
+        return f"{fewer}, and about {int(needed):,} catch {target} {add_them}"
     if not _too_few(result):
         baseline = result.baseline
         limit = None if baseline is None else allowed_change(gate, baseline)
         if margin is not None and limit is not None and on_the_limit(margin, limit):
             return f"the change is too close to the limit for {_queries(n)} to tell"
         return f"{_queries(n)} {'gives' if n == 1 else 'give'} no evidence either way"
-    assert power is not None
-    target = f"a drop of {drop_size(gate.metric, power.target)} 4 times in 5"
-    if power.queries_needed is None:
+    assert needed is not None
+    if math.isinf(needed):
         return f"{_queries(n)} are too few: not even {_queries(MOST_QUERIES)} catch {target}"
-    return (
-        f"{_queries(n)} are too few: about {power.queries_needed:,} catch {target} "
-        "(llm-eval gold plan lists where to add them)"
-    )
+    return f"{_queries(n)} are too few: about {int(needed):,} catch {target} {add_them}"
 
 
 def _regression_clause(result: GateResult) -> str | None:

@@ -383,6 +383,7 @@ def test_power_simulation_equals_every_sample_at_every_drop(
     is settled; its figure is the one-batch, count-everything figure to the last bit,
     at small, skewed and low-churn sizes alike."""
     before, after = graded_pair(n, changed, seed=n + changed)
+    monkeypatch.setattr(stats, "LARGE_GRADED", n + 1)  # the simulation at every size here
     if batch == "one-sample":
         monkeypatch.setattr(stats, "SIMULATION_ELEMENTS", 1)
     claimed = detectable_worsening(before, after, 0.05, 0.05, simulations=100)
