@@ -255,8 +255,7 @@ def dashboard(work: Path) -> str:
         "dashboard",
         "--out",
         str(out),
-        "--experiment",
-        str(work / "no-experiment.json"),
+        "--no-experiment",
         GITHUB_REPOSITORY=REPOSITORY,
     )
     return (out / "index.html").read_text(encoding="utf-8")

@@ -309,3 +309,22 @@ def test_a_kept_report_with_a_hostile_commit_leaves_the_page_whole(
     dom, log = open_page(with_script(page, OPEN_ALL), tmp_path / "profile")
     assert console_errors(log) == []
     assert every_marker_is_drawn_and_linked(dom) > 0
+
+
+def test_the_default_experiment_is_shown_unless_left_out(project: Path, tmp_path: Path) -> None:
+    """The experiment.json `llm-eval experiment` wrote into the output folder is shown
+    without being named; --no-experiment leaves it out; naming one and leaving it out
+    together is a usage error."""
+    project = shutil.copytree(project, tmp_path / "own", symlinks=True)  # its output changes
+    config = "config/llm-eval.yaml"
+    written = run_cli(project, "experiment", config, config)
+    assert written.returncode == 0, written.stderr
+    shown = run_cli(project, "dashboard", "--out", str(tmp_path / "shown"))
+    left = run_cli(project, "dashboard", "--no-experiment", "--out", str(tmp_path / "left"))
+    assert shown.returncode == left.returncode == 0, shown.stderr + left.stderr
+    names = json.loads((project / "out/experiment/experiment.json").read_text())
+    row = f"<tr><td>{names['variants'][0]['name']}</td>"
+    assert row in (tmp_path / "shown" / "index.html").read_text()
+    assert row not in (tmp_path / "left" / "index.html").read_text()
+    both = run_cli(project, "dashboard", "--no-experiment", "--experiment", "x.json")
+    assert both.returncode == 2 and "cannot be given together" in both.stderr

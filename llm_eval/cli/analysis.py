@@ -209,6 +209,11 @@ def history_command(
     help="An experiment.json to show (default: the one `llm-eval experiment` wrote, if any).",
 )
 @click.option(
+    "--no-experiment",
+    is_flag=True,
+    help="Leave the experiment table out, even when `llm-eval experiment` wrote one.",
+)
+@click.option(
     "--last",
     type=click.IntRange(min=1),
     default=1000,
@@ -222,6 +227,7 @@ def dashboard_command(
     out_dir: Path | None,
     history_file: Path | None,
     experiment: Path | None,
+    no_experiment: bool,
     last: int,
 ) -> None:
     """Write a static page (no CDN, opens from disk and from GitHub Pages): a chart per
@@ -231,6 +237,8 @@ def dashboard_command(
     experiment table when there are some. Skipped points are gaps, labelled."""
     from llm_eval.commands.dashboard import write_dashboard
 
+    if experiment is not None and no_experiment:
+        raise click.UsageError("--experiment and --no-experiment cannot be given together")
     echo(
         write_dashboard(
             config_path=config_path,
@@ -239,6 +247,7 @@ def dashboard_command(
             baseline_path=baseline_path,
             history_file=history_file,
             experiment=experiment,
+            show_experiment=not no_experiment,
             last=last,
         )
     )

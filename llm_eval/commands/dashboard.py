@@ -40,6 +40,7 @@ def write_dashboard(
     baseline_path: Path | None = None,
     history_file: Path | None = None,
     experiment: Path | None = None,
+    show_experiment: bool = True,
     last: int = DEFAULT_LAST,
 ) -> str:
     """Write `index.html` into `out` (default: the config's output/dashboard); return
@@ -55,7 +56,7 @@ def write_dashboard(
         reports = report_points(history_file, wanted)
     gold = gold_fingerprint(query_fingerprints(inputs.gold))
     entries = of_gold(merge(baselines, reports, last), gold)
-    if experiment is None:  # the one `llm-eval experiment` wrote, when there is one
+    if experiment is None and show_experiment:  # the one `llm-eval experiment` wrote
         written = inputs.config.output / "experiment" / "experiment.json"
         experiment = written if written.is_file() else None
     board = Dashboard(
