@@ -339,7 +339,10 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     except OSError as exc:  # e.g. a read-only folder: the file the user knows is `path`
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:  # a file system without locks: refused, never unlocked
+            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(path)) from None
         yield
     finally:
         os.close(fd)  # the lock goes with it

@@ -527,3 +527,25 @@ def test_record_keeps_the_lines_there_byte_for_byte_and_counts_them(
         "history.jsonl",
         "report.json",
     ]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl's")
+def test_a_file_system_without_locks_refuses_the_record(
+    tmp_path: Path, record: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import fcntl
+
+    def no_locks(fd: int, operation: int) -> None:  # as on a file system without them
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    report, kept = tmp_path / "report.json", tmp_path / "history.jsonl"
+    report.write_bytes(compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00")))
+    code, out, err = record(report, kept)
+    assert (code, out) == (3, "")
+    assert err == (
+        f"llm-eval: error: {kept}: cannot read or write it: cannot lock it "
+        f"({os.strerror(errno.ENOLCK)})\n"
+    )
+    assert not kept.exists()
