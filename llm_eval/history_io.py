@@ -31,6 +31,7 @@ from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git, git_bytes
 from llm_eval.history import Entry, Point, Skipped
+from llm_eval.metrics import parse_metric
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import decode_line, iter_raw_lines, load_json, write_atomic
 
@@ -294,16 +295,38 @@ def kept_reports(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | InputErr
     """Each non-blank line of a history file as `(file:line, report)`, or with the
     reason it is no report a point can be made of: bytes that are not UTF-8, text that
     is not JSON, JSON that is not a report, a report whose commit is not a commit id.
-    The file is read as bytes a line at a time, so one bad line is one gap."""
+    The file is read as bytes a line at a time, so one bad line is one gap; a report
+    whose slices name a metric llm-eval does not know (its plugin not installed, or the
+    name corrupt) is one too: its figures could be neither labelled nor drawn."""
+    known: set[str] = set()
     for number, raw in iter_raw_lines(path):
         where = f"{path}:{number}"
         try:
             report = validate_report(load_json(decode_line(raw, path, number), path, number), where)
             report_commit(report, where)
+            _check_metrics(report, where, known)
         except InputError as exc:
             yield where, exc
         else:
             yield where, report
+
+
+def _check_metrics(report: Mapping[str, Any], where: str, known: set[str]) -> None:
+    """InputError at the first metric of a slice that does not parse; `known` holds the
+    names already parsed (a history file names the same few on every line)."""
+    for index, row in enumerate(report["slices"]):
+        for name in row.get("metrics") or {}:
+            if name in known:
+                continue
+            try:
+                parse_metric(name)
+            except InputError:
+                raise InputError(
+                    f"{name!r} is not a metric llm-eval knows",
+                    path=where,
+                    key=f"slices[{index}].metrics",
+                ) from None
+            known.add(name)
 
 
 _COMMIT_ID = re.compile(r"[0-9a-fA-F]{7,64}")

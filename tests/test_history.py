@@ -430,6 +430,9 @@ def test_a_line_that_is_not_utf8_or_not_a_report_is_a_gap_not_an_error(
     repo = init_repo(tmp_path / "repo")
     good = compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00"))
     surrogate = compact(kept_report("b" * 40, "2026-01-06T10:00:00+00:00"))
+    odd = kept_report("d" * 40, "2026-01-09T10:00:00+00:00")
+    odd["slices"][2]["metrics"]["mrr\ufeff"] = odd["slices"][2]["metrics"].pop("mrr")
+    unknown = compact(odd)
     lines = [
         good + b"\r\n",  # 1: kept, its CRLF ending dropped
         b"\xff\xfe{}\n",  # 2: not UTF-8
@@ -439,7 +442,8 @@ def test_a_line_that_is_not_utf8_or_not_a_report_is_a_gap_not_an_error(
         b"\r\n",  # 6: blank
         compact(kept_report("<!--<script>", "2026-01-07T10:00:00+00:00")) + b"\r\n",  # 7
         compact(kept_report("c" * 40, "2026-01-08T10:00:00+00:00")) + b"\r\n",  # 8: kept
-        good[:300],  # 9: cut short, no newline
+        unknown + b"\n",  # 9: a slice's metric that is no metric
+        good[:300],  # 10: cut short, no newline
     ]
     (repo / "history.jsonl").write_bytes(b"".join(lines))
     notes = [
@@ -449,17 +453,18 @@ def test_a_line_that_is_not_utf8_or_not_a_report_is_a_gap_not_an_error(
         "history.jsonl:5: tool_version: a string holds a lone UTF-16 surrogate (\\ud800-\\udfff "
         "escape), not text",
         "history.jsonl:7: provenance.head_commit: not a commit id (7 to 64 hex digits)",
-        "history.jsonl:9: invalid JSON: Unterminated string starting at (column 297)",
+        "history.jsonl:9: slices[2].metrics: 'mrr\\ufeff' is not a metric llm-eval knows",
+        "history.jsonl:10: invalid JSON: Unterminated string starting at (column 297)",
     ]
     code, out = history(repo, "--history-file", "history.jsonl")
     assert code == 0, out
     rows = [line.split() for line in out.splitlines() if line.startswith(("2026", "-  "))]
-    assert [row[1] for row in rows] == ["-"] * 6 + ["aaaaaaa", "ccccccc"]
+    assert [row[1] for row in rows] == ["-"] * 7 + ["aaaaaaa", "ccccccc"]
     listed = " ".join(out.split("Skipped, drawn as · above:")[1].split())  # lines wrap at 80
     assert listed == " ".join(notes)
     code, out = dashboard(repo, "--history-file", "history.jsonl")
     assert code == 0, out
-    assert out.endswith(" 9 entries (6 skipped, drawn as gaps).\n")
+    assert out.endswith(" 10 entries (7 skipped, drawn as gaps).\n")
     page = (repo / "site" / "index.html").read_text()
     assert all(note in page for note in notes[:4]), page
 
