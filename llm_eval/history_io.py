@@ -18,7 +18,7 @@ import json
 import math
 import re
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,9 @@ from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git, git_bytes
 from llm_eval.history import Entry, Point, Skipped
+from llm_eval.metrics import parse_metric
 from llm_eval.report_schema import validate_report
-from llm_eval.textio import iter_lines, load_json, write_atomic
+from llm_eval.textio import decode_line, iter_raw_lines, load_json, write_atomic
 
 Values = Callable[[Baseline], Mapping[str, float | None]]
 """A baseline's value of each gate (the command knows the gates and their scopes)."""
@@ -279,20 +280,76 @@ def _write_points(cache: PointCache, kept: dict[str, _Found], new: dict[str, _Fo
 
 def report_points(path: Path, gates: Mapping[str, tuple[str, str]]) -> list[Entry]:
     """The reports kept in a history file, one report.json a line. `gates` maps each
-    gate's name to its (metric, scope key): a report's gate counts only when both agree."""
+    gate's name to its (metric, scope key): a report's gate counts only when both agree.
+    Every non-blank line is an entry: a point, or a gap with its line and reason."""
     entries: list[Entry] = []
-    for number, line in iter_lines(path):
-        if not line.strip():
-            continue
+    for where, report in kept_reports(path):
+        if isinstance(report, InputError):
+            entries.append(Skipped(None, None, where, _why(report)))
+        else:
+            entries.append(_report_point(report, gates))
+    return entries
+
+
+def kept_reports(path: Path) -> Iterator[tuple[str, Mapping[str, Any] | InputError]]:
+    """Each non-blank line of a history file as `(file:line, report)`, or with the
+    reason it is no report a point can be made of: bytes that are not UTF-8, text that
+    is not JSON, JSON that is not a report, a report whose commit is not a commit id.
+    The file is read as bytes a line at a time, so one bad line is one gap; a report
+    whose slices name a metric llm-eval does not know (its plugin not installed, or the
+    name corrupt) is one too: its figures could be neither labelled nor drawn."""
+    known: set[str] = set()
+    for number, raw in iter_raw_lines(path):
         where = f"{path}:{number}"
         try:
-            report = validate_report(load_json(line, path, number), where)
-            entries.append(_report_point(report, gates))
+            report = validate_report(load_json(decode_line(raw, path, number), path, number), where)
+            report_commit(report, where)
+            _check_metrics(report, where, known)
         except InputError as exc:
-            entries.append(Skipped(None, None, where, _why(exc)))
-        except _NoCommit:
-            entries.append(Skipped(None, None, where, "the report names no commit"))
-    return entries
+            yield where, exc
+        else:
+            yield where, report
+
+
+def _check_metrics(report: Mapping[str, Any], where: str, known: set[str]) -> None:
+    """InputError at the first metric of a slice that does not parse; `known` holds the
+    names already parsed (a history file names the same few on every line)."""
+    for index, row in enumerate(report["slices"]):
+        for name in row.get("metrics") or {}:
+            if name in known:
+                continue
+            try:
+                parse_metric(name)
+            except InputError:
+                raise InputError(
+                    f"{name!r} is not a metric llm-eval knows",
+                    path=where,
+                    key=f"slices[{index}].metrics",
+                ) from None
+            known.add(name)
+
+
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{7,64}")
+"""A git commit id, abbreviated or whole (SHA-1 or SHA-256)."""
+
+
+def report_commit(report: Mapping[str, Any], path: str | Path) -> str:
+    """The commit a report was made at (`provenance.head_commit`), which a history
+    point needs and links to; InputError when it names none, or something that is not
+    a commit id (7 to 64 hex digits: the value is not shown, it may be any text)."""
+    commit = report["provenance"].get("head_commit")
+    if not isinstance(commit, str) or not commit:
+        raise InputError(
+            "the report names no commit: it was not made in a git checkout, and a "
+            "history point needs one",
+            path=path,
+            key="provenance.head_commit",
+        )
+    if not _COMMIT_ID.fullmatch(commit):
+        raise InputError(
+            "not a commit id (7 to 64 hex digits)", path=path, key="provenance.head_commit"
+        )
+    return commit
 
 
 def _why(exc: InputError) -> str:
@@ -300,15 +357,8 @@ def _why(exc: InputError) -> str:
     return f"{exc.key}: {exc.reason}" if exc.key else exc.reason
 
 
-class _NoCommit(Exception):
-    pass
-
-
 def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]]) -> Point:
     provenance = report["provenance"]
-    commit = provenance.get("head_commit")
-    if not isinstance(commit, str) or not commit:
-        raise _NoCommit
     values: dict[str, float | None] = {}
     intervals: dict[str, tuple[float, float]] = {}
     for entry in report["gates"]:
@@ -327,7 +377,7 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
         for row in report["slices"]
         if isinstance(row.get("metrics"), dict)
     }
-    return Point(commit, date, "", "report", gold, values, aggregates, intervals)
+    return Point(provenance["head_commit"], date, "", "report", gold, values, aggregates, intervals)
 
 
 def _interval(gate: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -407,17 +457,11 @@ def _log_at(commit: str, path: str | Path) -> Revision | None:
 
 def newest_report_part(path: Path, key: str) -> Mapping[str, Any] | None:
     """`report[key]` of the newest line of a history file that is a valid report with
-    that part set (None when no line has it); corrupt lines are skipped, as in
-    `report_points`, which lists them."""
+    that part set (None when no line has it); the lines `report_points` draws as gaps
+    are skipped."""
     found = None
-    for number, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            report = validate_report(load_json(line, path, number), f"{path}:{number}")
-        except InputError:
-            continue
-        if isinstance(report.get(key), dict):
+    for _, report in kept_reports(path):
+        if not isinstance(report, InputError) and isinstance(report.get(key), dict):
             found = report[key]
     return found
 

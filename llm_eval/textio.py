@@ -2,7 +2,9 @@
 
 All file loaders go through `iter_lines` (or, for large run files, the blocks of
 text it is built on), so a UTF-8 BOM, CRLF line ends, blank lines and bytes that
-are not UTF-8 are handled the same way everywhere.
+are not UTF-8 are handled the same way everywhere. The history file, where one bad
+line must not stop the reading, splits the same way with `iter_raw_lines` and
+decodes each line alone.
 """
 
 from __future__ import annotations
@@ -63,6 +65,31 @@ def iter_text_blocks(path: str | Path) -> Iterator[tuple[int, str]]:
             yield from _decode_block(rest, path, number)
 
 
+def iter_raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """Yield `(line_number, bytes)` for each non-blank line, line ends stripped and a
+    UTF-8 BOM at the start dropped, as `iter_lines` does, but undecoded: for a file
+    where a line that is not UTF-8 is one bad line (`decode_line`), not a bad file."""
+    with require_file(path).open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            raw = raw.removesuffix(b"\n").rstrip(b"\r")
+            if raw.strip():
+                yield number, raw
+
+
+def decode_line(raw: bytes, path: str | Path, number: int) -> str:
+    """One line's text; InputError naming the line and column where it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(_not_utf8(raw, exc.start, exc.start + 1), path=path, line=number) from None
+
+
+def _not_utf8(raw: bytes, at: int, column: int) -> str:
+    return f"not valid UTF-8 (byte 0x{raw[at]:02x} at column {column})"
+
+
 def _decode_block(raw: bytes, path: str | Path, number: int) -> Iterator[tuple[int, str]]:
     try:
         text = raw.decode("utf-8")
@@ -73,7 +100,7 @@ def _decode_block(raw: bytes, path: str | Path, number: int) -> Iterator[tuple[i
         if start:
             yield number, raw[:start].decode("utf-8")
         raise InputError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start - start + 1})",
+            _not_utf8(raw, exc.start, exc.start - start + 1),
             path=path,
             line=number + raw.count(b"\n", 0, start),
         ) from None
@@ -266,6 +293,59 @@ def append_atomic(path: str | Path, lines: str) -> None:
     """Add `lines` at the end of a text file (made when missing), on a line of their
     own, atomically: the whole file is rewritten by `write_atomic`."""
     append_together([(Path(path), lines)])
+
+
+def append_line_locked(path: Path, line: str) -> int:
+    """Add one line at the end of a line-oriented file (made when missing), atomically,
+    with the other writers of the file shut out from reading it until it is written:
+    the number of non-blank lines the file holds right after. The bytes already there
+    are kept as they are, a line that is not UTF-8 included; a last line without its
+    newline gets one first, so the new line stands alone."""
+    with exclusive_lock(path):
+        old = path.read_bytes() if path.is_file() else b""
+        if old and not old.endswith(b"\n"):
+            old += b"\n"
+        new = old + line.encode("utf-8") + b"\n"
+        write_atomic(path, new)
+    lines = new.removeprefix(codecs.BOM_UTF8).split(b"\n")  # as `iter_raw_lines` reads them
+    return sum(1 for text in lines if text.strip())
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of `path`'s writers for the block: a read, change and rewrite of
+    the file by one of them is never interleaved with another's.
+
+    The lock is on a file beside it, `.NAME.lock`, never removed, not on the file
+    itself: each write renames a new file over the old one, so a writer waiting on
+    the old file's lock would wake holding a lock on a file no longer at the path,
+    while a writer arriving later locks the new one; both would then rewrite the file
+    at once. The lock file stays the same file for as long as it exists.
+
+    `flock`, not `lockf`: a POSIX record lock belongs to the process and is dropped
+    when any of its descriptors of the file is closed, and it does not shut out
+    another thread of the same process; a flock belongs to the open file, and the
+    system drops it when the process ends, killed or not. Without fcntl (Windows)
+    there is no lock: one writer at a time, as the dashboard workflow runs them.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:  # e.g. a read-only folder: the file the user knows is `path`
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:  # a file system without locks: refused, never unlocked
+            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(path)) from None
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def append_together(appends: Sequence[tuple[Path, str]]) -> None:

@@ -2,8 +2,10 @@
 
 A small project is cut from the demo (the first queries of each gold file, the
 corpus passages they need plus some others, the demo's criteria, the examples'
-versions sidecar), and its run, TREC run, qrels, baseline and report are made with
-llm-eval itself. Then, in a loop bounded by `--count` and `--seconds`, one of those
+versions sidecar), committed to a new git repository, and its run, TREC run, qrels,
+baseline, report, history file (the report kept by `history --record` as if at six
+commits) and experiment.json (`llm-eval experiment` over three BM25 variants) are
+made with llm-eval itself. Then, in a loop bounded by `--count` and `--seconds`, one of those
 files is mutated (bytes flipped, cut, repeated; hostile tokens put in: NaN,
 Infinity, lone surrogates, deep brackets, NUL, BOM, YAML aliases and tags; a JSON
 value swapped for a hostile one) and the command that reads it is run in-process
@@ -27,10 +29,18 @@ count: a key in any form in what was printed or in any file written (`key in
 output`), and a run scored silently (exit 0 after a fault that must fail every query,
 or a report holding NaN, Infinity, or negative tokens or cost).
 
-Usage: python scripts/fuzz_inputs.py [--count 10000] [--seconds 900] [--seed 0]
+The history file is read by `history` and `dashboard`, and recorded into; besides
+exit 5 and tracebacks, these count a line lost (`_lines_lost`): read, every non-blank
+line must be an entry, a point or a gap, and the command must end with exit 0; recorded
+into, the file must keep its bytes and gain one line, and the count printed must be its
+own. The dashboard's other input, `--experiment` experiment.json, and the experiment's
+config (its `variants:`) are mutated as the other files.
+
+Usage: python scripts/fuzz_inputs.py [--count 10000] [--seconds 7200] [--seed 0]
        [--keep fuzz-crashes] [--only 'embeddings answer' --only 'judge answer']
-Prints the number of inputs per exit code (and per file kind) and of printed
-tracebacks; exits 1 when any input ended in exit 5 or printed a traceback.
+Prints the number of inputs per exit code (and per file kind), of printed tracebacks
+and of history files with a line lost; exits 1 when any input ended in exit 5, printed
+a traceback or lost a line.
 """
 
 from __future__ import annotations
@@ -42,7 +52,9 @@ import json
 import math
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -61,6 +73,14 @@ QUERIES_PER_FILE = 25
 EXTRA_DOCUMENTS = 150
 GATE = ["gate", "--run", "run.jsonl", "--out", "out"]
 EVALUATE = ["evaluate", "--qrels", "qrels.trec", "--run", "run.trec"]
+LAST = 1000
+"""Points `history` is asked for, and the most the dashboard draws: every line of the
+history file is then an entry of both."""
+HISTORY = ["history", "--history-file", "history.jsonl", "--last", str(LAST)]
+DASHBOARD = ["dashboard", "--out", "site", "--history-file", "history.jsonl"]
+EXPERIMENT = ["config/experiment.yaml", "--out", "exp"]
+KEPT_REPORTS = 6
+"""Lines of the history file: the gate's report kept as if at so many commits."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,21 @@ TARGETS = (
         ("comment", "--dry-run", "--report", "report.json"),
         json_document=True,
     ),
+    Target("history", "history.jsonl", tuple(HISTORY), json_lines=True),
+    Target(
+        "history record",
+        "history.jsonl",
+        ("history", "--record", "report.json", "--history-file", "history.jsonl"),
+        json_lines=True,
+    ),
+    Target("dashboard history", "history.jsonl", tuple(DASHBOARD), json_lines=True),
+    Target(
+        "dashboard experiment",
+        "experiment.json",
+        ("dashboard", "--out", "site", "--experiment", "experiment.json"),
+        json_document=True,
+    ),
+    Target("experiment config", "config/experiment.yaml", ("experiment", *EXPERIMENT)),
     Target(
         "mcp answer",
         "tools/call",
@@ -173,6 +208,9 @@ TOKENS = [
     b"- ",
     "\u202e".encode(),
     "é".encode(),
+    b"\xed\xa0\x80",  # a UTF-16 surrogate written as UTF-8 (CESU-8)
+    b"<!--<script>",
+    "\u2028".encode(),
 ]
 HOSTILE_VALUES: list[Any] = [
     None,
@@ -191,6 +229,8 @@ HOSTILE_VALUES: list[Any] = [
     10**30,
     {"\udc80": 1},
     f"you sent {FUZZ_KEY}",
+    "<!--<script>",
+    "0123abc",
 ]
 
 
@@ -208,18 +248,51 @@ def build_project(folder: Path) -> None:
         "baseline: baseline.json\noutput: out\n",
         encoding="utf-8",
     )
+    (folder / "config/experiment.yaml").write_text(
+        (folder / "config/llm-eval.yaml").read_text(encoding="utf-8")
+        + "variants:\n  - name: lucene\n  - name: textbook\n    retriever: {k1: 1.2, b: 0.75}\n"
+        "  - name: text only\n    retriever: {fields: [text]}\n",
+        encoding="utf-8",
+    )
     with contextlib.chdir(folder), _quiet():
         for argv in (
             ["retrieve", "--out", "run.jsonl"],
             ["baseline", "refresh", "--run", "run.jsonl", "--force"],
         ):
-            if main(argv) != 0:
-                raise SystemExit(f"could not build the fuzz project: llm-eval {' '.join(argv)}")
+            _build(argv)
+        _commit(folder)  # `history` and `dashboard` read the baseline's git log
         main(GATE)
-    shutil.copy(folder / "out/report.json", folder / "report.json")
+        shutil.copy(folder / "out/report.json", folder / "report.json")
+        _keep_reports(folder)
+        _build(["experiment", *EXPERIMENT])
+        shutil.copy(folder / "exp/experiment.json", folder / "experiment.json")
     _write_trec(folder, gold)
     lines = (folder / "gold-A.jsonl").read_text(encoding="utf-8").splitlines()[:MCP_QUERIES]
     (folder / "gold-mcp.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _build(argv: list[str]) -> None:
+    if main(argv) != 0:
+        raise SystemExit(f"could not build the fuzz project: llm-eval {' '.join(argv)}")
+
+
+def _commit(folder: Path) -> None:
+    """The project as the first commit of a new git repository."""
+    name = ["-c", "user.name=fuzz", "-c", "user.email=fuzz@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], [*name, "commit", "-qm", "fuzz project"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
+def _keep_reports(folder: Path) -> None:
+    """history.jsonl: the gate's report kept by `history --record` as if made at
+    `KEPT_REPORTS` later commits, a day apart."""
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    for day in range(1, KEPT_REPORTS + 1):
+        report["provenance"]["head_commit"] = f"{day:07x}" * 5
+        report["provenance"]["generated_at"] = f"2030-01-{day:02d}T12:00:00+00:00"
+        (folder / "kept.json").write_text(json.dumps(report), encoding="utf-8")
+        _build(["history", "--record", "kept.json", "--history-file", "history.jsonl"])
+    (folder / "kept.json").unlink()
 
 
 def write_endpoint_configs(folder: Path, url: str) -> None:
@@ -584,6 +657,9 @@ class Tally:
     negative tokens."""
     key_shown: int = 0
     """Endpoint runs that printed the API key or wrote it into a file."""
+    lines_lost: int = 0
+    """History files read with a line that became no entry (or a reading that failed),
+    or recorded into with a line lost, changed or miscounted."""
 
     @property
     def total(self) -> int:
@@ -632,7 +708,11 @@ def fuzz(
                     data, code, printed = _run_served(target, mcp, rng)
                 else:
                     data = mutate(originals[target.path], target, rng)
-                    code, printed = _run(target, data, originals)
+                    code, printed, lost = _run(target, data, originals)
+                    tally.lines_lost += lost
+                    if lost:
+                        print(f"a history line lost on {target.kind}: exit {code}", file=sys.stderr)
+                        tally.crashes.append(_keep(keep, number, target, data))
                 tally.codes[code] += 1
                 tally.by_kind[target.kind][code] += 1
                 tally.tracebacks += "Traceback" in printed
@@ -645,15 +725,58 @@ def fuzz(
     return tally
 
 
-def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> tuple[int, str]:
+def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> tuple[int, str, bool]:
+    """The target's command on `data`: its exit code, what it printed, and whether it
+    lost a line of the history file (`_lines_lost`)."""
     path = Path(target.path)
     path.write_bytes(data)
     try:
         with _quiet() as captured:
             code = main(list(target.argv))
+        lost = _lines_lost(target, data, code, captured.getvalue())
     finally:
         path.write_bytes(originals[target.path])
-    return code, captured.getvalue()
+    return code, captured.getvalue(), lost
+
+
+ENTRIES = {
+    "history": re.compile(r"history\.jsonl: (\d+) points?,"),
+    "dashboard history": re.compile(r" (\d+) entries \("),
+}
+"""Where `history` and `dashboard` say how many entries (points and gaps) they read."""
+
+
+def _lines_lost(target: Target, data: bytes, code: int, printed: str) -> bool:
+    """Whether the command lost a line of the history file `data`. Reading it, every
+    non-blank line is an entry (a point or a gap) beside the one baseline, and the
+    command ends with exit 0. Recording the sound report, the file afterwards is `data`
+    (with a newline at its end) and one line more, and the count printed is the file's
+    (on a refusal, the file is as it was)."""
+    if target.kind == "history record":
+        after = Path(target.path).read_bytes()
+        if code != 0:
+            return after != data
+        kept = data + b"\n" if data and not data.endswith(b"\n") else data
+        added = after[len(kept) :]
+        count = re.search(r"\((\d+) in all\)", printed)
+        return not (
+            after.startswith(kept)
+            and added.endswith(b"\n")
+            and added.count(b"\n") == 1
+            and count is not None
+            and int(count.group(1)) == _non_blank(after)
+        )
+    pattern = ENTRIES.get(target.kind)
+    if pattern is None:
+        return False
+    found = pattern.search(printed)
+    return code != 0 or found is None or int(found.group(1)) != min(LAST, 1 + _non_blank(data))
+
+
+def _non_blank(data: bytes) -> int:
+    """Non-blank lines, as the history file's reader splits them."""
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    return sum(1 for line in lines if line.strip())
 
 
 def _run_served(target: Target, mcp: FakeMcp, rng: random.Random) -> tuple[bytes, int, str]:
@@ -736,20 +859,23 @@ def report(tally: Tally, elapsed: float) -> str:
         return ", ".join(f"exit {code}: {n}" for code, n in sorted(counter.items()))
 
     lines = [f"{tally.total} mutated inputs in {elapsed:.0f} s: {codes(tally.codes)}"]
-    lines += [f"  {kind:<17} {codes(counter)}" for kind, counter in tally.by_kind.items()]
+    lines += [f"  {kind:<20} {codes(counter)}" for kind, counter in tally.by_kind.items()]
     lines.append(f"tracebacks printed: {tally.tracebacks}")
     lines.append(f"endpoint answers silently scored: {tally.silently_scored}")
     lines.append(f"endpoint runs with the API key in their output or files: {tally.key_shown}")
-    lines += [f"exit 5 or traceback, kept: {crash}" for crash in tally.crashes]
+    lines.append(f"history files with a line lost or miscounted: {tally.lines_lost}")
+    lines += [f"exit 5, traceback or line lost, kept: {crash}" for crash in tally.crashes]
     return "\n".join(lines)
 
 
 def _main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--seconds", type=float, default=900.0)
+    parser.add_argument("--seconds", type=float, default=7200.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", type=Path, help="Folder for the inputs that ended in exit 5.")
+    parser.add_argument(
+        "--keep", type=Path, help="Folder for the inputs that ended in exit 5 or lost a line."
+    )
     parser.add_argument(
         "--only",
         action="append",
@@ -762,7 +888,13 @@ def _main() -> int:
     keep = args.keep and args.keep.resolve()
     tally = fuzz(args.count, args.seconds, args.seed, keep, args.only)
     print(report(tally, time.monotonic() - started))
-    failed = tally.codes[5] or tally.tracebacks or tally.silently_scored or tally.key_shown
+    failed = (
+        tally.codes[5]
+        or tally.tracebacks
+        or tally.silently_scored
+        or tally.key_shown
+        or tally.lines_lost
+    )
     return 1 if failed else 0
 
 

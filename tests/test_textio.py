@@ -16,7 +16,10 @@ from llm_eval.errors import ExitCode, InputError
 from llm_eval.textio import (
     MAX_JSON_DEPTH,
     append_atomic,
+    append_line_locked,
+    decode_line,
     iter_lines,
+    iter_raw_lines,
     load_json,
     parse_json_object,
     read_json_file,
@@ -31,27 +34,57 @@ def names_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-@pytest.mark.parametrize(
-    ("content", "expected"),
-    [
-        (b"", []),
-        (b"\n\n   \n\t\n", []),
-        (b"a\nb\n", [(1, "a"), (2, "b")]),
-        (b"a\nb", [(1, "a"), (2, "b")]),
-        (b"\na\n\n  \nb\n\n", [(2, "a"), (5, "b")]),
-        (b"a\r\nb\r\n", [(1, "a"), (2, "b")]),
-        (b"a\r\n\r\nb", [(1, "a"), (3, "b")]),
-        (b"\xef\xbb\xbfa\nb\n", [(1, "a"), (2, "b")]),
-        (b"\xef\xbb\xbf\r\na\r\n", [(2, "a")]),
-        (b"\xef\xbb\xbf{}\r\n", [(1, "{}")]),
-        (b"  indented  \n", [(1, "  indented  ")]),
-        ("caf\u00e9 \u2013 \u6587\n".encode(), [(1, "caf\u00e9 \u2013 \u6587")]),
-    ],
-)
+LINES: list[tuple[bytes, list[tuple[int, str]]]] = [
+    (b"", []),
+    (b"\n\n   \n\t\n", []),
+    (b"a\nb\n", [(1, "a"), (2, "b")]),
+    (b"a\nb", [(1, "a"), (2, "b")]),
+    (b"\na\n\n  \nb\n\n", [(2, "a"), (5, "b")]),
+    (b"a\r\nb\r\n", [(1, "a"), (2, "b")]),
+    (b"a\r\n\r\nb", [(1, "a"), (3, "b")]),
+    (b"\xef\xbb\xbfa\nb\n", [(1, "a"), (2, "b")]),
+    (b"\xef\xbb\xbf\r\na\r\n", [(2, "a")]),
+    (b"\xef\xbb\xbf{}\r\n", [(1, "{}")]),
+    (b"  indented  \n", [(1, "  indented  ")]),
+    ("caf\u00e9 \u2013 \u6587\n".encode(), [(1, "caf\u00e9 \u2013 \u6587")]),
+]
+"""File contents and their non-blank lines, as `iter_lines` yields them."""
+
+
+@pytest.mark.parametrize(("content", "expected"), LINES)
 def test_iter_lines(tmp_path: Path, content: bytes, expected: list[tuple[int, str]]) -> None:
     path = tmp_path / "input.txt"
     path.write_bytes(content)
     assert list(iter_lines(path)) == expected
+
+
+@pytest.mark.parametrize(("content", "expected"), LINES)
+def test_iter_raw_lines_splits_as_iter_lines_does(
+    tmp_path: Path, content: bytes, expected: list[tuple[int, str]]
+) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(content)
+    assert list(iter_raw_lines(path)) == [(n, text.encode()) for n, text in expected]
+
+
+def test_iter_raw_lines_leaves_each_line_to_be_decoded_alone(tmp_path: Path) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"ok\r\nab\xffcd\n\xed\xa0\x80\n\x00\nlast, no newline")
+    lines = list(iter_raw_lines(path))
+    assert [n for n, _ in lines] == [1, 2, 3, 4, 5]
+    decoded = []
+    for number, raw in lines:
+        try:
+            decoded.append(decode_line(raw, path, number))
+        except InputError as exc:
+            decoded.append(str(exc))
+    assert decoded == [
+        "ok",
+        f"{path}:2: not valid UTF-8 (byte 0xff at column 3)",
+        f"{path}:3: not valid UTF-8 (byte 0xed at column 1)",
+        "\x00",
+        "last, no newline",
+    ]
 
 
 def test_iter_lines_accepts_a_string_path(tmp_path: Path) -> None:
@@ -376,6 +409,59 @@ def test_append_atomic_puts_the_lines_on_their_own_line(tmp_path: Path) -> None:
     append_atomic(path, "c\nd\n")
     assert path.read_text() == "a\nb\nc\nd\n"
     assert names_in(path.parent) == ["file.jsonl"]  # no temporary file left
+
+
+def test_append_line_locked_counts_the_lines_after_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "history.jsonl"
+    assert append_line_locked(path, "a") == 1  # a missing file (and folder) is made
+    path.write_bytes(b"\xef\xbb\xbfa\n\n\xff\r\n  \nb")
+    assert append_line_locked(path, "c") == 4
+    assert path.read_bytes() == b"\xef\xbb\xbfa\n\n\xff\r\n  \nb\nc\n"
+    assert names_in(path.parent) == [".history.jsonl.lock", "history.jsonl"]
+
+
+def test_without_fcntl_lines_are_appended_without_a_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # as on Windows: `import fcntl` fails
+    path = tmp_path / "history.jsonl"
+    assert (append_line_locked(path, "a"), append_line_locked(path, "b")) == (1, 2)
+    assert path.read_bytes() == b"a\nb\n"
+    assert names_in(tmp_path) == ["history.jsonl"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl's")
+def test_a_writer_killed_holding_the_lock_leaves_whole_lines_and_the_lock_free(
+    tmp_path: Path,
+) -> None:
+    """A real SIGKILL while a writer holds the lock with its new file half made; the
+    next writer gets the lock, and the file holds whole lines only."""
+    target = tmp_path / "history.jsonl"
+    target.write_bytes(b"one\ntwo\n")
+    slow = (
+        "import os, time\n"
+        "from pathlib import Path\n"
+        "from llm_eval import textio\n"
+        "os.fsync = lambda fd: time.sleep(60)\n"  # hold the lock, the temporary file open
+        f"textio.append_line_locked(Path({str(target)!r}), 'killed')\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", slow])
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".history.jsonl.pid*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    assert target.read_bytes() == b"one\ntwo\n"
+    after = (
+        "from pathlib import Path\nfrom llm_eval import textio\n"
+        f"print(textio.append_line_locked(Path({str(target)!r}), 'three'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", after], check=True, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout == "3\n"
+    assert target.read_bytes() == b"one\ntwo\nthree\n"
+    assert names_in(tmp_path) == [".history.jsonl.lock", "history.jsonl"]
 
 
 def test_files_written_together_are_all_or_none(tmp_path: Path) -> None:

@@ -156,8 +156,9 @@ def retrievers_command() -> None:
     "record_path",
     type=click.Path(path_type=Path),
     help="Instead of printing the history, keep this report.json as one line at the end "
-    "of --history-file (checked against the schema first; the file is rewritten "
-    "atomically). The dashboard workflow does this for each push to the default branch.",
+    "of --history-file (checked against the schema first, its commit a commit id; the "
+    "file is rewritten atomically, one writer at a time). The dashboard workflow does "
+    "this for each push to the default branch.",
 )
 def history_command(
     config_path: Path,

@@ -131,6 +131,16 @@ def report_nan_timing() -> bytes:
     return _edited("report.json", lambda r: r["timings"].update({"total_s": math.nan}))
 
 
+def report_commit_markup() -> bytes:
+    """A report whose commit is markup, which `history --record` must not keep."""
+    return _edited("report.json", lambda r: r["provenance"].update({"head_commit": "<!--<script>"}))
+
+
+def report_commit_sound() -> bytes:
+    """The report with a commit id, which `history --record` keeps."""
+    return _edited("report.json", lambda r: r["provenance"].update({"head_commit": "0a1b2c3"}))
+
+
 GENERATORS: dict[str, Callable[[], bytes]] = {
     name: function
     for name, function in dict(globals()).items()
