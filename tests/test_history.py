@@ -467,14 +467,12 @@ def test_a_line_that_is_not_utf8_or_not_a_report_is_a_gap_not_an_error(
 
 
 @pytest.fixture
-def record(capsys: pytest.CaptureFixture[str]) -> Callable[[Path, Path], tuple[int, str, str]]:
+def record(cli: Cli) -> Callable[[Path, Path], tuple[int, str, str]]:
     """`llm-eval history --record REPORT --history-file FILE`: its exit code, stdout
     and stderr."""
 
     def run(report: Path, kept: Path) -> tuple[int, str, str]:
-        code = main(["history", "--record", str(report), "--history-file", str(kept)])
-        printed = capsys.readouterr()
-        return code, printed.out, printed.err
+        return cli("history", "--record", report, "--history-file", kept)
 
     return run
 
