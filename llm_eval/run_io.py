@@ -76,7 +76,7 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     results = record.get("results")
     if not isinstance(results, list):
         raise fail("results", "missing or not a list")
-    parsed = tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
+    parsed = _parse_results(results, fail)
     latency = record.get("latency_ms")
     if latency is not None and not is_finite_number(latency):
         raise fail("latency_ms", f"must be a number, got {json.dumps(latency)}")
@@ -94,6 +94,12 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     return QueryResults(
         query_id, parsed, None if latency is None else float(latency), error, abstained, answer
     )
+
+
+def _parse_results(results: list[Any], fail: Any) -> tuple[RankedResult, ...]:
+    if all(type(item) is str and item for item in results):  # ids alone: nothing to check
+        return tuple(map(RankedResult, results))
+    return tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
 
 
 def _parse_result(item: Any, key: str, fail: Any) -> RankedResult:

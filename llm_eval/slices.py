@@ -12,6 +12,9 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from llm_eval.criteria import Scope
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
@@ -47,11 +50,12 @@ def standard_scopes(queries: Sequence[GoldQuery]) -> list[tuple[str, str, Scope]
 
 def members(queries: Iterable[GoldQuery], scope: Scope) -> list[str]:
     """Ids of the queries inside a scope (tags match when the query has any of them)."""
+    tags = frozenset(scope.tags)
     return [
         q.query_id
         for q in queries
         if (scope.tier is None or q.tier == scope.tier)
-        and (not scope.tags or any(t in q.tags for t in scope.tags))
+        and (not tags or not tags.isdisjoint(q.tags))
     ]
 
 
@@ -109,14 +113,103 @@ class SliceValues:
 def slice_values(
     queries: Sequence[GoldQuery], table: ScoreTable, metrics: Sequence[str]
 ) -> dict[str, SliceValues]:
-    """Per slice (`overall`, `tier:A`, `tag:x`), every metric's value over its queries."""
+    """Per slice (`overall`, `tier:A`, `tag:x`), every metric's value over its queries.
+
+    The same values as `value_over` on each slice's `members`, from one membership
+    mask per slice and one column per metric: each query's row is read once, not once
+    per slice. Means are `math.fsum` over the slice's values, as `mean_over` takes them
+    (an exactly rounded sum, so the order the queries come in does not change a bit).
+    """
+    ids = [q.query_id for q in queries]
+    scored = np.fromiter((q in table.per_query for q in ids), dtype=bool, count=len(ids))
+    masks = _scope_masks(queries)
+    columns = {m: _Column.of(table, ids, m) for m in metrics}
     values = {}
-    for kind, label, scope in standard_scopes(queries):
-        name = kind if kind == "overall" else f"{kind}:{label}"
-        ids = members(queries, scope)
-        n = sum(1 for q in ids if q in table.per_query)
-        values[name] = SliceValues(n, {m: value_over(table, ids, m) for m in metrics})
+    for name, mask in masks.items():
+        values[name] = SliceValues(
+            int(np.count_nonzero(mask & scored)),
+            {m: column.over(mask) for m, column in columns.items()},
+        )
     return values
+
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _scope_masks(queries: Sequence[GoldQuery]) -> dict[str, BoolArray]:
+    """`{"overall"|"tier:A"|"tag:x": mask}` over `queries`, in `standard_scopes`' order."""
+    tier_codes: dict[str, int] = {}
+    tiers = np.fromiter(
+        (tier_codes.setdefault(q.tier, len(tier_codes)) for q in queries),
+        dtype=np.int64,
+        count=len(queries),
+    )
+    tag_of: dict[str, int] = {}
+    holders: list[int] = []
+    held: list[int] = []
+    for index, query in enumerate(queries):
+        for tag in query.tags:
+            holders.append(index)
+            held.append(tag_of.setdefault(tag, len(tag_of)))
+    by_tag = np.zeros((len(tag_of), len(queries)), dtype=bool)
+    by_tag[np.asarray(held, dtype=np.int64), np.asarray(holders, dtype=np.int64)] = True
+    masks = {"overall": np.ones(len(queries), dtype=bool)}
+    masks |= {f"tier:{tier}": tiers == code for tier, code in tier_codes.items()}
+    return masks | {f"tag:{tag}": by_tag[tag_of[tag]] for tag in sorted(tag_of)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """One metric over the queries in gold order, as `value_over` reads it."""
+
+    metric: str
+    present: BoolArray
+    """The query has a row holding the metric (a service record, for an aggregate)."""
+    values: npt.NDArray[np.float64]
+    """Its value (0 where absent), for a mean."""
+    weights: npt.NDArray[np.float64] | None
+    """Its weight, for a pooled mean."""
+    records: Sequence[ServiceRecord | None] | None
+    """Each query's service record, for an aggregate (None for a mean)."""
+
+    @classmethod
+    def of(cls, table: ScoreTable, ids: Sequence[str], metric: str) -> _Column:
+        parsed = parse_metric(metric)
+        if parsed.family.pooling == "aggregate":
+            records = [table.service.get(q) for q in ids]
+            present = np.fromiter((r is not None for r in records), dtype=bool, count=len(ids))
+            return cls(metric, present, np.zeros(len(ids)), None, records)
+        rows = [table.per_query.get(q) for q in ids]
+        present = np.fromiter(
+            (row is not None and metric in row for row in rows), dtype=bool, count=len(ids)
+        )
+        chosen = [row for row in rows if row is not None and metric in row]
+        values = np.zeros(len(ids))
+        values[present] = [row[metric] for row in chosen]
+        weight = parsed.weight_key
+        if weight is None:
+            return cls(metric, present, values, None, None)
+        weights = np.zeros(len(ids))
+        weights[present] = [row[weight] for row in chosen]
+        return cls(metric, present, values, weights, None)
+
+    def over(self, mask: BoolArray) -> SliceMean:
+        """The metric over the queries in `mask` (those without a value left out)."""
+        inside = mask & self.present
+        if self.records is not None:
+            chosen = [self.records[i] for i in np.flatnonzero(inside).tolist()]
+            records = [r for r in chosen if r is not None]
+            return SliceMean(parse_metric(self.metric).aggregate(records), len(records))
+        count = int(np.count_nonzero(inside))
+        if count == 0:
+            return SliceMean(math.nan, 0)
+        values = self.values[inside]
+        if self.weights is None:
+            return SliceMean(math.fsum(values.tolist()) / count, count)
+        weights = self.weights[inside]
+        total = math.fsum(weights.tolist())
+        weighted = math.fsum((values * weights).tolist())
+        return SliceMean(weighted / total if total else math.nan, count)
 
 
 def breakdown(

@@ -24,10 +24,12 @@ seconds (user + system, children included) and peak memory (max RSS):
    for llm-eval, dicts for pytrec_eval. Also timed: `evaluate_columns` given plain
    numpy arrays of str (query id, doc id, score; qrels as dicts), the grouping and
    UTF-8 encoding then inside the timed region, and the dict API `evaluate`.
-   Default `--api-queries 50000` (5M rows), best of `--repeat`.
+   Default `--api-queries 50000` (5M rows); `--rounds` (15) interleaved rounds, each
+   way's turn within a round in the same order, and their lowest and median CPU time
+   (the figure is a fraction of a second, so one round says little on a busy machine).
 
 Usage: python scripts/bench_files.py [--queries 100000] [--api-queries 50000]
-           [--repeat 3] [--ranx-python PATH]
+           [--rounds 15] [--ranx-python PATH]; `--queries 0` leaves out the files
 Needs the dev extra (pytrec-eval-terrier, ir-measures); ranx: `pip install ranx`
 (it pulls in numba and pandas), or a venv with it given as `--ranx-python`.
 """
@@ -217,17 +219,20 @@ def agree(peer: str, ours: dict[str, float], theirs: dict[str, float]) -> None:
             sys.exit(f"disagreement on {metric}: llm-eval {value} vs {peer} {theirs[metric]}")
 
 
-def best_of(repeat: int, work: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        work()
-        times.append(time.process_time() - start)
-    return min(times)
+def interleaved(rounds: int, ways: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
+    """CPU seconds of each way in each round, the ways taking turns within a round, so
+    that a busy spell of the machine falls on all of them."""
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, work in ways.items():
+            start = time.process_time()
+            work()
+            times[name].append(time.process_time() - start)
+    return times
 
 
-def columnar_api(queries: int, repeat: int) -> dict[str, float]:
-    """CPU seconds of pytrec_eval and of llm-eval's ways in, on the same data."""
+def columnar_api(queries: int, rounds: int) -> dict[str, list[float]]:
+    """CPU seconds of pytrec_eval and of llm-eval's ways in, on the same data, per round."""
     import pytrec_eval
 
     import llm_eval
@@ -254,7 +259,7 @@ def columnar_api(queries: int, repeat: int) -> dict[str, float]:
     reference = theirs()
     for way in ways.values():
         agree("pytrec_eval", way(), reference)
-    return {name: best_of(repeat, way) for name, way in ways.items()}
+    return interleaved(rounds, ways)
 
 
 def warm_up_ranx(python: str) -> None:
@@ -271,35 +276,19 @@ def warm_up_ranx(python: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100_000, help="0: no TREC files")
     parser.add_argument("--api-queries", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved in-process rounds")
     parser.add_argument("--ranx-python", default=sys.executable)
     args = parser.parse_args()
-    ranx_python = args.ranx_python if has_ranx(args.ranx_python) else None
-
-    lines = args.queries * DOCS_PER_QUERY
-    print(
-        f"TREC files: {args.queries:,} queries x {DOCS_PER_QUERY} = {lines:,} run lines, 8 metrics"
-    )
-    if ranx_python is None:
-        print("  (ranx left out: not importable; `pip install ranx` or --ranx-python PATH)")
-    else:
-        warm_up_ranx(ranx_python)
-    with tempfile.TemporaryDirectory() as folder:
-        qrels_path, run_path = write_files(args.queries, Path(folder))
-        rows = end_to_end(qrels_path, run_path, ranx_python)
-    print("  one process each; CPU seconds incl. children; means equal to 1e-9 across tools")
-    ours_cpu = rows[0][1]
-    for name, cpu, rss in rows:
-        ratio = "" if name.startswith("llm-eval") else f"  {cpu / ours_cpu:5.2f}x llm-eval's CPU"
-        print(f"  {name:27s} {cpu:7.2f} s CPU   peak {rss:6.0f} MiB{ratio}")
-
-    times = columnar_api(args.api_queries, args.repeat)
+    if args.queries:
+        trec_files(args.queries, args.ranx_python)
+    times = columnar_api(args.api_queries, args.rounds)
     rows_api = args.api_queries * DOCS_PER_QUERY
     print(
         f"in process: {args.api_queries:,} queries x {DOCS_PER_QUERY} = {rows_api:,} rows, "
-        f"8 metrics (CPU, best of {args.repeat}; means equal to 1e-9)"
+        f"8 metrics; CPU s, min and median of {args.rounds} interleaved rounds (the ratio "
+        "to pytrec_eval of each); means equal to 1e-9"
     )
     theirs = times["pytrec_eval"]
     lines = [
@@ -309,8 +298,30 @@ def main() -> None:
         ("llm_eval.evaluate, dicts", "dicts"),
     ]
     for label, name in lines:
-        ratio = "" if name == "pytrec_eval" else f"  {theirs / times[name]:5.2f}x pytrec_eval"
-        print(f"  {label:44s} {times[name]:7.3f} s{ratio}")
+        low, middle = min(times[name]), statistics.median(times[name])
+        line = f"  {label:44s} {low:7.3f} {middle:7.3f} s"
+        if name != "pytrec_eval":
+            line += f"  {min(theirs) / low:5.2f}x {statistics.median(theirs) / middle:5.2f}x"
+        print(line)
+
+
+def trec_files(queries: int, ranx: str) -> None:
+    """Part 1: the TREC files through each tool's command line."""
+    ranx_python = ranx if has_ranx(ranx) else None
+    lines = queries * DOCS_PER_QUERY
+    print(f"TREC files: {queries:,} queries x {DOCS_PER_QUERY} = {lines:,} run lines, 8 metrics")
+    if ranx_python is None:
+        print("  (ranx left out: not importable; `pip install ranx` or --ranx-python PATH)")
+    else:
+        warm_up_ranx(ranx_python)
+    with tempfile.TemporaryDirectory() as folder:
+        qrels_path, run_path = write_files(queries, Path(folder))
+        rows = end_to_end(qrels_path, run_path, ranx_python)
+    print("  one process each; CPU seconds incl. children; means equal to 1e-9 across tools")
+    ours_cpu = rows[0][1]
+    for name, cpu, rss in rows:
+        ratio = "" if name.startswith("llm-eval") else f"  {cpu / ours_cpu:5.2f}x llm-eval's CPU"
+        print(f"  {name:27s} {cpu:7.2f} s CPU   peak {rss:6.0f} MiB{ratio}")
 
 
 if __name__ == "__main__":

@@ -1,30 +1,32 @@
-"""CPU time of `llm-eval gate` on a large gold set, and of a warm gate on the demo.
+"""CPU time and peak memory of `llm-eval gate` by gold-set size, against another commit.
 
-1. **At scale.** Builds, in a temporary folder, a project of `--queries` (20,000) gold
-   queries in two tiers with 16 tags, read by a `run` retriever from a run file, with
-   the demo's metrics and ship criteria (`config/ship-criteria.yaml`: a recall@5 gate
-   on tier A and a per-tag MRR gate). The baseline is refreshed from one run; the run
-   the gate reads then differs from it on a share `--changed` (7%) of the queries
-   (their relevant documents redrawn at new ranks), as a pull request that touches a
-   corner of the retriever does. Each query has 0 to 6 relevant documents graded 1-2,
-   ranked from a power law over ranks 1..50, so recall, MRR and nDCG take many values.
-2. **Start-up.** `llm-eval gate` on the bundled demo from the repository root (BM25
-   over `gold/corpus.jsonl`, its index cached by the first run), as a developer runs it.
+1. **At scale.** For each of `--sizes` (1,000, 5,000, 20,000 and 50,000 queries), a
+   project in a temporary folder: the gold queries in two tiers with 16 tags, read by
+   a `run` retriever from a run file, with the demo's metrics and ship criteria
+   (`config/ship-criteria.yaml`: a recall@5 gate on tier A and a per-tag MRR gate).
+   The baseline is refreshed from one run, by the code measured; the run the gate
+   reads then differs from it on a share `--changed` (7%) of the queries (their
+   relevant documents redrawn at new ranks), as a pull request that touches a corner
+   of the retriever does. Each query has 0 to 6 relevant documents graded 1-2, ranked
+   from a power law over ranks 1..50, so recall, MRR and nDCG take many values.
+2. **Start-up.** `llm-eval gate` on the bundled demo from the checkout's root (BM25
+   over `gold/corpus.jsonl`, its index cached by one unmeasured run), as a developer
+   runs it.
 
-Every figure is the CPU time (user + system) of the `llm-eval` process and of the
-processes it ran (git), as `os.wait4` reports it, the lowest of `--rounds` runs (the
-demo's after one unmeasured run that fills its index cache), and the peak resident
-memory. The machine may be busy: CPU time, not wall time, is what is compared. numba
-changes the demo's figure (bm25s imports it where it is installed): the output says
-whether it is.
-
-`--against REV` also measures the git revision REV (checked out into a temporary
-`git worktree`, run with the same interpreter and packages) in the same run, and
-prints each figure's ratio to it.
+Each code is measured against `--against` (by default 4f5a6da, the last commit before
+the tests valid at every size and their power simulation landed): that revision is
+checked out into a temporary `git worktree` and run with the same interpreter and
+packages (`PYTHONPATH`). The rounds are interleaved (each round runs every size with
+every code in turn), so a busy spell of the machine falls on both; each figure is the
+lowest and the median of `--rounds`. CPU is user + system time of the gate process and
+of the processes it waited for (git), and memory its peak resident set, as the kernel
+accounts a finished child (`os.wait4`, the figures `resource.getrusage(RUSAGE_CHILDREN)`
+adds up over all children). numba changes the demo's figure (bm25s imports it where it
+is installed): the output says whether it is.
 
 Usage:
-    python scripts/bench_gate_scale.py [--queries 20000] [--changed 0.07] [--rounds 3]
-        [--against REV]
+    python scripts/bench_gate_scale.py [--sizes 1000,5000,20000,50000] [--changed 0.07]
+        [--rounds 3] [--against REV]
 """
 
 from __future__ import annotations
@@ -35,17 +37,20 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+RELEASE = "4f5a6da"
+"""The last commit before the valid tests and their power simulation."""
 TAGS = tuple(f"tag-{i:02}" for i in range(16))
 MAX_RANK = 50
 """Rank that stands for "not retrieved"."""
@@ -122,23 +127,38 @@ def write_run(path: Path, rankings: list[list[str]]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def build_project(folder: Path, queries: int, changed: float, seed: int = 0) -> None:
-    """Gold set, config, criteria, the baseline (refreshed from the first run), and the
-    run the gate reads, which differs on a share `changed` of the queries."""
+def write_project(folder: Path, queries: int, changed: float, seed: int = 0) -> None:
+    """Gold set, config and criteria, and two runs: `run-before.jsonl`, which the
+    baseline is refreshed from, and `run-after.jsonl`, which differs from it on a share
+    `changed` of the queries."""
     rng = np.random.default_rng(seed)
     relevant = write_gold(folder, queries, rng)
     (folder / "config").mkdir()
     (folder / "config" / "llm-eval.yaml").write_text(CONFIG)
     shutil.copy(REPO / "config" / "ship-criteria.yaml", folder / "config" / "ship-criteria.yaml")
     before = [ranking(docs, i, rng) for i, docs in enumerate(relevant)]
-    write_run(folder / "run.jsonl", before)
-    refresh = [sys.executable, "-m", "llm_eval.cli", "baseline", "refresh", "--force"]
-    subprocess.run(refresh, cwd=folder, check=True, capture_output=True)
+    write_run(folder / "run-before.jsonl", before)
     after = [
         ranking(docs, i, rng) if rng.random() < changed else top
         for i, (docs, top) in enumerate(zip(relevant, before, strict=True))
     ]
-    write_run(folder / "run.jsonl", after)
+    write_run(folder / "run-after.jsonl", after)
+
+
+def refresh_baseline(folder: Path, code: Path) -> None:
+    """The baseline written by the code at `code` from the first run; the gate then
+    reads the second."""
+    shutil.copy(folder / "run-before.jsonl", folder / "run.jsonl")
+    refresh = [sys.executable, "-m", "llm_eval.cli", "baseline", "refresh", "--force"]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    subprocess.run(refresh, cwd=folder, env=env, check=True, capture_output=True)
+    shutil.copy(folder / "run-after.jsonl", folder / "run.jsonl")
+
+
+def build_project(folder: Path, queries: int, changed: float, seed: int = 0) -> None:
+    """A project ready for the gate of this tree: `write_project`, then its baseline."""
+    write_project(folder, queries, changed, seed)
+    refresh_baseline(folder, REPO)
 
 
 def run_cost(command: list[str], cwd: Path, pythonpath: Path) -> Cost:
@@ -153,15 +173,6 @@ def run_cost(command: list[str], cwd: Path, pythonpath: Path) -> Cost:
     if child.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {child.returncode}: {errors}")
     return Cost(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0)
-
-
-def best(command: list[str], cwd: Path, pythonpath: Path, rounds: int, warm: bool) -> Cost:
-    """The lowest CPU time of `rounds` runs, after one unmeasured run when `warm` (to
-    fill the caches, as a developer's second run finds them)."""
-    if warm:
-        run_cost(command, cwd, pythonpath)
-    costs = [run_cost(command, cwd, pythonpath) for _ in range(rounds)]
-    return min(costs, key=lambda cost: cost.cpu)
 
 
 def gate_command(out: Path) -> list[str]:
@@ -183,55 +194,97 @@ def checkout(revision: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def measure(code: Path, project: Path, rounds: int, out: Path) -> dict[str, Cost]:
-    """Both figures for the package found at `code`, its bytecode compiled first (as
-    `pip install` does), so that no measured run compiles it."""
-    compileall.compile_dir(code / "llm_eval", quiet=1)
-    return {
-        "scale": best(gate_command(out / "scale"), project, code, rounds, warm=False),
-        "demo": best(gate_command(out / "demo"), code, code, rounds, warm=True),
-    }
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One command measured round after round: a size's gate or the demo's, for one code."""
+
+    size: str
+    """`"20,000"`, or `"demo"`."""
+    code: str
+    """`"this tree"` or the revision."""
+    command: list[str]
+    cwd: Path
+    pythonpath: Path
+
+
+def cases(codes: dict[str, Path], sizes: Sequence[int], changed: float, temp: Path) -> list[Case]:
+    """Every size and the demo, for every code, each project's baseline refreshed by the
+    code that then gates it, and the demo's index cache filled."""
+    made = []
+    for size in sizes:
+        source = temp / f"project-{size}"
+        source.mkdir()
+        write_project(source, size, changed)
+        for name, code in codes.items():
+            project = temp / f"project-{size}-{len(made)}"
+            shutil.copytree(source, project)
+            refresh_baseline(project, code)
+            out = project / "out"
+            made.append(Case(f"{size:,}", name, gate_command(out), project, code))
+    for name, code in codes.items():
+        demo = Case("demo", name, gate_command(temp / f"demo-{len(made)}"), code, code)
+        run_cost(demo.command, demo.cwd, demo.pythonpath)  # the BM25 index cached
+        made.append(demo)
+    return made
+
+
+def measure(made: Sequence[Case], rounds: int) -> dict[tuple[str, str], list[Cost]]:
+    """Each case's costs, the rounds interleaved: every case runs once per round."""
+    costs: dict[tuple[str, str], list[Cost]] = {(c.size, c.code): [] for c in made}
+    for _ in range(rounds):
+        for case in made:
+            costs[case.size, case.code].append(run_cost(case.command, case.cwd, case.pythonpath))
+    return costs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument(
+        "--sizes", default="1000,5000,20000,50000", help="gold-set sizes, comma-separated"
+    )
     parser.add_argument("--changed", type=float, default=0.07, help="share of queries changed")
-    parser.add_argument("--rounds", type=int, default=3, help="measured runs (lowest kept)")
-    parser.add_argument("--against", metavar="REV", help="also measure this git revision")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--against", metavar="REV", default=RELEASE, help="revision compared")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-gate-scale-") as temp:
-        folder = Path(temp)
-        project = folder / "project"
-        project.mkdir()
-        build_project(project, args.queries, args.changed)
-        results = {"this tree": measure(REPO, project, args.rounds, folder)}
-        if args.against:
-            with checkout(args.against) as tree:
-                results[args.against] = measure(tree, project, args.rounds, folder)
-    report(results, args.queries, args.rounds, args.against)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="bench-gate-scale-") as temp, ExitStack() as stack:
+        codes = {"this tree": REPO, args.against: stack.enter_context(checkout(args.against))}
+        for code in codes.values():  # bytecode compiled first, as `pip install` does
+            compileall.compile_dir(code / "llm_eval", quiet=1)
+        costs = measure(cases(codes, sizes, args.changed, Path(temp)), args.rounds)
+    report(costs, sizes, args.rounds, args.against)
 
 
 def report(
-    results: dict[str, dict[str, Cost]], queries: int, rounds: int, against: str | None
+    costs: dict[tuple[str, str], list[Cost]], sizes: Sequence[int], rounds: int, against: str
 ) -> None:
     numba = importlib.util.find_spec("numba") is not None
     print(
-        f"llm-eval gate: CPU seconds with its children, lowest of {rounds} run(s); "
-        f"numba installed: {'yes' if numba else 'no'}"
+        f"llm-eval gate: CPU seconds with its children and peak MiB, min / median of "
+        f"{rounds} interleaved round(s); numba installed: {'yes' if numba else 'no'}"
     )
-    ratio = f"vs {against[:10]}" if against else ""
-    print(f"{'':<24}{'code':<12}{'CPU s':>8}{'MiB':>7}{'ms/query':>10}  {ratio}")
-    rows = [("scale", f"{queries:,} queries, run"), ("demo", "demo, warm")]
-    for key, label in rows:
-        for name, costs in results.items():
-            cost = costs[key]
-            per_query = f"{cost.cpu / queries * 1e3:10.3f}" if key == "scale" else " " * 10
-            line = f"{label:<24}{name[:11]:<12}{cost.cpu:8.2f}{cost.peak_mib:7.0f}{per_query}"
-            if against and name != against:
-                line += f"  {cost.cpu / results[against][key].cpu:.2f}x"
+    print(
+        f"{'queries':<9}{'code':<11}{'CPU min':>9}{'median':>9}{'MiB min':>9}{'median':>8}"
+        f"{'ms/query':>10}{'CPU vs ' + against[:9]:>18}{'MiB vs':>8}"
+    )
+    labels = [f"{size:,}" for size in sizes] + ["demo"]
+    queries = dict(zip(labels, [*sizes, 0], strict=True))
+    for label in labels:
+        reference = costs[label, against]
+        for shown, name in ((label, "this tree"), ("", against)):
+            mine = costs[label, name]
+            cpu = [c.cpu for c in mine]
+            mib = [c.peak_mib for c in mine]
+            line = (
+                f"{shown:<9}{name[:10]:<11}{min(cpu):9.2f}{statistics.median(cpu):9.2f}"
+                f"{min(mib):9.0f}{statistics.median(mib):8.0f}"
+            )
+            line += f"{min(cpu) / queries[label] * 1e3:10.3f}" if queries[label] else " " * 10
+            if name != against:
+                ratio_cpu = min(cpu) / min(c.cpu for c in reference)
+                ratio_mib = min(mib) / min(c.peak_mib for c in reference)
+                line += f"{ratio_cpu:17.2f}x{ratio_mib:7.2f}x"
             print(line)
-            label = ""
 
 
 if __name__ == "__main__":

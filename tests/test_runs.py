@@ -60,6 +60,11 @@ def test_jsonl_run_accepts_plain_doc_ids(tmp_path: Path) -> None:
     )
 
 
+def test_jsonl_run_mixes_plain_doc_ids_and_objects(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.jsonl", '{"query_id": "q1", "results": ["b", {"doc_id": "a"}]}\n')
+    assert load_run(path).queries["q1"].results == (RankedResult("b"), RankedResult("a"))
+
+
 def test_jsonl_run_with_bom_and_crlf(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     path.write_bytes(
@@ -96,6 +101,16 @@ def test_jsonl_run_with_bom_and_crlf(tmp_path: Path) -> None:
             '{"query_id": "q1", "results": [{"doc_id": "d1", "score": true}]}',
             1,
             "results[0].score: must be a number, got true",
+        ),
+        (
+            '{"query_id": "q1", "results": ["d1", "d2", ""]}',
+            1,
+            "results[2]: a doc id must be a non-empty string",
+        ),
+        (
+            '{"query_id": "q1", "results": ["d1", {"doc_id": ""}]}',
+            1,
+            "results[1].doc_id: missing or not a non-empty string",
         ),
         (
             '{"query_id": "q1", "results": ["d1", 5]}',
