@@ -37,7 +37,7 @@ __all__ = [
 if TYPE_CHECKING:
     from llm_eval.columns import QrelsColumns, RunColumns, qrels_columns, run_columns
     from llm_eval.evaluation import Scores, evaluate, evaluate_columns
-    from llm_eval.trec_columns import read_qrels, read_trec_run
+    from llm_eval.trec_columns_io import read_qrels, read_trec_run
 
 # Where each public name lives.
 _HOMES = {
@@ -48,8 +48,8 @@ _HOMES = {
     "RunColumns": "columns",
     "qrels_columns": "columns",
     "run_columns": "columns",
-    "read_qrels": "trec_columns",
-    "read_trec_run": "trec_columns",
+    "read_qrels": "trec_columns_io",
+    "read_trec_run": "trec_columns_io",
 }
 
 

@@ -61,7 +61,8 @@ def corpus_texts(
 ) -> list[tuple[str, str]]:
     """(doc_id, text) for each document of a BEIR JSONL corpus, in corpus order: the
     text the embedding retriever embeds with the same `fields` and `document_prefix`."""
-    from llm_eval.corpus import field_text, iter_corpus
+    from llm_eval.corpus import field_text
+    from llm_eval.corpus_io import iter_corpus
 
     return [(d.doc_id, document_prefix + field_text(d, fields)) for d in iter_corpus(path)]
 

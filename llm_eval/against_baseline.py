@@ -14,7 +14,6 @@ import numpy as np
 
 from llm_eval.baseline import Baseline, Reference
 from llm_eval.criteria import Gate, Scope
-from llm_eval.english import listed, plural
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
@@ -32,7 +31,7 @@ from llm_eval.gate import (
 )
 from llm_eval.gold import GoldQuery, has_negatives
 from llm_eval.inputs import Inputs
-from llm_eval.judge.correction import Corrected, correct
+from llm_eval.judged.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
@@ -46,6 +45,7 @@ from llm_eval.stats import (
     holm_levels,
     tested_margin,
 )
+from llm_eval.wording.english import listed, plural
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import ScoreTable
 
 SCHEMA_VERSION = 1

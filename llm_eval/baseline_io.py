@@ -28,7 +28,7 @@ from llm_eval.schema import (
     text,
     whole,
 )
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 from llm_eval.textio import (
     json_type,
     read_json_file,

@@ -1,7 +1,7 @@
 """Runs and qrels as columns (numpy arrays), and judging a run given that way.
 
 A `RunColumns` holds a scored run as three columns, its rows grouped by query: the
-form a TREC run file is read into block by block (`llm_eval.trec_columns`) and what
+form a TREC run file is read into block by block (`llm_eval.trec_columns_io`) and what
 `llm_eval.evaluate_columns` takes, built from any arrays (numpy, pandas, pyarrow)
 by `run_columns`. Doc ids are kept as UTF-8 bytes in a numpy `S` array, so that
 every step runs over whole arrays:

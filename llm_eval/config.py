@@ -99,7 +99,7 @@ class ExperimentSettings:
     lifts: tuple[Lift, ...] = ()
     latency: str = "auto"
     """The clock latencies are compared on: `cpu`, `wall`, or `auto` (CPU time when
-    every variant searches in this process; `llm_eval.latency_clock`)."""
+    every variant searches in this process; `llm_eval.experiment.latency_clock`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_eval import defaults
-from llm_eval.beir import CORPUS
+from llm_eval.beir_io import CORPUS
 from llm_eval.config import (
     EvalConfig,
     ExperimentSettings,
@@ -24,10 +24,10 @@ from llm_eval.config import (
     variant_name_problem,
 )
 from llm_eval.errors import InputError
+from llm_eval.experiment.latency_clock import CLOCKS
 from llm_eval.finite import is_finite_number
 from llm_eval.gain import Weights
 from llm_eval.gold import MATCHINGS, GoldSource
-from llm_eval.latency_clock import CLOCKS
 from llm_eval.matching import MatchSettings
 from llm_eval.metrics import parse_metric
 from llm_eval.retrievers import RetrieverKind, retriever_kind

@@ -17,7 +17,7 @@ the merge when the gate's `on_inconclusive` is `fail`. With `significance: off` 
 plain point estimate decides (pass or fail).
 
 A judged gate whose metric the gold labels also give (context precision@k) checks its
-floor on the value corrected by the human labels (`llm_eval.judge.correction`): it
+floor on the value corrected by the human labels (`llm_eval.judged.correction`): it
 misses the floor when the corrected interval lies wholly below it, meets it when the
 interval lies wholly above, and cannot tell otherwise (inconclusive, as a regression
 check that cannot tell).
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 from llm_eval.criteria import Gate
-from llm_eval.judge.correction import Corrected
+from llm_eval.judged.correction import Corrected
 from llm_eval.metrics import parse_metric
 from llm_eval.report_types import Status
 from llm_eval.stats import MarginTest

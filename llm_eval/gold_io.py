@@ -7,7 +7,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.gold import (
     DEFAULT_TIER,
@@ -20,8 +19,9 @@ from llm_eval.gold import (
     GoldSet,
     GoldSource,
 )
-from llm_eval.qrels import BEIR_HEADER
+from llm_eval.qrels_io import BEIR_HEADER
 from llm_eval.textio import iter_lines, json_type, parse_json_object
+from llm_eval.wording.english import plural
 
 _FIELDS = {
     "query_id",
@@ -83,11 +83,11 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
 
 def _iter_source(source: GoldSource) -> Iterator[GoldQuery]:
     if source.split is not None:
-        from llm_eval.beir import iter_beir_queries
+        from llm_eval.beir_io import iter_beir_queries
 
         return iter_beir_queries(source.path, source.split, source.tier, source.matching)
     if source.qrels is not None:
-        from llm_eval.trec_topics import iter_trec_queries
+        from llm_eval.trec_topics_io import iter_trec_queries
 
         return iter_trec_queries(source.path, source.qrels, source.tier, source.matching)
     return iter_gold_file(source.path, source.tier, source.matching)

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.gitinfo import git as _git
+from llm_eval.wording.english import plural
 
 MARKER = "# llm-eval pre-push check, written by `llm-eval hook install`"
 """The line by which install and uninstall recognise a hook llm-eval wrote."""

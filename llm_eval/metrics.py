@@ -44,7 +44,7 @@ import numpy as np
 
 from llm_eval.errors import InputError, PluginError
 from llm_eval.judgments import FloatArray, IntArray, Judgments, group_starts
-from llm_eval.service import ServiceRecord, error_rate, latency_percentile
+from llm_eval.service_metrics import ServiceRecord, error_rate, latency_percentile
 
 Kernel = Callable[[Judgments, "int | None"], FloatArray]
 Aggregate = Callable[[list[ServiceRecord]], float]
@@ -54,7 +54,7 @@ Kind = Literal["relevance", "rejection", "context", "ranking", "judged", "servic
 queries (`llm_eval.rejection`), stale or conflicting context (`llm_eval.versions`),
 the returned ranking's own scores and order (`llm_eval.ranking`),
 a judge model's verdicts (`llm_eval.judge`, advisory unless a gate opts in), or what
-each query cost (`llm_eval.service`)."""
+each query cost (`llm_eval.service_metrics`)."""
 Unit = Literal["share", "score", "ratio", "ms"]
 """`share`: a proportion, shown as a percentage with deltas in points; `score`: a
 rank-based score in [0, 1], shown as a decimal; `ratio`: a decimal not bounded to

@@ -26,11 +26,11 @@ from dataclasses import replace
 import numpy as np
 
 from llm_eval.criteria import Gate
-from llm_eval.english import plural
 from llm_eval.gate import Power, worsening_pair
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
 from llm_eval.stats import detectable_worsening, queries_to_catch
+from llm_eval.wording.english import plural
 
 CATCH = 2.0
 """The multiple of the limit whose queries needed every surface prints."""

@@ -16,21 +16,21 @@ from typing import Any
 from llm_eval.against_baseline import Comparison, RankChange, describe_diff, rank_changes
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Statistics
-from llm_eval.english import plural
 from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
 from llm_eval.gold import GoldQuery
-from llm_eval.history import History, trend_entry
+from llm_eval.history.series import History, trend_entry
 from llm_eval.inputs import Inputs
-from llm_eval.judge.arithmetic import JudgeSummary
-from llm_eval.judge.correction import Corrected, correct
+from llm_eval.judged.arithmetic import JudgeSummary
+from llm_eval.judged.correction import Corrected, correct
 from llm_eval.metrics import parse_metric
 from llm_eval.report_types import GateEntry, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
-from llm_eval.wording import (
+from llm_eval.wording.english import plural
+from llm_eval.wording.gates import (
     coverage_sentence,
     drift_sentence,
     gold_change_sentence,
@@ -125,7 +125,7 @@ def _coverage_entry(result: GateResult) -> dict[str, Any] | None:
 
 
 def corrected_entry(corrected: Corrected | None) -> dict[str, Any] | None:
-    """A judged value corrected by the human labels (`llm_eval.judge.correction`)."""
+    """A judged value corrected by the human labels (`llm_eval.judged.correction`)."""
     if corrected is None:
         return None
     return {

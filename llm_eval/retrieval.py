@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import EvalConfig
-from llm_eval.english import listed, plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, held, retriever_kind
-from llm_eval.run_io import load_run
 from llm_eval.runs import QueryResults, Run
+from llm_eval.runs_io import load_run
 from llm_eval.textio import file_digest
+from llm_eval.wording.english import listed, plural
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ from typing import Any
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.pool import Hits
-from llm_eval.run_io import dump_jsonl, load_run
 from llm_eval.runs import QueryResults, Run
+from llm_eval.runs_io import dump_jsonl, load_run
 from llm_eval.textio import write_atomic
 
 _FORMAT = 1

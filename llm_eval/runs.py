@@ -1,6 +1,6 @@
 """Runs: the ranked results a retriever returned for each query.
 
-These are the records; `llm_eval.run_io` reads and writes run files.
+These are the records; `llm_eval.runs_io` reads and writes run files.
 """
 
 from __future__ import annotations

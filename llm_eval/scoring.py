@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 from llm_eval.evaluation import parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
-from llm_eval.judge.arithmetic import JudgeSummary
+from llm_eval.judged.arithmetic import JudgeSummary
 from llm_eval.judgments import judge_ranked
 from llm_eval.matching import Ambiguity, MatchSettings, match_run
 from llm_eval.metrics import parse_metric
 from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.versions import ContextReport, Versions, inspect_run
 

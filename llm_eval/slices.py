@@ -18,7 +18,7 @@ import numpy.typing as npt
 from llm_eval.criteria import Scope
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 
 PerQuery = Mapping[str, Mapping[str, float]]
 """`{query_id: {metric: value}}`."""

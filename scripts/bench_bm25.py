@@ -44,7 +44,7 @@ import bm25s
 import numpy as np
 
 import llm_eval
-from llm_eval.corpus import iter_corpus
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.retrievers import RetrieverContext, bm25

@@ -28,9 +28,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from llm_eval.dashboard import Dashboard, Limit, Series, change_points, wilson
-from llm_eval.formats.commands.dashboard import point_count, render_dashboard
-from llm_eval.history import Entry, Point, Skipped
+from llm_eval.history.dashboard import Dashboard, Limit, Series, change_points, wilson
+from llm_eval.history.dashboard_view import point_count, render_dashboard
+from llm_eval.history.series import Entry, Point, Skipped
 
 SIZE_BUDGET = 2e6
 """Bytes the page may weigh."""

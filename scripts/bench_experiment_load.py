@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from llm_eval.latency_ratio import Ratio, ratio_cell
+from llm_eval.experiment.latency_ratio import Ratio, ratio_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "config" / "examples" / "experiment.yaml"
@@ -72,10 +72,10 @@ def sequential(out: Path) -> dict[str, Any]:
     """The experiment with each variant's whole run after the other's (the old way),
     compared and written as the command does; its experiment.json."""
     from llm_eval.commands.experiment import compare_runs, plan
-    from llm_eval.experiment import recommendation
-    from llm_eval.formats.commands.experiment import to_json
+    from llm_eval.experiment.latency_clock import choose_clock
+    from llm_eval.experiment.variants import recommendation
+    from llm_eval.experiment.variants_view import to_json
     from llm_eval.gold_io import load_gold
-    from llm_eval.latency_clock import choose_clock
     from llm_eval.pipeline import scoring_for
     from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 

@@ -1,6 +1,6 @@
 """Does the judged value corrected by the human labels cover the truth? Simulated.
 
-`llm_eval.judge.correction` corrects a judged metric (context precision@k) with the
+`llm_eval.judged.correction` corrects a judged metric (context precision@k) with the
 queries a person labelled: prediction-powered inference (Angelopoulos et al. 2023,
 Science 382:669), its interval built from finite-sample betting bounds. This script
 draws judged gold sets where the truth is known and counts how often each interval
@@ -37,8 +37,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_eval.judge.arithmetic import calibration
-from llm_eval.judge.correction import mean_bounds, prediction_powered
+from llm_eval.judged.arithmetic import calibration
+from llm_eval.judged.correction import mean_bounds, prediction_powered
 
 CHUNKS = 5
 UNLABELLED = 500

@@ -46,7 +46,7 @@ from llm_eval.endpoints.embeddings import EmbeddingClient
 from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
-from llm_eval.judge.run import judge_run
+from llm_eval.judge.calls import judge_run
 from llm_eval.metrics import parse_metric
 from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 from llm_eval.runs import Run

@@ -4,7 +4,7 @@
 of the top 10 of every query whose number is s modulo 5 (2 points of recall@10 a
 change), and every change is refreshed and committed, so that no single change trips
 the 3-point regression limit while the drift since the tagged reference does trip the
-11-point `drift_max`. `tests/test_drift.py` drives it step by step;
+11-point `drift_max`. `tests/history/test_drift.py` drives it step by step;
 `scripts/render_screenshots.py` draws the drift comment from it.
 """
 

@@ -212,7 +212,7 @@ def gold_changed_clone(work: Path) -> Path:
 
 
 def drift_repository(work: Path) -> Path:
-    """tests/test_drift.py's repository after its fifth refresh, the sixth change made."""
+    """tests/history/test_drift.py's repository after its fifth refresh, the sixth change made."""
     repo = work / "drift"
     drift.write_project(repo)
     (repo / ".gitignore").write_text(".llm-eval/\n", encoding="utf-8")

@@ -1,10 +1,12 @@
-"""The layout ARCHITECTURE.md describes: a pure core that reads no file.
+"""The layout ARCHITECTURE.md describes: five layers that import only downwards, and
+a pure core that reads no file.
 
 The core (metrics, stats, gate, comparison, report, slices, matching, wording and the
 records they read) decides and words the verdict from records; reading YAML, JSONL,
-run files and the network happens at the edges. Both lists are read from the page's
-"Modules by layer", so that the map and the check cannot drift apart. Each import is
-checked in a fresh interpreter, so that what another test imported cannot hide a
+run files and the network happens at the edges. The layers are read from the page's
+"Modules by layer", so that the map and the check cannot drift apart: every module
+sits in one layer, no import runs from a layer to a later one, and each core module
+is imported in a fresh interpreter, so that what another test imported cannot hide a
 dependency. No module imports itself through others.
 """
 
@@ -18,45 +20,75 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "llm_eval"
 PAGE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
-
-def layer_modules(page: str, layer: str) -> list[str]:
-    """The modules the entry `- **<layer>**` of the page's "Modules by layer" names
-    (every `*.py` in a code span, a folder's `x/y.py` as `llm_eval.x.y`)."""
-    section = page.split("## Modules by layer", 1)[1]
-    entry = re.search(rf"^- \*\*{re.escape(layer)}\*\*(.*?)(?=^- \*\*|^#|\Z)", section, re.M | re.S)
-    assert entry is not None, f"ARCHITECTURE.md has no entry `- **{layer}**` in Modules by layer"
-    files = re.findall(r"`([\w/]+)\.py`", entry.group(1))
-    return [f"llm_eval.{name.replace('/', '.')}" for name in files]
+Layers = list[tuple[str, set[str]]]
 
 
-CORE = layer_modules(PAGE, "Core, pure")
-IO_MODULES = {
-    "yaml",
-    "httpx",
-    "jinja2",
-    "github",
-    *layer_modules(PAGE, "Edges"),
-    *layer_modules(PAGE, "Assembly"),
+def layers(page: str) -> Layers:
+    """Each `### ` layer of the page's "Modules by layer", in order, with the `x.py`
+    files and `folder/` names its section puts in code spans."""
+    section = page.split("## Modules by layer", 1)[1].split("\n## ", 1)[0]
+    found: Layers = []
+    for part in section.split("\n### ")[1:]:
+        title, _, body = part.partition("\n")
+        found.append((title.strip(), set(re.findall(r"`([\w/]+(?:\.py|/))`", body))))
+    return found
+
+
+def layer_of(module: str, named: Layers) -> list[int]:
+    """The layers that place `module`: those naming its file, else those naming the
+    nearest folder that holds it."""
+    path = module.removeprefix("llm_eval").lstrip(".").replace(".", "/")
+    package = path == "" or (PACKAGE / path / "__init__.py").exists()
+    file = f"{path}/__init__.py".lstrip("/") if package else f"{path}.py"
+    hits = [i for i, (_, paths) in enumerate(named) if file in paths]
+    folders = file.split("/")[:-1]
+    while not hits and folders:
+        folder = "/".join(folders) + "/"
+        hits = [i for i, (_, paths) in enumerate(named) if folder in paths]
+        folders.pop()
+    return hits
+
+
+def modules() -> list[str]:
+    """Every module of the package, by its dotted name."""
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+LAYERS = layers(PAGE)
+CORE = [m for m in modules() if layer_of(m, LAYERS) == [0]]
+IO_MODULES = {"yaml", "httpx", "jinja2", "github"} | {
+    m for m in modules() if layer_of(m, LAYERS) and layer_of(m, LAYERS)[0] > 0
 }
 
 
 def test_the_layers_are_read_from_the_page() -> None:
     example = (
-        "## Modules by layer\n\n- **Core, pure** (no file): `metrics.py`, `judge/correction.py`\n"
-        "  (`gate.decide` is not a file) and `stats.py`.\n- **Edges**: `textio.py`.\n"
+        "## Modules by layer\n\n### Core, pure\n\n- `metrics.py` (not `gate.decide`), "
+        "`wording/`\n\n### Edges\n\n- `textio.py`, `judge/`\n\n## Next\n- `stats.py`\n"
     )
-    assert layer_modules(example, "Core, pure") == [
-        "llm_eval.metrics",
-        "llm_eval.judge.correction",
-        "llm_eval.stats",
-    ]
-    assert layer_modules(example, "Edges") == ["llm_eval.textio"]
-    # the page's own lists: the core named there, checked here
-    assert {"llm_eval.history", "llm_eval.dashboard", "llm_eval.report_types"} <= set(CORE)
+    named = layers(example)
+    assert named == [("Core, pure", {"metrics.py", "wording/"}), ("Edges", {"textio.py", "judge/"})]
+    assert layer_of("llm_eval.wording.gates", named) == [0]
+    assert layer_of("llm_eval.judge.calls", named) == [1]
+    assert layer_of("llm_eval.stats", named) == []
+    # the page's own layers: the core named there, checked here
+    assert LAYERS[0][0] == "Core, pure"
+    assert {"llm_eval.history.series", "llm_eval.history.dashboard"} <= set(CORE)
+    assert {"llm_eval.report_types", "llm_eval.wording.english"} <= set(CORE)
     assert {"llm_eval.textio", "llm_eval.pipeline", "llm_eval.config_io"} <= IO_MODULES
     assert not set(CORE) & IO_MODULES
+
+
+def test_every_module_sits_in_one_layer() -> None:
+    placed = {m: layer_of(m, LAYERS) for m in modules()}
+    assert {m: [LAYERS[i][0] for i in hits] for m, hits in placed.items() if len(hits) != 1} == {}
 
 
 _IMPORT_IN_TURN = """
@@ -98,9 +130,7 @@ def test_the_check_sees_an_io_import() -> None:
     assert {"yaml", "llm_eval.yamlfile"} <= loaded["llm_eval.config_io"] & IO_MODULES
 
 
-# --- no import circles -----------------------------------------------------------------
-
-PACKAGE = ROOT / "llm_eval"
+# --- no import circles, no import up the layers -----------------------------------------
 
 
 def _module_name(path: Path) -> str:
@@ -222,3 +252,36 @@ def test_every_module_of_the_package_is_on_the_architecture_page() -> None:
     top = {p.name for p in PACKAGE.glob("*.py")} - {"__init__.py"}
     unnamed = sorted(name for name in top if name not in named)
     assert unnamed == []
+
+
+LATE_IMPORTS = {
+    # The metric registry looks a name it does not know up in the installed plugins,
+    # inside a function on first use: the one edge the core reaches (ARCHITECTURE.md).
+    ("llm_eval.metrics", "llm_eval.plugins"),
+}
+
+
+def upward_arrows(graph: dict[str, set[str]], named: Layers) -> list[str]:
+    """Each import from a module to one in a later layer, but the LATE_IMPORTS."""
+    arrows = []
+    for module, targets in sorted(graph.items()):
+        (mine,) = layer_of(module, named)
+        for target in sorted(targets):
+            (theirs,) = layer_of(target, named)
+            if theirs > mine and (module, target) not in LATE_IMPORTS:
+                arrows.append(f"{module} ({named[mine][0]}) -> {target} ({named[theirs][0]})")
+    return arrows
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    assert upward_arrows(import_graph(), LAYERS) == []
+
+
+def test_the_layer_check_sees_an_upward_arrow() -> None:
+    graph = import_graph()
+    graph["llm_eval.stats"].add("llm_eval.commands.gate")
+    graph["llm_eval.formats.markdown"].add("llm_eval.commands.history")
+    assert upward_arrows(graph, LAYERS) == [
+        "llm_eval.formats.markdown (Assembly) -> llm_eval.commands.history (Commands)",
+        "llm_eval.stats (Core, pure) -> llm_eval.commands.gate (Commands)",
+    ]

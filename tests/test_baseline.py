@@ -18,7 +18,7 @@ from llm_eval.commands.baseline import changes, moved
 from llm_eval.criteria import Gate, Location, Scope
 from llm_eval.errors import InputError
 from llm_eval.metrics import parse_metric
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 
 
 def sample(**changes: object) -> Baseline:

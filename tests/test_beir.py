@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.beir import judged_queries
+from llm_eval.beir_io import judged_queries
 from llm_eval.cli import main
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError

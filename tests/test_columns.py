@@ -33,12 +33,12 @@ from test_judgments import (
 from test_pytrec_parity import all_metrics, assert_parity, qrels_and_runs
 
 import llm_eval
-from llm_eval import trec_columns
+from llm_eval import trec_columns_io as trec_columns
 from llm_eval.columns import RunColumns, judge_columns
 from llm_eval.errors import InputError
 from llm_eval.judgments import judge_scored
-from llm_eval.run_io import load_trec_scores
-from llm_eval.trec_columns import _decimals, iter_trec_columns
+from llm_eval.runs_io import load_trec_scores
+from llm_eval.trec_columns_io import _decimals, iter_trec_columns
 
 pytest.importorskip("pytrec_eval")
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_eval.corpus import Document, iter_corpus
+from llm_eval.corpus import Document
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.errors import ExitCode, InputError
 
 

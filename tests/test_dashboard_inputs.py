@@ -18,10 +18,10 @@ import pytest
 from conftest import REPO
 from test_dashboard import GATES, OPEN_ALL, _gates, console_errors, open_page, with_script
 
-from llm_eval.dashboard import Dashboard, build_series
 from llm_eval.formats._markup import visible
-from llm_eval.formats.commands.dashboard import render_dashboard
-from llm_eval.history import Point
+from llm_eval.history.dashboard import Dashboard, build_series
+from llm_eval.history.dashboard_view import render_dashboard
+from llm_eval.history.series import Point
 
 needs_chromium = pytest.mark.skipif(
     shutil.which("chromium") is None,
@@ -230,7 +230,7 @@ def hostile_board(tmp_path: Path, values: list[str]) -> Dashboard:
     )
     gates = _gates(tmp_path, GATES.replace("g_recall", "g_\u202erecall"))
     from llm_eval.against_baseline import RankChange
-    from llm_eval.dashboard import Change
+    from llm_eval.history.dashboard import Change
 
     change = Change(values[-2], values[-1], 5, (RankChange("q\u200f1", 2, 0),), ())
     return Dashboard(

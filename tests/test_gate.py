@@ -10,7 +10,7 @@ import pytest
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power, SliceInput, decide, decide_slices, verdict
 from llm_eval.stats import MarginTest, holm, holm_levels
-from llm_eval.wording import more_queries, power_sentence, sentence, slice_sentence
+from llm_eval.wording.gates import more_queries, power_sentence, sentence, slice_sentence
 
 HERE = Location("config/ship-criteria.yaml", 1, "gates[0]")
 

@@ -393,7 +393,7 @@ def test_the_readme_and_the_tutorial_show_the_real_demo_output(
 
 def test_the_docs_show_the_real_output_of_the_other_demo_commands() -> None:
     """The examples of commands other than the gate, run as the script runs them (the
-    judged demo's is checked by tests/test_judge.py)."""
+    judged demo's is checked by tests/judge/test_judge.py)."""
     shown = [(p, c) for p, c in SHOWN if not c.startswith("llm-eval gate")]
     assert shown
     outputs = EXAMPLES.demo_outputs(dict.fromkeys(c for _, c in shown))
@@ -588,7 +588,7 @@ def test_a_run_file_is_held_to_max_error_rate_and_must_share_queries(
 
 
 def test_compare_holm_corrects_tag_rows_and_uses_the_gates_test() -> None:
-    from llm_eval.ab_test import _holm_on_tags, _row
+    from llm_eval.experiment.pairs import _holm_on_tags, _row
     from llm_eval.stats import holm
 
     rng = np.random.default_rng(4)

@@ -22,11 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_eval import judgments, run_io, textio
+from llm_eval import judgments, runs_io, textio
 from llm_eval.columns import RunColumns, judge_columns, run_columns
 from llm_eval.errors import InputError
 from llm_eval.judgments import Judgments, judge_scored
-from llm_eval.run_io import iter_trec_scores, load_trec_scores
+from llm_eval.runs_io import iter_trec_scores, load_trec_scores
 from llm_eval.textio import iter_lines, iter_text_blocks
 
 BLOCK_SIZES = [1, 2, 7, 64, 1 << 16]
@@ -71,7 +71,7 @@ def small_pieces(block_bytes: int, chunk_docs: int = 3) -> Iterator[None]:
     """Read files `block_bytes` at a time and hand out chunks of about `chunk_docs`."""
     with (
         mock.patch.object(textio, "BLOCK_BYTES", block_bytes),
-        mock.patch.object(run_io, "_CHUNK_DOCS", chunk_docs),
+        mock.patch.object(runs_io, "_CHUNK_DOCS", chunk_docs),
     ):
         yield
 

@@ -239,7 +239,7 @@ def test_a_registered_metric_is_known_to_config_wording_and_help(
     from llm_eval import metrics
     from llm_eval.commands.metrics import metric_table
     from llm_eval.criteria_io import load_criteria
-    from llm_eval.wording import delta, value
+    from llm_eval.wording.gates import delta, value
 
     monkeypatch.setattr(metrics, "_REGISTRY", dict(metrics._REGISTRY))
     monkeypatch.setattr(metrics, "_SPELLINGS", dict(metrics._SPELLINGS))

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from llm_eval import stats
+from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline_io import load_baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.gate import Power
-from llm_eval.gold_plan import scope_power_before_run, scored_ids
 from llm_eval.pipeline import load_inputs
 from llm_eval.power import NO_BASELINE, baseline_power, gate_power
 from llm_eval.stats import column_test, detectable_worsening
-from llm_eval.wording import drop_size
+from llm_eval.wording.gates import drop_size
 
 SEED = 1
 """Of the reference simulation in `resampled_rate`."""

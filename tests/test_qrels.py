@@ -7,7 +7,7 @@ import pytest
 
 import llm_eval
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.qrels import load_qrels
+from llm_eval.qrels_io import load_qrels
 
 
 @pytest.mark.parametrize(

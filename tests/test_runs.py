@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.run_io import detect_format, dump_jsonl, load_run, load_trec_scores
 from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.runs_io import detect_format, dump_jsonl, load_run, load_trec_scores
 
 
 def write(path: Path, text: str) -> Path:

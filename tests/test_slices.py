@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from llm_eval.gold import GoldQuery
-from llm_eval.service import ServiceRecord
+from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import (
     ScoreTable,
     SliceMean,

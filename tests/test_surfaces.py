@@ -43,7 +43,6 @@ from llm_eval.errors import ExitCode, InputError
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.formats import RenderOptions, get_format
 from llm_eval.formats._markup import escape_markdown
-from llm_eval.formats._words import headline
 from llm_eval.formats.markdown import COMMENT_MARKER, STATUS_ICON, render_comment, render_markdown
 from llm_eval.formats.text import render_text
 from llm_eval.gate import (
@@ -57,14 +56,15 @@ from llm_eval.gate import (
     decide_slices,
     verdict,
 )
-from llm_eval.judge.arithmetic import Calibration, JudgeSummary
+from llm_eval.judged.arithmetic import Calibration, JudgeSummary
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import in_ascii
 from llm_eval.report_schema import VERDICTS, validate_report
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, holm, holm_levels
-from llm_eval.wording import STATUS_WORDS, on_the_limit, sentence
-from llm_eval.wording import value as metric_value
+from llm_eval.wording.gates import STATUS_WORDS, on_the_limit, sentence
+from llm_eval.wording.gates import value as metric_value
+from llm_eval.wording.report_lines import headline
 
 xmlschema = pytest.importorskip("xmlschema")
 

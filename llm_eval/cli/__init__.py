@@ -15,7 +15,7 @@ from typing import NoReturn
 import click
 
 from llm_eval import __version__
-from llm_eval.cli import analysis, ci, gold, run  # noqa: F401  (each registers its commands)
+from llm_eval.cli import analysis, ci, gating, gold  # noqa: F401  (each registers its commands)
 from llm_eval.cli.root import cli, echo
 from llm_eval.errors import ExitCode, LlmEvalError
 from llm_eval.output import degrade_unencodable_output

@@ -172,8 +172,9 @@ def history_command(
     commit of the baseline file (git log --follow), and the kept reports when given,
     with dates, commits and a sparkline. A point that cannot be read, or that measured
     another gold set, is drawn as a gap and listed with its reason."""
-    from llm_eval.commands.history import read_gate_history, record_report
-    from llm_eval.formats.commands.history import history_text
+    from llm_eval.commands.history import record_report
+    from llm_eval.history.gates import read_gate_history
+    from llm_eval.history.series_view import history_text
     from llm_eval.output import terminal_width
 
     if record_path is not None:

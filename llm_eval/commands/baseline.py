@@ -14,7 +14,6 @@ from llm_eval import __version__
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
-from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import diff_gold, query_fingerprints
 from llm_eval.fingerprint_io import fingerprints
@@ -28,7 +27,8 @@ from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
-from llm_eval.wording import delta, gold_change_counts, limit, sentence, subject, value
+from llm_eval.wording.english import plural
+from llm_eval.wording.gates import delta, gold_change_counts, limit, sentence, subject, value
 
 
 @dataclass(frozen=True, slots=True)

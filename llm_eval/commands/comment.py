@@ -29,7 +29,7 @@ from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import read_json_file
-from llm_eval.wording import STATUS_WORDS
+from llm_eval.wording.gates import STATUS_WORDS
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 

@@ -1,4 +1,4 @@
-"""`llm-eval compare RUN_A RUN_B`: load two runs, compare them (`llm_eval.ab_test`),
+"""`llm-eval compare RUN_A RUN_B`: load two runs, compare them (`llm_eval.experiment.pairs`),
 write compare.md and compare.csv."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_eval.ab_test import compare_runs, per_query_metrics, verdict_line
 from llm_eval.config_io import load_config
-from llm_eval.formats.commands.compare import terminal_table, to_csv, to_markdown
+from llm_eval.experiment.pairs import compare_runs, per_query_metrics, verdict_line
+from llm_eval.experiment.pairs_view import terminal_table, to_csv, to_markdown
 from llm_eval.gold_io import load_gold
 from llm_eval.output import wrap
 from llm_eval.pipeline import scoring_for
-from llm_eval.run_io import load_run
+from llm_eval.runs_io import load_run
 from llm_eval.scoring import score_run
 from llm_eval.textio import write_atomic
 

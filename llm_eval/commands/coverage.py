@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llm_eval.formats.commands.coverage import coverage_json, coverage_text
-from llm_eval.gold_growth import measure_coverage
+from llm_eval.authoring.coverage_view import coverage_json, coverage_text
+from llm_eval.authoring.neighbours import measure_coverage
 from llm_eval.pipeline import load_inputs
 from llm_eval.textio import write_atomic
 

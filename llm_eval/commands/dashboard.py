@@ -6,15 +6,15 @@ import os
 from pathlib import Path
 
 from llm_eval.against_baseline import rank_changes
-from llm_eval.commands.history import gate_values
 from llm_eval.criteria import Gate
-from llm_eval.dashboard import Change, Dashboard, build_series
 from llm_eval.errors import InputError
 from llm_eval.experiment_schema import read_experiment
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
-from llm_eval.formats.commands.dashboard import point_count, render_dashboard
-from llm_eval.history import Entry, Point, merge, of_gold
-from llm_eval.history_io import (
+from llm_eval.history.dashboard import Change, Dashboard, build_series
+from llm_eval.history.dashboard_view import point_count, render_dashboard
+from llm_eval.history.gates import gate_values
+from llm_eval.history.series import Entry, Point, merge, of_gold
+from llm_eval.history.series_io import (
     Revision,
     baseline_at,
     baseline_log,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.columns import judge_columns
-from llm_eval.english import listed, plural
 from llm_eval.errors import InputError
 from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
@@ -28,12 +27,13 @@ from llm_eval.judgments import Judgments, judge_ranked
 from llm_eval.matching import match_run, needs_matching
 from llm_eval.metrics import Metric, parse_metric
 from llm_eval.output import render_table
-from llm_eval.qrels import load_qrels
+from llm_eval.qrels_io import load_qrels
 from llm_eval.ranking import ranking_values
-from llm_eval.run_io import detect_format, load_run
 from llm_eval.runs import RunFormat
+from llm_eval.runs_io import detect_format, load_run
 from llm_eval.scoring import Scoring, score_run
-from llm_eval.trec_columns import iter_trec_columns
+from llm_eval.trec_columns_io import iter_trec_columns
+from llm_eval.wording.english import listed, plural
 
 _FROM_THE_RUN = ("ranking", "rejection")
 """Kinds evaluate computes besides relevance: they need only the run and the labels."""

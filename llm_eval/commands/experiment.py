@@ -1,5 +1,5 @@
 """`llm-eval experiment CONFIG...`: run retriever variants over one gold set, compare
-them (`llm_eval.experiment`) and write experiment.md, experiment.csv, experiment.json
+them (`llm_eval.experiment.variants`) and write experiment.md, experiment.csv, experiment.json
 and the Pareto picture.
 
 Variants come from the `variants:` list of one config (each overriding the base
@@ -19,13 +19,14 @@ import numpy as np
 from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.experiment import (
+from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock
+from llm_eval.experiment.variants import (
     Experiment,
     Measured,
     compare_variants,
     recommendation,
 )
-from llm_eval.formats.commands.experiment import (
+from llm_eval.experiment.variants_view import (
     draw_pareto,
     terminal_text,
     to_csv,
@@ -34,7 +35,6 @@ from llm_eval.formats.commands.experiment import (
 )
 from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
-from llm_eval.latency_clock import choose_clock, fall_back, on_clock
 from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
 from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved

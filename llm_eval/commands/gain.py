@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from llm_eval.corpus import Document, iter_corpus
+from llm_eval.corpus import Document
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.endpoints.client import EndpointFailed
 from llm_eval.endpoints.embedders import embedder
 from llm_eval.endpoints.embeddings import Embedder
-from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gain import gain, novelty, pieces, unit_rows
 from llm_eval.inputs import Inputs
@@ -29,9 +29,10 @@ from llm_eval.output import render_table
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 from llm_eval.retrievers import retriever_kind
-from llm_eval.run_io import load_run
 from llm_eval.runs import Run
+from llm_eval.runs_io import load_run
 from llm_eval.textio import write_atomic
+from llm_eval.wording.english import plural
 
 
 def _text(document: Document) -> str:

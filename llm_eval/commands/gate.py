@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from llm_eval import __version__
 from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
-from llm_eval.commands.history import recent_baselines
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.gitinfo import folder_in_repository, head_commit
-from llm_eval.history_io import load_references
+from llm_eval.history.gates import recent_baselines
+from llm_eval.history.series_io import load_references
 from llm_eval.inputs import JudgeOptions
 from llm_eval.pipeline import load_inputs, measure
 from llm_eval.report import build_report
@@ -25,7 +25,7 @@ from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_note
 from llm_eval.textio import write_atomic, write_together
 
 if TYPE_CHECKING:
-    from llm_eval.judge.run import JudgePlan
+    from llm_eval.judge.calls import JudgePlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,19 +7,19 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_eval.authoring.plan import gated_scopes, scope_power_before_run, scored_ids
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline
-from llm_eval.corpus import iter_corpus
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.criteria import Gate, Scope
-from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.gate import Power
-from llm_eval.gold_plan import gated_scopes, scope_power_before_run, scored_ids
 from llm_eval.inputs import Inputs
 from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.power import MOST_QUERIES
-from llm_eval.wording import drop_size, power_statement
+from llm_eval.wording.english import plural
+from llm_eval.wording.gates import drop_size, power_statement
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,108 +4,7 @@ report.json files kept in a history file), newest last."""
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-
-from llm_eval.baseline import Baseline
-from llm_eval.criteria import Gate
-from llm_eval.digest import digest
-from llm_eval.errors import InputError
-from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
-from llm_eval.history import TREND_POINTS, History, merge, of_gold
-from llm_eval.history_io import (
-    PointCache,
-    baseline_log,
-    baseline_points,
-    is_shallow,
-    report_points,
-)
-from llm_eval.inputs import Inputs
-from llm_eval.pipeline import load_inputs
-from llm_eval.slices import members, value_over
-
-
-@dataclass(frozen=True, slots=True)
-class GateHistory:
-    """The history and the gates whose series it holds."""
-
-    history: History
-    gates: tuple[Gate, ...]
-    baseline_path: str
-    history_file: str | None
-
-
-def read_gate_history(
-    *,
-    config_path: Path,
-    criteria_path: Path,
-    baseline_path: Path | None = None,
-    history_file: Path | None = None,
-    last: int = 20,
-) -> GateHistory:
-    """The newest `last` points of the default branch, each gate's value at each."""
-    inputs = load_inputs(config_path, criteria_path)
-    path = baseline_path or inputs.config.baseline
-    revisions = baseline_log(path, last)
-    values = gate_values(inputs)
-    baselines = baseline_points(revisions, values, values.cache(inputs))
-    reports = []
-    if history_file is not None:
-        wanted = {g.name: (g.metric, g.scope.key()) for g in inputs.criteria.gates}
-        reports = report_points(history_file, wanted)
-    gold = gold_fingerprint(query_fingerprints(inputs.gold))
-    entries = of_gold(merge(baselines, reports, last), gold)
-    shallow = len(revisions) < last and is_shallow()
-    return GateHistory(
-        History(entries, shallow),
-        inputs.criteria.gates,
-        str(path),
-        None if history_file is None else str(history_file),
-    )
-
-
-def recent_baselines(inputs: Inputs, path: Path, last: int = TREND_POINTS) -> History | None:
-    """The newest `last` committed baselines, for a gate report's trend line; None
-    outside a git checkout (no history to show)."""
-    try:
-        revisions = baseline_log(path, last)
-    except InputError:
-        return None
-    values = gate_values(inputs)
-    entries = baseline_points(revisions, values, values.cache(inputs))
-    gold = gold_fingerprint(query_fingerprints(inputs.gold))
-    return History(of_gold(entries, gold), len(revisions) < last and is_shallow())
-
-
-def gate_values(inputs: Inputs) -> _GateValues:
-    """Each gate's metric over its scope's queries, in a baseline."""
-    scopes = {
-        g.name: (g.metric, members(inputs.gold.queries, g.scope)) for g in inputs.criteria.gates
-    }
-    return _GateValues(scopes)
-
-
-@dataclass(frozen=True, slots=True)
-class _GateValues:
-    scopes: Mapping[str, tuple[str, list[str]]]
-
-    def cache(self, inputs: Inputs) -> PointCache:
-        """Where the points of these gates are kept: under the output folder, by what
-        the values depend on (each gate's name, metric and scope members)."""
-        gates = sorted((name, metric, sorted(ids)) for name, (metric, ids) in self.scopes.items())
-        return PointCache(inputs.config.output / "cache" / "history", digest(gates))
-
-    def __call__(self, baseline: Baseline) -> dict[str, float | None]:
-        values: dict[str, float | None] = {}
-        for name, (metric, ids) in self.scopes.items():
-            if metric not in baseline.metrics:
-                values[name] = None
-                continue
-            mean = value_over(baseline.table, ids, metric)
-            values[name] = mean.value if mean.n and math.isfinite(mean.value) else None
-        return values
 
 
 def record_report(report_path: Path, history_file: Path) -> str:
@@ -117,7 +16,7 @@ def record_report(report_path: Path, history_file: Path) -> str:
     reading it until this one has written (`append_line_locked`): writers started at
     once each keep their line, and each counts the lines the file holds right after
     its own. The lines already there are kept as they are, a corrupt one included."""
-    from llm_eval.history_io import report_commit
+    from llm_eval.history.series_io import report_commit
     from llm_eval.report_schema import validate_report
     from llm_eval.textio import append_line_locked, read_json_file
 

@@ -21,12 +21,12 @@ from importlib import resources
 from pathlib import Path
 
 from llm_eval import DISTRIBUTION
-from llm_eval.beir import CORPUS, iter_beir_queries
+from llm_eval.beir_io import CORPUS, iter_beir_queries
 from llm_eval.defaults import BEIR_SPLIT
-from llm_eval.english import listed, plural
 from llm_eval.errors import InputError
 from llm_eval.output import wrap
 from llm_eval.textio import read_text, require_file, written_together
+from llm_eval.wording.english import listed, plural
 
 SCAFFOLD = "llm_eval.scaffold"
 FILES = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from llm_eval.authoring.neighbours import make_plan
+from llm_eval.authoring.plan_view import plan_json, plan_text
 from llm_eval.baseline_io import load_baseline
 from llm_eval.errors import InputError
-from llm_eval.formats.commands.plan import plan_json, plan_text
-from llm_eval.gold_growth import make_plan
 from llm_eval.pipeline import load_inputs
 from llm_eval.textio import write_atomic
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Literal
 
 from llm_eval.config_io import load_config
-from llm_eval.english import plural
 from llm_eval.gold_io import load_gold
 from llm_eval.retrieval import RetrieveOptions, retrieval_notes, retrieve_gold
-from llm_eval.run_io import dump_jsonl, dump_trec
+from llm_eval.runs_io import dump_jsonl, dump_trec
 from llm_eval.textio import write_atomic
+from llm_eval.wording.english import plural
 
 
 def retrieve(

@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llm_eval import defaults
+from llm_eval.authoring.neighbours import neighbours_of
 from llm_eval.config import EvalConfig
 from llm_eval.config_io import load_config
-from llm_eval.corpus import Document, iter_corpus
-from llm_eval.english import plural
+from llm_eval.corpus import Document
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
-from llm_eval.gold_growth import neighbours_of
 from llm_eval.gold_io import iter_gold_file, load_gold
 from llm_eval.output import wrap
 from llm_eval.textio import (
@@ -59,6 +59,7 @@ from llm_eval.textio import (
     read_text,
     write_together,
 )
+from llm_eval.wording.english import plural
 
 SHOWN = 5
 """BM25's results shown under the labelled documents."""

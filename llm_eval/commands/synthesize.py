@@ -1,6 +1,6 @@
 """`llm-eval gold synthesize --n N`: draft questions with the judge model, for review.
 
-Chunks come from the areas `gold plan` says are short (`llm_eval.synthesis`); the
+Chunks come from the areas `gold plan` says are short (`llm_eval.authoring.synthesis`); the
 model writes one question per chunk (prompt `question_writing`), the chunk is
 labelled relevant, near-duplicates of existing questions are dropped, and the rest
 are appended to a candidates file in tier `candidate` with `source: synthetic`,
@@ -27,6 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import defaults
+from llm_eval.authoring.neighbours import lexical_neighbours, measure_coverage, neighbours_of
+from llm_eval.authoring.plan import plan
+from llm_eval.authoring.synthesis import (
+    Deduplicator,
+    MeaningDeduplicator,
+    Target,
+    choose_chunks,
+    targets,
+)
 from llm_eval.baseline_io import load_baseline
 from llm_eval.config import EvalConfig
 from llm_eval.corpus import Document
@@ -34,28 +43,19 @@ from llm_eval.digest import digest
 from llm_eval.endpoints.chat import ChatClient, Message, Session
 from llm_eval.endpoints.client import EndpointFailed, price
 from llm_eval.endpoints.embedders import embedder
-from llm_eval.english import plural
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
-from llm_eval.gold_growth import lexical_neighbours, measure_coverage, neighbours_of
 from llm_eval.gold_io import iter_gold_file
-from llm_eval.gold_plan import plan
 from llm_eval.inputs import Inputs
-from llm_eval.judge.arithmetic import BadVerdict, answer_json, verdict
+from llm_eval.judge.calls import ANSWER_TOKENS, estimated_tokens
 from llm_eval.judge.prompts import prompt
-from llm_eval.judge.run import ANSWER_TOKENS, estimated_tokens
+from llm_eval.judged.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.progress import Progress
 from llm_eval.retrieval import count_errors
-from llm_eval.synthesis import (
-    Deduplicator,
-    MeaningDeduplicator,
-    Target,
-    choose_chunks,
-    targets,
-)
 from llm_eval.textio import append_atomic
+from llm_eval.wording.english import plural
 
 CANDIDATE_TIER = "candidate"
 MAX_SIMILARITY = 0.9

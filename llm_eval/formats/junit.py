@@ -17,7 +17,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import headline
+from llm_eval.wording.report_lines import headline
 
 SUITE = "llm-eval gate"
 

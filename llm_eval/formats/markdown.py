@@ -19,12 +19,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from llm_eval.english import plural
 from llm_eval.errors import InputError
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._fit import fitted
 from llm_eval.formats._markup import NO_LINKS, Code, Link, Links, Parts, finalize
-from llm_eval.formats._words import (
+from llm_eval.gate import worst_status
+from llm_eval.history.series import SPARK_BARS, SPARK_GAP, spark_scale, sparkline
+from llm_eval.metrics import Metric, parse_metric
+from llm_eval.stats import format_p
+from llm_eval.wording.english import plural
+from llm_eval.wording.gates import STATUS_WORDS, ci_range, delta, limits_text, subject, value
+from llm_eval.wording.report_lines import (
     coverage_lines,
     deciding_p,
     detail_lines,
@@ -33,11 +38,6 @@ from llm_eval.formats._words import (
     missing_lines,
     unchanged,
 )
-from llm_eval.gate import worst_status
-from llm_eval.history import SPARK_BARS, SPARK_GAP, spark_scale, sparkline
-from llm_eval.metrics import Metric, parse_metric
-from llm_eval.stats import format_p
-from llm_eval.wording import STATUS_WORDS, ci_range, delta, limits_text, subject, value
 
 if TYPE_CHECKING:
     import jinja2

@@ -9,20 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_eval.english import listed, plural
 from llm_eval.formats import RenderOptions
-from llm_eval.formats._words import (
-    coverage_lines,
-    deciding_p,
-    detail_lines,
-    headline,
-    judge_lines,
-    missing_lines,
-    unchanged,
-)
 from llm_eval.output import colour, in_ascii, render_table, table_width, wrap
 from llm_eval.stats import format_p
-from llm_eval.wording import (
+from llm_eval.wording.english import listed, plural
+from llm_eval.wording.gates import (
     STATUS_WORDS,
     ci_range,
     delta,
@@ -30,6 +21,15 @@ from llm_eval.wording import (
     gold_change_sentence,
     limits_text,
     value,
+)
+from llm_eval.wording.report_lines import (
+    coverage_lines,
+    deciding_p,
+    detail_lines,
+    headline,
+    judge_lines,
+    missing_lines,
+    unchanged,
 )
 
 _STATUS_WORD = {status: word.upper() for status, word in STATUS_WORDS.items()}

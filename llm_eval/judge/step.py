@@ -10,8 +10,8 @@ from llm_eval.endpoints.client import Usage
 from llm_eval.endpoints.embedders import embedder
 from llm_eval.errors import InputError
 from llm_eval.inputs import Inputs, JudgeOptions
-from llm_eval.judge.arithmetic import JudgeSummary
-from llm_eval.judge.run import JudgePlan, judge_run, plan_calls
+from llm_eval.judge.calls import JudgePlan, judge_run, plan_calls
+from llm_eval.judged.arithmetic import JudgeSummary
 from llm_eval.matching import match_run
 from llm_eval.metrics import Metric, parse_metric
 from llm_eval.progress import Progress

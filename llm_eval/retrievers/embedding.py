@@ -47,7 +47,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from llm_eval.corpus import Document, check_fields, field_text, iter_corpus
+from llm_eval.corpus import Document, check_fields, field_text
+from llm_eval.corpus_io import iter_corpus
 from llm_eval.digest import digest
 from llm_eval.endpoints.settings import (
     EMBEDDING_SETTINGS,

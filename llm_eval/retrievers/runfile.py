@@ -15,8 +15,8 @@ from typing import Any, get_args
 
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
-from llm_eval.run_io import load_run
 from llm_eval.runs import Run, RunFormat
+from llm_eval.runs_io import load_run
 from llm_eval.settings import Setting
 
 FORMATS: tuple[str, ...] = get_args(RunFormat)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_eval.corpus import count_documents, field_text, iter_corpus
+from llm_eval.corpus import field_text
+from llm_eval.corpus_io import count_documents, iter_corpus
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.retrievers.bm25.analyzer import Analyzer

@@ -1,0 +1,360 @@
+"""Drafting questions with the judge (against the local OpenAI-compatible stub), the
+review loop driven through its input, and `llm-eval init` in an empty git repo."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import script
+
+from llm_eval.authoring.corpus_coverage import coverage
+from llm_eval.authoring.synthesis import (
+    Deduplicator,
+    MeaningDeduplicator,
+    Target,
+    choose_chunks,
+    targets,
+)
+from llm_eval.cli import main
+from llm_eval.commands.init import point_workflow, scaffold_text
+from llm_eval.corpus import Document
+from llm_eval.gate import Power
+
+REPO = Path(__file__).resolve().parents[2]
+stub = script("stub_openai")
+
+
+# --- pure parts -----------------------------------------------------------------------
+
+
+def test_deduplicator_uses_token_f1() -> None:
+    dedupe = Deduplicator(["How do I sort a list?"], 0.7)
+    assert dedupe.closest("how do i sort a list") == pytest.approx(1.0)
+    assert not dedupe.admit("How do I sort a list!")
+    assert dedupe.admit("What does zip do with unequal lengths?")
+    assert not dedupe.admit("what does zip do with unequal lengths")  # now remembered
+    # 2·|{how, do, i}| / (5 + 5) = 0.6 < 0.7: kept
+    assert dedupe.admit("How do I parse json?")
+
+
+def test_choose_chunks_skips_what_is_covered_and_spreads_over_areas() -> None:
+    documents = [Document(f"{a}.f{i}#0", "", "text") for a in ("re", "os", "io") for i in range(4)]
+    skip = {"re.f0#0", "re.f1#0", "os.f0#0"}
+    chosen = choose_chunks(documents, Target(None, ("re", "os"), 4), skip, random.Random(1))
+    ids = [d.doc_id for d in chosen]
+    assert len(ids) == 4 and not set(ids) & skip
+    assert {i.split(".")[0] for i in ids} == {"re", "os"}  # alternating, io not named
+    everything = choose_chunks(documents, Target(None, (), 50), skip, random.Random(1))
+    assert len(everything) == len(documents) - len(skip)
+    pooled = choose_chunks(documents, Target("t", ("io",), 2, ("os.f3#0",)), (), random.Random(0))
+    assert pooled[0].doc_id == "os.f3#0"  # the pool first, then the areas
+
+
+def power(n: int, drop: float, needed: int) -> Power:
+    """What a scope of n questions catches, with a target of 0.1."""
+    return Power(n, 0.05, drop, 0.1, needed, "assuming no other query's score changes")
+
+
+def test_targets_follow_the_plan_in_proportion() -> None:
+    from llm_eval.authoring.plan import Need
+    from llm_eval.criteria import Gate, Location, Scope
+
+    where = Location("c", 1, "gates[0]")
+    gate = Gate("g", "recall@5", 0.5, 0.05, "error", Scope(), where, where)
+    needs = [
+        Need(gate, Scope(tier="A"), 10, power(10, 0.2, 40), 40, ("re",)),  # 30 more
+        Need(gate, Scope(tags=("x",)), 10, power(10, 0.2, 20), 20, ("os",)),  # 10 more
+        Need(gate, Scope(tags=("y",)), 50, power(50, 0.05, 20), 20, ("io",)),  # none
+    ]
+    found = coverage([Document("re.a#0", "", "t")], [], {})
+    split = targets(needs, found, 8, None)
+    assert [(t.tag, t.areas, t.count) for t in split] == [(None, ("re",), 6), ("x", ("os",), 2)]
+    assert sum(t.count for t in targets(needs, found, 7, None)) == 7
+
+
+# --- against the stub -------------------------------------------------------------------
+
+
+def _judged_by(url: str) -> None:
+    """judged.yaml in the working directory: the demo's judged example asking `url`,
+    writing to `.out`."""
+    config = yaml.safe_load(Path("config/examples/judged.yaml").read_text())
+    config["judge"]["base_url"] = url
+    config["output"] = ".out"
+    Path("judged.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture
+def project(demo_project: Path, demo_indexes: Path) -> Any:
+    """A copy of the demo whose judge is the stub, in a temporary folder, with the BM25
+    index of its settings (the demo's) in its cache."""
+    shutil.copytree(demo_indexes, demo_project / ".out" / "cache")
+    with stub.serve() as server:
+        _judged_by(server.url)
+        yield server
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_synthesize_drafts_unreviewed_candidates_and_costs_nothing_again(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "6", "--rejection", "2"]
+    assert main([*args, "--dry-run"]) == 0
+    assert "8 calls (0 answered from the cache)" in capsys.readouterr().out
+    assert project.requests == []  # a dry run asks nothing
+    assert main([*args, "--max-cost", "0.000001"]) == 3
+    assert "more than --max-cost" in capsys.readouterr().err
+    assert project.requests == []
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    candidates = _lines(Path(".out/candidates.jsonl"))
+    drafted = [c for c in candidates if "relevant" in c]
+    rejection = [c for c in candidates if c.get("is_rejection")]
+    assert len(drafted) == 6 and len(rejection) == 2
+    for c in candidates:
+        assert c["tier"] == "candidate" and c["source"] == "synthetic" and c["reviewed"] is False
+    assert {c["prompt_version"] for c in drafted} == {"question_writing@1"}
+    assert {c["prompt_version"] for c in rejection} == {"off_corpus_question@1"}
+    # Each question was written from the chunk it labels, and no chunk was near a question.
+    coverage_json = Path(".out/coverage.json")
+    assert main(["gold", "coverage", "--config", "judged.yaml", "--out", str(coverage_json)]) == 0
+    written_from = {next(iter(c["relevant"])) for c in drafted}
+    asked = [r for r in project.requests if "question_writing" in json.dumps(r)]
+    assert len(asked) == 6
+    for request in asked:
+        passage = request["messages"][1]["content"]
+        assert any(doc in passage or doc.split("#")[0] in passage for doc in written_from)
+    checks = [r for r in project.requests if "chunk_relevance" in json.dumps(r)]
+    assert len(checks) == 2 * 5  # each rejection question against the top 5 BM25 results
+    assert "8 candidates written" in out.replace("\n", " ")
+    # The next command names the config the draft was made with.
+    assert (
+        "llm-eval gold review .out/candidates.jsonl --tier A --config judged.yaml"
+        in out.replace("\n", " ")
+    )
+    # The same draft with a fresh candidates file is answered from the call cache.
+    project.requests.clear()
+    assert main([*args, "--out", "again.jsonl"]) == 0
+    assert project.requests == []
+    assert _lines(Path("again.jsonl")) == candidates
+
+
+def test_synthesize_drops_near_duplicates_and_needs_a_judge(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "4"]
+    assert main([*args, "--max-overlap", "0.2"]) == 0  # the stub's questions share words
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "dropped as near-duplicates (token F1 >= 0.2)" in out
+    assert main(["gold", "synthesize", "--n", "2"]) == 3  # the demo config has no judge
+    assert "add a `judge:` section" in capsys.readouterr().err
+    assert main([*args, "--tag", "nope"]) == 3
+
+
+def test_a_failing_judge_stops_synthesize(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    project.faults.extend([stub.Fault(status=400)] * 3)
+    assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
+    assert capsys.readouterr().err == (
+        "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
+        "3 http 400; 0 candidates were not written\n"
+    )
+    not_json = json.dumps({"choices": [{"message": {"content": "I cannot help with that."}}]})
+    project.faults.extend([stub.Fault(status=200, body=not_json.encode())] * 3)
+    assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
+        "3 unreadable answer (the first: unreadable answer: "
+    )
+    assert not Path(".out/candidates.jsonl").exists()
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`llm-eval ARGS` run here: its exit code and what it printed."""
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+
+
+@pytest.fixture
+def review(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`llm-eval gold review ARGS` answered from a text, as through a pipe."""
+
+    def run(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        return _cli(capsys, "gold", "review", *args)
+
+    return run
+
+
+def test_synthesize_then_review_adds_reviewed_questions_that_gate(
+    project: Any,
+    capsys: pytest.CaptureFixture[str],
+    review: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "4", "--rejection", "1"]
+    assert main(args) == 0
+    capsys.readouterr()
+    candidates = _lines(Path(".out/candidates.jsonl"))
+    target = [".out/candidates.jsonl", "--config", "judged.yaml", "--tier", "A"]
+    # accept; edit then accept; quit (the rest stays for later)
+    first = review("a\ne\nHow do I tell two versions apart?\nt\nhowto\na\nq\n", *target)
+    assert first.returncode == 0, first.stderr
+    assert "Accepted 2 into gold/python-docs-A.jsonl" in first.stdout.replace("\n", " ")
+    gold_a = _lines(Path("gold/python-docs-A.jsonl"))
+    added = gold_a[-2:]
+    assert [q["query_id"] for q in added] == [c["query_id"] for c in candidates[:2]]
+    assert added[0]["reviewed"] is True and added[0]["tier"] == "A"
+    assert added[1]["query"] == "How do I tell two versions apart?" and added[1]["tags"] == [
+        "howto"
+    ]
+    # Resumed: starts at the third; relabel to the second document shown, accept; reject
+    # the next; the input ends (Ctrl-D) and the rest waits.
+    second = review("l\n2\na\nr\n", *target)
+    assert second.returncode == 0, second.stderr
+    assert "2 decided before" in second.stdout
+    relabelled = _lines(Path("gold/python-docs-A.jsonl"))[-1]
+    assert relabelled["query_id"] == candidates[2]["query_id"]
+    assert list(relabelled["relevant"]) != list(candidates[2]["relevant"])
+    decisions = _lines(Path(".out/candidates.jsonl.review.jsonl"))
+    assert [d["decision"] for d in decisions] == ["accepted", "accepted", "accepted", "rejected"]
+    # The reviewed questions pass validation in the gating tier and the gate reads them.
+    assert main(["gold", "validate", "--baseline", "none"]) == 0
+    capsys.readouterr()
+    assert main(["gate", "--allow-gold-change", "--format", "json"]) in (0, 1)
+    report = json.loads(capsys.readouterr().out)
+    before = sum((REPO / "gold" / f"python-docs-{t}.jsonl").read_text().count("\n") for t in "AB")
+    assert report["queries"]["gold"] == before + 3  # the three accepted are read
+    added_ids = {q["query_id"] for q in _lines(Path("gold/python-docs-A.jsonl"))[-3:]}
+    assert set(report["gold_changes"]["added"]) == added_ids
+
+
+def test_review_refuses_an_unclear_target(
+    project: Any, review: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    Path("c.jsonl").write_text("")
+    result = review("", "c.jsonl", "--config", "judged.yaml")
+    assert result.returncode == 3
+    assert "--tier TIER or --to FILE" in result.stderr
+
+
+# --- init -------------------------------------------------------------------------------
+
+
+def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    source = "acme/llm-eval@" + "0" * 40
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return _cli(capsys, *args)
+
+    made = run("init", "--source", source)
+    assert made.returncode == 0, made.stderr
+    # The count it says is the count it lists, and each listed file is there.
+    head, *rest = made.stdout.split("\n\n", 1)[0].splitlines()
+    listed = [line.split(" (")[0].strip() for line in rest]
+    assert head.startswith(f"Wrote {len(listed)} files and gold/baseline.json in ")
+    assert all((tmp_path / name).is_file() for name in listed) and ".gitignore" in listed
+    assert (tmp_path / "gold" / "baseline.json").is_file()
+    assert ".llm-eval/" in (tmp_path / ".gitignore").read_text()
+    gate = run("gate")
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert "PASS" in gate.stdout
+    assert run("gold", "validate").returncode == 0
+    # plan keeps BM25 over `gold/corpus.jsonl` for the life of its process: this corpus,
+    # not the demo's, gets a process of its own.
+    plan = subprocess.run([sys.executable, "-m", "llm_eval.cli", "gold", "plan"], check=False)
+    assert plan.returncode == 0
+    again = run("init")
+    assert again.returncode == 3 and "already exist" in again.stderr
+    lint = subprocess.run(
+        [str(Path(sys.executable).parent / "actionlint"), "-no-color", "-oneline"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout
+    workflow = (tmp_path / ".github" / "workflows" / "retrieval-gate.yml").read_text()
+    assert f"uses: {source}" in workflow and "uses: ./" not in workflow
+    comment = (tmp_path / ".github" / "workflows" / "retrieval-gate-comment.yml").read_text()
+    assert "llm-eval.git@" + "0" * 40 in comment and "--quiet .\n" not in comment
+
+
+def test_the_scaffold_workflows_are_this_repositorys() -> None:
+    for name in (
+        "retrieval-gate.yml",
+        "retrieval-gate-comment.yml",
+        "baseline-refresh.yml",
+        "dashboard.yml",
+    ):
+        ours = (REPO / ".github" / "workflows" / name).read_text()
+        assert scaffold_text(f"workflows/{name}") == ours
+        assert point_workflow(ours, "a/b@c") != ours  # every one is pointed at the source
+
+
+SYNONYMS = {
+    **{"sort": "order", "order": "order", "list": "seq", "sequence": "seq", "reverse": "back"},
+    **{"socket": "net", "timeout": "wait"},
+}
+
+
+def _concepts(texts: Sequence[str]) -> list[list[float]]:
+    """A deterministic stand-in for an embedding model: one axis per concept, synonyms
+    on the same axis, so a paraphrase is close in meaning while sharing few words."""
+    axes = sorted(set(SYNONYMS.values()))
+    return [
+        [
+            float(sum(SYNONYMS.get(w) == axis for w in re.findall("[a-z]+", text.lower())))
+            for axis in axes
+        ]
+        for text in texts
+    ]
+
+
+def test_a_paraphrase_sharing_few_words_is_caught_by_meaning_not_by_token_f1() -> None:
+    known = ["How do I sort a list in reverse?"]
+    paraphrase = "Order a sequence backwards, reverse it"
+    assert Deduplicator(known, 0.7).admit(paraphrase)  # few shared words: let through
+    meaning = MeaningDeduplicator(known, 0.9, _concepts)
+    assert meaning.closest(paraphrase) == pytest.approx(1.0)
+    assert not meaning.admit(paraphrase)
+    assert meaning.admit("What is a socket timeout?")  # far from every known one
+    assert not meaning.admit("socket timeout, what is it?")  # now remembered itself
+
+
+def test_with_embeddings_synthesize_drops_paraphrases_and_says_so(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stub's embeddings behind `embeddings:`; at a limit every drafted question
+    reaches, each one is dropped as a paraphrase, and the summary says how many."""
+    config = yaml.safe_load(Path("judged.yaml").read_text())
+    config["embeddings"] = {"base_url": config["judge"]["base_url"], "model": "stub-embed"}
+    Path("judged.yaml").write_text(yaml.safe_dump(config))
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]
+    assert main([*args, "--max-similarity", "-0.999"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "3 dropped as paraphrases (embedding cosine >= -0.999)" in out
+    assert "0 candidates written" in out
+    assert any(r["path"].endswith("/embeddings") for r in project.requests)
+    assert main(args) == 0  # at the default limit, the drafts are not paraphrases
+    assert "3 candidates written" in capsys.readouterr().out.replace("\n", " ")
