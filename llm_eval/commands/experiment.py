@@ -38,6 +38,7 @@ from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
 from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved
+from llm_eval.retrievers import retriever_kind
 from llm_eval.runs import Run
 from llm_eval.scoring import Scoring, score_run
 from llm_eval.textio import write_atomic
@@ -135,7 +136,10 @@ def run_experiment(
     ]
     clock, reason = choose_clock(
         latency or base.experiment.latency,
-        [(v.name, v.retriever.kind, v.retriever.settings) for v in experiment_plan.variants],
+        [
+            (v.name, retriever_kind(v.retriever.kind).searched_elsewhere(v.retriever.settings))
+            for v in experiment_plan.variants
+        ],
     )
     timings: dict[str, float] = {}
     retrievals = retrieve_interleaved(

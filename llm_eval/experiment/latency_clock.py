@@ -1,6 +1,6 @@
 """Which clock an experiment compares latencies on: CPU time or wall time (pure).
 
-    clock, reason = choose_clock("auto", [("lucene", bm25_config), ("api", http_config)])
+    clock, reason = choose_clock("auto", [("lucene", None), ("api", "an http retriever, …")])
     # ("wall", "wall time, since `api` is an http retriever, whose work happens in another
     #  process")
 
@@ -27,57 +27,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from llm_eval.runs import QueryResults, Run
 
 CLOCKS = ("auto", "cpu", "wall")
 
 
-def in_process(kind: str, settings: Mapping[str, Any]) -> bool:
-    """Whether a retriever of this kind and settings does its searching in this process
-    (python counts as not: it may call a service)."""
-    if kind == "bm25":
-        return True
-    if kind == "embedding":
-        return settings.get("model_path") is not None
-    if kind == "fusion":
-        components = settings.get("retrievers") or {}
-        return bool(components) and all(
-            isinstance(c, Mapping)
-            and in_process(str(c.get("kind")), {k: v for k, v in c.items() if k != "kind"})
-            for c in components.values()
-        )
-    return False
-
-
-def _where(kind: str, settings: Mapping[str, Any]) -> str:
-    """Why a kind is not counted as in-process, for the reason."""
-    if kind == "python":
-        return "a python retriever, which may call a service (--latency cpu counts it in)"
-    if kind == "embedding":
-        return "an embedding endpoint, whose work happens in another process"
-    if kind == "fusion":
-        return "a fusion with a component that does its work in another process"
-    if kind == "run":
-        return "a run file, with recorded latencies"
-    return f"an {kind} retriever, whose work happens in another process"
-
-
-def choose_clock(
-    requested: str, variants: Sequence[tuple[str, str, Mapping[str, Any]]]
-) -> tuple[str, str]:
+def choose_clock(requested: str, variants: Sequence[tuple[str, str | None]]) -> tuple[str, str]:
     """(`cpu` or `wall`, the reason in words) for `requested` (`auto`, `cpu` or `wall`)
-    and the variants as (name, kind, settings), before they run."""
+    and the variants as (name, where it searches when not in this process: its kind's
+    `searched_elsewhere`), before they run."""
     if requested not in CLOCKS:
         raise ValueError(f"latency clock must be one of {', '.join(CLOCKS)}, got {requested!r}")
     if requested == "wall":
         return "wall", "wall time, as asked (--latency wall)"
     if requested == "cpu":
         return "cpu", "CPU time of this process, as asked (--latency cpu)"
-    for name, kind, settings in variants:
-        if not in_process(kind, settings):
-            return "wall", f"wall time, since `{name}` is {_where(kind, settings)}"
+    for name, elsewhere in variants:
+        if elsewhere is not None:
+            return "wall", f"wall time, since `{name}` is {elsewhere}"
     return "cpu", (
         "CPU time of this process, since every variant searches in it (wall time would "
         "also count the moments the machine ran something else)"

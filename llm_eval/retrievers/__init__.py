@@ -156,6 +156,16 @@ class RetrieverKind:
     check_together: Callable[[Mapping[str, Any]], None] = _independent
     """Checks settings that depend on each other (InputError naming the key), after
     each was checked alone."""
+    elsewhere: Callable[[Mapping[str, Any]], str | None] | None = None
+    """None when a retriever of these settings searches in this process (its CPU time
+    is its work), else where it searches, in words; unset: in another process."""
+
+    def searched_elsewhere(self, settings: Mapping[str, Any]) -> str | None:
+        """None when a retriever of these settings does its searching in this process,
+        else why its work is elsewhere, in words (an experiment's choice of clock)."""
+        if self.elsewhere is None:
+            return f"an {self.name} retriever, whose work happens in another process"
+        return self.elsewhere(settings)
 
     def checked(
         self, settings: Mapping[str, Any], read: frozenset[str] = frozenset()

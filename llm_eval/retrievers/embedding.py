@@ -380,4 +380,9 @@ KIND = RetrieverKind(
     settings=SETTINGS,
     needs_corpus=True,
     check_together=check_embedding_source,
+    elsewhere=lambda settings: (
+        None
+        if settings.get("model_path") is not None
+        else "an embedding endpoint, whose work happens in another process"
+    ),
 )

@@ -323,10 +323,26 @@ def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
     return files
 
 
+def elsewhere(settings: Mapping[str, Any]) -> str | None:
+    """None when every component searches in this process."""
+    components = settings.get("retrievers") or {}
+    for entry in components.values() if isinstance(components, Mapping) else [None]:
+        try:
+            if not isinstance(entry, Mapping):
+                raise InputError("not a retriever")
+            kind = retriever_kind(str(entry.get("kind")))
+        except InputError:
+            return "a fusion with a component that is not a retriever"
+        if kind.searched_elsewhere({k: v for k, v in entry.items() if k != "kind"}) is not None:
+            return "a fusion with a component that does its work in another process"
+    return None if components else "a fusion without components"
+
+
 KIND = RetrieverKind(
     name="fusion",
     description="Hybrid: the fused results of other retrievers (reciprocal rank or weighted).",
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,
+    elsewhere=elsewhere,
 )

@@ -266,4 +266,7 @@ KIND = RetrieverKind(
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,
+    elsewhere=lambda settings: (
+        "a python retriever, which may call a service (--latency cpu counts it in)"
+    ),
 )

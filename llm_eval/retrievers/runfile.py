@@ -71,4 +71,5 @@ KIND = RetrieverKind(
     settings=SETTINGS,
     answers_file=answers_file,
     depends_on=lambda settings, root: [answers_file(settings)],
+    elsewhere=lambda settings: "a run file, with recorded latencies",
 )

@@ -19,11 +19,11 @@ from conftest import gold_query
 from llm_eval.commands.experiment import clock_percentiles, plan
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.experiment.latency_clock import choose_clock, fall_back, in_process, on_clock
+from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock
 from llm_eval.experiment.variants import Measured, compare_variants, recommendation
 from llm_eval.experiment.variants_view import terminal_text, to_csv, to_json, to_markdown
 from llm_eval.gold import GoldSet
-from llm_eval.retrievers import Hits
+from llm_eval.retrievers import Hits, retriever_kind
 from llm_eval.retrievers.fusion import Component, FusionRetriever
 from llm_eval.retrievers.pool import PooledRetriever
 from llm_eval.runs import QueryResults, RankedResult, Run
@@ -55,28 +55,37 @@ ENDPOINT: dict[str, Any] = {"kind": "embedding", "base_url": "http://127.0.0.1:9
         ("http", {"url": "http://127.0.0.1:9/search"}, False),
         ("mcp", {"command": ["server"]}, False),
         ("run", {"path": "run.jsonl"}, False),
+        ("fusion", {"retrievers": {}}, False),
+        ("fusion", {"retrievers": {"x": {"kind": "no-such"}}}, False),
+        ("fusion", {"retrievers": {"x": 5}}, False),
     ],
 )
 def test_which_kinds_search_in_this_process(
     kind: str, settings: dict[str, Any], inside: bool
 ) -> None:
-    assert in_process(kind, settings) is inside
+    """Each kind says whether its retriever searches in this process (in words when
+    not), read from its own settings."""
+    assert (retriever_kind(kind).searched_elsewhere(settings) is None) is inside
+
+
+def elsewhere(variants: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str | None]]:
+    return [(name, retriever_kind(k).searched_elsewhere(s)) for name, k, s in variants]
 
 
 def test_auto_is_cpu_time_only_when_every_variant_searches_here() -> None:
-    local = [("a", "bm25", {}), ("b", "fusion", {"retrievers": {"x": BM25, "y": LOCAL}})]
+    local = elsewhere([("a", "bm25", {}), ("b", "fusion", {"retrievers": {"x": BM25, "y": LOCAL}})])
     clock, reason = choose_clock("auto", local)
     assert clock == "cpu" and reason.startswith("CPU time of this process")
-    clock, reason = choose_clock("auto", [*local, ("svc", "http", {"url": "u"})])
+    clock, reason = choose_clock("auto", [*local, *elsewhere([("svc", "http", {"url": "u"})])])
     assert clock == "wall"
     assert (
         reason
         == "wall time, since `svc` is an http retriever, whose work happens in another process"
     )
-    clock, reason = choose_clock("auto", [*local, ("fn", "python", {})])
+    clock, reason = choose_clock("auto", [*local, *elsewhere([("fn", "python", {})])])
     assert clock == "wall" and "`fn` is a python retriever, which may call a service" in reason
     # Asked for, a clock is taken as it is; a python retriever then counts as in-process.
-    assert choose_clock("cpu", [("fn", "python", {})])[0] == "cpu"
+    assert choose_clock("cpu", elsewhere([("fn", "python", {})]))[0] == "cpu"
     assert choose_clock("wall", local)[0] == "wall"
     with pytest.raises(ValueError, match="one of auto, cpu, wall"):
         choose_clock("monotonic", local)
@@ -86,7 +95,7 @@ def test_the_demo_sweep_is_compared_on_cpu_time() -> None:
     variants = plan([DEMO]).variants
     triples = [(v.name, v.retriever.kind, v.retriever.settings) for v in variants]
     assert {v.retriever.kind for v in variants} == {"bm25", "fusion"}
-    assert choose_clock("auto", triples)[0] == "cpu"
+    assert choose_clock("auto", elsewhere(triples))[0] == "cpu"
 
 
 def _answer(query_id: str, wall: float, cpu: float | None) -> QueryResults:

@@ -124,4 +124,5 @@ KIND = RetrieverKind(
     build=build,
     settings=SETTINGS,
     needs_corpus=True,
+    elsewhere=lambda settings: None,
 )
