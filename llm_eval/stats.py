@@ -43,12 +43,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+Frozen = TypeVar("Frozen", FloatArray, IntArray)
 
 BISECTION_STEPS = 22
 """Halvings of the range when a bound is searched: 2 / 2^22 < 5e-7, far below any shown
@@ -522,11 +524,34 @@ def share_grid(n: int) -> FloatArray:
 def _grid_span(n: int, changed: int) -> tuple[int, int]:
     """Indices into `share_grid(n)` of the last point at or below the interval's low end
     and the first at or above its high end: the grid points that cover the interval."""
+    firsts, lasts = _grid_spans(n)
+    return int(firsts[changed]), int(lasts[changed])
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_spans(n: int) -> tuple[IntArray, IntArray]:
+    """`_grid_span` for every count 0..n at once, without finding the interval's ends:
+    a grid point lies at or below count k's low end exactly when P(Bin(n, point) >= k)
+    <= gamma / 2 (that tail rises with the share), and below its high end exactly when
+    P(Bin(n, point) <= k) > gamma / 2; so each index is a count of grid points, from
+    the binomial tails at each point (cumulative sums over the counts, smallest terms
+    first). The same indices as `searchsorted` on `share_interval`'s ends but where a
+    grid point lies within rounding of an end; a few times cheaper, as the power
+    statement asks for them at every size it tries."""
     grid = share_grid(n)
-    low, high = share_interval(n, changed)
-    first = max(int(np.searchsorted(grid, low, side="right")) - 1, 0)
-    last = min(int(np.searchsorted(grid, high, side="left")), grid.size - 1)
-    return first, last
+    lf = _log_factorials(n)
+    counts = np.arange(n + 1)
+    log_choose = lf[n] - lf[counts] - lf[n - counts]
+    at_or_below = np.zeros(n + 1, dtype=np.int64)
+    below = np.zeros(n + 1, dtype=np.int64)
+    rows = max(1, SIMULATION_ELEMENTS // (n + 1))
+    for start in range(0, grid.size, rows):
+        share = grid[start : start + rows, None]
+        pmf = np.exp(log_choose + counts * np.log(share) + (n - counts) * np.log1p(-share))
+        at_least = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
+        at_or_below += np.count_nonzero(at_least <= NUISANCE_GAMMA / 2.0, axis=0)
+        below += np.count_nonzero(np.cumsum(pmf, axis=1) > NUISANCE_GAMMA / 2.0, axis=0)
+    return _frozen(np.maximum(at_or_below - 1, 0)), _frozen(np.minimum(below, grid.size - 1))
 
 
 def nuisance_shares(n: int, changed: int, delta: float) -> FloatArray:
@@ -874,15 +899,18 @@ def normal_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha:
     return NormalDist().cdf(distance / spread)
 
 
+@functools.lru_cache(maxsize=256)
 def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatArray:
     """The share of queries that churn, as `points` equally likely values: the medians
     of equal-probability slices of its posterior Beta(changed + 1, n - changed + 1)
     (a uniform prior) after `changed` of n queries changed. The churn seen is only an
     estimate; a power figure at the estimate itself is optimistic, since a catch rate
     near 80% falls faster when the churn is higher than it rises when it is lower. No
-    query changed: no churn, the assumption the statement then says in words."""
+    query changed: no churn, the assumption the statement then says in words. Computed
+    once per process for each (changed, n): every size `queries_to_catch` tries, and
+    `detectable_worsening`, average over the same values."""
     if changed == 0:
-        return np.zeros(1)
+        return _frozen(np.zeros(1))
     a = np.full(points, changed + 1.0)
     b = np.full(points, n - changed + 1.0)
     target = (np.arange(points) + 0.5) / points
@@ -892,7 +920,13 @@ def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatA
         middle = (low + high) / 2.0
         below = regularized_beta(a, b, middle, lf) < target
         low, high = np.where(below, middle, low), np.where(below, high, middle)
-    return (low + high) / 2.0
+    return _frozen((low + high) / 2.0)
+
+
+def _frozen(values: Frozen) -> Frozen:
+    """`values` made read-only: a cached result must not be changed by a caller."""
+    values.flags.writeable = False
+    return values
 
 
 @functools.lru_cache(maxsize=65536)

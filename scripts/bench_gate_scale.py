@@ -83,12 +83,16 @@ class Cost:
     """Peak resident memory."""
 
 
-def write_gold(folder: Path, queries: int, rng: np.random.Generator) -> list[dict[str, int]]:
-    """Two tier files; returns each query's relevant documents and grades."""
+def write_gold(
+    folder: Path, queries: int, rng: np.random.Generator, one_relevant: bool = False
+) -> list[dict[str, int]]:
+    """Two tier files; returns each query's relevant documents and grades (one each
+    when `one_relevant`: recall@k then scores 0 or 1)."""
     relevant: list[dict[str, int]] = []
     tiers = {"A": [], "B": []}  # type: dict[str, list[str]]
     for i in range(queries):
         count = int(rng.choice(7, p=[0.04, 0.11, 0.40, 0.29, 0.12, 0.03, 0.01]))
+        count = 1 if one_relevant else count
         docs = {f"d{i}-{j}": int(rng.integers(1, 3)) for j in range(count)}
         tier = "A" if rng.random() < 0.55 else "B"
         tags = sorted({TAGS[t] for t in rng.integers(0, len(TAGS), rng.integers(1, 3))})
@@ -127,12 +131,16 @@ def write_run(path: Path, rankings: list[list[str]]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def write_project(folder: Path, queries: int, changed: float, seed: int = 0) -> None:
+def write_project(
+    folder: Path, queries: int, changed: float, seed: int = 0, one_relevant: bool = False
+) -> None:
     """Gold set, config and criteria, and two runs: `run-before.jsonl`, which the
     baseline is refreshed from, and `run-after.jsonl`, which differs from it on a share
-    `changed` of the queries."""
+    `changed` of the queries. With `one_relevant`, every query has one relevant
+    document, so the recall@5 gate is a 0/1 one (the exact test) while the MRR gate
+    stays graded."""
     rng = np.random.default_rng(seed)
-    relevant = write_gold(folder, queries, rng)
+    relevant = write_gold(folder, queries, rng, one_relevant)
     (folder / "config").mkdir()
     (folder / "config" / "llm-eval.yaml").write_text(CONFIG)
     shutil.copy(REPO / "config" / "ship-criteria.yaml", folder / "config" / "ship-criteria.yaml")
@@ -155,9 +163,11 @@ def refresh_baseline(folder: Path, code: Path) -> None:
     shutil.copy(folder / "run-after.jsonl", folder / "run.jsonl")
 
 
-def build_project(folder: Path, queries: int, changed: float, seed: int = 0) -> None:
+def build_project(
+    folder: Path, queries: int, changed: float, seed: int = 0, one_relevant: bool = False
+) -> None:
     """A project ready for the gate of this tree: `write_project`, then its baseline."""
-    write_project(folder, queries, changed, seed)
+    write_project(folder, queries, changed, seed, one_relevant)
     refresh_baseline(folder, REPO)
 
 

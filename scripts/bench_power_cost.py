@@ -6,8 +6,12 @@ with `against_baseline.gate_power` replaced by a function that returns None (no 
 statement; the verdicts are the same). Printed: each run's CPU seconds (user + system,
 `os.wait4`) and peak resident memory, the lowest of the rounds, and their ratios.
 
+`--one-relevant` gives every query one relevant document, so that the recall@5 gate
+scores 0 or 1 and its power statement is the exact test's.
+
 Usage:
     python scripts/bench_power_cost.py [--queries 20000] [--changed 0.07] [--rounds 3]
+        [--one-relevant]
 """
 
 from __future__ import annotations
@@ -55,16 +59,20 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--changed", type=float, default=0.07, help="share of queries changed")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--one-relevant", action="store_true", help="one relevant document a query: 0/1 recall@5"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-power-cost-") as temp:
         project = Path(temp) / "project"
         project.mkdir()
-        build_project(project, args.queries, args.changed)
+        build_project(project, args.queries, args.changed, one_relevant=args.one_relevant)
         runs: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
         for _ in range(args.rounds):
             for mode in runs:
                 runs[mode].append(cost(mode, project, Path(temp) / mode))
-    print(f"llm-eval gate, {args.queries:,} queries, {args.rounds} interleaved round(s)")
+    kind = "0/1 recall@5" if args.one_relevant else "graded recall@5"
+    print(f"llm-eval gate, {args.queries:,} queries ({kind}), {args.rounds} interleaved round(s)")
     for mode, label in (("on", "with the power statement"), ("off", "without it")):
         cpus = ", ".join(f"{cpu:.2f}" for cpu, _ in runs[mode])
         peaks = ", ".join(f"{peak:.0f}" for _, peak in runs[mode])

@@ -321,3 +321,36 @@ def test_a_large_0_1_scope_has_about_the_exact_catch_rate(n: int, churn: float) 
         exact = stats.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         normal = stats.normal_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert abs(normal - exact) <= 0.03, (drop, exact, normal)
+
+
+REFERENCE = Path(__file__).parent / "data" / "power_reference.json"
+"""The 0/1 power figures as the code before the cached and counted share intervals
+computed them (scripts/power_reference.py wrote it; its docstring says how to redo)."""
+
+
+def reference_cases() -> list[dict[str, object]]:
+    return list(json.loads(REFERENCE.read_text())["cases"])
+
+
+@pytest.mark.parametrize("case", reference_cases(), ids=lambda c: f"{c['n']}-{c['churn']}")
+def test_0_1_power_figures_are_those_recorded_before(case: dict[str, object]) -> None:
+    """The detectable drop (to 1e-9) and the queries needed (the same whole number) of a
+    0/1 scope equal those the full computation gave before it was made cheaper."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+    from power_reference import ALPHA, LIMIT, scope
+
+    n, churn = int(case["n"]), float(case["churn"])  # type: ignore[call-overload, arg-type]
+    before, after = scope(n, churn)
+    drop = detectable_worsening(before, after, LIMIT, ALPHA)
+    assert drop == pytest.approx(case["detectable"], abs=1e-9, rel=0)
+    assert stats.queries_to_catch(before, after, 2 * LIMIT, LIMIT, ALPHA) == case["needed"]
+
+
+def test_0_1_catch_rates_are_those_recorded_before() -> None:
+    """The exact test's catch rate at sizes below `stats.LARGE_BINARY` equals, to 1e-9,
+    the one recorded before."""
+    rates = json.loads(REFERENCE.read_text())["rates"]
+    for row in rates:
+        n, churn, drop = row["n"], row["churn"], row["drop"]
+        rate = stats.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        assert rate == pytest.approx(row["rate"], abs=1e-9, rel=0), row

@@ -598,3 +598,15 @@ def test_restricted_exact_test_catches_more_than_the_whole_range_one(
     old = _whole_range_catch_rate(500, p_bad, p_good, 0.03)
     assert new == pytest.approx(restricted, abs=0.001)
     assert new > old + 0.03
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 30, 176, 999, 1024, 3000])
+def test_grid_spans_are_the_grid_points_around_the_share_interval(n: int) -> None:
+    """The grid indices counted from the binomial tails at each grid point are those
+    `searchsorted` finds on the ends of the Clopper-Pearson interval, for every count."""
+    grid = stats.share_grid(n)
+    for changed in range(n + 1):
+        low, high = stats.share_interval(n, changed)
+        first = max(int(np.searchsorted(grid, low, side="right")) - 1, 0)
+        last = min(int(np.searchsorted(grid, high, side="left")), grid.size - 1)
+        assert stats._grid_span(n, changed) == (first, last), changed
