@@ -4,7 +4,7 @@
 validate` and `gold plan` all ask `scope_power` and print its numbers through one
 sentence (`wording.power_statement`), so the same scope gets the same figures.
 
-The model (`stats.detectable_worsening`, `stats.queries_to_catch`): a regression makes
+The model (`detection.detectable_worsening`, `detection.queries_to_catch`): a regression makes
 queries that did not change lose their whole score, while the changed ones keep the
 change seen against the baseline in either direction at random (churn with no trend,
 at the rate seen); the gate's own test (exact for 0/1 scores, the graded test
@@ -26,10 +26,10 @@ from dataclasses import replace
 import numpy as np
 
 from llm_eval.criteria import Gate
+from llm_eval.detection import detectable_worsening, queries_to_catch
 from llm_eval.gate import Power, worsening_pair
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
-from llm_eval.stats import detectable_worsening, queries_to_catch
 from llm_eval.wording.english import plural
 
 CATCH = 2.0

@@ -1,7 +1,7 @@
 """Is the power statement honest? Its claimed drop against the gate's real catch rate.
 
 Every surface prints "a drop of D is caught 4 times in 5" with D from
-`stats.detectable_worsening` (the churn and scores it sees are its only knowledge of
+`detection.detectable_worsening` (the churn and scores it sees are its only knowledge of
 the truth). This script checks that claim where the truth is known: the generative
 retriever model of `scripts/bench_gate_soundness.py` (imported from it, section A of
 its docstring), with no true change in the sample the statement is made from.
@@ -60,7 +60,8 @@ from bench_gate_soundness import (
 )
 
 from llm_eval import stats
-from llm_eval.stats import POWER, column_test, detectable_worsening
+from llm_eval.detection import POWER, detectable_worsening
+from llm_eval.stats import column_test
 
 ALPHA = 0.05
 STATS_SHA256 = hashlib.sha256(Path(stats.__file__).read_bytes()).hexdigest()

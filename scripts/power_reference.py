@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_eval import stats
+from llm_eval import detection
 
 SIZES = (176, 500, 1_000, 5_000, 20_000)
 CHURN = (0.0, 0.02, 0.07, 0.2)
@@ -43,14 +43,14 @@ def figures() -> dict[str, list[dict[str, object]]]:
     for n in SIZES:
         for churn in CHURN:
             before, after = scope(n, churn)
-            drop = stats.detectable_worsening(before, after, LIMIT, ALPHA)
-            needed = stats.queries_to_catch(before, after, 2 * LIMIT, LIMIT, ALPHA)
+            drop = detection.detectable_worsening(before, after, LIMIT, ALPHA)
+            needed = detection.queries_to_catch(before, after, 2 * LIMIT, LIMIT, ALPHA)
             cases.append({"n": n, "churn": churn, "detectable": drop, "needed": needed})
     rates = []
     for size in RATE_SIZES:
         for churn in CHURN:
             for drop in DROPS:
-                rate = stats.exact_catch_rate(size, churn / 2 + drop, churn / 2, LIMIT, ALPHA)
+                rate = detection.exact_catch_rate(size, churn / 2 + drop, churn / 2, LIMIT, ALPHA)
                 rates.append({"n": size, "churn": churn, "drop": drop, "rate": rate})
     return {"cases": cases, "rates": rates}
 

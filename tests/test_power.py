@@ -14,14 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_eval import stats
+from llm_eval import detection, stats
 from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline_io import load_baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
+from llm_eval.detection import detectable_worsening
 from llm_eval.gate import Power
 from llm_eval.pipeline import load_inputs
 from llm_eval.power import NO_BASELINE, baseline_power, gate_power
-from llm_eval.stats import column_test, detectable_worsening
+from llm_eval.stats import column_test
 from llm_eval.wording.gates import drop_size
 
 SEED = 1
@@ -242,7 +243,7 @@ def test_the_drop_a_0_1_statement_names_is_caught_about_4_times_in_5() -> None:
         before = (u >= flips / 2).astype(float)  # flips / 2 went bad
         after = ((u >= flips) | (u < flips / 2)).astype(float)  # flips / 2 went good
         drop = detectable_worsening(before, after, 0.03, 0.05)
-        rates.append(stats._exact_catch_rate(n, np.array([flips]), 0.03, 0.05)(drop))
+        rates.append(detection._exact_catch_rate(n, np.array([flips]), 0.03, 0.05)(drop))
     assert 0.75 <= float(np.mean(rates)) <= 0.85, rates
 
 
@@ -253,7 +254,7 @@ def resampled_rate(
     before: np.ndarray, after: np.ndarray, drop: float, margin: float, simulations: int = 1000
 ) -> float:
     """The graded model's catch rate at `drop` as the simulation draws it below
-    `stats.LARGE_GRADED` queries: each sample of n queries from its own truth (the n
+    `detection.LARGE_GRADED` queries: each sample of n queries from its own truth (the n
     queries seen, drawn again), every sample tested by the gate's graded test."""
     n = before.size
     rng = np.random.default_rng(SEED)
@@ -299,27 +300,27 @@ def graded_scope(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarra
 def test_a_large_graded_scope_names_a_drop_the_full_simulation_catches_4_times_in_5(
     kind: str, n: int
 ) -> None:
-    """From `stats.LARGE_GRADED` queries on, the drop comes from the normal approximation;
+    """From `detection.LARGE_GRADED` queries on, the drop comes from the normal approximation;
     the full simulation (every sample from its own resampled truth, 1,000 samples)
     catches that drop 4 times in 5, within the statement's 5 points (its own noise,
     about 1.3 points, included)."""
-    assert n >= stats.LARGE_GRADED
+    assert n >= detection.LARGE_GRADED
     before, after = graded_scope(kind, n, np.random.default_rng(n))
     drop = detectable_worsening(before, after, 0.05, 0.05)
     assert math.isfinite(drop)
-    assert abs(resampled_rate(before, after, drop, 0.05) - stats.POWER) <= 0.05
+    assert abs(resampled_rate(before, after, drop, 0.05) - detection.POWER) <= 0.05
 
 
 @pytest.mark.parametrize("n", [1000, 2000])
 @pytest.mark.parametrize("churn", [0.0, 0.02, 0.07, 0.2])
 def test_a_large_0_1_scope_has_about_the_exact_catch_rate(n: int, churn: float) -> None:
-    """From `stats.LARGE_BINARY` queries on, the catch rate of the exact test is the
+    """From `detection.LARGE_BINARY` queries on, the catch rate of the exact test is the
     normal approximation of Tango's statistic: within 3 points of the exact sum, at
     drops caught from about 1 time in 4 to nearly always."""
-    assert n >= stats.LARGE_BINARY
+    assert n >= detection.LARGE_BINARY
     for drop in (0.045, 0.06):
-        exact = stats.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
-        normal = stats.normal_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        exact = detection.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        normal = detection.normal_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert abs(normal - exact) <= 0.03, (drop, exact, normal)
 
 
@@ -343,14 +344,14 @@ def test_0_1_power_figures_are_those_recorded_before(case: dict[str, object]) ->
     before, after = scope(n, churn)
     drop = detectable_worsening(before, after, LIMIT, ALPHA)
     assert drop == pytest.approx(case["detectable"], abs=1e-9, rel=0)
-    assert stats.queries_to_catch(before, after, 2 * LIMIT, LIMIT, ALPHA) == case["needed"]
+    assert detection.queries_to_catch(before, after, 2 * LIMIT, LIMIT, ALPHA) == case["needed"]
 
 
 def test_0_1_catch_rates_are_those_recorded_before() -> None:
-    """The exact test's catch rate at sizes below `stats.LARGE_BINARY` equals, to 1e-9,
+    """The exact test's catch rate at sizes below `detection.LARGE_BINARY` equals, to 1e-9,
     the one recorded before."""
     rates = json.loads(REFERENCE.read_text())["rates"]
     for row in rates:
         n, churn, drop = row["n"], row["churn"], row["drop"]
-        rate = stats.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        rate = detection.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert rate == pytest.approx(row["rate"], abs=1e-9, rel=0), row

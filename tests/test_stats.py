@@ -15,20 +15,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from llm_eval import stats
+from llm_eval import detection, stats
+from llm_eval.detection import (
+    detectable_worsening,
+    exact_catch_rate,
+    queries_to_catch,
+    rejection_threshold,
+)
 from llm_eval.stats import (
     Betting,
     ExactPairs,
-    detectable_worsening,
-    exact_catch_rate,
     format_p,
     holm,
     holm_levels,
     is_binary,
     margin_tests,
     quantile_interval,
-    queries_to_catch,
-    rejection_threshold,
     share_grid,
     tango_z,
 )
@@ -352,12 +354,14 @@ def plain_detectable(
         return float(np.mean(wealth >= math.log(1.0 / alpha)))
 
     low = max(margin, 0.0)
-    if mean_whole <= low or power(mean_whole) < stats.POWER:
+    if mean_whole <= low or power(mean_whole) < detection.POWER:
         return math.inf
     inside, outside = mean_whole, low
     for _ in range(12):
         middle = (inside + outside) / 2.0
-        inside, outside = (middle, outside) if power(middle) >= stats.POWER else (inside, middle)
+        inside, outside = (
+            (middle, outside) if power(middle) >= detection.POWER else (inside, middle)
+        )
     return inside
 
 
@@ -383,7 +387,7 @@ def test_power_simulation_equals_every_sample_at_every_drop(
     is settled; its figure is the one-batch, count-everything figure to the last bit,
     at small, skewed and low-churn sizes alike."""
     before, after = graded_pair(n, changed, seed=n + changed)
-    monkeypatch.setattr(stats, "LARGE_GRADED", n + 1)  # the simulation at every size here
+    monkeypatch.setattr(detection, "LARGE_GRADED", n + 1)  # the simulation at every size here
     if batch == "one-sample":
         monkeypatch.setattr(stats, "SIMULATION_ELEMENTS", 1)
     claimed = detectable_worsening(before, after, 0.05, 0.05, simulations=100)
@@ -409,9 +413,9 @@ def test_bets_and_wealth_computed_in_place_are_the_plain_formulas(
 
 def test_catches_needed_reads_the_rate_as_the_float_comparison() -> None:
     for simulations in (1, 3, 7, 100, 400, 401):
-        needed = stats._catches_needed(simulations)
-        assert needed / simulations >= stats.POWER
-        assert (needed - 1) / simulations < stats.POWER
+        needed = detection._catches_needed(simulations)
+        assert needed / simulations >= detection.POWER
+        assert (needed - 1) / simulations < detection.POWER
 
 
 # --- sizing --------------------------------------------------------------------------
@@ -536,7 +540,7 @@ def _whole_range_catch_rate(n: int, p_bad: float, p_good: float, margin: float) 
     trinomial summed over the region it rejects."""
     alpha = 0.05
     shares = [margin + 1e-9, *(float(s) for s in share_grid(n) if s > margin)]
-    critical = max(stats._critical_statistic(n, margin, alpha, s) for s in shares)
+    critical = max(detection._critical_statistic(n, margin, alpha, s) for s in shares)
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
     beyond = critical + 2e-9 * max(1.0, abs(critical))  # the region is z > critical
