@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import Cli
 
 from llm_eval.beir_io import judged_queries
-from llm_eval.cli import main
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold_io import load_gold
@@ -104,14 +104,13 @@ def test_a_beir_entry_refuses_unknown_keys(tmp_path: Path) -> None:
     assert str(caught.value).startswith(f"{path}:2: gold[0].matching: unknown key")
 
 
-def test_a_beir_qrels_file_given_as_gold_names_the_setting(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_beir_qrels_file_given_as_gold_names_the_setting(tmp_path: Path, cli: Cli) -> None:
     folder = write_beir(tmp_path / "scifact")
     qrels = folder / "qrels" / "test.tsv"
     config = write_config(tmp_path / "c.yaml", f"  - {qrels}\n")
-    assert main(["gold", "validate", "--config", str(config)]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("gold", "validate", "--config", config)
+    assert code == 3
+    assert err == (
         f"llm-eval: error: {qrels}:1: a BEIR qrels file, not gold JSONL: list its dataset "
         f"folder in the config as `gold: [{{beir: {folder}, split: test}}]` (the folder of "
         "corpus.jsonl, queries.jsonl and qrels/)\n"
@@ -132,32 +131,35 @@ def test_trec_qrels_given_as_gold_say_what_reads_them(tmp_path: Path) -> None:
 
 
 def test_init_from_beir_then_gate_passes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     monkeypatch.chdir(tmp_path)
     write_beir(tmp_path / "data" / "scifact")
-    assert main(["init", "--from-beir", "data/scifact"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("init", "--from-beir", "data/scifact")
+    assert code == 0
     assert "The gold set (tier A): the 4 queries of data/scifact, split test." in out
     config = load_config("config/llm-eval.yaml")
     assert config.corpus == Path("data/scifact/corpus.jsonl")
     assert [(s.path, s.split, s.tier) for s in config.gold] == [("data/scifact", "test", "A")]
     baseline = json.loads(Path("gold/baseline.json").read_text())
     assert sorted(baseline["per_query"]) == ["2", "q1", "q3", "q4"]
-    assert main(["gate"]) == 0
-    assert "PASS" in capsys.readouterr().out
-    assert main(["init", "--from-beir", "data/scifact"]) == 3
-    assert "already exist" in capsys.readouterr().err
+    code, out, _ = cli("gate")
+    assert code == 0
+    assert "PASS" in out
+    code, _, err = cli("init", "--from-beir", "data/scifact")
+    assert code == 3
+    assert "already exist" in err
 
 
 def test_init_from_beir_with_a_bad_split_writes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
     write_beir(tmp_path / "scifact")
-    assert main(["init", "--from-beir", "scifact", "--split", "train"]) == 3
-    assert "no qrels for split 'train' (splits there: dev, test)" in capsys.readouterr().err
+    code, _, err = cli("init", "--from-beir", "scifact", "--split", "train")
+    assert code == 3
+    assert "no qrels for split 'train' (splits there: dev, test)" in err
     assert not (tmp_path / "config").exists()
 
 
@@ -237,11 +239,12 @@ def test_a_topics_entry_needs_its_qrels(tmp_path: Path) -> None:
 
 
 def test_split_without_from_beir_is_a_usage_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["init", "--split", "dev"]) == 2
-    assert "--split is the split of --from-beir; give that too" in capsys.readouterr().err
+    code, _, err = cli("init", "--split", "dev")
+    assert code == 2
+    assert "--split is the split of --from-beir; give that too" in err
     assert not (tmp_path / "config").exists()
 
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import Cli
 
-from llm_eval.cli import main
 from llm_eval.commands.cache_key import CacheKey, cache_key
 
 HEAD = "gold: [{path: gold.jsonl, tier: A}]\ncorpus: corpus.jsonl\noutput: out\n"
@@ -103,32 +103,31 @@ def test_an_endpoint_is_its_url_and_model(project: Path, monkeypatch: pytest.Mon
     ["", "retriever: {kind: run, path: run.jsonl}\n"],
     ids=["no retriever", "a run file"],
 )
-def test_nothing_to_cache_prints_nothing(
-    project: Path, retriever: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_nothing_to_cache_prints_nothing(project: Path, retriever: str, cli: Cli) -> None:
     (project / "run.jsonl").write_text("")
     Path("llm-eval.yaml").write_text(HEAD + retriever, encoding="utf-8")
-    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 0
-    assert capsys.readouterr().out == ""
+    assert cli("cache-key", "--config", "llm-eval.yaml")[:2] == (0, "")
 
 
-def test_the_command_prints_the_outputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_prints_the_outputs(project: Path, cli: Cli) -> None:
     Path("llm-eval.yaml").write_text(HEAD + EMBEDDING, encoding="utf-8")
-    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 0
+    code, out, _ = cli("cache-key", "--config", "llm-eval.yaml")
+    assert code == 0
     found = cache_key(Path("llm-eval.yaml"))
     assert found is not None
-    assert capsys.readouterr().out == found.outputs() + "\n"
+    assert out == found.outputs() + "\n"
 
 
 def test_a_config_that_cannot_be_read_is_exit_3(
-    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("EMBED_URL", raising=False)
     Path("llm-eval.yaml").write_text(
         HEAD + "retriever:\n  kind: embedding\n  base_url: ${EMBED_URL}\n  model: e5\n"
     )
-    assert main(["cache-key", "--config", "llm-eval.yaml"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("cache-key", "--config", "llm-eval.yaml")
+    assert code == 3
+    assert err == (
         "llm-eval: error: llm-eval.yaml:6: retriever.base_url: environment variable "
         "EMBED_URL is not set (used by the base_url setting)\n"
     )

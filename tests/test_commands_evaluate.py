@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from llm_eval.cli import main
 from llm_eval.errors import ExitCode
 
 GOLD = [
@@ -63,9 +62,8 @@ def evaluate_json(cli: Cli, *args: str | Path) -> dict[str, object]:
     return document
 
 
-def test_table(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
-    code = main(["evaluate", "--gold", str(gold), "--run", str(run), "--per-query"])
-    out, err = capsys.readouterr()
+def test_table(cli: Cli, gold: Path, run: Path) -> None:
+    code, out, err = cli("evaluate", "--gold", gold, "--run", run, "--per-query")
     assert (code, err) == (0, "")
     assert out == (
         "query  recall@5     mrr\n"
@@ -80,10 +78,10 @@ def test_table(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> Non
     )
 
 
-def test_table_rows_are_aligned(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
+def test_table_rows_are_aligned(cli: Cli, gold: Path, run: Path) -> None:
     metrics = ["-m", "ndcg@10", "-m", "P@1", "-m", "hit_rate@5"]
-    main(["evaluate", "--gold", str(gold), "--run", str(run), *metrics, "--per-query"])
-    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    _, out, _ = cli("evaluate", "--gold", gold, "--run", run, *metrics, "--per-query")
+    table = out.split("\n\n")[0].splitlines()
     assert table[0].split() == ["query", "ndcg@10", "precision@1", "hit_rate@5"]
     assert [row.split()[0] for row in table[2:]] == ["all", "q1", "q2", "q4"]
     assert len({len(row) for row in table}) == 1
@@ -95,9 +93,7 @@ def test_table_rows_are_aligned(capsys: pytest.CaptureFixture[str], gold: Path, 
         assert [row[end + 1 : end + 2] in ("", " ") for end in ends] == [True] * 4
 
 
-def test_summary_without_missing_or_extra_queries(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_summary_without_missing_or_extra_queries(cli: Cli, tmp_path: Path) -> None:
     gold = write_jsonl(
         tmp_path / "gold.jsonl",
         [
@@ -109,9 +105,9 @@ def test_summary_without_missing_or_extra_queries(
         tmp_path / "run.jsonl",
         [{"query_id": "q1", "results": ["b", "a"]}, {"query_id": "q2", "results": ["c"]}],
     )
-    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr"]) == 0
-    assert capsys.readouterr().out == (
-        "query     mrr\n-----  ------\nall    0.7500\n\n2 queries evaluated\n"
+    assert cli("evaluate", "--gold", gold, "--run", run, "-m", "mrr")[:2] == (
+        0,
+        "query     mrr\n-----  ------\nall    0.7500\n\n2 queries evaluated\n",
     )
 
 
@@ -204,50 +200,45 @@ def test_relevance_level(cli: Cli, tmp_path: Path) -> None:
     }
 
 
-def test_json_is_strict_json_when_no_query_is_evaluated(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_json_is_strict_json_when_no_query_is_evaluated(cli: Cli, tmp_path: Path) -> None:
     gold = write_jsonl(tmp_path / "gold.jsonl", [GOLD[2]])
     run = write_jsonl(tmp_path / "run.jsonl", [RUN[2]])
-    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--format", "json"]) == 0
+    code, out, _ = cli("evaluate", "--gold", gold, "--run", run, "--format", "json")
+    assert code == 0
 
     def reject(constant: str) -> object:
         raise ValueError(f"not JSON: {constant}")
 
-    document = json.loads(capsys.readouterr().out, parse_constant=reject)
+    document = json.loads(out, parse_constant=reject)
     assert document["queries"]["evaluated"] == 0
 
 
-def test_unknown_metric(capsys: pytest.CaptureFixture[str], gold: Path, run: Path) -> None:
-    code = main(
-        ["evaluate", "--gold", str(gold), "--run", str(run), "-m", "recall@5", "-m", "recal@5"]
+def test_unknown_metric(cli: Cli, gold: Path, run: Path) -> None:
+    code, out, err = cli(
+        "evaluate", "--gold", gold, "--run", run, "-m", "recall@5", "-m", "recal@5"
     )
-    out, err = capsys.readouterr()
     assert code == ExitCode.BAD_INPUT == 3
     assert out == ""
     assert err.startswith("llm-eval: error: unknown metric 'recal@5'; valid metrics: ")
     assert err.count("\n") == 1
 
 
-def test_bad_gold_line(capsys: pytest.CaptureFixture[str], tmp_path: Path, run: Path) -> None:
+def test_bad_gold_line(cli: Cli, tmp_path: Path, run: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text('{"query_id": "q1", "query": "x"}\n\n{"query_id": "q2", "query": ""}\n')
-    code = main(["evaluate", "--gold", str(gold), "--run", str(run)])
-    out, err = capsys.readouterr()
+    code, out, err = cli("evaluate", "--gold", gold, "--run", run)
     assert code == 3
     assert out == ""
     assert err == f"llm-eval: error: {gold}:3: query: must be a non-empty string\n"
 
 
 @pytest.mark.parametrize("which", ["gold", "run"])
-def test_missing_input_file(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, gold: Path, run: Path, which: str
-) -> None:
+def test_missing_input_file(cli: Cli, tmp_path: Path, gold: Path, run: Path, which: str) -> None:
     absent = tmp_path / "absent.jsonl"
     paths = {"gold": gold, "run": run, which: absent}
-    code = main(["evaluate", "--gold", str(paths["gold"]), "--run", str(paths["run"])])
+    code, _, err = cli("evaluate", "--gold", paths["gold"], "--run", paths["run"])
     assert code == 3
-    assert capsys.readouterr().err == f"llm-eval: error: {absent}: no such file\n"
+    assert err == f"llm-eval: error: {absent}: no such file\n"
 
 
 @pytest.mark.parametrize(
@@ -264,12 +255,9 @@ def test_missing_input_file(
         (["--gold", "{gold}", "--run", "{run}", "--run-format", "tsv"], "--run-format"),
     ],
 )
-def test_usage_errors(
-    capsys: pytest.CaptureFixture[str], gold: Path, run: Path, args: list[str], message: str
-) -> None:
+def test_usage_errors(cli: Cli, gold: Path, run: Path, args: list[str], message: str) -> None:
     argv = [a.format(gold=gold, run=run) for a in args]
-    code = main(["evaluate", *argv])
-    out, err = capsys.readouterr()
+    code, out, err = cli("evaluate", *argv)
     assert code == ExitCode.USAGE == 2
     assert out == ""
     assert message in err
@@ -302,11 +290,11 @@ def test_console_script_returns_the_exit_code(tmp_path: Path, run: Path) -> None
 
 @pytest.mark.parametrize("metric", ["latency_p95", "stale_rate@5", "context_recall"])
 def test_metrics_that_need_the_config_point_to_the_gate(
-    capsys: pytest.CaptureFixture[str], gold: Path, run: Path, metric: str
+    cli: Cli, gold: Path, run: Path, metric: str
 ) -> None:
-    code = main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", metric])
+    code, _, err = cli("evaluate", "--gold", gold, "--run", run, "-m", metric)
     assert code == 3
-    assert capsys.readouterr().err == (
+    assert err == (
         "llm-eval: error: evaluate computes relevance, ranking and rejection metrics; "
         f"{metric} is computed by `llm-eval gate`, which reads the config\n"
     )
@@ -394,13 +382,14 @@ def test_evaluate_computes_ranking_and_rejection_metrics_as_the_gate_does(
 
 
 def test_evaluate_per_query_rows_hold_the_metrics_each_query_has(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(gate_project(tmp_path, ""))
     monkeypatch.setenv("COLUMNS", "80")
     args = ["evaluate", "--gold", "gold.jsonl", "--run", "run.jsonl", "--per-query"]
-    assert main([*args, "-m", "rejection_accuracy", "-m", "rank_correlation@3"]) == 0
-    assert capsys.readouterr().out == (
+    code, out, _ = cli(*args, "-m", "rejection_accuracy", "-m", "rank_correlation@3")
+    assert code == 0
+    assert out == (
         "query  rejection_accuracy  rank_correlation@3\n"
         "-----  ------------------  ------------------\n"
         "all                0.2500             -0.0670\n"
@@ -417,21 +406,21 @@ def test_evaluate_per_query_rows_hold_the_metrics_each_query_has(
     )
 
 
-def test_rejection_metrics_need_a_gold_set(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_rejection_metrics_need_a_gold_set(tmp_path: Path, cli: Cli) -> None:
     qrels = tmp_path / "qrels.txt"
     qrels.write_text(TREC_QRELS, encoding="utf-8")
     run = tmp_path / "run.trec"
     run.write_text(TREC_RUN, encoding="utf-8")
     base = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--format", "json"]
-    assert main([*base, "-m", "rejection_accuracy"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli(*base, "-m", "rejection_accuracy")
+    assert code == 3
+    assert err == (
         "llm-eval: error: rejection_accuracy needs a gold set (--gold): qrels do not mark "
         "rejection queries\n"
     )
-    assert main([*base, "-m", "score_discrimination@2"]) == 0
+    code, printed, _ = cli(*base, "-m", "score_discrimination@2")
+    assert code == 0
     # q1 is ranked d9 (3.0), then d2 and d1 tied at 1.0; q2 d3 (0.9), d8 (0.5).
     expected = (cv([3.0, 1.0]) + cv([0.9, 0.5])) / 2
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(printed)
     assert out["metrics"]["score_discrimination@2"] == pytest.approx(expected, abs=1e-12)

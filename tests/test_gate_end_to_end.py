@@ -203,10 +203,10 @@ def test_without_a_baseline_only_floors_are_checked(
 
 
 def test_baseline_refresh_round_trip_and_refusal(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["baseline", "refresh", "--baseline", "fresh.json"]) == 0
+    assert cli("baseline", "refresh", "--baseline", "fresh.json")[0] == 0
     fresh = load_baseline(shared_demo / "fresh.json")
     committed = load_baseline(shared_demo / "gold" / "baseline.json")
     assert fresh is not None and committed is not None
@@ -214,17 +214,20 @@ def test_baseline_refresh_round_trip_and_refusal(
     # included), and refreshing it moves nothing.
     assert fresh.per_query == committed.per_query
     assert "judged@5" in committed.per_query["a-001"]
-    assert main(["baseline", "refresh", "--baseline", "gold/baseline.json"]) == 0
-    assert "Nothing moved" in capsys.readouterr().out
+    code, out, _ = cli("baseline", "refresh", "--baseline", "gold/baseline.json")
+    assert code == 0
+    assert "Nothing moved" in out
     # The degraded retriever is below the recall floor: refused unless forced.
     args = ["baseline", "refresh", "--config", "config/examples/degraded.yaml"]
-    assert main([*args, "--baseline", "degraded.json"]) == 1
+    code, out, _ = cli(*args, "--baseline", "degraded.json")
+    assert code == 1
     assert not (shared_demo / "degraded.json").exists()
-    assert "Not writing degraded.json" in capsys.readouterr().out
-    assert main([*args, "--baseline", "degraded.json", "--force"]) == 0
+    assert "Not writing degraded.json" in out
+    assert cli(*args, "--baseline", "degraded.json", "--force")[0] == 0
     assert (shared_demo / "degraded.json").exists()
-    assert main(["baseline", "show", "--baseline", "degraded.json"]) == 0
-    assert "Baseline degraded.json" in capsys.readouterr().out
+    code, out, _ = cli("baseline", "show", "--baseline", "degraded.json")
+    assert code == 0
+    assert "Baseline degraded.json" in out
 
 
 def test_check_quality_gates_script_has_the_same_exit_code(
@@ -246,13 +249,12 @@ def test_retrieve_then_compare_two_runs(
     shared_demo: Path,
     demo_run: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["retrieve", "--config", "config/examples/degraded.yaml", "--out", "b.jsonl"]) == 0
-    capsys.readouterr()
-    assert main(["compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp"]) == 0
-    out = capsys.readouterr().out
+    assert cli("retrieve", "--config", "config/examples/degraded.yaml", "--out", "b.jsonl")[0] == 0
+    code, out, _ = cli("compare", "a.jsonl", "b.jsonl", "-m", "recall@5", "--out", "cmp")
+    assert code == 0
     assert out.startswith("compare: A is better on recall@5 (−9.0 pp)\nA = a.jsonl\n")
     lines = out.splitlines()
     overall = lines[lines.index("overall (327 queries)") + 3]
@@ -268,17 +270,17 @@ def test_retrieve_then_compare_two_runs(
     assert float(p) < 0.05
     assert (shared_demo / "cmp" / "compare.md").read_text().startswith("## A/B comparison")
     # The same run against itself: no difference anywhere.
-    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "mrr", "--out", "same"]) == 0
+    assert cli("compare", "a.jsonl", "a.jsonl", "-m", "mrr", "--out", "same")[0] == 0
     same = (shared_demo / "same" / "compare.csv").read_text().splitlines()[1:]
     assert all(line.endswith(",no significant difference") for line in same)
 
 
 def test_gold_validate_and_stats(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["gold", "validate"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("gold", "validate")
+    assert code == 0
     # The figures are the power model's (tests/test_power.py checks them on every surface).
     assert re.search(
         r"^warning: retrieval_recall_at_5: recall@5 \(tier A\): with 176 queries, a drop of "
@@ -295,8 +297,8 @@ def test_gold_validate_and_stats(
         re.MULTILINE,
     )
     assert out.rstrip().endswith("warnings)")
-    assert main(["gold", "stats"]) == 0
-    stats = capsys.readouterr().out
+    code, stats, _ = cli("gold", "stats")
+    assert code == 0
     assert "The drop each gate catches 4 times in 5 on each scope it checks" in stats
     # One row per scope a gate checks: recall@5's gate reads tier A only, MRR's all
     # queries and, per tag, each tag; no row for tier B, which no gate reads alone.
@@ -327,7 +329,7 @@ def test_gold_validate_and_stats(
 
 
 def test_gold_validate_rejects_labels_missing_from_the_corpus(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     gold = shared_demo / "gold" / "python-docs-B.jsonl"
     original = gold.read_text()
@@ -336,8 +338,9 @@ def test_gold_validate_rejects_labels_missing_from_the_corpus(
     try:
         gold.write_text(json.dumps(first) + "\n" + "\n".join(original.splitlines()[1:]) + "\n")
         monkeypatch.chdir(shared_demo)
-        assert main(["gold", "validate"]) == 3
-        assert capsys.readouterr().err == (
+        code, _, err = cli("gold", "validate")
+        assert code == 3
+        assert err == (
             "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.no-such-passage#0: "
             "document 'no-such-passage#0' is not in the corpus gold/corpus.jsonl\n"
         )
@@ -349,22 +352,24 @@ def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(
     shared_demo: Path,
     demo_run: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "latency_p95"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("compare", "a.jsonl", "a.jsonl", "-m", "latency_p95")
+    assert code == 3
+    assert err == (
         "llm-eval: error: compare pairs per-query values, and latency_p95 is an aggregate "
         "over queries; gate it with `llm-eval gate` instead\n"
     )
-    assert main(["compare", "a.jsonl", "a.jsonl", "-m", "score_discrimination@10"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("compare", "a.jsonl", "a.jsonl", "-m", "score_discrimination@10")
+    assert code == 3
+    assert err == (
         "llm-eval: error: compare pairs per-query values, and score_discrimination@10 is "
         "unbounded, so no paired test valid at every size exists for it; gate it with "
         "`llm-eval gate` instead\n"
     )
     args = ["compare", "a.jsonl", "a.jsonl", "-m", "rejection_accuracy", "--out", "rej"]
-    assert main(args) == 0
+    assert cli(*args)[0] == 0
     rows = (shared_demo / "rej" / "compare.csv").read_text().splitlines()
     overall = rows[1].split(",")
     assert overall[:3] == ["overall", "rejection_accuracy", "15"]  # the 15 rejection queries
@@ -452,23 +457,24 @@ def test_the_output_folder_ignores_itself(gated: Callable[..., Gated]) -> None:
 
 
 def test_baseline_show_reads_the_baseline_the_config_names(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
     config = (shared_demo / "config" / "llm-eval.yaml").read_text()
     other = config.replace("baseline: gold/baseline.json", "baseline: gold/other.json")
     (shared_demo / "config" / "other.yaml").write_text(other)
     shutil.copy(shared_demo / "gold" / "baseline.json", shared_demo / "gold" / "other.json")
-    assert main(["baseline", "show", "--config", "config/other.yaml"]) == 0
-    assert capsys.readouterr().out.startswith("Baseline gold/other.json\n")
+    code, out, _ = cli("baseline", "show", "--config", "config/other.yaml")
+    assert code == 0
+    assert out.startswith("Baseline gold/other.json\n")
 
 
 def test_gold_stats_counts_without_a_baseline(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["gold", "stats", "--baseline", "none.json"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("gold", "stats", "--baseline", "none.json")
+    assert code == 0
     assert "tag troubleshooting" in out
     assert out.endswith(
         "No baseline at none.json: the smallest detectable drops are estimated from its\n"
@@ -658,7 +664,7 @@ def test_one_slightly_worse_query_is_reported_and_commented_on(
         assert row.endswith(word[entry["status"]])
     assert "inf" not in (shared_demo / "moved" / "report.md").read_text()
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    assert main(["comment", "--report", "moved/report.json", "--dry-run"]) == 0
+    assert cli("comment", "--report", "moved/report.json", "--dry-run")[0] == 0
 
 
 def test_the_scale_benchmark_project_is_gated_with_its_changes(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
+from conftest import Cli
 from fake_github import FakeGitHub, serve
 
 from llm_eval import defaults
-from llm_eval.cli import main
 from llm_eval.commands.comment import Target, When, resolve_target, withheld_because
 from llm_eval.errors import InputError
 from llm_eval.formats.markdown import COMMENT_MARKER, render_comment
@@ -44,75 +44,78 @@ def github(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeGitH
         yield state
 
 
-def comment(*args: str, report: str = "failure") -> int:
-    return main(["comment", "--report", str(REPORTS / f"{report}.json"), *args])
+def comment(cli: Cli, *args: str, report: str = "failure") -> tuple[int, str, str]:
+    """`llm-eval comment --report REPORT ARGS` on one of the sample reports."""
+    return cli("comment", "--report", REPORTS / f"{report}.json", *args)
 
 
 def body(report: str) -> str:
     return render_comment(json.loads((REPORTS / f"{report}.json").read_text(encoding="utf-8")))
 
 
-def test_create_then_update_in_place_then_leave_alone(github: FakeGitHub) -> None:
-    assert comment(report="failure") == 0
+def test_create_then_update_in_place_then_leave_alone(github: FakeGitHub, cli: Cli) -> None:
+    assert comment(cli, report="failure")[0] == 0
     (created,) = github.comments[7]
     assert (created.login, created.body) == ("llm-eval-bot", body("failure"))
     assert [r.method for r in github.writes()] == ["POST"]
 
-    assert comment(report="pass") == 0
+    assert comment(cli, report="pass")[0] == 0
     assert github.comments[7] == [created]
     assert created.body == body("pass")
     assert [r.method for r in github.writes()] == ["POST", "PATCH"]
     assert github.writes()[1].path == f"/repos/octo/demo/issues/comments/{created.id}"
 
-    assert comment(report="pass") == 0
+    assert comment(cli, report="pass")[0] == 0
     assert [r.method for r in github.writes()] == ["POST", "PATCH"]  # nothing written
 
 
 def test_the_own_comment_is_found_on_the_last_page_among_150_others(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
+    github: FakeGitHub, cli: Cli
 ) -> None:
     for i in range(150):
         quoting = i % 7 == 0  # others may quote the marker; their comments are not ours
         github.add_comment(7, f"user{i % 5}", f"{COMMENT_MARKER}\nfake" if quoting else f"c{i}")
     own = github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nold")
-    assert comment() == 0
+    code, out, _ = comment(cli)
+    assert code == 0
     assert own.body == body("failure")
     assert len(github.comments[7]) == 151
     pages = [r.path for r in github.requests if r.path.startswith("/repos/octo/demo/issues/7/")]
     assert len(pages) == 2  # 100 a page: both pages were read
     assert "page=2" in pages[1]
-    assert capsys.readouterr().out == (
+    assert out == (
         f"llm-eval comment: updated: https://github.example/octo/demo/pull/7#issuecomment-{own.id}\n"
     )
 
 
-def test_a_marker_in_a_comment_by_someone_else_is_never_taken_over(github: FakeGitHub) -> None:
+def test_a_marker_in_a_comment_by_someone_else_is_never_taken_over(
+    github: FakeGitHub, cli: Cli
+) -> None:
     theirs = github.add_comment(7, "mallory", f"{COMMENT_MARKER}\nplease overwrite me")
-    assert comment() == 0
+    assert comment(cli)[0] == 0
     assert theirs.body == f"{COMMENT_MARKER}\nplease overwrite me"
     assert [c.login for c in github.comments[7]] == ["mallory", "llm-eval-bot"]
 
 
 def test_head_sha_finds_the_open_pull_request_across_pages(
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.delenv("GITHUB_EVENT_PATH")  # a workflow_run: no pull_request in the event
     for number in range(100, 230):
         github.add_pull(number, f"{number:040x}")
     github.add_pull(42, "ab" * 20)
     github.add_pull(300, "ab" * 20, state="closed")  # the same commit, closed: not this one
-    assert comment("--head-sha", "AB" * 20) == 0
+    assert comment(cli, "--head-sha", "AB" * 20)[0] == 0
     assert [c.login for c in github.comments[42]] == ["llm-eval-bot"]
     assert github.comments[300] == []
     listed = [r.path for r in github.requests if r.path.startswith("/repos/octo/demo/pulls?")]
     assert all("state=open" in path for path in listed) and len(listed) == 2
 
 
-def test_no_open_pull_request_for_the_head_sha_is_a_warning(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert comment("--head-sha", "cd" * 20) == 0
-    assert capsys.readouterr().err == (
+def test_no_open_pull_request_for_the_head_sha_is_a_warning(github: FakeGitHub, cli: Cli) -> None:
+    code, _, err = comment(cli, "--head-sha", "cd" * 20)
+    assert code == 0
+    assert err == (
         f"llm-eval comment: warning: no comment posted: no open pull request of octo/demo has "
         f"head {'cd' * 20} (the gate's verdict stands; --strict makes this an error)\n"
     )
@@ -120,30 +123,32 @@ def test_no_open_pull_request_for_the_head_sha_is_a_warning(
 
 
 def test_an_installation_token_falls_back_to_the_actions_bot_login(
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", APP_TOKEN)
     github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nanother bot's")
     own = github.add_comment(7, "github-actions[bot]", f"{COMMENT_MARKER}\nold")
-    assert comment() == 0
+    assert comment(cli)[0] == 0
     assert own.body == body("failure")
     assert [r.method for r in github.writes()] == ["PATCH"]
     assert any(r.path == "/user" for r in github.requests)  # asked, got 403, fell back
 
 
 def test_a_read_only_token_warns_and_exits_0_or_4_with_strict(
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY)
-    assert comment() == 0
-    assert capsys.readouterr().err == (
+    code, _, err = comment(cli)
+    assert code == 0
+    assert err == (
         "llm-eval comment: warning: no comment posted: writing the comment on pull request #7: "
         "GitHub answered 403 (Resource not accessible by integration): the token is read-only "
         "(pull requests from forks get a read-only GITHUB_TOKEN) (the gate's verdict stands; "
         "--strict makes this an error)\n"
     )
-    assert comment("--strict") == 4
-    assert capsys.readouterr().err.startswith(
+    code, _, err = comment(cli, "--strict")
+    assert code == 4
+    assert err.startswith(
         "llm-eval: error: writing the comment on pull request #7: GitHub answered 403"
     )
     assert github.comments[7] == []
@@ -175,36 +180,36 @@ def test_a_read_only_token_warns_and_exits_0_or_4_with_strict(
 )
 def test_github_failures_warn_and_exit_0_or_4_with_strict_without_retrying(
     github: FakeGitHub,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     setup: object,
     message: str,
 ) -> None:
     setup(github)  # type: ignore[operator]
-    assert comment() == 0
+    code, _, warned = comment(cli)
+    assert code == 0
     asked_once = Counter((r.method, r.path) for r in github.requests)
-    assert comment("--strict") == 4
+    code, _, failed = comment(cli, "--strict")
+    assert code == 4
     # No retry (and so no waiting for a rate limit to reset): each run asks each thing once.
     assert max(asked_once.values()) == 1
     assert Counter((r.method, r.path) for r in github.requests) == asked_once + asked_once
-    err = capsys.readouterr().err
-    assert err == (
+    assert warned == (
         f"llm-eval comment: warning: no comment posted: {message} (the gate's verdict stands; "
-        f"--strict makes this an error)\nllm-eval: error: {message}\n"
+        "--strict makes this an error)\n"
     )
+    assert failed == f"llm-eval: error: {message}\n"
     assert github.writes() == []
 
 
 def test_the_token_never_appears_in_the_output(
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     github.echo_authorization = True  # error bodies quote the request's Authorization header
     github.forced["POST /repos/octo/demo/issues/7/comments"] = 422
-    for args in ([], ["--strict"]):
-        comment(*args)
+    printed = [comment(cli, *args)[1:] for args in ([], ["--strict"])]
     monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY)
-    comment("--strict")
-    captured = capsys.readouterr()
-    output = captured.out + captured.err
+    printed.append(comment(cli, "--strict")[1:])
+    output = "".join(out + err for out, err in printed)
     assert "request had Authorization: token ***" in output  # the echo arrived, scrubbed
     for secret in (TOKEN, READ_ONLY, TOKEN[4:20]):
         assert secret not in output
@@ -212,7 +217,7 @@ def test_the_token_never_appears_in_the_output(
 
 @pytest.mark.parametrize("answer", ["html", "redirect"])
 def test_an_api_that_is_not_github_warns_and_exits_0_or_4_with_strict(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str], answer: str
+    github: FakeGitHub, cli: Cli, answer: str
 ) -> None:
     elsewhere = FakeGitHub(users={TOKEN: "llm-eval-bot"})
     elsewhere.add_pull(7, HEAD)
@@ -221,16 +226,19 @@ def test_an_api_that_is_not_github_warns_and_exits_0_or_4_with_strict(
             github.html = True
         else:
             github.redirect = elsewhere.base_url
-        assert comment() == 0
-        assert comment("--strict") == 4
+        code, _, warned = comment(cli)
+        assert code == 0
+        code, _, failed = comment(cli, "--strict")
+        assert code == 4
     message = (
         f"{github.base_url} does not answer as the GitHub API (an HTML page, or a redirect to "
         "another host or port); check GITHUB_API_URL"
     )
-    assert capsys.readouterr().err == (
+    assert warned == (
         f"llm-eval comment: warning: no comment posted: {message} (the gate's verdict stands; "
-        f"--strict makes this an error)\nllm-eval: error: {message}\n"
+        "--strict makes this an error)\n"
     )
+    assert failed == f"llm-eval: error: {message}\n"
     assert elsewhere.writes() == []
 
 
@@ -238,22 +246,21 @@ def test_an_api_that_is_not_github_warns_and_exits_0_or_4_with_strict(
 def test_an_api_url_that_is_not_http_is_refused_before_any_request(
     github: FakeGitHub,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     url: str,
 ) -> None:
     monkeypatch.setenv("GITHUB_API_URL", url)
-    assert comment("--strict") == 4
-    assert capsys.readouterr().err == (
-        f"llm-eval: error: GITHUB_API_URL must be an http(s) URL, got {url!r}\n"
-    )
+    code, _, err = comment(cli, "--strict")
+    assert code == 4
+    assert err == (f"llm-eval: error: GITHUB_API_URL must be an http(s) URL, got {url!r}\n")
     assert github.requests == []
 
 
 def test_a_token_with_a_line_end_is_stripped(
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", f"  {TOKEN}\r\n")
-    assert comment("--strict") == 0
+    assert comment(cli, "--strict")[0] == 0
     assert [c.login for c in github.comments[7]] == ["llm-eval-bot"]
 
 
@@ -261,12 +268,12 @@ def test_a_token_with_a_line_end_is_stripped(
 def test_a_token_that_cannot_be_one_is_never_shown(
     github: FakeGitHub,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     token: str,
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", token)
-    assert comment("--strict") == 4
-    err = capsys.readouterr().err
+    code, _, err = comment(cli, "--strict")
+    assert code == 4
     assert err == (
         "llm-eval: error: GITHUB_TOKEN holds white space, control or non-ASCII characters "
         "(not shown)\n"
@@ -274,11 +281,8 @@ def test_a_token_that_cannot_be_one_is_never_shown(
     assert github.requests == []
 
 
-def test_dry_run_prints_the_body_and_touches_nothing(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert comment("--dry-run") == 0
-    assert capsys.readouterr().out == body("failure")
+def test_dry_run_prints_the_body_and_touches_nothing(github: FakeGitHub, cli: Cli) -> None:
+    assert comment(cli, "--dry-run")[:2] == (0, body("failure"))
     assert github.requests == []
 
 
@@ -286,33 +290,37 @@ def test_outside_a_pull_request_there_is_nothing_to_comment_on(
     github: FakeGitHub,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     push = tmp_path / "push.json"
     push.write_text(json.dumps({"ref": "refs/heads/main"}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))
-    assert comment() == 0
-    assert "no pull request: give --pr or --head-sha" in capsys.readouterr().err
+    code, _, err = comment(cli)
+    assert code == 0
+    assert "no pull request: give --pr or --head-sha" in err
     monkeypatch.delenv("GITHUB_TOKEN")
-    assert comment("--pr", "7", "--strict") == 4
-    assert capsys.readouterr().err == "llm-eval: error: GITHUB_TOKEN is not set\n"
+    assert comment(cli, "--pr", "7", "--strict")[::2] == (
+        4,
+        "llm-eval: error: GITHUB_TOKEN is not set\n",
+    )
     assert github.requests == []
 
 
-def test_a_report_that_is_not_one_exits_3(
-    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_report_that_is_not_one_exits_3(github: FakeGitHub, tmp_path: Path, cli: Cli) -> None:
     bad = tmp_path / "report.json"
     bad.write_text(json.dumps({"schema_version": 1, "gates": "nope"}))
-    assert main(["comment", "--report", str(bad)]) == 3
-    assert capsys.readouterr().err == f"llm-eval: error: {bad}: changes: missing required key\n"
+    assert cli("comment", "--report", bad)[::2] == (
+        3,
+        f"llm-eval: error: {bad}: changes: missing required key\n",
+    )
     bad.write_text(json.dumps({"schema_version": 99}))
-    assert main(["comment", "--report", str(bad)]) == 3
-    assert "schema_version 99 is not supported (this llm-eval reads 1)" in capsys.readouterr().err
+    code, _, err = cli("comment", "--report", bad)
+    assert code == 3
+    assert "schema_version 99 is not supported (this llm-eval reads 1)" in err
 
 
-def test_pr_and_head_sha_together_are_a_usage_error(github: FakeGitHub) -> None:
-    assert comment("--pr", "7", "--head-sha", HEAD) == 2
+def test_pr_and_head_sha_together_are_a_usage_error(github: FakeGitHub, cli: Cli) -> None:
+    assert comment(cli, "--pr", "7", "--head-sha", HEAD)[0] == 2
 
 
 @pytest.mark.parametrize(
@@ -358,26 +366,22 @@ def test_resolve_target_failures(tmp_path: Path) -> None:
 # --- when a new comment is posted (--when) -------------------------------------------
 
 
-def test_an_unchanged_pass_posts_no_new_comment(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert comment(report="pass") == 0
+def test_an_unchanged_pass_posts_no_new_comment(github: FakeGitHub, cli: Cli) -> None:
+    code, out, _ = comment(cli, report="pass")
+    assert code == 0
     assert github.comments[7] == []
     assert github.writes() == []
-    assert capsys.readouterr().out == (
-        "llm-eval comment: not posted: unchanged pass (comment: on_change)\n"
-    )
+    assert out == ("llm-eval comment: not posted: unchanged pass (comment: on_change)\n")
 
 
-def test_an_unchanged_pass_updates_the_comment_already_there(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unchanged_pass_updates_the_comment_already_there(github: FakeGitHub, cli: Cli) -> None:
     own = github.add_comment(7, "llm-eval-bot", f"{COMMENT_MARKER}\nthe failure of a run before")
-    assert comment(report="pass") == 0
+    code, out, _ = comment(cli, report="pass")
+    assert code == 0
     assert github.comments[7] == [own]
     assert own.body == body("pass")
     assert [r.method for r in github.writes()] == ["PATCH"]
-    assert capsys.readouterr().out == (
+    assert out == (
         f"llm-eval comment: updated: https://github.example/octo/demo/pull/7#issuecomment-{own.id}\n"
     )
 
@@ -402,13 +406,13 @@ def test_an_unchanged_pass_updates_the_comment_already_there(
 )
 def test_when_a_new_comment_is_posted(
     github: FakeGitHub,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     when: str,
     report: str,
     posted: bool,
 ) -> None:
-    assert comment("--when", when, report=report) == 0
-    out = capsys.readouterr().out
+    code, out, _ = comment(cli, "--when", when, report=report)
+    assert code == 0
     if posted:
         (created,) = github.comments[7]
         assert created.body == body(report)
@@ -422,10 +426,12 @@ def test_when_a_new_comment_is_posted(
         assert out.endswith(f" (comment: {when})\n")
 
 
-def test_on_fail_updates_the_comment_already_there_to_the_pass(github: FakeGitHub) -> None:
-    assert comment("--when", "on_fail", report="failure") == 0
+def test_on_fail_updates_the_comment_already_there_to_the_pass(
+    github: FakeGitHub, cli: Cli
+) -> None:
+    assert comment(cli, "--when", "on_fail", report="failure")[0] == 0
     (created,) = github.comments[7]
-    assert comment("--when", "on_fail", report="warning") == 0
+    assert comment(cli, "--when", "on_fail", report="warning")[0] == 0
     assert github.comments[7] == [created]
     assert created.body == body("warning")
 
@@ -460,9 +466,8 @@ def test_the_when_choices_are_the_commands() -> None:
     assert defaults.COMMENT_WHEN in defaults.COMMENT_WHEN_CHOICES
 
 
-def test_an_unknown_when_is_a_usage_error(
-    github: FakeGitHub, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert comment("--when", "sometimes") == 2
-    assert "'sometimes' is not one of 'always', 'on_change', 'on_fail'" in capsys.readouterr().err
+def test_an_unknown_when_is_a_usage_error(github: FakeGitHub, cli: Cli) -> None:
+    code, _, err = comment(cli, "--when", "sometimes")
+    assert code == 2
+    assert "'sometimes' is not one of 'always', 'on_change', 'on_fail'" in err
     assert github.requests == []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_demo
+from conftest import Cli, copy_demo
 
 from llm_eval.cli import main
 from llm_eval.commands.hook import install as install_hook
@@ -134,17 +134,16 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def test_install_writes_an_executable_hook_running_this_python(
-    repo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_install_writes_an_executable_hook_running_this_python(repo: Path, cli: Cli) -> None:
     (repo / "config" / "llm-eval.yaml").write_text(
         "gold:\n  - {path: data/queries.jsonl, tier: A}\ncorpus: gold/corpus.jsonl\n"
         "retriever: {kind: bm25}\n",
         encoding="utf-8",
     )
-    assert main(["hook", "install"]) == 0
+    code, out, _ = cli("hook", "install")
+    assert code == 0
     hook = repo / ".git" / "hooks" / "pre-push"
-    assert capsys.readouterr().out == (
+    assert out == (
         "Installed .git/hooks/pre-push: runs `llm-eval gate` on the tip of each pushed branch "
         "when the push changes config/, gold/, data/queries.jsonl; `git push --no-verify` "
         "skips it once.\n"
@@ -170,7 +169,7 @@ def test_install_writes_an_executable_hook_running_this_python(
     ],
 )
 def test_install_watches_what_the_retriever_depends_on(
-    repo: Path, retriever: str, files: list[str], watched: list[str]
+    repo: Path, retriever: str, files: list[str], watched: list[str], cli: Cli
 ) -> None:
     for name in files:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -179,15 +178,15 @@ def test_install_watches_what_the_retriever_depends_on(
         f"gold:\n  - {{path: gold/q.jsonl, tier: A}}\nretriever: {retriever}\n",
         encoding="utf-8",
     )
-    assert main(["hook", "install"]) == 0
+    assert cli("hook", "install")[0] == 0
     script = (repo / ".git" / "hooks" / "pre-push").read_text(encoding="utf-8")
     assert re.findall(r"--watch (\S+)", script) == ["config/", "gold/", *watched]
 
 
-def test_install_writes_the_given_watch_paths_and_options(repo: Path) -> None:
-    code = main(
-        ["hook", "install", "--watch", "src/retriever/", "--watch", "gold/",
-         "--config", "config/other.yaml", "--baseline", "gold/b.json"]
+def test_install_writes_the_given_watch_paths_and_options(repo: Path, cli: Cli) -> None:
+    code, _, _ = cli(
+        "hook", "install", "--watch", "src/retriever/", "--watch", "gold/",
+        "--config", "config/other.yaml", "--baseline", "gold/b.json",
     )  # fmt: skip
     assert code == 0
     script = (repo / ".git" / "hooks" / "pre-push").read_text(encoding="utf-8")
@@ -196,31 +195,30 @@ def test_install_writes_the_given_watch_paths_and_options(repo: Path) -> None:
     assert "--baseline gold/b.json" in script
 
 
-def test_install_honours_core_hooks_path(repo: Path) -> None:
+def test_install_honours_core_hooks_path(repo: Path, cli: Cli) -> None:
     subprocess.run(["git", "config", "core.hooksPath", "tools/hooks"], check=True)
-    assert main(["hook", "install"]) == 0
+    assert cli("hook", "install")[0] == 0
     assert is_ours((repo / "tools" / "hooks" / "pre-push").read_text(encoding="utf-8"))
     assert not (repo / ".git" / "hooks" / "pre-push").exists()
 
 
-def test_install_refuses_a_hook_it_did_not_write_unless_forced(
-    repo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_install_refuses_a_hook_it_did_not_write_unless_forced(repo: Path, cli: Cli) -> None:
     hook = repo / ".git" / "hooks" / "pre-push"
     hook.write_text("#!/bin/sh\nexec my-own-checks\n", encoding="utf-8")
-    assert main(["hook", "install"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("hook", "install")
+    assert code == 3
+    assert err == (
         "llm-eval: error: .git/hooks/pre-push: a pre-push hook that llm-eval did not write "
         "is installed; pass --force to replace it\n"
     )
     assert hook.read_text(encoding="utf-8") == "#!/bin/sh\nexec my-own-checks\n"
-    assert main(["hook", "install", "--force"]) == 0
+    assert cli("hook", "install", "--force")[0] == 0
     assert is_ours(hook.read_text(encoding="utf-8"))
-    assert main(["hook", "install"]) == 0, "its own hook is replaced without --force"
+    assert cli("hook", "install")[0] == 0, "its own hook is replaced without --force"
 
 
 def test_a_hook_whose_python_is_gone_names_the_command_that_mends_it(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
     """A moved virtualenv: the hook refuses the push and names a command; that command,
     as written, points the hook at the Python now running llm-eval."""
@@ -240,36 +238,36 @@ def test_a_hook_whose_python_is_gone_names_the_command_that_mends_it(
     assert command[0] == "llm-eval"
     # The hook there is llm-eval's own: no --force, which would replace anyone's.
     assert "--force" not in command
-    assert main(command[1:]) == 0
+    assert cli(*command[1:])[0] == 0
     assert f"exec {Path(sys.executable).as_posix()} -m llm_eval.hook" in hook.read_text()
 
 
-def test_uninstall_removes_only_its_own_hook(
-    repo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_uninstall_removes_only_its_own_hook(repo: Path, cli: Cli) -> None:
     hook = repo / ".git" / "hooks" / "pre-push"
-    assert main(["hook", "uninstall"]) == 0
-    assert capsys.readouterr().out == "No pre-push hook at .git/hooks/pre-push.\n"
+    assert cli("hook", "uninstall")[:2] == (0, "No pre-push hook at .git/hooks/pre-push.\n")
     hook.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
-    assert main(["hook", "uninstall"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("hook", "uninstall")
+    assert code == 3
+    assert err == (
         "llm-eval: error: .git/hooks/pre-push: not written by llm-eval; leaving it in place\n"
     )
     assert hook.exists()
-    assert main(["hook", "install", "--force"]) == 0
-    assert main(["hook", "uninstall"]) == 0
-    assert capsys.readouterr().out.endswith("Removed .git/hooks/pre-push.\n")
+    assert cli("hook", "install", "--force")[0] == 0
+    code, out, _ = cli("hook", "uninstall")
+    assert code == 0
+    assert out.endswith("Removed .git/hooks/pre-push.\n")
     assert not hook.exists()
 
 
 def test_install_outside_a_repository_exits_3(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    assert main(["hook", "install"]) == 3
-    assert capsys.readouterr().err.startswith("llm-eval: error: not a git repository")
+    code, _, err = cli("hook", "install")
+    assert code == 3
+    assert err.startswith("llm-eval: error: not a git repository")
 
 
 # --- real pushes ----------------------------------------------------------------

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import Cli
 
-from llm_eval.cli import main
 from llm_eval.output import (
     ASCII_FALLBACK,
     degrade_unencodable_output,
@@ -85,11 +85,11 @@ def test_a_single_column_wider_than_the_limit_still_shows() -> None:
 
 
 def test_the_demo_baseline_reads_within_80_columns(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(shared_demo)
-    assert main(["baseline", "show"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("baseline", "show")
+    assert code == 0
     assert max(map(len, out.splitlines())) <= 80
     for label in ("recall@1", "recall@5", "MRR", "nDCG@10", "precision@5", "hit rate@5"):
         assert f" {label}" in out
@@ -97,7 +97,7 @@ def test_the_demo_baseline_reads_within_80_columns(
 
 
 def test_a_command_runs_with_the_collector_thresholds_raised_then_put_back(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     import gc
 
@@ -108,7 +108,8 @@ def test_a_command_runs_with_the_collector_thresholds_raised_then_put_back(
         command_line, "degrade_unencodable_output", lambda: during.append(gc.get_threshold())
     )
     before = gc.get_threshold()
-    assert main(["--version"]) == 0
+    code, out, _ = cli("--version")
+    assert code == 0
     assert during == [command_line._GC_THRESHOLD] != [before]
     assert gc.get_threshold() == before  # a caller in the same process keeps its own
-    assert capsys.readouterr().out.startswith("llm-eval")
+    assert out.startswith("llm-eval")

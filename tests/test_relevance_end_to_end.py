@@ -40,8 +40,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from llm_eval.cli import main
+from conftest import Cli
 
 GOLD_PAGES = [
     {
@@ -205,11 +204,9 @@ def slice_values(report: dict, name: str) -> dict:
     return {"n": entry["n"], **{m: cell["value"] for m, cell in entry["metrics"].items()}}
 
 
-def test_the_gate_reports_values_worked_by_hand(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["gate", "--run", "run.jsonl"]) == 0
-    out = capsys.readouterr().out
+def test_the_gate_reports_values_worked_by_hand(project: Path, cli: Cli) -> None:
+    code, out, _ = cli("gate", "--run", "run.jsonl")
+    assert code == 0
     report = report_of(project)
     assert report["verdict"] == "warn"
     gates = {g["name"]: (g["value"], g["n"], g["status"]) for g in report["gates"]}
@@ -346,27 +343,25 @@ def test_the_gate_reports_values_worked_by_hand(
     assert "In the top 5: 2 stale documents and 1 conflict (listed in report.json)." in markdown
 
 
-def test_a_stale_ceiling_fails_the_gate_with_a_plain_sentence(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_stale_ceiling_fails_the_gate_with_a_plain_sentence(project: Path, cli: Cli) -> None:
     criteria = project / "config" / "ship-criteria.yaml"
     criteria.write_text(CRITERIA.replace("threshold: 0.2\n", "threshold: 0.1\n"))
-    assert main(["gate", "--run", "run.jsonl"]) == 1
-    assert "✗ stale rate@5 is 15.4%, above the ceiling 10.0%" in capsys.readouterr().out
+    code, out, _ = cli("gate", "--run", "run.jsonl")
+    assert code == 1
+    assert "✗ stale rate@5 is 15.4%, above the ceiling 10.0%" in out
 
 
 def test_against_a_baseline_rejection_gates_are_paired_and_pooled_ones_are_not(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, cli: Cli
 ) -> None:
-    assert main(["baseline", "refresh", "--run", "run.jsonl", "--force"]) == 0
+    assert cli("baseline", "refresh", "--run", "run.jsonl", "--force")[0] == 0
     # Now r3 abstains too, and p1 finds page 46 in the current handbook instead.
     changed = [dict(r) for r in RUN]
     changed[-1] = {"query_id": "r3", "results": [], "abstain": True}
     current = located("handbook-v2", "Handbook.pdf", 46, 9.0)
     changed[0] = {**RUN[0], "results": [current, *RUN[0]["results"][1:]]}
     write_jsonl(project / "changed.jsonl", changed)
-    capsys.readouterr()
-    assert main(["gate", "--run", "changed.jsonl"]) == 0
+    assert cli("gate", "--run", "changed.jsonl")[0] == 0
     report = report_of(project)
     gates = {g["name"]: g for g in report["gates"]}
     rejection = gates["rejection"]
@@ -386,32 +381,30 @@ def test_against_a_baseline_rejection_gates_are_paired_and_pooled_ones_are_not(
     assert (recall["value"], recall["delta"]) == (pytest.approx(0.75), 0.0)
 
 
-def test_evaluate_matches_pages_and_passages_too(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_evaluate_matches_pages_and_passages_too(project: Path, cli: Cli) -> None:
     args = ["evaluate", "--run", "run.jsonl", "-m", "recall@5", "-m", "mrr", "--format", "json"]
-    assert main([*args, "--gold", "gold/pages.jsonl", "--gold", "gold/passages.jsonl"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    code, out, _ = cli(*args, "--gold", "gold/pages.jsonl", "--gold", "gold/passages.jsonl")
+    assert code == 0
+    document = json.loads(out)
     assert document["metrics"] == {"recall@5": 0.75, "mrr": 0.625}
     assert document["queries"]["rejection"] == 3
 
 
-def test_a_bad_sidecar_line_stops_the_gate_with_exit_3(
-    project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_bad_sidecar_line_stops_the_gate_with_exit_3(project: Path, cli: Cli) -> None:
     write_jsonl(
         project / "gold" / "versions.jsonl",
         [*VERSIONS, {"doc_id": "x", "effective_timestamp": "soon"}],
     )
-    assert main(["gate", "--run", "run.jsonl"]) == 3
-    assert capsys.readouterr().err == (
+    code, _, err = cli("gate", "--run", "run.jsonl")
+    assert code == 3
+    assert err == (
         "llm-eval: error: gold/versions.jsonl:5: effective_timestamp: must be an ISO 8601 "
         'date or time, got "soon"\n'
     )
 
 
 def test_the_bundled_example_runs_as_its_readme_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     """gold/examples holds the data of this module; its command gives the same numbers."""
     repo = Path(__file__).resolve().parents[1]
@@ -419,8 +412,9 @@ def test_the_bundled_example_runs_as_its_readme_says(
     monkeypatch.chdir(tmp_path)
     examples = "gold/examples/"
     args = ["--config", f"{examples}llm-eval.yaml", "--criteria", f"{examples}ship-criteria.yaml"]
-    assert main(["gate", *args, "--run", f"{examples}run.jsonl"]) == 0
-    assert capsys.readouterr().out.startswith("llm-eval gate: WARNING: ")
+    code, out, _ = cli("gate", *args, "--run", f"{examples}run.jsonl")
+    assert code == 0
+    assert out.startswith("llm-eval gate: WARNING: ")
     report = json.loads((tmp_path / ".llm-eval" / "examples" / "report.json").read_text())
     values = {g["metric"]: g["value"] for g in report["gates"]}
     assert values == pytest.approx(

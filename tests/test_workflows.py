@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_demo
+from conftest import Cli, copy_demo
 from conftest import script as repo_script
 from fake_github import FakeGitHub, serve
 from workflow_steps import (
@@ -32,7 +32,6 @@ from workflow_steps import (
 )
 
 from llm_eval import DISTRIBUTION
-from llm_eval.cli import main
 from llm_eval.commands.init import point_workflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,7 +83,7 @@ def test_each_push_keeps_its_report_on_the_history_branch(
     pushed: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     """The keep and dashboard steps, run by bash as the runner runs them, against a
     bare `origin`: the first push starts the history branch, the second adds a line, and
@@ -117,8 +116,9 @@ def test_each_push_keeps_its_report_on_the_history_branch(
     history = tmp_path / "history.jsonl"
     history.write_text(git(origin, "show", "llm-eval-history:history.jsonl"))
     monkeypatch.chdir(pushed)
-    assert main(["history", "--history-file", str(history)]) == 0
-    table = capsys.readouterr().out.split("subject\n", 1)[1].splitlines()[1:]
+    code, out, _ = cli("history", "--history-file", history)
+    assert code == 0
+    table = out.split("subject\n", 1)[1].splitlines()[1:]
     # The first push is the baseline's own commit: one point; the second a kept report.
     assert [row.split()[1] for row in table] == [sha[:7] for sha in shas]
     assert table[-1].endswith("(kept report)")
@@ -128,19 +128,18 @@ def test_a_corrupt_report_is_not_kept(
     shared_demo: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     history = tmp_path / "history.jsonl"
     history.write_text('{"kept": "before"}\n')
     report = tmp_path / "report.json"
     report.write_text('{"verdict": "pass"}')
     monkeypatch.chdir(shared_demo)
-    assert main(["history", "--record", str(report), "--history-file", str(history)]) == 3
-    assert capsys.readouterr().err == (
-        f"llm-eval: error: {report}: changes: missing required key\n"
-    )
+    code, _, err = cli("history", "--record", report, "--history-file", history)
+    assert code == 3
+    assert err == f"llm-eval: error: {report}: changes: missing required key\n"
     assert history.read_text() == '{"kept": "before"}\n'
-    assert main(["history", "--record", str(report)]) == 2  # no file named to keep it in
+    assert cli("history", "--record", report)[0] == 2  # no file named to keep it in
 
 
 def test_the_expected_files_are_there() -> None:

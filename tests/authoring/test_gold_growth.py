@@ -7,12 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import copy_demo, gold_query
+from conftest import Cli, copy_demo, gold_query
 
 from llm_eval.authoring.corpus_coverage import area_of, coverage, section_of
 from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline_io import load_baseline
-from llm_eval.cli import main
 from llm_eval.corpus import Document
 from llm_eval.gate import Power
 from llm_eval.gold import GoldQuery
@@ -61,10 +60,10 @@ def test_coverage_by_hand() -> None:
     assert tags == {"files": (1, {"A": 1}, ("os",)), "text": (2, {"A": 2}, ("re",))}
 
 
-def test_coverage_of_the_demo(indexed_demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_coverage_of_the_demo(indexed_demo: Path, cli: Cli) -> None:
     out = indexed_demo / "coverage.json"
-    assert main(["gold", "coverage", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    code, text, _ = cli("gold", "coverage", "--out", out)
+    assert code == 0
     report = json.loads(out.read_text())
     corpus_lines = (REPO / "gold" / "corpus.jsonl").read_text().count("\n")
     assert report["documents"] == corpus_lines
@@ -77,9 +76,7 @@ def test_coverage_of_the_demo(indexed_demo: Path, capsys: pytest.CaptureFixture[
     assert max(len(line) for line in text.splitlines()) <= 80
 
 
-def test_coverage_lists_every_label_the_corpus_lacks(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_coverage_lists_every_label_the_corpus_lacks(indexed_demo: Path, cli: Cli) -> None:
     gold = indexed_demo / "gold" / "python-docs-B.jsonl"
     lines = gold.read_text().splitlines()
     for i in (0, 4):
@@ -87,21 +84,20 @@ def test_coverage_lists_every_label_the_corpus_lacks(
         record["relevant"] = {**record.get("relevant", {}), f"nowhere#{i}": 1}
         lines[i] = json.dumps(record)
     gold.write_text("\n".join(lines) + "\n")
-    assert main(["gold", "validate"]) == 3  # validate stops at the first
-    assert capsys.readouterr().err.count("not in the corpus") == 1
-    assert main(["gold", "coverage"]) == 0
-    text = capsys.readouterr().out
+    code, _, err = cli("gold", "validate")
+    assert code == 3  # validate stops at the first
+    assert err.count("not in the corpus") == 1
+    code, text, _ = cli("gold", "coverage")
+    assert code == 0
     assert "Labels naming documents the corpus lacks: 2" in text
     assert "gold/python-docs-B.jsonl:1: relevant.nowhere#0: not in the corpus" in text
     assert "gold/python-docs-B.jsonl:5: relevant.nowhere#4: not in the corpus" in text
 
 
-def test_the_plan_uses_the_gates_power_model(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_plan_uses_the_gates_power_model(indexed_demo: Path, cli: Cli) -> None:
     out = indexed_demo / "plan.json"
-    assert main(["gold", "plan", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    code, text, _ = cli("gold", "plan", "--out", out)
+    assert code == 0
     scopes = json.loads(out.read_text())["scopes"]
     tier_a = next(s for s in scopes if s["gate"] == "retrieval_recall_at_5")
     power = _tier_a_power(indexed_demo)  # twice the 3-point limit, from the baseline
@@ -111,15 +107,16 @@ def test_the_plan_uses_the_gates_power_model(
     assert tier_a["detectable_drop"] == power.detectable_drop
     assert tier_a["areas"]  # where to write them
     # gold stats says the same number for the same scope
-    assert main(["gold", "stats"]) == 0
-    assert f"{needed} ({needed - 176} more)" in capsys.readouterr().out
+    code, stats, _ = cli("gold", "stats")
+    assert code == 0
+    assert f"{needed} ({needed - 176} more)" in stats
     mrr_tags = [s for s in scopes if s["gate"] == "retrieval_mrr" and s["tags"]]
     assert mrr_tags and all(s["n"] > 0 for s in mrr_tags)  # out-of-scope: MRR scores none
     assert not any(s["tags"] == ["out-of-scope"] for s in scopes)
     assert all(s["more"] == max(0, s["needed"] - s["n"]) for s in scopes)
     assert f"- {needed - 176} for tier A" in text
     assert max(len(line) for line in text.splitlines()) <= 80
-    assert main(["gold", "plan", "--catch", "1"]) == 3
+    assert cli("gold", "plan", "--catch", "1")[0] == 3
 
 
 def _tier_a_power(project: Path) -> Power | None:
@@ -132,11 +129,11 @@ def _tier_a_power(project: Path) -> Power | None:
     return scope_power_before_run(gate, ids, baseline.per_query)
 
 
-def test_a_tags_plan_names_the_areas_its_labels_fall_in(indexed_demo: Path) -> None:
+def test_a_tags_plan_names_the_areas_its_labels_fall_in(indexed_demo: Path, cli: Cli) -> None:
     """Each tag's plan lists the areas `gold coverage` gives the tag, most labels first,
     not areas holding one stray label that the corpus as a whole leaves uncovered."""
-    assert main(["gold", "coverage", "--out", str(indexed_demo / "coverage.json")]) == 0
-    assert main(["gold", "plan", "--out", str(indexed_demo / "plan.json")]) == 0
+    assert cli("gold", "coverage", "--out", indexed_demo / "coverage.json")[0] == 0
+    assert cli("gold", "plan", "--out", indexed_demo / "plan.json")[0] == 0
     tags = {
         t["tag"]: t["areas"]
         for t in json.loads((indexed_demo / "coverage.json").read_text())["tags"]
@@ -169,28 +166,25 @@ SYNTHETIC = {
 }
 
 
-def test_an_unreviewed_synthetic_question_may_not_gate(
-    demo_project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unreviewed_synthetic_question_may_not_gate(demo_project: Path, cli: Cli) -> None:
     path = _with_gold(demo_project, {**SYNTHETIC, "tier": "A"})
     line = path.read_text().count("\n")
-    assert main(["gold", "validate"]) == 3
-    err = capsys.readouterr().err.strip()
+    code, _, err = cli("gold", "validate")
+    assert code == 3
+    err = err.strip()
     assert err.startswith(f"llm-eval: error: gold/python-docs-A.jsonl:{line}: reviewed: ")
     assert "retrieval_recall_at_5" in err
-    assert main(["gate"]) == 3  # the gate refuses it too
+    assert cli("gate")[0] == 3  # the gate refuses it too
 
 
-def test_reviewed_or_ungated_synthetic_questions_are_accepted(
-    demo_project: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_reviewed_or_ungated_synthetic_questions_are_accepted(demo_project: Path, cli: Cli) -> None:
     _with_gold(demo_project, {**SYNTHETIC, "tier": "A", "reviewed": True})
-    assert main(["gold", "validate", "--baseline", "none.json"]) == 0
+    assert cli("gold", "validate", "--baseline", "none.json")[0] == 0
     shutil.rmtree(demo_project / "gold")
     shutil.rmtree(demo_project / "config")
     copy_demo(demo_project)
     _with_gold(demo_project, {**SYNTHETIC, "tier": "B"})  # only a warning gate reads B
-    assert main(["gold", "validate", "--baseline", "none.json"]) == 0
+    assert cli("gold", "validate", "--baseline", "none.json")[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -202,11 +196,12 @@ def test_reviewed_or_ungated_synthetic_questions_are_accepted(
     ],
 )
 def test_provenance_fields_are_checked(
-    demo_project: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, message: str
+    demo_project: Path, cli: Cli, field: str, value: object, message: str
 ) -> None:
     _with_gold(demo_project, {**SYNTHETIC, "tier": "B", field: value})
-    assert main(["gold", "validate"]) == 3
-    assert message in capsys.readouterr().err
+    code, _, err = cli("gold", "validate")
+    assert code == 3
+    assert message in err
 
 
 def test_neighbours_follow_the_corpus_a_process_sees_now(
@@ -237,9 +232,7 @@ def test_neighbours_follow_the_corpus_a_process_sees_now(
     assert neighbours_of(load_config("config/llm-eval.yaml"), question, 3) == top
 
 
-def test_seed_schema_categories_are_slices_a_gate_can_read(
-    indexed_demo: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_seed_schema_categories_are_slices_a_gate_can_read(indexed_demo: Path, cli: Cli) -> None:
     """A gold set written in the design documents' schema (category, difficulty,
     expected_answer_gist) validates, and its categories get per-category breakdowns
     and may scope a gate, as tags do."""
@@ -260,10 +253,9 @@ def test_seed_schema_categories_are_slices_a_gate_can_read(
             1,
         )
     )
-    assert main(["gold", "validate"]) == 0
-    assert main(["baseline", "refresh"]) == 0
-    assert main(["gate"]) == 0
-    capsys.readouterr()
+    assert cli("gold", "validate")[0] == 0
+    assert cli("baseline", "refresh")[0] == 0
+    assert cli("gate")[0] == 0
     report = json.loads((indexed_demo / ".llm-eval" / "report.json").read_text())
     names = {s["name"] for s in report["slices"]}
     assert {"category:howto", "category:other", "difficulty:easy", "difficulty:hard"} <= names

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import script
+from conftest import Cli, script
 
 from llm_eval.authoring.corpus_coverage import coverage
 from llm_eval.authoring.synthesis import (
@@ -26,7 +26,6 @@ from llm_eval.authoring.synthesis import (
     choose_chunks,
     targets,
 )
-from llm_eval.cli import main
 from llm_eval.commands.init import point_workflow, scaffold_text
 from llm_eval.corpus import Document
 from llm_eval.gate import Power
@@ -110,17 +109,19 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_synthesize_drafts_unreviewed_candidates_and_costs_nothing_again(
-    project: Any, capsys: pytest.CaptureFixture[str]
+    project: Any, cli: Cli
 ) -> None:
     args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "6", "--rejection", "2"]
-    assert main([*args, "--dry-run"]) == 0
-    assert "8 calls (0 answered from the cache)" in capsys.readouterr().out
+    code, out, _ = cli(*args, "--dry-run")
+    assert code == 0
+    assert "8 calls (0 answered from the cache)" in out
     assert project.requests == []  # a dry run asks nothing
-    assert main([*args, "--max-cost", "0.000001"]) == 3
-    assert "more than --max-cost" in capsys.readouterr().err
+    code, _, err = cli(*args, "--max-cost", "0.000001")
+    assert code == 3
+    assert "more than --max-cost" in err
     assert project.requests == []
-    assert main(args) == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli(*args)
+    assert code == 0
     candidates = _lines(Path(".out/candidates.jsonl"))
     drafted = [c for c in candidates if "relevant" in c]
     rejection = [c for c in candidates if c.get("is_rejection")]
@@ -131,7 +132,7 @@ def test_synthesize_drafts_unreviewed_candidates_and_costs_nothing_again(
     assert {c["prompt_version"] for c in rejection} == {"off_corpus_question@1"}
     # Each question was written from the chunk it labels, and no chunk was near a question.
     coverage_json = Path(".out/coverage.json")
-    assert main(["gold", "coverage", "--config", "judged.yaml", "--out", str(coverage_json)]) == 0
+    assert cli("gold", "coverage", "--config", "judged.yaml", "--out", coverage_json)[0] == 0
     written_from = {next(iter(c["relevant"])) for c in drafted}
     asked = [r for r in project.requests if "question_writing" in json.dumps(r)]
     assert len(asked) == 6
@@ -148,34 +149,34 @@ def test_synthesize_drafts_unreviewed_candidates_and_costs_nothing_again(
     )
     # The same draft with a fresh candidates file is answered from the call cache.
     project.requests.clear()
-    assert main([*args, "--out", "again.jsonl"]) == 0
+    assert cli(*args, "--out", "again.jsonl")[0] == 0
     assert project.requests == []
     assert _lines(Path("again.jsonl")) == candidates
 
 
-def test_synthesize_drops_near_duplicates_and_needs_a_judge(
-    project: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_synthesize_drops_near_duplicates_and_needs_a_judge(project: Any, cli: Cli) -> None:
     args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "4"]
-    assert main([*args, "--max-overlap", "0.2"]) == 0  # the stub's questions share words
-    out = capsys.readouterr().out.replace("\n", " ")
-    assert "dropped as near-duplicates (token F1 >= 0.2)" in out
-    assert main(["gold", "synthesize", "--n", "2"]) == 3  # the demo config has no judge
-    assert "add a `judge:` section" in capsys.readouterr().err
-    assert main([*args, "--tag", "nope"]) == 3
+    code, out, _ = cli(*args, "--max-overlap", "0.2")
+    assert code == 0  # the stub's questions share words
+    assert "dropped as near-duplicates (token F1 >= 0.2)" in out.replace("\n", " ")
+    code, _, err = cli("gold", "synthesize", "--n", "2")
+    assert code == 3  # the demo config has no judge
+    assert "add a `judge:` section" in err
+    assert cli(*args, "--tag", "nope")[0] == 3
 
 
-def test_a_failing_judge_stops_synthesize(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failing_judge_stops_synthesize(project: Any, cli: Cli) -> None:
     project.faults.extend([stub.Fault(status=400)] * 3)
-    assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
-    assert capsys.readouterr().err == (
+    code, _, err = cli("gold", "synthesize", "--config", "judged.yaml", "--n", "3")
+    assert code == 4
+    assert err == (
         "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
         "3 http 400; 0 candidates were not written\n"
     )
     not_json = json.dumps({"choices": [{"message": {"content": "I cannot help with that."}}]})
     project.faults.extend([stub.Fault(status=200, body=not_json.encode())] * 3)
-    assert main(["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]) == 4
-    err = capsys.readouterr().err
+    code, _, err = cli("gold", "synthesize", "--config", "judged.yaml", "--n", "3")
+    assert code == 4
     assert err.startswith(
         "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
         "3 unreadable answer (the first: unreadable answer: "
@@ -183,34 +184,27 @@ def test_a_failing_judge_stops_synthesize(project: Any, capsys: pytest.CaptureFi
     assert not Path(".out/candidates.jsonl").exists()
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """`llm-eval ARGS` run here: its exit code and what it printed."""
-    code = main(list(args))
-    printed = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
-
-
 @pytest.fixture
 def review(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> Callable[..., subprocess.CompletedProcess[str]]:
     """`llm-eval gold review ARGS` answered from a text, as through a pipe."""
 
     def run(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        return _cli(capsys, "gold", "review", *args)
+        code, out, err = cli("gold", "review", *args)
+        return subprocess.CompletedProcess(args, code, out, err)
 
     return run
 
 
 def test_synthesize_then_review_adds_reviewed_questions_that_gate(
     project: Any,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     review: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "4", "--rejection", "1"]
-    assert main(args) == 0
-    capsys.readouterr()
+    assert cli(*args)[0] == 0
     candidates = _lines(Path(".out/candidates.jsonl"))
     target = [".out/candidates.jsonl", "--config", "judged.yaml", "--tier", "A"]
     # accept; edit then accept; quit (the rest stays for later)
@@ -235,10 +229,10 @@ def test_synthesize_then_review_adds_reviewed_questions_that_gate(
     decisions = _lines(Path(".out/candidates.jsonl.review.jsonl"))
     assert [d["decision"] for d in decisions] == ["accepted", "accepted", "accepted", "rejected"]
     # The reviewed questions pass validation in the gating tier and the gate reads them.
-    assert main(["gold", "validate", "--baseline", "none"]) == 0
-    capsys.readouterr()
-    assert main(["gate", "--allow-gold-change", "--format", "json"]) in (0, 1)
-    report = json.loads(capsys.readouterr().out)
+    assert cli("gold", "validate", "--baseline", "none")[0] == 0
+    code, out, _ = cli("gate", "--allow-gold-change", "--format", "json")
+    assert code in (0, 1)
+    report = json.loads(out)
     before = sum((REPO / "gold" / f"python-docs-{t}.jsonl").read_text().count("\n") for t in "AB")
     assert report["queries"]["gold"] == before + 3  # the three accepted are read
     added_ids = {q["query_id"] for q in _lines(Path("gold/python-docs-A.jsonl"))[-3:]}
@@ -258,34 +252,30 @@ def test_review_refuses_an_unclear_target(
 
 
 def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     monkeypatch.chdir(tmp_path)
     source = "acme/llm-eval@" + "0" * 40
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return _cli(capsys, *args)
-
-    made = run("init", "--source", source)
-    assert made.returncode == 0, made.stderr
+    code, out, err = cli("init", "--source", source)
+    assert code == 0, err
     # The count it says is the count it lists, and each listed file is there.
-    head, *rest = made.stdout.split("\n\n", 1)[0].splitlines()
+    head, *rest = out.split("\n\n", 1)[0].splitlines()
     listed = [line.split(" (")[0].strip() for line in rest]
     assert head.startswith(f"Wrote {len(listed)} files and gold/baseline.json in ")
     assert all((tmp_path / name).is_file() for name in listed) and ".gitignore" in listed
     assert (tmp_path / "gold" / "baseline.json").is_file()
     assert ".llm-eval/" in (tmp_path / ".gitignore").read_text()
-    gate = run("gate")
-    assert gate.returncode == 0, gate.stdout + gate.stderr
-    assert "PASS" in gate.stdout
-    assert run("gold", "validate").returncode == 0
+    code, out, err = cli("gate")
+    assert code == 0, out + err
+    assert "PASS" in out
+    assert cli("gold", "validate")[0] == 0
     # plan keeps BM25 over `gold/corpus.jsonl` for the life of its process: this corpus,
     # not the demo's, gets a process of its own.
     plan = subprocess.run([sys.executable, "-m", "llm_eval.cli", "gold", "plan"], check=False)
     assert plan.returncode == 0
-    again = run("init")
-    assert again.returncode == 3 and "already exist" in again.stderr
+    code, _, err = cli("init")
+    assert code == 3 and "already exist" in err
     lint = subprocess.run(
         [str(Path(sys.executable).parent / "actionlint"), "-no-color", "-oneline"],
         cwd=tmp_path,
@@ -342,19 +332,19 @@ def test_a_paraphrase_sharing_few_words_is_caught_by_meaning_not_by_token_f1() -
     assert not meaning.admit("socket timeout, what is it?")  # now remembered itself
 
 
-def test_with_embeddings_synthesize_drops_paraphrases_and_says_so(
-    project: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_with_embeddings_synthesize_drops_paraphrases_and_says_so(project: Any, cli: Cli) -> None:
     """The stub's embeddings behind `embeddings:`; at a limit every drafted question
     reaches, each one is dropped as a paraphrase, and the summary says how many."""
     config = yaml.safe_load(Path("judged.yaml").read_text())
     config["embeddings"] = {"base_url": config["judge"]["base_url"], "model": "stub-embed"}
     Path("judged.yaml").write_text(yaml.safe_dump(config))
     args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "3"]
-    assert main([*args, "--max-similarity", "-0.999"]) == 0
-    out = capsys.readouterr().out.replace("\n", " ")
+    code, out, _ = cli(*args, "--max-similarity", "-0.999")
+    assert code == 0
+    out = out.replace("\n", " ")
     assert "3 dropped as paraphrases (embedding cosine >= -0.999)" in out
     assert "0 candidates written" in out
     assert any(r["path"].endswith("/embeddings") for r in project.requests)
-    assert main(args) == 0  # at the default limit, the drafts are not paraphrases
-    assert "3 candidates written" in capsys.readouterr().out.replace("\n", " ")
+    code, out, _ = cli(*args)
+    assert code == 0  # at the default limit, the drafts are not paraphrases
+    assert "3 candidates written" in out.replace("\n", " ")

@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 from conftest import Cli, gold_query, script
 
-from llm_eval.cli import main
 from llm_eval.endpoints import local
 from llm_eval.endpoints.client import EndpointFailed
 from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, EmbeddingSettings
@@ -301,7 +300,7 @@ def project(tmp_path: Path, retriever: dict[str, Any], **config: Any) -> Path:
 )
 def test_a_bad_model_setting_is_one_line_and_exit_3(
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     retriever: dict[str, Any],
     config: dict[str, Any],
     message: str,
@@ -317,12 +316,12 @@ def test_a_bad_model_setting_is_one_line_and_exit_3(
         return folders.get(value, value) if isinstance(value, str) else value
 
     path = project(tmp_path, placed(retriever), **placed(config))
-    args = ["retrieve", "--config", str(path), "--out", str(tmp_path / "run.jsonl")]
-    assert main(args) == 3
+    code, _, err = cli("retrieve", "--config", path, "--out", tmp_path / "run.jsonl")
+    assert code == 3
     expected = f"llm-eval: error: {path}:{message}\n"
     for name, folder in folders.items():
         expected = expected.replace(f" {name}", f" {folder}")
-    assert capsys.readouterr().err == expected
+    assert err == expected
 
 
 def test_the_command_line_imports_no_model_library() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import Cli
 
 from llm_eval.cli import main
 from llm_eval.experiment.variants import (
@@ -140,7 +141,7 @@ def test_every_value_says_its_scope(
     demo: tuple[Path, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     out, stdout = demo
     markdown = (out / "experiment.md").read_text()
@@ -150,8 +151,9 @@ def test_every_value_says_its_scope(
     assert stdout.startswith("llm-eval experiment: 7 variants over all tiers in ")
     # --tier A measures what a gate scoped to tier A measures.
     monkeypatch.chdir(REPO)
-    assert main(["experiment", str(DEMO), "--tier", "A", "--out", str(tmp_path)]) == 0
-    assert "7 variants over tier A in " in capsys.readouterr().out
+    code, printed, _ = cli("experiment", DEMO, "--tier", "A", "--out", tmp_path)
+    assert code == 0
+    assert "7 variants over tier A in " in printed
     scoped = json.loads((tmp_path / "experiment.json").read_text())
     assert (scoped["scope"], scoped["queries"]) == ("tier A", 176)
     full = json.loads((out / "experiment.json").read_text())["variants"][1]["slices"]
@@ -179,7 +181,7 @@ def test_a_pair_matches_compare_and_the_gate(
     tmp_path: Path,
     demo_indexes: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     monkeypatch.chdir(REPO)
     out = tmp_path / "out"
@@ -191,15 +193,13 @@ def test_a_pair_matches_compare_and_the_gate(
         .replace("k1: 0.9", "k1: 3.0")
         .replace("b: 0.4", "b: 1.0"),
     )
-    assert main(["experiment", str(a), str(b), "--out", str(tmp_path / "exp")]) == 0
+    assert cli("experiment", a, b, "--out", tmp_path / "exp")[0] == 0
     pair = json.loads((tmp_path / "exp" / "experiment.json").read_text())["variants"][1]
     assert pair["name"] == "mistuned"
     for name, path in (("a", a), ("b", b)):
-        assert (
-            main(["retrieve", "--config", str(path), "--out", str(tmp_path / f"{name}.jsonl")]) == 0
-        )
+        assert cli("retrieve", "--config", path, "--out", tmp_path / f"{name}.jsonl")[0] == 0
     args = ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
-    assert main([*args, "--config", str(a), "--out", str(tmp_path / "cmp")]) == 0
+    assert cli(*args, "--config", a, "--out", tmp_path / "cmp")[0] == 0
     compared = list(csv.DictReader((tmp_path / "cmp" / "compare.csv").open()))
     checked = 0
     for row in compared:
@@ -230,10 +230,10 @@ def test_a_pair_matches_compare_and_the_gate(
         "gates:\n  - {name: r5, metric: recall@5, regression_max: 0, scope: {tier: A}}\n",
     )
     common = ["--criteria", str(criteria), "--baseline", str(baseline)]
-    assert main(["baseline", "refresh", "--config", str(a), *common, "--force"]) == 0
-    capsys.readouterr()
-    assert main(["gate", "--config", str(b), *common, "--format", "json"]) == 1
-    gate = json.loads(capsys.readouterr().out)["gates"][0]["stats"]
+    assert cli("baseline", "refresh", "--config", a, *common, "--force")[0] == 0
+    code, printed, _ = cli("gate", "--config", b, *common, "--format", "json")
+    assert code == 1
+    gate = json.loads(printed)["gates"][0]["stats"]
     tier_a = next(s for s in pair["slices"] if s["slice"] == "tier A" and s["metric"] == "recall@5")
     assert gate["ci_low"] == pytest.approx(tier_a["ci_low"], abs=1e-12)
     assert gate["ci_high"] == pytest.approx(tier_a["ci_high"], abs=1e-12)
@@ -344,12 +344,13 @@ def test_latencies_without_spread_are_compared_as_they_are() -> None:
 
 
 def test_without_matplotlib_the_table_says_how_to_get_the_picture(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     monkeypatch.chdir(REPO)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
-    assert main(["experiment", str(DEMO), "--out", str(tmp_path)]) == 0
-    assert "pip install 'llm-eval-ci[plots]'" in capsys.readouterr().out
+    code, out, _ = cli("experiment", DEMO, "--out", tmp_path)
+    assert code == 0
+    assert "pip install 'llm-eval-ci[plots]'" in out
     assert "pip install 'llm-eval-ci[plots]'" in (tmp_path / "experiment.md").read_text()
     assert not (tmp_path / "experiment-pareto.png").exists()
     front = [
@@ -402,15 +403,15 @@ def test_without_matplotlib_the_table_says_how_to_get_the_picture(
 def test_config_errors_name_file_line_and_key(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     variants: str,
     message: str,
 ) -> None:
     monkeypatch.chdir(REPO)
     config = _write(tmp_path / "c.yaml", BASE + variants)
     tier = ["--tier", "C"] if "tier 'C'" in message else []
-    assert main(["experiment", str(config), *tier, "--out", str(tmp_path / "o")]) == 3
-    err = capsys.readouterr().err
+    code, _, err = cli("experiment", config, *tier, "--out", tmp_path / "o")
+    assert code == 3
     assert message in err
     assert len(err.strip().splitlines()) == 1
 
@@ -434,7 +435,7 @@ def test_a_front_of_tied_variants_is_said_once() -> None:
 
 
 def test_config_files_of_any_name_give_variants_named_apart_and_inert(
-    tmp_path: Path, demo_indexes: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, demo_indexes: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     # File names may hold what Markdown, a terminal and matplotlib read as markup or
     # control: a newline, a pipe, a backtick, ESC, BEL, right-to-left override, `$`.
@@ -447,7 +448,7 @@ def test_config_files_of_any_name_give_variants_named_apart_and_inert(
     same = str(_write(tmp_path / "same.yaml", text))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        code = main(["experiment", *configs, same, same, same, "--out", str(tmp_path / "e")])
+        code, _, _ = cli("experiment", *configs, same, same, same, "--out", tmp_path / "e")
     assert code == 0
     assert [str(w.message) for w in caught] == []
     names = [

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from conftest import Cli, script
 
-from llm_eval.cli import main
 from llm_eval.judged.arithmetic import (
     BadVerdict,
     attributions,
@@ -485,7 +484,7 @@ def test_the_judged_guide_shows_the_real_judged_demo_output(
     demo_project: Path,
     demo_indexes: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     shutil.copytree(demo_indexes, demo_project / ".llm-eval" / "judged" / "cache")
     command = "$ llm-eval gate --config config/examples/judged.yaml\n"
@@ -498,12 +497,14 @@ def test_the_judged_guide_shows_the_real_judged_demo_output(
     with stub.serve() as server:
         # The example reads its port from the environment: no file is edited.
         monkeypatch.setenv("JUDGE_PORT", server.url.split(":")[2].split("/")[0])
-        assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
-        assert capsys.readouterr().out == shown, "stale: run python scripts/render_examples.py"
+        code, out, _ = cli("gate", "--config", "config/examples/judged.yaml")
+        assert code == 0
+        assert out == shown, "stale: run python scripts/render_examples.py"
         asked = len(server.requests)
-        assert main(["gate", "--config", "config/examples/judged.yaml"]) == 0
+        code, out, _ = cli("gate", "--config", "config/examples/judged.yaml")
+        assert code == 0
         assert len(server.requests) == asked
-    assert "0 calls made, 2,282 answered from the cache" in capsys.readouterr().out
+    assert "0 calls made, 2,282 answered from the cache" in out
     assert "Run again, the judge line reads `0 calls made, 2,282 answered from the cache`" in readme
 
 

@@ -158,11 +158,9 @@ def test_the_report_gives_each_prompts_share_of_unreadable_answers(
 
 
 def test_synthesis_asks_for_the_question_schema_and_counts_unreadable_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     from conftest import copy_demo
-
-    from llm_eval.cli import main
 
     root = copy_demo(tmp_path)
     monkeypatch.chdir(root)
@@ -172,14 +170,15 @@ def test_synthesis_asks_for_the_question_schema_and_counts_unreadable_answers(
     prose = stub.Fault(200, body=b'{"choices": [{"message": {"content": "How about sets?"}}]}')
     with stub.serve(stub.StubOpenAI(accepts=("json_object",), faults=[prose])) as server:
         monkeypatch.setenv("JUDGE_PORT", server.url.split(":")[2].split("/")[0])
-        config = ["--config", "config/examples/judged.yaml"]
-        assert main(["gold", "synthesize", *config, "--n", "4"]) == 0
+        code, out, _ = cli(
+            "gold", "synthesize", "--config", "config/examples/judged.yaml", "--n", "4"
+        )
+        assert code == 0
         asked = formats(server)
     # The first call got the prose (a fault, not recorded); the second was refused
     # json_schema and asked again with json_object, which the last two used at once.
     assert asked == ["json_schema", "json_object", "json_object", "json_object"]
-    out = " ".join(capsys.readouterr().out.split())
-    assert "1 of 4 answers unreadable (25%)" in out
+    assert "1 of 4 answers unreadable (25%)" in " ".join(out.split())
 
 
 # --- embeddings that come back one vector per token -----------------------------------

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 from servers import CORPUS, write_project
 
-from llm_eval.cli import main
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.retrieval import count_errors
@@ -207,7 +206,7 @@ def test_a_weight_for_no_component_is_an_error(tmp_path: Path) -> None:
 
 
 def test_fusion_in_the_config_runs_the_gate_and_points_at_bad_settings(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cli: Cli
 ) -> None:
     given = tmp_path / "given.jsonl"
     retriever = {
@@ -218,16 +217,19 @@ def test_fusion_in_the_config_runs_the_gate_and_points_at_bad_settings(
     ids = [q["query_id"] for q in project.queries]
     run_file(given, {q: {"results": [("builtins.sorted#0", 2.0)], "ms": 3.0} for q in ids[:3]})
     args = ["gate", "--config", str(project.config), "--criteria", str(project.criteria)]
-    assert main(args) == 4  # a query `given` does not answer fails, never scored as empty
-    assert "1 no answer (from given)" in capsys.readouterr().err
+    code, _, err = cli(*args)
+    assert code == 4  # a query `given` does not answer fails, never scored as empty
+    assert "1 no answer (from given)" in err
     run_file(given, {q: {"results": [("builtins.sorted#0", 2.0)], "ms": 3.0} for q in ids})
-    assert main([*args, "--format", "json"]) in (0, 1)
-    report = json.loads(capsys.readouterr().out)
+    code, out, _ = cli(*args, "--format", "json")
+    assert code in (0, 1)
+    report = json.loads(out)
     assert report["queries"]["failed"] == {}
     assert report["exit_code"] in (0, 1)
     bad = {**retriever, "retrievers": {"lexical": {"kind": "bm25", "b": 3}, "given": {}}}
     project = write_project(tmp_path, bad, queries=4)
-    assert main(args) == 3
-    err = capsys.readouterr().err.strip()
+    code, _, err = cli(*args)
+    assert code == 3
+    err = err.strip()
     assert err.startswith(f"llm-eval: error: {project.config}:6: retriever.retrievers: ")
     assert "lexical.b: must be a number from 0 to 1" in err

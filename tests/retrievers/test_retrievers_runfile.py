@@ -6,31 +6,24 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 from servers import write_project
 
-from llm_eval.cli import main
 
-
-def test_a_run_file_in_the_config_gives_the_same_report_as_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_run_file_in_the_config_gives_the_same_report_as_run(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "given.trec"
     run.write_text("a-001 Q0 builtins.sorted#0 1 3.5 mine\na-002 Q0 x 1 1.0 mine\n")
     project = write_project(tmp_path, {"kind": "run", "path": str(run)}, queries=3)
     args = ["gate", "--config", str(project.config), "--criteria", str(project.criteria)]
-    assert main(args) == 0
+    assert cli(*args)[0] == 0
     from_config = project.report()
-    assert main([*args, "--run", str(run)]) == 0
+    assert cli(*args, "--run", run)[0] == 0
     from_option = project.report()
     assert from_config["slices"] == from_option["slices"]
     assert from_config["queries"]["missing_from_run"] == ["a-003"]
-    capsys.readouterr()
 
 
-def test_errors_in_the_run_count_against_max_error_rate(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_errors_in_the_run_count_against_max_error_rate(tmp_path: Path, cli: Cli) -> None:
     run = tmp_path / "given.jsonl"
     lines = [
         {"query_id": "a-001", "results": [{"doc_id": "builtins.sorted#0"}], "latency_ms": 3},
@@ -39,27 +32,28 @@ def test_errors_in_the_run_count_against_max_error_rate(
     run.write_text("".join(json.dumps(line) + "\n" for line in lines))
     project = write_project(tmp_path, {"kind": "run", "path": str(run)}, queries=2)
     out = tmp_path / "copy.jsonl"
-    assert main(["retrieve", "--config", str(project.config), "--out", str(out)]) == 4
-    assert capsys.readouterr().err == (
+    code, _, err = cli("retrieve", "--config", project.config, "--out", out)
+    assert code == 4
+    assert err == (
         "llm-eval: error: retriever failed on 1 of 2 queries (50% > max_error_rate 0%): 1 timeout\n"
     )
     settings = {"kind": "run", "path": str(run), "format": "jsonl", "max_error_rate": 0.5}
     project = write_project(tmp_path, settings, queries=2)
-    assert main(["retrieve", "--config", str(project.config), "--out", str(out)]) == 0
+    assert cli("retrieve", "--config", project.config, "--out", out)[0] == 0
     assert out.read_text() == run.read_text().replace('"latency_ms": 3}', '"latency_ms": 3.0}')
 
 
-def test_a_missing_run_file_is_a_config_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_missing_run_file_is_a_config_error(tmp_path: Path, cli: Cli) -> None:
     project = write_project(tmp_path, {"kind": "run", "format": "csv"}, queries=1)
-    assert main(["retrieve", "--config", str(project.config), "--out", "x"]) == 3
-    assert capsys.readouterr().err == (
-        f"llm-eval: error: {project.config}:4: retriever: missing required key 'path'\n"
+    assert cli("retrieve", "--config", project.config, "--out", "x")[::2] == (
+        3,
+        f"llm-eval: error: {project.config}:4: retriever: missing required key 'path'\n",
     )
     project = write_project(tmp_path, {"kind": "run", "path": "nope.jsonl"}, queries=1)
-    assert main(["retrieve", "--config", str(project.config), "--out", "x"]) == 3
-    assert capsys.readouterr().err == "llm-eval: error: nope.jsonl: no such file\n"
+    assert cli("retrieve", "--config", project.config, "--out", "x")[::2] == (
+        3,
+        "llm-eval: error: nope.jsonl: no such file\n",
+    )
 
 
 def test_a_batch_retriever_reports_each_query_and_is_never_cached(tmp_path: Path) -> None:
