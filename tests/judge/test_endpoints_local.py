@@ -206,7 +206,7 @@ def test_answer_relevance_with_a_model_on_disk(
     stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     """The judge asks the chat stub for questions; the model on disk embeds them."""
-    import test_judge
+    import test_judge  # beside this file: the judge's tests and this one share its project
 
     with test_judge.stub.serve() as server:
         root = test_judge.with_answers(
