@@ -22,7 +22,7 @@ from llm_eval.experiment.variants import (
 from llm_eval.formats._markup import escape_markdown
 from llm_eval.formats._plot_layout import Box, nice_bounds, nice_log_bounds, place_labels
 from llm_eval.metrics import parse_metric
-from llm_eval.output import render_table, wrap
+from llm_eval.output import render_blocks, wrap
 from llm_eval.stats import format_p
 from llm_eval.textio import write_atomic
 from llm_eval.wording.gates import delta, value
@@ -660,7 +660,7 @@ def terminal_text(
             "",
         ),
         "",
-        render_table(header, rows),
+        render_blocks(header, rows, width),
         "",
         *wrap(words, width, ""),
         "",
