@@ -199,12 +199,22 @@ def _exact_catch_rate(
     the margin when P(good) = q / 2 and P(bad) = q / 2 + D, averaged over the shares q
     of churning queries in `changes` (equally likely values), each by `exact_catch_rate`
     (`normal_catch_rate` from `LARGE_BINARY` queries on)."""
-    each = exact_catch_rate if n < LARGE_BINARY else normal_catch_rate
+    if n >= LARGE_BINARY:
 
-    def rate(drop: float) -> float:
-        return float(np.mean([each(n, q / 2.0 + drop, q / 2.0, margin, alpha) for q in changes]))
+        def rate(drop: float) -> float:
+            return float(
+                np.mean(
+                    [normal_catch_rate(n, q / 2.0 + drop, q / 2.0, margin, alpha) for q in changes]
+                )
+            )
 
-    return rate
+        return rate
+
+    def summed(drop: float) -> float:
+        shares = (changes / 2.0 + drop) + changes / 2.0  # P(bad) + P(good), as summed one by one
+        return float(np.mean(_exact_catch_rates(n, shares, drop, margin, alpha)))
+
+    return summed
 
 
 def exact_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha: float) -> float:
@@ -213,17 +223,37 @@ def exact_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha: 
     p_good: the trinomial summed over the region the test rejects. Changed counts with
     probability below `LIKELY` times the likeliest's are left out (6.4 standard deviations
     from the mean and beyond: under 2e-10 in all)."""
+    return float(
+        _exact_catch_rates(n, np.array([p_bad + p_good]), p_bad - p_good, margin, alpha)[0]
+    )
+
+
+def _exact_catch_rates(
+    n: int, shares: FloatArray, drop: float, margin: float, alpha: float
+) -> FloatArray:
+    """`exact_catch_rate` at each share of changed queries (P(bad) + P(good)) with the
+    same P(bad) - P(good), summed together: the changed counts left out are those
+    unlikely at every share (so a share's sum may hold a few of its own unlikely counts,
+    under 2e-10 in all)."""
     test = ExactPairs(n, 0, 0)
-    share = min(p_bad + p_good, 1.0 - EDGE)
-    if share <= 0.0:
-        return 0.0
-    counts = np.arange(n + 1)
-    likely, _ = _likely_counts(n, share, test._log_factorial, math.log(LIKELY))
+    shares = np.minimum(shares, 1.0 - EDGE)
+    rates = np.zeros(shares.size)
+    live = shares > 0.0
+    if not live.any():
+        return rates
+    likely = np.unique(
+        np.concatenate(
+            [
+                _likely_counts(n, float(share), test._log_factorial, math.log(LIKELY))[0]
+                for share in shares[live]
+            ]
+        )
+    )
     thresholds = np.full(n + 1, n + 1, dtype=np.int64)
-    for changed in likely:
-        thresholds[changed] = rejection_threshold(n, int(changed), margin, alpha)
-    delta = min(max(p_bad - p_good, -1.0 + EDGE), 1.0 - EDGE)
-    return float(test._probability(np.array([share]), delta, counts, thresholds)[0])
+    thresholds[likely] = rejection_thresholds(n, likely, margin, alpha)
+    delta = min(max(drop, -1.0 + EDGE), 1.0 - EDGE)
+    rates[live] = test._probability(shares[live], delta, np.arange(n + 1), thresholds)
+    return rates
 
 
 def normal_catch_rate(n: int, p_bad: float, p_good: float, margin: float, alpha: float) -> float:
@@ -262,15 +292,37 @@ def _churn_posterior(changed: int, n: int, points: int = CHURN_POINTS) -> FloatA
     b = np.full(points, n - changed + 1.0)
     target = (np.arange(points) + 0.5) / points
     lf = _log_factorials(n + 2)
+    log_beta = lf[changed] + lf[n - changed] - lf[n + 1]
+    # Newton's method from the normal law's quantiles, kept inside the bracket that
+    # the values seen so far set (bisection where a step would leave it)
+    mean, spread = (
+        (changed + 1.0) / (n + 2.0),
+        math.sqrt((changed + 1.0) * (n - changed + 1.0) / ((n + 2.0) ** 2 * (n + 3.0))),
+    )
+    guess = np.array([mean + spread * NormalDist().inv_cdf(t) for t in target])
     low, high = np.zeros(points), np.ones(points)
-    for _ in range(40):
-        middle = (low + high) / 2.0
-        below = regularized_beta(a, b, middle, lf) < target
-        low, high = np.where(below, middle, low), np.where(below, high, middle)
-    return _frozen((low + high) / 2.0)
+    share = np.clip(guess, 1e-12, 1.0 - 1e-12)
+    for _ in range(64):
+        cdf = regularized_beta(a, b, share, lf)
+        below = cdf < target
+        low, high = np.where(below, share, low), np.where(below, high, share)
+        density = np.exp(changed * np.log(share) + (n - changed) * np.log1p(-share) - log_beta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = share - (cdf - target) / density
+        inside = np.isfinite(step) & (step > low) & (step < high)
+        moved = np.where(inside, step, (low + high) / 2.0)
+        settled = np.max(np.abs(moved - share)) <= 1e-14
+        share = moved
+        if settled:
+            break
+    return _frozen(share)
 
 
-@functools.lru_cache(maxsize=65536)
+_THRESHOLDS: dict[tuple[int, float, float], dict[int, int]] = {}
+"""`rejection_threshold`'s values by (n, margin, alpha), then by changed count, kept for
+the process (at most `CRITICAL_KEPT` in all)."""
+
+
 def rejection_threshold(n: int, changed: int, margin: float, alpha: float) -> int:
     """The fewest bad queries among `changed` of n whose p_beyond(margin) is <= alpha
     (changed + 1: none). The p-value is gamma plus the largest tail over the shares of
@@ -278,20 +330,74 @@ def rejection_threshold(n: int, changed: int, margin: float, alpha: float) -> in
     observed statistic lies beyond that share's critical value (`_critical_statistic`);
     Tango's statistic rises with the bad count at a fixed changed count, so the region
     is every bad count from the first beyond the largest of them."""
-    shares = nuisance_shares(n, changed, margin)
-    if shares.size == 0:
-        return 0  # the p-value is gamma: every outcome with this many changed rejects
+    return int(rejection_thresholds(n, np.array([changed]), margin, alpha)[0])
+
+
+def rejection_thresholds(n: int, changed: IntArray, margin: float, alpha: float) -> IntArray:
+    """`rejection_threshold` at each changed count; the critical values of the counts
+    not known yet are computed together (their nuisance shares overlap)."""
+    known = _THRESHOLDS.setdefault((n, margin, alpha), {})
+    missing = sorted({int(count) for count in changed} - known.keys())
     level = alpha - NUISANCE_GAMMA
-    critical = max(_critical_statistic(n, margin, level, float(share)) for share in shares)
-    if critical == -math.inf:
-        return 0
-    bad = np.arange(changed + 1)
-    z = tango_z(bad, changed - bad, n, margin)
-    meets = np.flatnonzero(z > critical + 1e-9 * max(1.0, abs(critical)))
-    return int(meets[0]) if meets.size else changed + 1
+    shares = {count: nuisance_shares(n, count, margin) for count in missing}
+    every = [found for found in shares.values() if found.size]
+    if every:
+        _critical_statistics(n, margin, level, np.unique(np.concatenate(every)))
+    if sum(map(len, _THRESHOLDS.values())) + len(missing) > CRITICAL_KEPT:
+        _THRESHOLDS.clear()
+        known = _THRESHOLDS.setdefault((n, margin, alpha), {})
+    if missing:
+        counts = np.array(missing)
+        critical = np.array(
+            [
+                _critical_statistics(n, margin, level, shares[count]).max()
+                if shares[count].size
+                else -math.inf
+                for count in missing
+            ]
+        )
+        for count, found in zip(missing, _first_beyond(n, counts, margin, critical), strict=True):
+            known[count] = int(found)
+    return np.array([known[int(count)] for count in changed], dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=65536)
+def _first_beyond(n: int, changed: IntArray, margin: float, critical: FloatArray) -> IntArray:
+    """For each changed count, the fewest bad ones whose Tango statistic lies beyond the
+    critical value (beyond the tolerance), changed + 1: none; 0 where the critical value
+    is -inf (no share to test at, or every tail within the level: all reject)."""
+    sizes = changed + 1
+    row = np.repeat(np.arange(changed.size), sizes)
+    bad = np.arange(row.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    z = tango_z(bad, changed[row] - bad, n, margin)
+    edge = critical[row]
+    with np.errstate(invalid="ignore"):  # -inf + inf: that count's answer is 0 anyway
+        meets = np.flatnonzero(z > edge + 1e-9 * np.maximum(1.0, np.abs(edge)))
+    found = np.array(sizes, dtype=np.int64)
+    rows, first = np.unique(row[meets], return_index=True)
+    found[rows] = bad[meets[first]]
+    return np.where(np.isneginf(critical), 0, found)
+
+
+_CRITICAL: dict[tuple[int, float, float], dict[float, float]] = {}
+"""`_critical_statistic`'s values by (n, delta, level), then by share, kept for the
+process: every size the power statement tries asks for the shares of many changed
+counts, which overlap."""
+
+
+CRITICAL_KEPT = 65_536
+
+
+"""The most values `_CRITICAL` (and `_THRESHOLDS`) hold; each starts afresh beyond."""
+
+
+SHARES_TOGETHER = 16
+
+
+"""How many neighbouring shares `_critical_among` takes at a time: their outcomes
+overlap, so listing and sorting them once serves all; farther apart, most of each
+share's row would be outcomes of the others."""
+
+
 def _critical_statistic(n: int, delta: float, level: float, share: float) -> float:
     """The largest Tango statistic t (at delta) with P(T >= t) > level when n queries
     change with probability `share` and a changed one goes bad with probability
@@ -302,66 +408,143 @@ def _critical_statistic(n: int, delta: float, level: float, share: float) -> flo
     with their probabilities and sorted by the statistic; first only those with a
     statistic of at least 0 (bad >= (changed + n delta) / 2), which hold the answer
     when one of them has a tail above the level (always, in practice), else all."""
-    critical = _critical_among(n, delta, level, share, upper=True)
-    if critical is None:
-        critical = _critical_among(n, delta, level, share, upper=False)
-    return -math.inf if critical is None else critical
+    return float(_critical_statistics(n, delta, level, np.array([share]))[0])
+
+
+def _critical_statistics(n: int, delta: float, level: float, shares: FloatArray) -> FloatArray:
+    """`_critical_statistic` at each share; those not known yet are computed together
+    (`_critical_among`) and kept."""
+    known = _CRITICAL.setdefault((n, delta, level), {})
+    missing = sorted({float(s) for s in shares} - known.keys())
+    if missing:
+        found = np.concatenate(
+            [
+                _critical_among(
+                    n, delta, level, np.array(missing[at : at + SHARES_TOGETHER]), upper=True
+                )
+                for at in range(0, len(missing), SHARES_TOGETHER)
+            ]
+        )
+        for at in np.flatnonzero(np.isnan(found)):
+            found[at] = _critical_among(n, delta, level, np.array([missing[at]]), upper=False)[0]
+        if sum(map(len, _CRITICAL.values())) + len(missing) > CRITICAL_KEPT:
+            _CRITICAL.clear()
+            known = _CRITICAL.setdefault((n, delta, level), {})
+        for share, value in zip(missing, found, strict=True):
+            known[share] = -math.inf if math.isnan(value) else float(value)
+    return np.array([known[float(s)] for s in shares])
 
 
 def _critical_among(
-    n: int, delta: float, level: float, share: float, *, upper: bool
-) -> float | None:
-    """`_critical_statistic` over the outcomes listed (upper: those with a statistic of
-    at least 0); None when the tail of every listed outcome is at most the level, so
-    the answer may lie among those left out (or, with all listed, there is none: the
-    caller reads None as -inf)."""
+    n: int, delta: float, level: float, shares: FloatArray, *, upper: bool
+) -> FloatArray:
+    """`_critical_statistic` at each share over the outcomes listed for it (upper: those
+    with a statistic of at least 0); nan where the tail of every listed outcome is at
+    most the level, so the answer may lie among those left out (or, with all listed,
+    there is none: the caller reads nan as -inf).
+
+    All shares at once, to the last bit the values of listing and sorting each share's
+    outcomes alone: the outcomes of every share are laid out once, in the order of
+    changed then bad count that each share's list has, and sorted by the statistic,
+    which does not depend on the share (a stable sort, so ties keep that order, as in
+    each share's own sort); a share's weights are 0 outside its own list, and adding 0
+    leaves every running sum as it was."""
     lf = _log_factorials(n)
-    ratio = min(max((share + delta) / (2.0 * share), 0.0), 1.0)
-    changed, log_changed = _likely_counts(n, share, lf)
-    mean = changed * ratio
-    width = math.sqrt(60.0) * np.sqrt(changed * ratio * (1.0 - ratio)) + 1.0
+    low, firsts, lasts, log_changed, log_bad, log_good = _listed(n, delta, shares, lf, upper)
+    width = firsts.shape[1]
+    first, last = firsts.min(axis=0, initial=n + 1), lasts.max(axis=0, initial=-1)
+    sizes = np.maximum(last - first + 1, 0)
+    found = np.full(shares.size, np.nan)
+    if width <= 0 or not sizes.any():
+        return found
+    column = np.repeat(np.arange(width), sizes)
+    b = (
+        np.repeat(first, sizes)
+        + np.arange(column.size)
+        - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    )
+    z = tango_z(b, column + low - b, n, delta)
+    order = np.argsort(-z, kind="stable")  # every share's weights are made in this order
+    z, column, b = z[order], column[order], b[order]
+    d = column + low
+    # P(T >= t), ties (within the test's tolerance) counted in, at each statistic t seen
+    reach = np.searchsorted(-z, -(z - 1e-9 * np.maximum(1.0, np.abs(z))), side="right") - 1
+    rows = max(1, SIMULATION_ELEMENTS // z.size)
+    for start in range(0, shares.size, rows):
+        chosen = slice(start, start + rows)
+        listed = (firsts[chosen][:, column] <= b) & (b <= lasts[chosen][:, column])
+        with np.errstate(invalid="ignore"):
+            log_weight = (
+                log_changed[chosen][:, column]
+                + lf[d]
+                - lf[b]
+                - lf[d - b]
+                + np.where(b > 0, b * log_bad[chosen], 0.0)
+                + np.where(d > b, (d - b) * log_good[chosen], 0.0)
+            )
+        tail = np.cumsum(np.exp(np.where(listed, log_weight, -np.inf)), axis=1)[:, reach]
+        above = (tail > level) & listed
+        found[chosen] = np.where(above.any(axis=1), z[np.argmax(above, axis=1)], np.nan)
+    return found
+
+
+def _listed(
+    n: int, delta: float, shares: FloatArray, lf: FloatArray, upper: bool
+) -> tuple[int, IntArray, IntArray, FloatArray, FloatArray, FloatArray]:
+    """The (bad, good) outcomes `_critical_statistic` lists for each share, as rows over
+    the changed counts from the first returned on: the first and last bad count listed
+    (n + 1 and -1: none), the changed count's log-probability (-inf: not listed); and
+    the logs of each share's bad and good ratios (columns). The changed counts are those
+    `_likely_counts` keeps, computed for all the shares at once on a stretch holding
+    every share's (each value as `_likely_counts` makes it, from the share's own logs)."""
+    logs = np.array([math.log(share) for share in shares])[:, None]
+    others = np.array([math.log1p(-share) for share in shares])[:, None]
+    ratio = np.array([min(max((s + delta) / (2.0 * s), 0.0), 1.0) for s in shares])[:, None]
+    spread = np.sqrt(60.0 * n * shares * (1.0 - shares))
+    modes = np.clip(np.floor((n + 1) * shares), 0, n)
+    low = int(max(np.min(modes - 2.0 * spread) - 64, 0))
+    high = int(min(np.max(modes + 2.0 * spread) + 64, n))
+    for counts in (np.arange(low, high + 1), np.arange(n + 1)):
+        with np.errstate(divide="ignore"):
+            log_pmf = lf[n] - lf[counts] - lf[n - counts]
+            log_pmf = log_pmf + counts * logs + (n - counts) * others
+        keep = log_pmf > log_pmf.max(axis=1, keepdims=True) - 30.0
+        if (counts[0] == 0 or not keep[:, 0].any()) and (counts[-1] == n or not keep[:, -1].any()):
+            break
+    mean = counts * ratio
+    width = math.sqrt(60.0) * np.sqrt(counts * ratio * (1.0 - ratio)) + 1.0
     first = np.floor(mean - width)
     if upper:
-        first = np.maximum(first, np.floor((changed + n * delta) / 2.0) - 1.0)
-    first = np.clip(first, 0, changed).astype(np.int64)
-    last = np.clip(np.ceil(mean + width), 0, changed).astype(np.int64)
-    sizes = np.maximum(last - first + 1, 0)
-    d = np.repeat(changed, sizes)
-    offsets = np.arange(d.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    b = np.repeat(first, sizes) + offsets
-    with np.errstate(divide="ignore"):
-        log_bad = (
-            np.where(b > 0, b * math.log(ratio), 0.0)
-            if ratio > 0.0
-            else np.where(b > 0, -np.inf, 0.0)
-        )
-        log_good = (
-            np.where(d > b, (d - b) * math.log1p(-ratio), 0.0)
-            if ratio < 1.0
-            else np.where(d > b, -np.inf, 0.0)
-        )
-    log_weight = np.repeat(log_changed, sizes) + lf[d] - lf[b] - lf[d - b] + log_bad + log_good
-    weight = np.exp(log_weight)
-    z = tango_z(b, d - b, n, delta)
-    order = np.argsort(-z, kind="stable")
-    z, cumulative = z[order], np.cumsum(weight[order])
-    # P(T >= t), ties (within the test's tolerance) counted in, at each statistic t seen
-    reach = np.searchsorted(-z, -(z - 1e-9 * np.maximum(1.0, np.abs(z))), side="right")
-    tail = cumulative[reach - 1]
-    above = np.flatnonzero(tail > level)
-    return float(z[above[0]]) if above.size else None
+        first = np.maximum(first, np.floor((counts + n * delta) / 2.0) - 1.0)
+    first = np.clip(first, 0, counts).astype(np.int64)
+    last = np.clip(np.ceil(mean + width), 0, counts).astype(np.int64)
+    return (
+        int(counts[0]),
+        np.where(keep, first, n + 1),
+        np.where(keep, last, -1),
+        np.where(keep, log_pmf, -np.inf),
+        np.array([math.log(r) if r > 0.0 else -math.inf for r in ratio[:, 0]])[:, None],
+        np.array([math.log1p(-r) if r < 1.0 else -math.inf for r in ratio[:, 0]])[:, None],
+    )
 
 
 def _likely_counts(
     n: int, share: float, lf: FloatArray, floor: float = -30.0
 ) -> tuple[IntArray, FloatArray]:
     """The numbers of changed queries within exp(`floor`) of the likeliest under Bin(n,
-    share), and their log-probabilities."""
-    counts = np.arange(n + 1)
-    with np.errstate(divide="ignore"):
-        log_pmf = lf[n] - lf[counts] - lf[n - counts]
-        log_pmf = log_pmf + counts * math.log(share) + (n - counts) * math.log1p(-share)
-    keep = log_pmf > log_pmf.max() + floor
+    share), and their log-probabilities. Worked out on a stretch around the mode wide
+    enough to hold them (the log-probabilities are concave in the count, so when both
+    ends of the stretch fall outside, every count beyond does), else on every count."""
+    mode = min(max(math.floor((n + 1) * share), 0), n)
+    reach = math.ceil(2.0 * math.sqrt(-2.0 * floor * n * share * (1.0 - share))) + 64
+    low, high = max(mode - reach, 0), min(mode + reach, n)
+    for counts in (np.arange(low, high + 1), np.arange(n + 1)):
+        with np.errstate(divide="ignore"):
+            log_pmf = lf[n] - lf[counts] - lf[n - counts]
+            log_pmf = log_pmf + counts * math.log(share) + (n - counts) * math.log1p(-share)
+        keep = log_pmf > log_pmf.max() + floor
+        if (counts[0] == 0 or not keep[0]) and (counts[-1] == n or not keep[-1]):
+            break
     return counts[keep], log_pmf[keep]
 
 
