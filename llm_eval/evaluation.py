@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from llm_eval import defaults
 from llm_eval.columns import judge_columns, qrels_from_columns, run_from_columns
@@ -64,13 +65,26 @@ class Scores:
         return dict(zip(self.query_ids, self._row(metric).tolist(), strict=True))
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        """`{query_id: {metric: value}}`, pytrec_eval's result shape."""
-        columns = self.values.T.tolist()
+        """`{query_id: {metric: value}}`, pytrec_eval's result shape. Equal values (to
+        the bit) share one float object: a metric takes few distinct values over many
+        queries, and one object per score would cost 24 bytes each."""
+        columns = [_shared_values(column) for column in self.values]
+        rows = zip(*columns, strict=True) if columns else ([] for _ in range(self.values.shape[1]))
         names = self.metric_names
         return {
             qid: dict(zip(names, row, strict=True))
-            for qid, row in zip(self.query_ids, columns, strict=True)
+            for qid, row in zip(self.query_ids, rows, strict=True)
         }
+
+
+def _shared_values(column: npt.NDArray[np.float64]) -> list[float]:
+    """The column as floats, one object for each distinct bit pattern (so -0.0 and 0.0,
+    and each NaN, stay as they are)."""
+    if column.size == 0:
+        return []
+    bits, where = np.unique(column.view(np.int64), return_inverse=True)
+    values = bits.view(np.float64).tolist()
+    return [values[at] for at in where.tolist()]
 
 
 def parse_metrics(names: Iterable[str]) -> tuple[Metric, ...]:

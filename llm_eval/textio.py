@@ -137,7 +137,10 @@ def load_json(text: str, path: str | Path, line: int | None = None, *, strict: b
     if strict and _nesting_depth(text) > MAX_JSON_DEPTH:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path, line=line)
     try:
-        value = json.loads(text, object_pairs_hook=_unique if strict else None)
+        if strict:
+            value = json.loads(text, object_pairs_hook=_unique, parse_float=_shared_floats())
+        else:
+            value = json.loads(text)
     except RecursionError:
         raise InputError("JSON nested too deeply to read", path=path, line=line) from None
     except _DuplicateKeyError as exc:
@@ -244,6 +247,21 @@ def read_text(path: str | Path) -> str:
             path=path,
             line=raw.count(b"\n", 0, exc.start) + 1,
         ) from None
+
+
+def _shared_floats() -> Callable[[str], float]:
+    """`float` for a JSON number literal, one object per distinct literal of a document:
+    a baseline holds each query's scores, few distinct values written many times (0.0,
+    0.5, 1.0), and one float object each would cost 24 bytes per score."""
+    seen: dict[str, float] = {}
+
+    def shared(literal: str) -> float:
+        value = seen.get(literal)
+        if value is None:
+            value = seen[literal] = float(literal)
+        return value
+
+    return shared
 
 
 def read_json_file(path: str | Path) -> Any:

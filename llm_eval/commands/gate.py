@@ -67,9 +67,10 @@ def run_gate(
     history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()
     retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
-    run = retrieval.run
     retrieved = time.perf_counter()
-    measurement = measure(inputs, run, judge_options)
+    measurement = measure(inputs, retrieval.run, judge_options)
+    notes, from_cache = tuple(retrieval_notes(retrieval)), retrieval.from_cache
+    del retrieval  # the run's results are scored: what follows reads the scores alone
     comparison = compare(inputs, measurement, baseline, allow_gold_change, references)
     evaluated = time.perf_counter()
     report = build_report(
@@ -88,7 +89,7 @@ def run_gate(
         },
         tool_version=__version__,
         now=datetime.now(UTC),
-        from_cache=retrieval.from_cache,
+        from_cache=from_cache,
         repo_folder=folder_in_repository(),
         history=history,
     )
@@ -99,7 +100,6 @@ def run_gate(
     ignore = out / ".gitignore"
     if not ignore.exists():  # the reports are outputs, never to be committed by accident
         write_atomic(ignore, "*\n")
-    notes = tuple(retrieval_notes(retrieval))
     return GateOutcome(report, notes, report_path, report["exit_code"])
 
 
