@@ -168,14 +168,18 @@ def _embeddings(node: Node) -> EmbeddingSettings:
 def _endpoint(node: Node, known: Mapping[str, Setting]) -> dict[str, Any]:
     """A model endpoint's settings, checked against their table; an error points at the
     bad setting (a missing one at the entry)."""
-    from llm_eval.endpoints.settings import EMBEDDING_SETTINGS, check_embedding_source
+    from llm_eval.endpoints.settings import (
+        EMBEDDING_SETTINGS,
+        EmbeddingSettings,
+        check_embedding_source,
+    )
 
     keys = node.mapping(frozenset(known))
     given = {name: keys[name].plain() for name in known if name in keys}
     try:
         values = checked_settings(given, known, environ=os.environ)
         if known is EMBEDDING_SETTINGS:
-            check_embedding_source(values)
+            check_embedding_source(EmbeddingSettings.create(values))
         return values
     except InputError as exc:  # a bad setting is pointed at; a missing one at the entry
         where = node.find(exc.key) if exc.key is not None else None

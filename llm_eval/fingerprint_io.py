@@ -50,7 +50,8 @@ def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | N
     """A run file counts by its content (also as `kind: run`); a retriever by its settings."""
     retriever = config.retriever
     if run_path is None and retriever is not None:
-        run_path = retriever_kind(retriever.kind).answers_file(retriever.settings)
+        kind = retriever_kind(retriever.kind)
+        run_path = kind.answers_file(kind.record(retriever.settings))
     if run_path is not None:
         return "run:" + file_digest(run_path)
     if retriever is None:

@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_eval.config import EvalConfig
+from llm_eval.config import EvalConfig, RetrieverConfig
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
@@ -303,6 +303,13 @@ def build_retriever(config: EvalConfig) -> Retriever:
     try:
         # Checked, and their ${VAR} read, when the config was loaded: checking them again
         # would read a `${` inside a variable's value as another variable.
-        return kind.build(config.retriever.settings, context)
+        return kind.build(kind.record(config.retriever.settings), context)
     except InputError as exc:
         raise config.retriever.locate(exc) from None
+
+
+def searched_elsewhere(retriever: RetrieverConfig) -> str | None:
+    """None when the configured retriever searches in this process, else where it does,
+    in words (its kind's `searched_elsewhere`)."""
+    kind = retriever_kind(retriever.kind)
+    return kind.searched_elsewhere(kind.record(retriever.settings))

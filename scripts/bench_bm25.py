@@ -83,16 +83,16 @@ def synthesize(folder: Path, docs: int, queries: int = 300, seed: int = 0) -> tu
 
 def ours(corpus: Path, gold: GoldSet, top_k: int, repeat: int) -> dict[str, Any]:
     """Cold build, warm build and retrieval times of the bm25 retriever, and its run."""
-    settings = {name: setting.default for name, setting in bm25.SETTINGS.items()}
+    config = bm25.BM25Config()
 
     def cold() -> bm25.BM25Retriever:
         with tempfile.TemporaryDirectory() as cache:
-            return bm25.build(settings, RetrieverContext(corpus, Path(cache)))
+            return bm25.build(config, RetrieverContext(corpus, Path(cache)))
 
     with tempfile.TemporaryDirectory() as cache:
         context = RetrieverContext(corpus, Path(cache))
-        bm25.build(settings, context)
-        warm, retriever = best_of(repeat, lambda: bm25.build(settings, context))
+        bm25.build(config, context)
+        warm, retriever = best_of(repeat, lambda: bm25.build(config, context))
         search, run = best_of(repeat, lambda: retriever.retrieve(gold.queries, top_k))
     build, _ = best_of(repeat, cold)
     scored = {q: {r.doc_id: r.score for r in res.results} for q, res in run.queries.items()}
@@ -173,8 +173,7 @@ def peak_mib(corpus: Path, gold: Path, cache: Path, top_k: int) -> tuple[float, 
 
 def measure_peak(corpus: Path, gold: Path, cache: Path, top_k: int) -> None:
     """(In the fresh interpreter) retrieve, then print the peak MiB."""
-    settings = {name: setting.default for name, setting in bm25.SETTINGS.items()}
-    retriever = bm25.build(settings, RetrieverContext(corpus, cache))
+    retriever = bm25.build(bm25.BM25Config(), RetrieverContext(corpus, cache))
     run = retriever.retrieve(load_gold([gold]).queries, top_k)
     latencies = [answer.latency_ms or 0.0 for answer in run.queries.values()]
     print(high_water_mib(), sum(latencies) / len(latencies))
@@ -205,10 +204,7 @@ def memory(docs: int, queries: int, top_k: int) -> None:
             lines = gold.read_text("utf-8").splitlines(keepends=True)
             fewer = folder / "fewer.jsonl"
             fewer.write_text("".join(lines[:queries]), "utf-8")
-            bm25.build(
-                {name: setting.default for name, setting in bm25.SETTINGS.items()},
-                RetrieverContext(corpus, folder / "cache"),
-            )
+            bm25.build(bm25.BM25Config(), RetrieverContext(corpus, folder / "cache"))
             for count, path in ((queries, fewer), (2 * queries, gold)):
                 peaks[size, count], latency = peak_mib(corpus, path, folder / "cache", top_k)
                 print(f"{size:10,}{count:9,}{peaks[size, count]:12.0f}{latency:12.2f}")

@@ -77,18 +77,14 @@ def sequential(out: Path) -> dict[str, Any]:
     from llm_eval.experiment.variants_view import to_json
     from llm_eval.gold_io import load_gold
     from llm_eval.pipeline import scoring_for
-    from llm_eval.retrieval import RetrieveOptions, retrieve_gold
-    from llm_eval.retrievers import retriever_kind
+    from llm_eval.retrieval import RetrieveOptions, retrieve_gold, searched_elsewhere
 
     experiment = plan([DEMO])
     base = experiment.base
     gold = load_gold(base.gold)
     clock = choose_clock(
         CLOCK["latency"],
-        [
-            (v.name, retriever_kind(v.retriever.kind).searched_elsewhere(v.retriever.settings))
-            for v in experiment.variants
-        ],
+        [(v.name, searched_elsewhere(v.retriever)) for v in experiment.variants],
     )
     runs = {}
     for variant in experiment.variants:

@@ -51,7 +51,10 @@ def cache_key(config_path: Path, system: str | None = None) -> CacheKey | None:
     `system` is the operating system's name (default: this one's)."""
     config = load_config(config_path)
     retriever = config.retriever
-    if retriever is None or retriever_kind(retriever.kind).answers_file(retriever.settings):
+    if retriever is None:
+        return None
+    kind = retriever_kind(retriever.kind)
+    if kind.answers_file(kind.record(retriever.settings)):
         return None
     os_name = (system or platform.system()).lower()
     prefix = f"llm-eval-{os_name}-{retriever_identity(retriever)}-"

@@ -37,8 +37,12 @@ from llm_eval.gold import GoldSet
 from llm_eval.gold_io import load_gold
 from llm_eval.metrics import parse_metric
 from llm_eval.pipeline import scoring_for
-from llm_eval.retrieval import Contender, RetrieveOptions, retrieve_interleaved
-from llm_eval.retrievers import retriever_kind
+from llm_eval.retrieval import (
+    Contender,
+    RetrieveOptions,
+    retrieve_interleaved,
+    searched_elsewhere,
+)
 from llm_eval.runs import Run
 from llm_eval.scoring import Scoring, score_run
 from llm_eval.textio import write_atomic
@@ -136,10 +140,7 @@ def run_experiment(
     ]
     clock, reason = choose_clock(
         latency or base.experiment.latency,
-        [
-            (v.name, retriever_kind(v.retriever.kind).searched_elsewhere(v.retriever.settings))
-            for v in experiment_plan.variants
-        ],
+        [(v.name, searched_elsewhere(v.retriever)) for v in experiment_plan.variants],
     )
     timings: dict[str, float] = {}
     retrievals = retrieve_interleaved(

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_eval.config import RetrieverConfig
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git
@@ -90,11 +91,7 @@ def default_watch(
         *([config.corpus] if config.corpus is not None else []),
         *([config.versions] if config.versions is not None else []),
         baseline_path or config.baseline,
-        *(
-            retriever_kind(config.retriever.kind).depends_on(config.retriever.settings, root)
-            if config.retriever is not None
-            else ()
-        ),
+        *(_retriever_files(config.retriever, root) if config.retriever is not None else ()),
     ]
     paths = list(WATCHED_FOLDERS)
     for file in files:
@@ -102,6 +99,12 @@ def default_watch(
         if name not in paths and not name.startswith(WATCHED_FOLDERS):
             paths.append(name)
     return tuple(paths)
+
+
+def _retriever_files(retriever: RetrieverConfig, root: Path) -> list[Path]:
+    """The files in the repository the retriever's answers depend on."""
+    kind = retriever_kind(retriever.kind)
+    return kind.depends_on(kind.record(retriever.settings), root)
 
 
 def _hook_path() -> Path:

@@ -152,20 +152,21 @@ EMBEDDING_SETTINGS: Mapping[str, Setting] = {
 """The `embeddings:` section: an OpenAI-compatible /embeddings endpoint, or a model on disk."""
 
 
-def check_embedding_source(values: Mapping[str, Any]) -> None:
+def check_embedding_source(settings: EmbeddingSettings) -> None:
     """An endpoint (base_url and model) or a model on disk (model_path), exactly one;
     InputError naming the key otherwise."""
-    if values["model_path"] is not None:
-        for name in ("base_url", "model"):
-            if values[name] is not None:
+    endpoint = {"base_url": settings.base_url, "model": settings.model}
+    if settings.model_path is not None:
+        for name, value in endpoint.items():
+            if value is not None:
                 raise InputError(
                     "give either model_path (a model on disk) or base_url and model (an "
                     "endpoint), not both",
                     key=name,
                 )
         return
-    for name in ("base_url", "model"):
-        if values[name] is None:
+    for name, value in endpoint.items():
+        if value is None:
             raise InputError(
                 f"missing required key {name!r} (or give model_path: a model folder on disk)"
             )

@@ -2,8 +2,11 @@
 
 A retriever turns gold queries into a `Run`. The config names a kind and its
 settings; each kind declares its settings so the config is validated (with file,
-line and key) before any work starts, and once: `RetrieverKind.create` checks them
-and hands the kind's `build` the checked values.
+line and key) before any work starts, and once: `RetrieverKind.checked` checks them
+into a mapping (what the config keeps, fingerprints and merges variants over), and the
+kind's `record` reads that mapping into a frozen record with a typed field per
+setting, the one place a kind's settings are read by name. `build` and the kind's
+other functions take the record.
 
 Optional capabilities are part of the interface, with defaults in `BatchRetriever`:
 a retriever may answer from a `ResultCache` (it says so with a `cache_identity`)
@@ -20,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
@@ -126,41 +129,44 @@ class RetrieverContext:
     """A folder under the output folder where the retriever may cache (e.g. an index)."""
 
 
-def _no_file(settings: Mapping[str, Any]) -> Path | None:
+S = TypeVar("S")
+"""A kind's record of its checked settings."""
+
+
+def _no_file(settings: object) -> Path | None:
     return None
 
 
-def _no_files(settings: Mapping[str, Any], root: Path) -> list[Path]:
+def _no_files(settings: object, root: Path) -> list[Path]:
     return []
 
 
-def _independent(settings: Mapping[str, Any]) -> None:
-    return None
-
-
 @dataclass(frozen=True, slots=True)
-class RetrieverKind:
-    """A registered kind of retriever."""
+class RetrieverKind(Generic[S]):
+    """A registered kind of retriever, whose checked settings it reads into an `S`."""
 
     name: str
     description: str
-    build: Callable[[Mapping[str, Any], RetrieverContext], Retriever]
-    """Builds the retriever from checked settings (every declared one present)."""
+    record: Callable[[Mapping[str, Any]], S]
+    """Reads checked settings (every declared one present) into the kind's record: the
+    only code that reads them by name."""
+    build: Callable[[S, RetrieverContext], Retriever]
+    """Builds the retriever from the record of its checked settings."""
     settings: Mapping[str, Setting] = field(default_factory=dict)
     needs_corpus: bool = False
-    answers_file: Callable[[Mapping[str, Any]], Path | None] = _no_file
+    answers_file: Callable[[S], Path | None] = _no_file
     """The file its answers are read from, when they are (a run file): the baseline
     fingerprints the file's content rather than the settings."""
-    depends_on: Callable[[Mapping[str, Any], Path], list[Path]] = _no_files
+    depends_on: Callable[[S, Path], list[Path]] = _no_files
     """Files inside the repository (given its root) that its answers depend on."""
-    check_together: Callable[[Mapping[str, Any]], None] = _independent
+    check_together: Callable[[S], None] | None = None
     """Checks settings that depend on each other (InputError naming the key), after
-    each was checked alone."""
-    elsewhere: Callable[[Mapping[str, Any]], str | None] | None = None
+    each was checked alone; None: they are independent."""
+    elsewhere: Callable[[S], str | None] | None = None
     """None when a retriever of these settings searches in this process (its CPU time
     is its work), else where it searches, in words; unset: in another process."""
 
-    def searched_elsewhere(self, settings: Mapping[str, Any]) -> str | None:
+    def searched_elsewhere(self, settings: S) -> str | None:
         """None when a retriever of these settings does its searching in this process,
         else why its work is elsewhere, in words (an experiment's choice of clock)."""
         if self.elsewhere is None:
@@ -173,12 +179,13 @@ class RetrieverKind:
         """Every declared setting, given or default, checked; InputError naming a bad one
         (`read`: as `checked_settings`)."""
         values = checked_settings(settings, self.settings, read, environ=os.environ)
-        self.check_together(values)
+        if self.check_together is not None:
+            self.check_together(self.record(values))
         return values
 
     def create(self, settings: Mapping[str, Any], context: RetrieverContext) -> Retriever:
         """The retriever for these settings, checked once here."""
-        return self.build(self.checked(settings), context)
+        return self.build(self.record(self.checked(settings)), context)
 
 
 _KINDS: dict[str, str] = {
@@ -194,15 +201,15 @@ _KINDS: dict[str, str] = {
 only when the kind is asked for, so `--help` loads none of them."""
 
 
-def retriever_kind(name: str) -> RetrieverKind:
+def retriever_kind(name: str) -> RetrieverKind[Any]:
     """Look up a kind by name; an unknown name is an error listing the valid ones."""
     module = _KINDS.get(name)
     if module is None:
         raise InputError(f"unknown retriever kind {name!r}; valid kinds: {', '.join(_KINDS)}")
-    kind: RetrieverKind = importlib.import_module(f"{__name__}.{module}").KIND
+    kind: RetrieverKind[Any] = importlib.import_module(f"{__name__}.{module}").KIND
     return kind
 
 
-def retriever_kinds() -> list[RetrieverKind]:
+def retriever_kinds() -> list[RetrieverKind[Any]]:
     """Every registered kind, in registry order."""
     return [retriever_kind(name) for name in _KINDS]

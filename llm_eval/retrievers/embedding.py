@@ -95,6 +95,33 @@ SETTINGS: Mapping[str, Setting] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class EmbeddingRetrieverSettings:
+    """The checked settings of the embedding kind (`SETTINGS` says what each one means)."""
+
+    endpoint: EmbeddingSettings
+    """The endpoint or the model on disk, as an `embeddings:` section holds it (the
+    retriever's own max_error_rate applies to its queries; it has no price line)."""
+    fields: tuple[str, ...]
+    query_prefix: str
+    document_prefix: str
+    cache_key: str | None
+    """As written: its `${ENV_VAR}` are read when the cache's key is made."""
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> EmbeddingRetrieverSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present)."""
+        return cls(
+            endpoint=EmbeddingSettings.create(
+                {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
+            ),
+            fields=tuple(values["fields"]),
+            query_prefix=values["query_prefix"],
+            document_prefix=values["document_prefix"],
+            cache_key=values["cache_key"],
+        )
+
+
 def unit(matrix: npt.ArrayLike) -> Matrix:
     """Rows scaled to length 1, as float32 (an all-zero row stays zero)."""
     rows = np.asarray(matrix, dtype=np.float32)
@@ -324,19 +351,16 @@ def _fitted(line: str, tail: int) -> str:
     return line[: _LINE - 3] + "..."
 
 
-def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(settings: EmbeddingRetrieverSettings, context: RetrieverContext) -> PooledRetriever:
     """Embed the corpus (the texts not in the store) and the searcher over it."""
     from llm_eval.endpoints.embedders import embedder
     from llm_eval.endpoints.local import LocalEmbeddingClient
 
     if context.corpus_path is None:
         raise InputError("the embedding retriever needs a `corpus` file in the config")
-    # the retriever's own max_error_rate applies to its queries; it has no price line
-    endpoint = EmbeddingSettings.create(
-        {**values, "max_error_rate": 1.0, "price_per_1k_input": 0.0}
-    )
-    fields = list(values["fields"])
-    prefix = values["document_prefix"]
+    endpoint = settings.endpoint
+    fields = list(settings.fields)
+    prefix = settings.document_prefix
 
     def written(document: Document) -> str:
         return prefix + field_text(document, fields)
@@ -351,7 +375,7 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
         if isinstance(queries, LocalEmbeddingClient)
         else {"url": str(endpoint.base_url).rstrip("/"), "model": endpoint.model}
     )
-    cache_key = resolved_cache_key(values["cache_key"], os.environ)
+    cache_key = resolved_cache_key(settings.cache_key, os.environ)
     written_as = {"fields": fields, "document_prefix": prefix, "cache_key": cache_key}
     store_key = {**model, **written_as, "format": STORE_FORMAT}
     store = VectorStore.open(context.cache_dir / "embedding" / digest(store_key))
@@ -365,10 +389,10 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
         "kind": "embedding",
         **model,
         **written_as,
-        "query_prefix": values["query_prefix"],
+        "query_prefix": settings.query_prefix,
     }
     searcher = EmbeddingSearcher(
-        queries, corpus.doc_ids, corpus.texts, matrix, values["query_prefix"]
+        queries, corpus.doc_ids, corpus.texts, matrix, settings.query_prefix
     )
     return PooledRetriever(searcher, concurrency, identity)
 
@@ -376,13 +400,14 @@ def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriev
 KIND = RetrieverKind(
     name="embedding",
     description="Dense: exact cosine top-k over embeddings (an endpoint or a model on disk).",
+    record=EmbeddingRetrieverSettings.from_checked,
     build=build,
     settings=SETTINGS,
     needs_corpus=True,
-    check_together=check_embedding_source,
+    check_together=lambda settings: check_embedding_source(settings.endpoint),
     elsewhere=lambda settings: (
         None
-        if settings.get("model_path") is not None
+        if settings.endpoint.model_path is not None
         else "an embedding endpoint, whose work happens in another process"
     ),
 )

@@ -132,6 +132,63 @@ SETTINGS: Mapping[str, Setting] = {
 
 
 @dataclass(frozen=True, slots=True)
+class ComponentSettings:
+    """One component as configured: its name, its kind and that kind's record."""
+
+    name: str
+    kind: RetrieverKind[Any]
+    settings: object
+    """The record `kind.record` read from the component's checked settings."""
+
+
+@dataclass(frozen=True, slots=True)
+class FusionSettings:
+    """The checked settings of the fusion kind (`SETTINGS` says what each one means)."""
+
+    components: tuple[ComponentSettings, ...]
+    """In the order the config names them, each checked by its own kind."""
+    weights: Mapping[str, float] | None
+    method: str
+    rrf_k: float
+    normalization: str
+    depth: int | None
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> FusionSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present),
+        each component's own settings checked (their `${VAR}` read) and read by its kind."""
+        weights = values["weights"]
+        return cls(
+            components=tuple(_component(n, e) for n, e in values["retrievers"].items()),
+            weights=None if weights is None else {n: float(w) for n, w in weights.items()},
+            method=values["method"],
+            rrf_k=float(values["rrf_k"]),
+            normalization=values["normalization"],
+            depth=values["depth"],
+        )
+
+
+def _component(name: str, entry: Mapping[str, Any]) -> ComponentSettings:
+    kind = retriever_kind(str(entry["kind"]))
+    with _in_component(name):
+        checked = kind.checked({k: v for k, v in entry.items() if k != "kind"})
+    return ComponentSettings(name, kind, kind.record(checked))
+
+
+@contextmanager
+def _in_component(name: str) -> Iterator[None]:
+    """An InputError of a component's (unless it names a file) as one of the fusion's
+    `retrievers` setting, the component's name in front of its key."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.path is not None:
+            raise
+        where = f"{name}.{exc.key}" if exc.key else name
+        raise InputError(f"{where}: {exc.reason}", key="retrievers") from None
+
+
+@dataclass(frozen=True, slots=True)
 class Component:
     """One fused retriever and its weight."""
 
@@ -276,71 +333,58 @@ def _first_occurrences(results: Sequence[RankedResult]) -> list[RankedResult]:
     return kept
 
 
-def build(settings: Mapping[str, Any], context: RetrieverContext) -> FusionRetriever:
-    """Build every component (checked again by its kind) and the fusion over them."""
-    entries: Mapping[str, Mapping[str, Any]] = settings["retrievers"]
-    weights: Mapping[str, float] | None = settings["weights"]
+def build(settings: FusionSettings, context: RetrieverContext) -> FusionRetriever:
+    """Build every component and the fusion over them."""
+    names = [component.name for component in settings.components]
+    weights = settings.weights
     if weights is not None:
-        unknown = sorted(set(weights) - set(entries))
+        unknown = sorted(set(weights) - set(names))
         if unknown:
             raise InputError(
-                f"{unknown[0]!r} is not a component (components: {', '.join(entries)})",
+                f"{unknown[0]!r} is not a component (components: {', '.join(names)})",
                 key="weights",
             )
     components = []
-    for name, entry in entries.items():
-        kind = retriever_kind(str(entry["kind"]))
+    for component in settings.components:
+        kind = component.kind
         if kind.needs_corpus and context.corpus_path is None:
             raise InputError(
-                f"{name}: the {kind.name} retriever needs a `corpus` file in the config",
+                f"{component.name}: the {kind.name} retriever needs a `corpus` file in the config",
                 key="retrievers",
             )
-        try:
-            retriever = kind.create({k: v for k, v in entry.items() if k != "kind"}, context)
-        except InputError as exc:
-            if exc.path is not None:
-                raise
-            where = f"{name}.{exc.key}" if exc.key else name
-            raise InputError(f"{where}: {exc.reason}", key="retrievers") from None
-        weight = 1.0 if weights is None else float(weights.get(name, 0.0))
-        components.append(Component(name, retriever, weight))
+        with _in_component(component.name):
+            retriever = kind.build(component.settings, context)
+        weight = 1.0 if weights is None else weights.get(component.name, 0.0)
+        components.append(Component(component.name, retriever, weight))
     return FusionRetriever(
         tuple(components),
-        settings["method"],
-        float(settings["rrf_k"]),
-        settings["normalization"],
-        settings["depth"],
+        settings.method,
+        settings.rrf_k,
+        settings.normalization,
+        settings.depth,
     )
 
 
-def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+def depends_on(settings: FusionSettings, root: Path) -> list[Path]:
     """Every component's files."""
     files: list[Path] = []
-    for entry in settings["retrievers"].values():
-        kind = retriever_kind(str(entry["kind"]))
-        checked = kind.checked({k: v for k, v in entry.items() if k != "kind"})
-        files += kind.depends_on(checked, root)
+    for component in settings.components:
+        files += component.kind.depends_on(component.settings, root)
     return files
 
 
-def elsewhere(settings: Mapping[str, Any]) -> str | None:
+def elsewhere(settings: FusionSettings) -> str | None:
     """None when every component searches in this process."""
-    components = settings.get("retrievers") or {}
-    for entry in components.values() if isinstance(components, Mapping) else [None]:
-        try:
-            if not isinstance(entry, Mapping):
-                raise InputError("not a retriever")
-            kind = retriever_kind(str(entry.get("kind")))
-        except InputError:
-            return "a fusion with a component that is not a retriever"
-        if kind.searched_elsewhere({k: v for k, v in entry.items() if k != "kind"}) is not None:
+    for component in settings.components:
+        if component.kind.searched_elsewhere(component.settings) is not None:
             return "a fusion with a component that does its work in another process"
-    return None if components else "a fusion without components"
+    return None
 
 
 KIND = RetrieverKind(
     name="fusion",
     description="Hybrid: the fused results of other retrievers (reciprocal rank or weighted).",
+    record=FusionSettings.from_checked,
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,

@@ -181,6 +181,45 @@ SETTINGS: Mapping[str, Setting] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """The checked settings of the http kind (`SETTINGS` says what each one means)."""
+
+    url: str
+    body: Mapping[str, object]
+    """The JSON object sent, its `${query}` and `${top_k}` not filled in yet."""
+    headers: Mapping[str, str] = field(repr=False)
+    """Header values as written: their `${ENV_VAR}` are read when the retriever is built."""
+    results_path: str | None
+    answer_path: str | None
+    fields: Mapping[str, str]
+    concurrency: int
+    timeout_s: float
+    retries: int
+    backoff_s: float
+    max_backoff_s: float
+    cache_key: str | None
+    """As written: its `${ENV_VAR}` are read when the cache's key is made."""
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> HttpSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present)."""
+        return cls(
+            url=values["url"],
+            body=values["body"],
+            headers=values["headers"],
+            results_path=values["results_path"],
+            answer_path=values["answer_path"],
+            fields=values["fields"],
+            concurrency=values["concurrency"],
+            timeout_s=float(values["timeout_s"]),
+            retries=values["retries"],
+            backoff_s=float(values["backoff_s"]),
+            max_backoff_s=float(values["max_backoff_s"]),
+            cache_key=values["cache_key"],
+        )
+
+
 # --- requests and answers (pure) ------------------------------------------------------
 
 
@@ -205,8 +244,8 @@ def render_body(template: Any, query: str, top_k: int) -> Any:
         return template
     if template == "${top_k}":
         return top_k
-    values = {"query": query, "top_k": str(top_k)}
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    filled = {"query": query, "top_k": str(top_k)}
+    return _PLACEHOLDER.sub(lambda m: filled[m.group(1)], template)
 
 
 def resolve_headers(templates: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -289,7 +328,7 @@ class HttpSearcher:
     """POSTs one query to the service, with retries."""
 
     url: str
-    body: Mapping[str, Any]
+    body: Mapping[str, object]
     headers: Mapping[str, str] = field(repr=False)
     """Resolved values, which may be secrets: never shown."""
     results_path: str | None
@@ -328,40 +367,41 @@ class HttpSearcher:
 # --- the kind -------------------------------------------------------------------------
 
 
-def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(settings: HttpSettings, context: RetrieverContext) -> PooledRetriever:
     """The retriever for these settings, with header secrets read from the environment."""
-    headers = resolve_headers(values["headers"], os.environ)
+    headers = resolve_headers(settings.headers, os.environ)
     searcher = HttpSearcher(
-        url=values["url"],
-        body=values["body"],
+        url=settings.url,
+        body=settings.body,
         headers=headers,
-        results_path=values["results_path"],
-        fields=values["fields"],
-        answer_path=values["answer_path"],
-        concurrency=values["concurrency"],
-        timeout_s=float(values["timeout_s"]),
-        retries=values["retries"],
-        backoff_s=float(values["backoff_s"]),
-        max_backoff_s=float(values["max_backoff_s"]),
+        results_path=settings.results_path,
+        fields=settings.fields,
+        answer_path=settings.answer_path,
+        concurrency=settings.concurrency,
+        timeout_s=settings.timeout_s,
+        retries=settings.retries,
+        backoff_s=settings.backoff_s,
+        max_backoff_s=settings.max_backoff_s,
     )
     identity = {
         "kind": "http",
-        "url": values["url"],
-        "body": values["body"],
+        "url": settings.url,
+        "body": settings.body,
         "headers": sorted(headers),  # names only: the values may be secrets
-        "results_path": values["results_path"],
-        "fields": values["fields"],
-        **({"answer_path": values["answer_path"]} if values["answer_path"] else {}),
+        "results_path": settings.results_path,
+        "fields": settings.fields,
+        **({"answer_path": settings.answer_path} if settings.answer_path else {}),
         # What the service's URL and settings cannot show (a new index behind the same
         # URL) reaches the cache through the user's cache_key.
-        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
+        "cache_key": resolved_cache_key(settings.cache_key, os.environ),
     }
-    return PooledRetriever(searcher, values["concurrency"], identity)
+    return PooledRetriever(searcher, settings.concurrency, identity)
 
 
 KIND = RetrieverKind(
     name="http",
     description="A search service over HTTP (POST a query, JSON results back).",
+    record=HttpSettings.from_checked,
     build=build,
     settings=SETTINGS,
 )

@@ -134,6 +134,44 @@ SETTINGS: Mapping[str, Setting] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class McpSettings:
+    """The checked settings of the mcp kind (`SETTINGS` says what each one means)."""
+
+    command: tuple[str, ...] | None
+    cwd: str | None
+    url: str | None
+    headers: Mapping[str, str] = field(repr=False)
+    """Header values as written: their `${ENV_VAR}` are read when the retriever is built."""
+    tool: str
+    arguments: Mapping[str, object]
+    """The tool's arguments, their `${query}` and `${top_k}` not filled in yet."""
+    results_path: str | None
+    fields: Mapping[str, str]
+    concurrency: int
+    timeout_s: float
+    cache_key: str | None
+    """As written: its `${ENV_VAR}` are read when the cache's key is made."""
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> McpSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present)."""
+        command = values["command"]
+        return cls(
+            command=tuple(command) if command is not None else None,
+            cwd=values["cwd"],
+            url=values["url"],
+            headers=values["headers"],
+            tool=values["tool"],
+            arguments=values["arguments"],
+            results_path=values["results_path"],
+            fields=values["fields"],
+            concurrency=values["concurrency"],
+            timeout_s=float(values["timeout_s"]),
+            cache_key=values["cache_key"],
+        )
+
+
 def hits_in(structured: Any, texts: list[str], results_path: str | None) -> list[Any]:
     """The hits of a tool answer: from its structured content, else its text as JSON."""
     if structured is not None:
@@ -161,7 +199,7 @@ class McpSearcher:
     url: str | None
     headers: Mapping[str, str] = field(repr=False)
     tool: str = "search"
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, object] = field(default_factory=dict)
     results_path: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 30.0
@@ -392,46 +430,45 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(settings: McpSettings, context: RetrieverContext) -> PooledRetriever:
     """The retriever for these settings; exactly one of `command` and `url`."""
-    if (values["command"] is None) == (values["url"] is None):
+    if (settings.command is None) == (settings.url is None):
         raise InputError("give either `command` (a stdio server) or `url` (HTTP), not both")
     if importlib.util.find_spec("mcp") is None:
         raise InputError(INSTALL)
-    command = tuple(values["command"]) if values["command"] is not None else None
     searcher = McpSearcher(
-        command=command,
-        cwd=values["cwd"],
-        url=values["url"],
-        headers=resolve_headers(values["headers"], os.environ),
-        tool=values["tool"],
-        arguments=values["arguments"],
-        results_path=values["results_path"],
-        fields=values["fields"],
-        timeout_s=float(values["timeout_s"]),
+        command=settings.command,
+        cwd=settings.cwd,
+        url=settings.url,
+        headers=resolve_headers(settings.headers, os.environ),
+        tool=settings.tool,
+        arguments=settings.arguments,
+        results_path=settings.results_path,
+        fields=settings.fields,
+        timeout_s=settings.timeout_s,
     )
     identity = {
         "kind": "mcp",
-        "server": list(command) if command is not None else values["url"],
-        "tool": values["tool"],
-        "arguments": values["arguments"],
-        "results_path": values["results_path"],
-        "fields": values["fields"],
-        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
+        "server": list(settings.command) if settings.command is not None else settings.url,
+        "tool": settings.tool,
+        "arguments": settings.arguments,
+        "results_path": settings.results_path,
+        "fields": settings.fields,
+        "cache_key": resolved_cache_key(settings.cache_key, os.environ),
     }
-    return PooledRetriever(searcher, values["concurrency"], identity)
+    return PooledRetriever(searcher, settings.concurrency, identity)
 
 
-def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+def depends_on(settings: McpSettings, root: Path) -> list[Path]:
     """A stdio server's script, when its command names a file in the repository."""
-    command = settings.get("command") or []
-    base = Path(settings.get("cwd") or ".")
-    return [base / part for part in command[1:] if part.endswith(".py")]
+    base = Path(settings.cwd or ".")
+    return [base / part for part in (settings.command or ())[1:] if part.endswith(".py")]
 
 
 KIND = RetrieverKind(
     name="mcp",
     description="A search tool of an MCP server (stdio command or streamable HTTP URL).",
+    record=McpSettings.from_checked,
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,

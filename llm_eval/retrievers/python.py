@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,32 @@ SETTINGS: Mapping[str, Setting] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class PythonSettings:
+    """The checked settings of the python kind (`SETTINGS` says what each one means)."""
+
+    target: str
+    """`module:function` or `module:Class`."""
+    init: Mapping[str, object] = field(repr=False)
+    """The class's keyword arguments; never shown: they may hold secrets read from the
+    environment."""
+    python_path: tuple[str, ...]
+    concurrency: int
+    cache_key: str | None
+    """As written: its `${ENV_VAR}` are read when the cache's key is made."""
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> PythonSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present)."""
+        return cls(
+            target=values["target"],
+            init=values["init"],
+            python_path=tuple(values["python_path"]),
+            concurrency=values["concurrency"],
+            cache_key=values["cache_key"],
+        )
+
+
 # --- loading the target (I/O) ---------------------------------------------------------
 
 
@@ -139,7 +165,7 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def callable_target(target: str, found: Any, init: Mapping[str, Any]) -> Callable[..., Any]:
+def callable_target(target: str, found: Any, init: Mapping[str, object]) -> Callable[..., Any]:
     """The function to call per query: the target, or a new instance's `retrieve`."""
     if not inspect.isclass(found):
         if init:
@@ -233,27 +259,27 @@ def source_digest(module: Any) -> str | None:
 # --- the kind -------------------------------------------------------------------------
 
 
-def build(values: Mapping[str, Any], context: RetrieverContext) -> PooledRetriever:
+def build(settings: PythonSettings, context: RetrieverContext) -> PooledRetriever:
     """Import the target (from python_path) and, for a class, create its one instance."""
-    add_to_path(values["python_path"])
-    module, found = import_target(values["target"])
-    function = callable_target(values["target"], found, values["init"])
+    add_to_path(settings.python_path)
+    module, found = import_target(settings.target)
+    function = callable_target(settings.target, found, settings.init)
     identity = {
         "kind": "python",
-        "target": values["target"],
-        "init": values["init"],
+        "target": settings.target,
+        "init": settings.init,
         "source": source_digest(module),
-        "cache_key": resolved_cache_key(values["cache_key"], os.environ),
+        "cache_key": resolved_cache_key(settings.cache_key, os.environ),
     }
-    return PooledRetriever(PythonSearcher(function), values["concurrency"], identity)
+    return PooledRetriever(PythonSearcher(function), settings.concurrency, identity)
 
 
-def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
+def depends_on(settings: PythonSettings, root: Path) -> list[Path]:
     """The target's top-level package (or module) inside the repository, found on its
     python_path: what the pre-push hook watches."""
-    top = str(settings.get("target", "")).partition(":")[0].partition(".")[0]
+    top = settings.target.partition(":")[0].partition(".")[0]
     found = []
-    for base in [*settings.get("python_path", []), "."]:
+    for base in [*settings.python_path, "."]:
         for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
             if top and (root / candidate).exists() and not candidate.is_absolute():
                 found.append(Path(candidate.as_posix().removeprefix("./")))
@@ -263,6 +289,7 @@ def depends_on(settings: Mapping[str, Any], root: Path) -> list[Path]:
 KIND = RetrieverKind(
     name="python",
     description="Your own Python function or class, called in process.",
+    record=PythonSettings.from_checked,
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,

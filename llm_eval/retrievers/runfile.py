@@ -43,30 +43,45 @@ SETTINGS: Mapping[str, Setting] = {
 
 
 @dataclass(frozen=True, slots=True)
+class RunFileSettings:
+    """The checked settings of the run kind."""
+
+    path: Path
+    """The run file, relative to the working directory."""
+    run_format: RunFormat
+
+    @classmethod
+    def from_checked(cls, values: Mapping[str, Any]) -> RunFileSettings:
+        """The record of checked settings (`RetrieverKind.checked`: every one present)."""
+        return cls(Path(values["path"]), values["format"])
+
+
+@dataclass(frozen=True, slots=True)
 class RunFileRetriever(BatchRetriever):
     """Answers with what a run file holds."""
 
     path: Path
-    run_format: Any
+    run_format: RunFormat
 
     def answer_all(self, queries: Sequence[GoldQuery], top_k: int) -> Run:
         """The run file's results, as they are (like `--run`)."""
         return load_run(self.path, self.run_format)
 
 
-def build(settings: Mapping[str, Any], context: RetrieverContext) -> RunFileRetriever:
+def build(settings: RunFileSettings, context: RetrieverContext) -> RunFileRetriever:
     """The retriever for these settings (the file is read when it retrieves)."""
-    return RunFileRetriever(Path(settings["path"]), settings["format"])
+    return RunFileRetriever(settings.path, settings.run_format)
 
 
-def answers_file(settings: Mapping[str, Any]) -> Path:
+def answers_file(settings: RunFileSettings) -> Path:
     """The run file: the answers are its content."""
-    return Path(settings["path"])
+    return settings.path
 
 
 KIND = RetrieverKind(
     name="run",
     description="A precomputed run file (JSONL or TREC), used as it is.",
+    record=RunFileSettings.from_checked,
     build=build,
     settings=SETTINGS,
     answers_file=answers_file,

@@ -34,58 +34,69 @@ DEMO = REPO / "config" / "examples" / "experiment.yaml"
 BM25: dict[str, Any] = {"kind": "bm25"}
 HTTP: dict[str, Any] = {"kind": "http", "url": "http://127.0.0.1:9/search"}
 LOCAL: dict[str, Any] = {"kind": "embedding", "model_path": "models/minilm"}
-ENDPOINT: dict[str, Any] = {"kind": "embedding", "base_url": "http://127.0.0.1:9/v1"}
+ENDPOINT: dict[str, Any] = {"kind": "embedding", "base_url": "http://127.0.0.1:9/v1", "model": "e5"}
+PYTHON: dict[str, Any] = {"kind": "python", "target": "app.search:search"}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A working directory holding the model folder `LOCAL` names."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "minilm").mkdir(parents=True)
+    (tmp_path / "models" / "minilm" / "modules.json").write_text("[]")
 
 
 @pytest.mark.parametrize(
     ("kind", "settings", "inside"),
     [
         ("bm25", {}, True),
-        ("embedding", {"model_path": "models/minilm", "base_url": None}, True),
-        ("embedding", {"model_path": None, "base_url": "http://127.0.0.1:9/v1"}, False),
+        ("embedding", {"model_path": "models/minilm"}, True),
+        ("embedding", {"base_url": "http://127.0.0.1:9/v1", "model": "e5"}, False),
         ("fusion", {"retrievers": {"lex": BM25, "dense": LOCAL}}, True),
         ("fusion", {"retrievers": {"lex": BM25, "dense": ENDPOINT}}, False),
         ("fusion", {"retrievers": {"lex": BM25, "api": HTTP}}, False),
-        (
-            "fusion",
-            {"retrievers": {"lex": BM25, "inner": {"kind": "fusion", "retrievers": {"a": BM25}}}},
-            True,
-        ),
+        ("fusion", {"retrievers": {"lex": BM25, "fn": PYTHON}}, False),
         ("python", {"target": "app.search:search"}, False),
         ("http", {"url": "http://127.0.0.1:9/search"}, False),
         ("mcp", {"command": ["server"]}, False),
         ("run", {"path": "run.jsonl"}, False),
-        ("fusion", {"retrievers": {}}, False),
-        ("fusion", {"retrievers": {"x": {"kind": "no-such"}}}, False),
-        ("fusion", {"retrievers": {"x": 5}}, False),
     ],
 )
 def test_which_kinds_search_in_this_process(
-    kind: str, settings: dict[str, Any], inside: bool
+    project: None, kind: str, settings: dict[str, Any], inside: bool
 ) -> None:
     """Each kind says whether its retriever searches in this process (in words when
-    not), read from its own settings."""
-    assert (retriever_kind(kind).searched_elsewhere(settings) is None) is inside
+    not), read from the record of its checked settings."""
+    assert (where(kind, settings) is None) is inside
+
+
+def where(name: str, settings: dict[str, Any]) -> str | None:
+    kind = retriever_kind(name)
+    return kind.searched_elsewhere(kind.record(kind.checked(settings)))
 
 
 def elsewhere(variants: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str | None]]:
-    return [(name, retriever_kind(k).searched_elsewhere(s)) for name, k, s in variants]
+    return [(name, where(k, s)) for name, k, s in variants]
 
 
-def test_auto_is_cpu_time_only_when_every_variant_searches_here() -> None:
+def test_auto_is_cpu_time_only_when_every_variant_searches_here(project: None) -> None:
     local = elsewhere([("a", "bm25", {}), ("b", "fusion", {"retrievers": {"x": BM25, "y": LOCAL}})])
     clock, reason = choose_clock("auto", local)
     assert clock == "cpu" and reason.startswith("CPU time of this process")
-    clock, reason = choose_clock("auto", [*local, *elsewhere([("svc", "http", {"url": "u"})])])
+    clock, reason = choose_clock(
+        "auto", [*local, *elsewhere([("svc", "http", {"url": "http://u"})])]
+    )
     assert clock == "wall"
     assert (
         reason
         == "wall time, since `svc` is an http retriever, whose work happens in another process"
     )
-    clock, reason = choose_clock("auto", [*local, *elsewhere([("fn", "python", {})])])
+    clock, reason = choose_clock(
+        "auto", [*local, *elsewhere([("fn", "python", {"target": "app:search"})])]
+    )
     assert clock == "wall" and "`fn` is a python retriever, which may call a service" in reason
     # Asked for, a clock is taken as it is; a python retriever then counts as in-process.
-    assert choose_clock("cpu", elsewhere([("fn", "python", {})]))[0] == "cpu"
+    assert choose_clock("cpu", elsewhere([("fn", "python", {"target": "app:search"})]))[0] == "cpu"
     assert choose_clock("wall", local)[0] == "wall"
     with pytest.raises(ValueError, match="one of auto, cpu, wall"):
         choose_clock("monotonic", local)

@@ -568,7 +568,7 @@ def test_build_rejects_a_bad_setting_by_name(tmp_path: Path) -> None:
 
 
 def test_custom_stopwords_are_lower_cased_and_sorted(tmp_path: Path) -> None:
-    config = BM25Config.from_values(KIND.checked({"stopwords": ["Zoo", "apple", "zoo"]}))
+    config = BM25Config.from_checked(KIND.checked({"stopwords": ["Zoo", "apple", "zoo"]}))
     assert config.stopwords == ("apple", "zoo")
     retriever = build(write_corpus(tmp_path, HAND_CORPUS), stopwords=["APPLE"])
     assert search(retriever, "apple") == []
@@ -688,7 +688,7 @@ def test_indexing_tells_its_progress_in_documents(
     rows = [{"_id": f"d{n}", "title": "", "text": f"word{n} apple"} for n in range(5)]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")  # a blank line too
     told: list[tuple[int, int]] = []
-    config = BM25Config.from_values(KIND.checked({}))
+    config = BM25Config.from_checked(KIND.checked({}))
     bm25_store.index_corpus(
         corpus, config, Analyzer.for_config(config), lambda done, total: told.append((done, total))
     )

@@ -67,10 +67,9 @@ def test_a_batch_retriever_reports_each_query_and_is_never_cached(tmp_path: Path
     done: list[int] = []
     answered = retriever.retrieve(queries, 10, None, lambda: done.append(1))
     assert (list(answered.queries), len(done), retriever.cache_identity) == (["q1"], 2, None)
-    assert kind.answers_file({"path": str(run), "format": "auto"}) == run
-    assert kind.depends_on({"path": "runs/x.jsonl", "format": "auto"}, tmp_path) == [
-        Path("runs/x.jsonl")
-    ]
+    assert kind.answers_file(kind.record(kind.checked({"path": str(run)}))) == run
+    elsewhere = kind.record(kind.checked({"path": "runs/x.jsonl"}))
+    assert kind.depends_on(elsewhere, tmp_path) == [Path("runs/x.jsonl")]
 
 
 @pytest.mark.parametrize(

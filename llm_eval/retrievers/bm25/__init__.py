@@ -18,7 +18,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_eval.errors import ExternalError, InputError
 from llm_eval.gold import GoldQuery
@@ -98,9 +97,8 @@ class BM25Retriever(BatchRetriever):
         )
 
 
-def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriever:
-    """Open (or build and cache) the index of the configured corpus (checked settings)."""
-    config = BM25Config.from_values(settings)
+def build(config: BM25Config, context: RetrieverContext) -> BM25Retriever:
+    """Open (or build and cache) the index of the configured corpus."""
     if context.corpus_path is None:
         raise InputError("the bm25 retriever needs a `corpus` file in the config")
     analyzer = Analyzer.for_config(config)
@@ -121,8 +119,9 @@ def build(settings: Mapping[str, Any], context: RetrieverContext) -> BM25Retriev
 KIND = RetrieverKind(
     name="bm25",
     description="Lucene-style BM25 over the corpus (bm25s); the index is cached.",
+    record=BM25Config.from_checked,
     build=build,
     settings=SETTINGS,
     needs_corpus=True,
-    elsewhere=lambda settings: None,
+    elsewhere=lambda config: None,
 )

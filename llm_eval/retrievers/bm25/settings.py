@@ -103,7 +103,7 @@ class BM25Config:
     fields: tuple[str, ...] = FIELDS
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> BM25Config:
+    def from_checked(cls, values: Mapping[str, Any]) -> BM25Config:
         """The config of checked settings (`RetrieverKind.checked`: every one present)."""
         stopwords = values["stopwords"]
         if isinstance(stopwords, list | tuple):
