@@ -219,10 +219,10 @@ def _bound(
     if not rejected_at_margin and p_value(far) > level:
         return far, True  # nothing rejected: the data cannot bound this side
     inside, outside = (margin, far) if rejected_at_margin else (far, margin)
-    return _bisect(lambda delta: p_value(delta) <= level, inside, outside), False
+    return bisect(lambda delta: p_value(delta) <= level, inside, outside), False
 
 
-def _bisect(
+def bisect(
     holds: Callable[[float], bool], inside: float, outside: float, steps: int = BISECTION_STEPS
 ) -> float:
     """Halve [inside, outside], where `holds` is true at `inside` and false at `outside`
@@ -341,7 +341,7 @@ def _check_inputs(before: FloatArray, after: FloatArray, alpha: float) -> None:
 # --- 0/1 scores: the exact unconditional test --------------------------------------------
 
 
-def _log_factorials(n: int) -> FloatArray:
+def log_factorials(n: int) -> FloatArray:
     table = np.zeros(n + 2)
     table[2:] = np.cumsum(np.log(np.arange(2, n + 2, dtype=np.float64)))
     return table
@@ -358,7 +358,7 @@ class ExactPairs(ColumnTest):
     def __init__(self, n: int, bad: int, good: int) -> None:
         self.n, self.bad, self.good = n, bad, good
         self.span = 1.0
-        self._log_factorial = _log_factorials(n)
+        self.log_factorial = log_factorials(n)
 
     def p_beyond(self, delta: float) -> float:
         return self._tail(self.bad, self.good, delta)
@@ -380,7 +380,7 @@ class ExactPairs(ColumnTest):
         observed = float(tango_z(np.array([bad]), np.array([good]), self.n, delta)[0])
         counts = np.arange(self.n + 1)
         thresholds = self._thresholds(counts, delta, observed)
-        tail = float(np.max(self._probability(shares, delta, counts, thresholds)))
+        tail = float(np.max(self.region_probability(shares, delta, counts, thresholds)))
         return min(1.0, tail + NUISANCE_GAMMA)
 
     def _thresholds(self, changed: IntArray, delta: float, observed: float) -> IntArray:
@@ -400,13 +400,13 @@ class ExactPairs(ColumnTest):
             low = np.minimum(low, high)
         return high
 
-    def _probability(
+    def region_probability(
         self, share: FloatArray, delta: float, changed: IntArray, thresholds: IntArray
     ) -> FloatArray:
         """P(bad >= threshold(D)) with D ~ Bin(n, share) and bad | D ~ Bin(D, r), where
         share = P(bad) + P(good) and r = P(bad) / share, for each share given."""
         n = self.n
-        lf = self._log_factorial
+        lf = self.log_factorial
         q = share[:, None]
         ratio = np.clip((share + delta) / (2.0 * share), 0.0, 1.0)[:, None]
         unchanged = n - changed
@@ -451,7 +451,7 @@ def share_interval(n: int, changed: int) -> tuple[float, float]:
 def _share_intervals(n: int) -> tuple[FloatArray, FloatArray]:
     """`share_interval` for every count 0..n at once: bisection on the binomial tails
     (60 halvings, each end kept on the wider side), vectorised over the counts."""
-    lf = _log_factorials(n)
+    lf = log_factorials(n)
     half = NUISANCE_GAMMA / 2.0
     counts = np.arange(n + 1, dtype=np.float64)
 
@@ -474,7 +474,7 @@ def _share_intervals(n: int) -> tuple[FloatArray, FloatArray]:
 def _bisect_shares(
     holds: Callable[[FloatArray], npt.NDArray[np.bool_]], inside: float, outside: float, size: int
 ) -> FloatArray:
-    """`_bisect` over `size` shares at once, 60 halvings: each starts between `inside`,
+    """`bisect` over `size` shares at once, 60 halvings: each starts between `inside`,
     where `holds` is true, and `outside`, and keeps the end of its last bracket where it
     holds."""
     near, far = np.full(size, inside), np.full(size, outside)
@@ -515,7 +515,7 @@ def _grid_spans(n: int) -> tuple[IntArray, IntArray]:
     grid point lies within rounding of an end; a few times cheaper, as the power
     statement asks for them at every size it tries."""
     grid = share_grid(n)
-    lf = _log_factorials(n)
+    lf = log_factorials(n)
     counts = np.arange(n + 1)
     log_choose = lf[n] - lf[counts] - lf[n - counts]
     at_or_below = np.zeros(n + 1, dtype=np.int64)
@@ -527,7 +527,7 @@ def _grid_spans(n: int) -> tuple[IntArray, IntArray]:
         at_least = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]
         at_or_below += np.count_nonzero(at_least <= NUISANCE_GAMMA / 2.0, axis=0)
         below += np.count_nonzero(np.cumsum(pmf, axis=1) > NUISANCE_GAMMA / 2.0, axis=0)
-    return _frozen(np.maximum(at_or_below - 1, 0)), _frozen(np.minimum(below, grid.size - 1))
+    return frozen(np.maximum(at_or_below - 1, 0)), frozen(np.minimum(below, grid.size - 1))
 
 
 def nuisance_shares(n: int, changed: int, delta: float) -> FloatArray:
@@ -555,7 +555,7 @@ def tango_z(bad: npt.ArrayLike, good: npt.ArrayLike, n: int, delta: float) -> Fl
     not on the null (certain), 0 where they are."""
     b = np.asarray(bad, dtype=np.float64)
     c = np.asarray(good, dtype=np.float64)
-    variance = _restricted_variance(b, c, n, delta)
+    variance = restricted_variance(b, c, n, delta)
     numerator = b - c - n * delta
     with np.errstate(divide="ignore", invalid="ignore"):
         z = numerator / np.sqrt(variance)
@@ -563,7 +563,7 @@ def tango_z(bad: npt.ArrayLike, good: npt.ArrayLike, n: int, delta: float) -> Fl
     return np.asarray(np.where(variance > 0.0, z, certain), dtype=np.float64)
 
 
-def _restricted_variance(
+def restricted_variance(
     bad: npt.ArrayLike, good: npt.ArrayLike, n: int, delta: float
 ) -> FloatArray:
     """n times the variance of bad - good under the null P(bad) - P(good) = delta, at
@@ -700,7 +700,7 @@ def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     return np.sqrt(bets, out=bets)
 
 
-def _graded_rejects(
+def graded_rejects(
     worse: FloatArray, margin: float, alpha: float, seed: int = 0
 ) -> npt.NDArray[np.bool_]:
     """Whether the gate's graded test (`column_test` with this seed) finds each sample's
@@ -720,7 +720,7 @@ def _p_from_wealth(log_wealth: float) -> float:
 # --- what a scope can tell ----------------------------------------------------------------
 
 
-def _frozen(values: Frozen) -> Frozen:
+def frozen(values: Frozen) -> Frozen:
     """`values` made read-only: a cached result must not be changed by a caller."""
     values.flags.writeable = False
     return values
@@ -755,7 +755,7 @@ def quantile_interval(values: npt.ArrayLike, q: float, alpha: float) -> Quantile
     if n == 0 or not 0.0 < q < 1.0:
         raise ValueError(f"needs values and 0 < q < 1, got {n} values and q = {q}")
     k = np.arange(n + 1)
-    lf = _log_factorials(n)
+    lf = log_factorials(n)
     log_pmf = lf[n] - lf[k] - lf[n - k] + k * math.log(q) + (n - k) * math.log1p(-q)
     cdf = np.cumsum(np.exp(log_pmf))
     lower = np.flatnonzero(cdf <= alpha / 2)  # candidates for l - 1

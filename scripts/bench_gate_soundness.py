@@ -75,7 +75,7 @@ Error rates and detection (section B)
     (bad, good) count of the trinomial P(bad) = flips/2 + limit, P(good) = flips/2,
     using that at each number of changed queries the exact p-value is a monotone
     function of Tango's statistic (`stats.tango_z`), so the test rejects from a
-    threshold count up (`detection.rejection_threshold`), an ordering checked against every
+    threshold count up (`exact_power.rejection_threshold`), an ordering checked against every
     p-value the simulations computed. A cell is flagged FF when a false-fail rate's
     one-sided 95% Clopper-Pearson LOWER bound exceeds alpha (or an exact one does), FP when the pass
     share at 1 x does. "changed" is the mean share of queries whose score moved at a
@@ -124,7 +124,7 @@ Queries for 80% detection (section G)
     Per (metric, model): the fewest queries at which the gate fails a true worsening of
     2 x the limit 80% of the time, and the same for the t-test, by doubling from 10 then
     bisection to within 5%, `--side-trials` / 5 (at least 100) fresh samples per n tried
-    (the 0/1 gate's rate computed exactly instead, `detection.exact_catch_rate`); their
+    (the 0/1 gate's rate computed exactly instead, `exact_power.exact_catch_rate`); their
     ratio.
 
 Interval widths (section H)
@@ -165,9 +165,9 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-from llm_eval import detection, stats  # noqa: E402
-from llm_eval.detection import _churn_posterior as churn_posterior  # noqa: E402
-from llm_eval.detection import detectable_worsening, exact_catch_rate, rejection_threshold  # noqa: E402
+from llm_eval import detection, exact_power, stats  # noqa: E402
+from llm_eval.detection import detectable_worsening  # noqa: E402
+from llm_eval.exact_power import churn_posterior, exact_catch_rate, rejection_threshold  # noqa: E402
 from llm_eval.stats import ExactPairs, column_test, holm, holm_levels, tango_z, tested_margin  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
@@ -565,7 +565,7 @@ def exact_binary(
     At a fixed number of changed queries the exact p-value falls as Tango's statistic
     at the limit rises (`stats.tango_z`; for p_within, the statistic with the roles
     swapped), so the rejected pairs with that many changed are those from a threshold
-    count up: `detection.rejection_threshold`, which finds it from the test's nuisance
+    count up: `exact_power.rejection_threshold`, which finds it from the test's nuisance
     shares. Every p-value the simulations memoised for this n is checked against those
     thresholds (`check`)."""
     lf = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=np.float64)))])
@@ -644,7 +644,7 @@ def whole_range_critical(n: int, limit: float, alpha: float) -> float:
     just above the limit), no gamma; one critical Tango statistic for every outcome, the
     test rejecting beyond it."""
     shares = [limit + 1e-9, *(float(s) for s in stats.share_grid(n) if s > limit)]
-    return max(detection._critical_statistic(n, limit, alpha, s) for s in shares)
+    return max(exact_power._critical_statistic(n, limit, alpha, s) for s in shares)
 
 
 def whole_range_fails(
@@ -985,7 +985,7 @@ def error_rates(
                 "passes when P(hit -> miss) = flips/2 + limit and P(miss -> hit) = flips/2, "
                 "i.e. exactly at the limit. At each number of changed queries the pairs are "
                 "ordered by Tango's statistic, on which the exact p-value depends "
-                "monotonically there, and rejected from `detection.rejection_threshold` up: "
+                "monotonically there, and rejected from `exact_power.rejection_threshold` up: "
                 f"{check.checked:,} memoised p-values checked against those thresholds, "
                 f"{check.disagree} disagree."
             )
@@ -1342,7 +1342,7 @@ def sample_sizes(
         "of 2 x the limit 80% of the time, found by doubling from 10 then bisection to "
         f"within 5%; each n tried is {trials} fresh samples of the model (both tests on the "
         "same samples), except the gate's exact 0/1 test, whose rate is computed exactly "
-        "(`detection.exact_catch_rate`). ratio: gate / t-test (> 1: the gate needs more "
+        "(`exact_power.exact_catch_rate`). ratio: gate / t-test (> 1: the gate needs more "
         "queries). The t-test is not valid at every n (its false-fail rate at the limit is "
         "in section B); it is the yardstick, not an alternative."
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_eval import detection
+from llm_eval import detection, exact_power
 
 SIZES = (176, 500, 1_000, 5_000, 20_000)
 CHURN = (0.0, 0.02, 0.07, 0.2)
@@ -50,7 +50,7 @@ def figures() -> dict[str, list[dict[str, object]]]:
     for size in RATE_SIZES:
         for churn in CHURN:
             for drop in DROPS:
-                rate = detection.exact_catch_rate(size, churn / 2 + drop, churn / 2, LIMIT, ALPHA)
+                rate = exact_power.exact_catch_rate(size, churn / 2 + drop, churn / 2, LIMIT, ALPHA)
                 rates.append({"n": size, "churn": churn, "drop": drop, "rate": rate})
     return {"cases": cases, "rates": rates}
 

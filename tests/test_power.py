@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_eval import detection, stats
+from llm_eval import detection, exact_power, stats
 from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline_io import load_baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
@@ -243,7 +243,7 @@ def test_the_drop_a_0_1_statement_names_is_caught_about_4_times_in_5() -> None:
         before = (u >= flips / 2).astype(float)  # flips / 2 went bad
         after = ((u >= flips) | (u < flips / 2)).astype(float)  # flips / 2 went good
         drop = detectable_worsening(before, after, 0.03, 0.05)
-        rates.append(detection._exact_catch_rate(n, np.array([flips]), 0.03, 0.05)(drop))
+        rates.append(exact_power.catch_rate_over_churn(n, np.array([flips]), 0.03, 0.05)(drop))
     assert 0.75 <= float(np.mean(rates)) <= 0.85, rates
 
 
@@ -272,7 +272,7 @@ def resampled_rate(
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
     worse = np.where(lose < share, whole_all[rows], churn)
     caught = sum(
-        int(stats._graded_rejects(worse[k : k + 25], margin, 0.05).sum())
+        int(stats.graded_rejects(worse[k : k + 25], margin, 0.05).sum())
         for k in range(0, simulations, 25)
     )
     return caught / simulations
@@ -314,13 +314,13 @@ def test_a_large_graded_scope_names_a_drop_the_full_simulation_catches_4_times_i
 @pytest.mark.parametrize("n", [1000, 2000])
 @pytest.mark.parametrize("churn", [0.0, 0.02, 0.07, 0.2])
 def test_a_large_0_1_scope_has_about_the_exact_catch_rate(n: int, churn: float) -> None:
-    """From `detection.LARGE_BINARY` queries on, the catch rate of the exact test is the
+    """From `exact_power.LARGE_BINARY` queries on, the catch rate of the exact test is the
     normal approximation of Tango's statistic: within 3 points of the exact sum, at
     drops caught from about 1 time in 4 to nearly always."""
-    assert n >= detection.LARGE_BINARY
+    assert n >= exact_power.LARGE_BINARY
     for drop in (0.045, 0.06):
-        exact = detection.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
-        normal = detection.normal_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        exact = exact_power.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        normal = exact_power.normal_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert abs(normal - exact) <= 0.03, (drop, exact, normal)
 
 
@@ -348,10 +348,10 @@ def test_0_1_power_figures_are_those_recorded_before(case: dict[str, object]) ->
 
 
 def test_0_1_catch_rates_are_those_recorded_before() -> None:
-    """The exact test's catch rate at sizes below `detection.LARGE_BINARY` equals, to 1e-9,
+    """The exact test's catch rate at sizes below `exact_power.LARGE_BINARY` equals, to 1e-9,
     the one recorded before."""
     rates = json.loads(REFERENCE.read_text())["rates"]
     for row in rates:
         n, churn, drop = row["n"], row["churn"], row["drop"]
-        rate = detection.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
+        rate = exact_power.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert rate == pytest.approx(row["rate"], abs=1e-9, rel=0), row

@@ -15,13 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from llm_eval import detection, stats
-from llm_eval.detection import (
-    detectable_worsening,
-    exact_catch_rate,
-    queries_to_catch,
-    rejection_threshold,
-)
+from llm_eval import detection, exact_power, stats
+from llm_eval.detection import detectable_worsening, queries_to_catch
+from llm_eval.exact_power import exact_catch_rate, rejection_threshold
 from llm_eval.stats import (
     Betting,
     ExactPairs,
@@ -145,7 +141,7 @@ def test_exact_tail_matches_full_enumeration(n: int, bad: int, good: int, delta:
     observed = float(tango_z([bad], [good], n, delta)[0])
     thresholds = test._thresholds(counts, delta, observed)
     for share in (0.15, 0.4, 0.8):
-        fast = test._probability(np.array([share]), delta, counts, thresholds)[0]
+        fast = test.region_probability(np.array([share]), delta, counts, thresholds)[0]
         assert fast == pytest.approx(_trinomial_tail(n, bad, good, delta, share), rel=1e-9)
 
 
@@ -540,13 +536,13 @@ def _whole_range_catch_rate(n: int, p_bad: float, p_good: float, margin: float) 
     trinomial summed over the region it rejects."""
     alpha = 0.05
     shares = [margin + 1e-9, *(float(s) for s in share_grid(n) if s > margin)]
-    critical = max(detection._critical_statistic(n, margin, alpha, s) for s in shares)
+    critical = max(exact_power._critical_statistic(n, margin, alpha, s) for s in shares)
     test = ExactPairs(n, 0, 0)
     counts = np.arange(n + 1)
     beyond = critical + 2e-9 * max(1.0, abs(critical))  # the region is z > critical
     thresholds = test._thresholds(counts, margin, beyond)
     share = np.array([p_bad + p_good])
-    return float(test._probability(share, p_bad - p_good, counts, thresholds)[0])
+    return float(test.region_probability(share, p_bad - p_good, counts, thresholds)[0])
 
 
 @pytest.mark.parametrize("n", [30, 50, 200])
