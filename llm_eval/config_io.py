@@ -39,7 +39,7 @@ from llm_eval.yamlvalues import integer, location_of, metric_name, proportion, s
 if TYPE_CHECKING:
     from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
 
-_CONFIG_KEYS = frozenset(
+CONFIG_KEYS = frozenset(
     {
         "gold",
         "corpus",
@@ -61,12 +61,23 @@ _CONFIG_KEYS = frozenset(
         "experiment",
     }
 )
+"""The keys `llm-eval.yaml` may hold at its top level; the tables below are its
+sections'. The JSON Schema editors read (`json_schemas.py`) is made from them."""
+GAIN_KEYS = frozenset({"alpha", "beta", "gamma", "k", "chunk_words"})
+GOLD_FILE_KEYS = frozenset({"path", "tier", "matching"})
+GOLD_BEIR_KEYS = frozenset({"beir", "split", "tier"})
+GOLD_TOPICS_KEYS = frozenset({"topics", "qrels", "tier"})
+RETRIEVER_KEYS = frozenset({"kind", "max_error_rate"})
+"""Besides its kind's own settings (`RetrieverKind.settings`)."""
+VARIANT_KEYS = frozenset({"name", "retriever", "top_k"})
+EXPERIMENT_KEYS = frozenset({"reference", "quality", "lift", "latency"})
+LIFT_KEYS = frozenset({"name", "metric", "base", "variant"})
 
 
 def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
     """Read and validate `llm-eval.yaml`."""
     root = load_yaml(path)
-    keys = root.mapping(_CONFIG_KEYS, required=frozenset({"gold"}))
+    keys = root.mapping(CONFIG_KEYS, required=frozenset({"gold"}))
     metrics = (
         tuple(metric_name(m) for m in keys["metrics"].items())
         if "metrics" in keys
@@ -138,7 +149,7 @@ def _number(node: Node) -> float:
 
 
 def _gain(node: Node) -> Weights:
-    keys = node.mapping(frozenset({"alpha", "beta", "gamma", "k", "chunk_words"}))
+    keys = node.mapping(GAIN_KEYS)
     changes: dict[str, Any] = {}
     for name in ("alpha", "beta", "gamma"):
         if name in keys:
@@ -228,15 +239,15 @@ def _gold_source(node: Node) -> GoldSource:
     if isinstance(node.value, str):
         return GoldSource(string(node))
     if isinstance(node.value, dict) and "beir" in node.value:
-        keys = node.mapping(frozenset({"beir", "split", "tier"}))
+        keys = node.mapping(GOLD_BEIR_KEYS)
         split = string(keys["split"]) if "split" in keys else defaults.BEIR_SPLIT
         tier = string(keys["tier"]) if "tier" in keys else None
         return GoldSource(string(keys["beir"]), tier, split=split)
     if isinstance(node.value, dict) and "topics" in node.value:
-        keys = node.mapping(frozenset({"topics", "qrels", "tier"}), frozenset({"qrels"}))
+        keys = node.mapping(GOLD_TOPICS_KEYS, frozenset({"qrels"}))
         tier = string(keys["tier"]) if "tier" in keys else None
         return GoldSource(string(keys["topics"]), tier, qrels=string(keys["qrels"]))
-    keys = node.mapping(frozenset({"path", "tier", "matching"}), required=frozenset({"path"}))
+    keys = node.mapping(GOLD_FILE_KEYS, required=frozenset({"path"}))
     tier = string(keys["tier"]) if "tier" in keys else None
     matching = _matching(keys["matching"]) if "matching" in keys else "auto"
     return GoldSource(string(keys["path"]), tier, matching)
@@ -276,7 +287,7 @@ def _configured(
 ) -> RetrieverConfig:
     """The kind's settings written in `node` over `base`'s, checked; an error points at
     the bad setting (a missing one at the entry)."""
-    keys = node.mapping(other_keys | {"max_error_rate", *kind.settings})
+    keys = node.mapping(other_keys | (RETRIEVER_KEYS - {"kind"}) | set(kind.settings))
     given = {name: keys[name].plain() for name in kind.settings if name in keys}
     try:
         settings = kind.checked({**base.settings, **given}, frozenset(base.settings) - set(given))
@@ -299,7 +310,7 @@ def _variants(
     variants: list[Variant] = []
     seen: dict[str, int] = {}
     for item in node.items():
-        keys = item.mapping(frozenset({"name", "retriever", "top_k"}), frozenset({"name"}))
+        keys = item.mapping(VARIANT_KEYS, frozenset({"name"}))
         name = string(keys["name"])
         if problem := variant_name_problem(name):
             raise keys["name"].error(problem)
@@ -331,7 +342,7 @@ def _variant_retriever(
 
 
 def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
-    keys = node.mapping(frozenset({"reference", "quality", "lift", "latency"}))
+    keys = node.mapping(EXPERIMENT_KEYS)
     names = [v.name for v in config.variants]
 
     def variant(child: Node) -> str:
@@ -342,10 +353,7 @@ def _experiment(node: Node, config: EvalConfig) -> ExperimentSettings:
 
     lifts = []
     for item in keys["lift"].items() if "lift" in keys else ():
-        parts = item.mapping(
-            frozenset({"name", "metric", "base", "variant"}),
-            frozenset({"metric", "base", "variant"}),
-        )
+        parts = item.mapping(LIFT_KEYS, frozenset({"metric", "base", "variant"}))
         metric = metric_name(parts["metric"])
         base, over = variant(parts["base"]), variant(parts["variant"])
         label = string(parts["name"]) if "name" in parts else f"{over} over {base}"

@@ -62,7 +62,7 @@ def _regression(node: Node, metric: str) -> tuple[float, bool]:
     return _limit(node, metric), False
 
 
-_GATE_KEYS = frozenset(
+GATE_KEYS = frozenset(
     {
         "name",
         "metric",
@@ -77,16 +77,20 @@ _GATE_KEYS = frozenset(
         "since",
     }
 )
-_STATISTICS_KEYS = frozenset(
+STATISTICS_KEYS = frozenset(
     {"alpha", "significance", "resamples", "seed", "min_n", "on_inconclusive"}
 )
+CRITERIA_KEYS = frozenset({"gates", "statistics"})
+SCOPE_KEYS = frozenset({"tier", "tags"})
+"""With GATE_KEYS and STATISTICS_KEYS, every key `ship-criteria.yaml` may hold; the JSON
+Schema editors read (`json_schemas.py`) is made from them."""
 _DERIVED = re.compile(r"^(?:retrieval_)?(?P<metric>.+?)(?:_at_(?P<k>\d+))?$")
 
 
 def load_criteria(path: str | Path = defaults.CRITERIA) -> Criteria:
     """Read and validate `ship-criteria.yaml`."""
     root = load_yaml(path)
-    keys = root.mapping(frozenset({"gates", "statistics"}), required=frozenset({"gates"}))
+    keys = root.mapping(CRITERIA_KEYS, required=frozenset({"gates"}))
     defaults = (
         _statistics(keys["statistics"], Statistics()) if "statistics" in keys else Statistics()
     )
@@ -103,7 +107,7 @@ def load_criteria(path: str | Path = defaults.CRITERIA) -> Criteria:
 
 
 def _gate(node: Node, defaults: Statistics) -> Gate:
-    keys = node.mapping(_GATE_KEYS, required=frozenset({"name"}))
+    keys = node.mapping(GATE_KEYS, required=frozenset({"name"}))
     name = string(keys["name"])
     metric = metric_name(keys["metric"]) if "metric" in keys else _derived_metric(keys["name"])
     threshold = _limit(keys["threshold"], metric) if "threshold" in keys else None
@@ -184,7 +188,7 @@ def _per_tag(node: Node) -> tuple[bool, tuple[str, ...]]:
 
 
 def _statistics(node: Node, base: Statistics) -> Statistics:
-    keys = node.mapping(_STATISTICS_KEYS)
+    keys = node.mapping(STATISTICS_KEYS)
     changes: dict[str, Any] = {}
     if "alpha" in keys:
         alpha = proportion(keys["alpha"])
@@ -230,7 +234,7 @@ def _severity(node: Node) -> Severity:
 
 
 def _scope(node: Node) -> Scope:
-    keys = node.mapping(frozenset({"tier", "tags"}))
+    keys = node.mapping(SCOPE_KEYS)
     tier = string(keys["tier"]) if "tier" in keys else None
     tags: tuple[str, ...] = ()
     if "tags" in keys:

@@ -3,7 +3,9 @@
 A check is a function `(value, key, fail)` that returns nothing or raises the
 `fail(key, reason)` error; the combinators below build a document's checks from
 small ones. The baseline and the report are checked whole this way when they are
-read, so nothing downstream meets a value of the wrong type.
+read, so nothing downstream meets a value of the wrong type. Each check built here
+also has its JSON Schema (`json_schema`), from which the published schema of
+`report.json` is made: one declaration for the reader and for editors.
 """
 
 from __future__ import annotations
@@ -19,6 +21,20 @@ from llm_eval.textio import json_type
 Fail = Callable[[str, str], InputError]
 Check = Callable[[Any, str, Fail], None]
 
+_JSON_SCHEMAS: dict[Check, dict[str, Any]] = {}
+
+
+def _described(check: Check, schema: dict[str, Any]) -> Check:
+    _JSON_SCHEMAS[check] = schema
+    return check
+
+
+def json_schema(check: Check) -> dict[str, Any]:
+    """The JSON Schema (draft-07) of a check: for one built here, what the check accepts
+    (strict JSON holds no NaN or infinity to tell apart); for any other, `{}`, which
+    accepts every value."""
+    return _JSON_SCHEMAS.get(check, {})
+
 
 def shown(value: Any) -> str:
     """A short JSON rendering of a value for a message (its type when long)."""
@@ -33,7 +49,7 @@ def whole(minimum: int) -> Check:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise fail(key, f"expected a whole number >= {minimum}, got {shown(value)}")
 
-    return check
+    return _described(check, {"type": "integer", "minimum": minimum})
 
 
 def text(value: Any, key: str, fail: Fail) -> None:
@@ -63,7 +79,7 @@ def optional(check: Check) -> Check:
         if value is not None:
             check(value, key, fail)
 
-    return checked
+    return _described(checked, {"anyOf": [json_schema(check), {"type": "null"}]})
 
 
 def one_of(*allowed: str | int) -> Check:
@@ -74,7 +90,7 @@ def one_of(*allowed: str | int) -> Check:
             choices = ", ".join(json.dumps(a) for a in allowed)
             raise fail(key, f"expected one of {choices}, got {shown(value)}")
 
-    return check
+    return _described(check, {"enum": list(allowed)})
 
 
 def list_of(item: Check, *, non_empty: bool = False) -> Check:
@@ -88,7 +104,8 @@ def list_of(item: Check, *, non_empty: bool = False) -> Check:
         for index, element in enumerate(value):
             item(element, f"{key}[{index}]", fail)
 
-    return check
+    schema = {"type": "array", "items": json_schema(item)}
+    return _described(check, schema | ({"minItems": 1} if non_empty else {}))
 
 
 def map_of(item: Check) -> Check:
@@ -100,7 +117,7 @@ def map_of(item: Check) -> Check:
         for name, element in value.items():
             item(element, f"{key}.{name}" if key else name, fail)
 
-    return check
+    return _described(check, {"type": "object", "additionalProperties": json_schema(item)})
 
 
 def record(fields: Mapping[str, Check], required: frozenset[str] = frozenset()) -> Check:
@@ -118,4 +135,11 @@ def record(fields: Mapping[str, Check], required: frozenset[str] = frozenset()) 
             if name in fields:
                 fields[name](element, f"{key}.{name}" if key else name, fail)
 
-    return check
+    properties = {name: json_schema(field) for name, field in fields.items()}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    return _described(check, schema | ({"required": sorted(required)} if required else {}))
+
+
+_described(text, {"type": "string"})
+_described(number, {"type": "number"})
+_described(boolean, {"type": "boolean"})

@@ -5,16 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import gold_query
+from conftest import Cli, gold_query
 
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldSet
 from llm_eval.rejection import (
     RejectionOutcome,
+    ThresholdSuggestion,
     judge_rejection,
     rejection_outcomes,
     rejection_values,
+    suggest_threshold,
+    top_scores,
 )
 from llm_eval.runs import QueryResults, RankedResult, Run
 from llm_eval.scoring import Scoring, score_run
@@ -156,3 +159,107 @@ def test_a_bad_score_threshold(tmp_path: Path, value: str, message: str) -> None
     with pytest.raises(InputError) as caught:
         load_config(path)
     assert str(caught.value) == f"{path}:2: rejection_score_threshold: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answerable", "unanswerable", "expected"),
+    [
+        ((3, 4, 5), (1, 2), (2.5, 3, 2)),  # apart: every question right
+        ((1, 5, 6), (2, 3), (4.0, 2, 2)),  # overlapping: the most right in balance
+        ((2, 4), (1, 3), (1.5, 2, 1)),  # a tie: the lower threshold loses no answerable
+        ((2.187, 3.1), (1.598,), (2.0, 2, 1)),  # the shortest decimal between the two
+        ((0.30000000000000004,), (0.3,), (0.30000000000000004, 1, 1)),  # no room between
+        ((10, 100, 1000), (1,), (6.0, 3, 1)),
+    ],
+)
+def test_suggest_threshold(
+    answerable: tuple[float, ...], unanswerable: tuple[float, ...], expected: tuple
+) -> None:
+    found = suggest_threshold(answerable, unanswerable)
+    threshold, kept, rejected = expected
+    assert found == ThresholdSuggestion(
+        threshold, kept, len(answerable), rejected, len(unanswerable)
+    )
+
+
+@pytest.mark.parametrize(
+    ("answerable", "unanswerable", "reason"),
+    [
+        ((1.0, 2.0), (), "no rejection question has scores"),
+        ((), (1.0,), "no answerable question has scores"),
+        ((1.0, 2.0), (3.0, 4.0), "the rejection questions score as high as the answerable ones"),
+        ((2.0, 2.0), (2.0,), "the rejection questions score as high as the answerable ones"),
+    ],
+)
+def test_no_threshold_to_suggest(
+    answerable: tuple[float, ...], unanswerable: tuple[float, ...], reason: str
+) -> None:
+    found = suggest_threshold(answerable, unanswerable)
+    assert (found.threshold, found.reason) == (None, reason)
+    assert (found.answerable, found.unanswerable) == (len(answerable), len(unanswerable))
+
+
+def test_top_scores_leave_out_abstentions_and_empty_answers() -> None:
+    gold = GoldSet(
+        (
+            gold_query("a", (("d0", 1),)),
+            gold_query("b", (("d0", 1),)),
+            gold_query("r1"),
+            gold_query("r2"),
+            gold_query("r3"),
+        )
+    )
+    run = Run(
+        {
+            "a": QueryResults("a", (RankedResult("d0", 2.0), RankedResult("d1", 5.0))),
+            "b": QueryResults("b", (RankedResult("d0", None),)),
+            "r1": QueryResults("r1", (RankedResult("d0", 1.0),)),
+            "r2": QueryResults("r2", (RankedResult("d0", 9.0),), abstained=True),
+            "r3": QueryResults("r3", ()),
+        }
+    )
+    assert top_scores(gold, run) == ((5.0,), (1.0,))
+
+
+STARTER_STATS = (
+    "rejection_score_threshold: 2.0 separates the top scores of {source} best: of the "
+    "questions with scored results, it keeps 12 of 12 answerable ones confident and "
+    "rejects 1 of 1 rejection question. config/llm-eval.yaml sets none."
+)
+"""What `gold stats` says of init's starter project, its line breaks left out."""
+
+
+def test_gold_stats_suggests_a_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    """On init's starter project (bm25; one rejection question gets no results, the other
+    a top score below every answerable one's), from the retriever and from a run file."""
+    monkeypatch.chdir(tmp_path)
+    assert cli("init")[0] == 0
+    code, out, _ = cli("gold", "stats")
+    assert code == 0
+    assert STARTER_STATS.format(source="the bm25 retriever") in " ".join(out.split())
+    assert cli("retrieve", "--out", "run.jsonl")[0] == 0
+    code, out, _ = cli("gold", "stats", "--run", "run.jsonl")
+    assert STARTER_STATS.format(source="run.jsonl") in " ".join(out.split())
+
+
+def test_gold_stats_says_when_it_cannot_suggest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("init")[0] == 0
+    config = Path("config/llm-eval.yaml")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("retriever:\n  kind: bm25", "#"), encoding="utf-8")
+    code, out, _ = cli("gold", "stats")
+    assert code == 0
+    assert (
+        "No run to suggest a rejection_score_threshold from: pass --run, or configure a\n"
+        "retriever.\n"
+    ) in out
+    gold = Path("gold/gold-A.jsonl")
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    gold.write_text("".join(f"{ln}\n" for ln in lines if "is_rejection" not in ln))
+    code, out, _ = cli("gold", "stats", "--baseline", "none.json")
+    assert "No rejection question in the gold set: no rejection_score_threshold to suggest." in out

@@ -12,6 +12,7 @@ import click
 
 from llm_eval.cli.root import (
     CONFIG_OPTION,
+    RUN_OPTION,
     cli,
     config_options,
     echo,
@@ -37,11 +38,16 @@ def gold_validate(config_path: Path, criteria_path: Path, baseline_path: Path | 
 
 @gold.command("stats")
 @config_options
-def gold_stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> None:
-    """Queries per tier and tag, and the smallest drop each gate could detect there."""
+@RUN_OPTION
+def gold_stats(
+    config_path: Path, criteria_path: Path, baseline_path: Path | None, run_path: Path | None
+) -> None:
+    """Queries per tier and tag, the smallest drop each gate could detect there, and the
+    rejection_score_threshold that best separates answerable from rejection questions
+    (from the run's top scores: --run, else the configured retriever's)."""
     from llm_eval.commands.gold import stats
 
-    echo(stats(config_path, criteria_path, baseline_path))
+    echo(stats(config_path, criteria_path, baseline_path, run_path))
 
 
 @gold.command("coverage")

@@ -10,6 +10,7 @@ from pathlib import Path
 from llm_eval.authoring.plan import gated_scopes, scope_power_before_run, scored_ids
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline
+from llm_eval.config import EvalConfig
 from llm_eval.corpus_io import iter_corpus
 from llm_eval.criteria import Gate, Scope
 from llm_eval.errors import InputError
@@ -18,6 +19,8 @@ from llm_eval.inputs import Inputs
 from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.power import MOST_QUERIES
+from llm_eval.rejection import ThresholdSuggestion, suggest_threshold, top_scores
+from llm_eval.retrieval import obtain_run
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import drop_size, power_statement
 
@@ -65,12 +68,18 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
     return rows
 
 
-def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) -> str:
-    """Counts per tier and tag, and what each gate can detect on the scopes it checks."""
+def stats(
+    config_path: Path,
+    criteria_path: Path,
+    baseline_path: Path | None,
+    run_path: Path | None = None,
+) -> str:
+    """Counts per tier and tag, the rejection threshold the run's top scores suggest, and
+    what each gate can detect on the scopes it checks."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     baseline = load_baseline(path)
-    text = [_counts(inputs), ""]
+    text = [_counts(inputs), "", *_threshold_lines(inputs, run_path), ""]
     if baseline is None:  # the counts need no baseline; the detectable drops do
         text += wrap(
             f"No baseline at {path}: the smallest detectable drops are estimated from its "
@@ -90,6 +99,45 @@ def stats(config_path: Path, criteria_path: Path, baseline_path: Path | None) ->
     for gate in dict.fromkeys(row.gate for row in found):
         text += ["", *_gate_section(gate, [row for row in found if row.gate is gate])]
     return "\n".join(text)
+
+
+def _threshold_lines(inputs: Inputs, run_path: Path | None) -> list[str]:
+    """The rejection_score_threshold that best separates the top scores of answerable
+    and rejection questions in a run (`--run`, else the configured retriever's), with how
+    many of each it classifies right; or why there is none."""
+    config = inputs.config
+    if not any(q.is_rejection for q in inputs.gold.queries):
+        said = "No rejection question in the gold set: no rejection_score_threshold to suggest."
+    elif run_path is None and config.retriever is None:
+        said = (
+            "No run to suggest a rejection_score_threshold from: pass --run, or configure "
+            "a retriever."
+        )
+    else:
+        run = obtain_run(inputs, run_path)
+        kind = config.retriever.kind if config.retriever is not None else ""
+        source = str(run_path) if run_path is not None else f"the {kind} retriever"
+        said = _threshold_sentence(suggest_threshold(*top_scores(inputs.gold, run)), source, config)
+    return wrap(said, 80, "")
+
+
+def _threshold_sentence(found: ThresholdSuggestion, source: str, config: EvalConfig) -> str:
+    if found.threshold is None:
+        return (
+            f"No rejection_score_threshold to suggest from the top scores of {source}: "
+            f"{found.reason}."
+        )
+    said = (
+        f"rejection_score_threshold: {found.threshold} separates the top scores of {source} "
+        "best: of the questions with scored results, it keeps "
+        f"{found.answerable_kept} of {found.answerable} answerable ones confident and rejects "
+        f"{found.unanswerable_rejected} of "
+        f"{plural(found.unanswerable, 'rejection question', 'rejection questions')}."
+    )
+    current = config.rejection_score_threshold
+    if current is None:
+        return said + f" {config.path} sets none."
+    return said + f" {config.path} sets {current}."
 
 
 def _gate_section(gate: Gate, rows: list[Detectability]) -> list[str]:

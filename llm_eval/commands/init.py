@@ -1,6 +1,7 @@
 """`llm-eval init`: a working setup in an empty repository.
 
-Writes the config, the ship criteria, a starter corpus and gold set (twelve passages
+Writes the config, the ship criteria (each with the JSON Schema an editor completes
+and checks it by, beside it), a starter corpus and gold set (twelve passages
 about llm-eval itself and fourteen questions on them, two of them rejection
 questions: replace both with your own), the four GitHub workflows (the gate on pull
 requests, its comment for forks, the baseline refresh, the dashboard on GitHub Pages),
@@ -32,6 +33,8 @@ SCAFFOLD = "llm_eval.scaffold"
 FILES = {
     "config/llm-eval.yaml": "llm-eval.yaml",
     "config/ship-criteria.yaml": "ship-criteria.yaml",
+    "config/llm-eval.schema.json": "schemas/llm-eval.schema.json",
+    "config/ship-criteria.schema.json": "schemas/ship-criteria.schema.json",
     "gold/corpus.jsonl": "corpus.jsonl",
     "gold/gold-A.jsonl": "gold-A.jsonl",
     ".github/workflows/retrieval-gate.yml": "workflows/retrieval-gate.yml",
@@ -105,7 +108,11 @@ def beir_texts(root: Path, folder: Path, split: str) -> tuple[dict[str, str], st
         "config/llm-eval.yaml": config,
         "config/ship-criteria.yaml": scaffold_text("beir-ship-criteria.yaml"),
     }
-    texts |= {name: scaffold_text(FILES[name]) for name in FILES if name.startswith(".github/")}
+    texts |= {
+        name: scaffold_text(FILES[name])
+        for name in FILES
+        if name.startswith(".github/") or name.endswith(".schema.json")
+    }
     told = f"the {plural(len(queries), 'query', 'queries')} of {where.as_posix()}, split {split}"
     if where.is_absolute():
         told += " (outside the repository: CI will not find it there)"
