@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from llm_eval import defaults
 from llm_eval.beir_io import CORPUS
 from llm_eval.config import (
+    MAX_BUILDS,
     EvalConfig,
     ExperimentSettings,
     Lift,
@@ -276,7 +277,7 @@ def _configured(
 ) -> RetrieverConfig:
     """The kind's settings written in `node` over `base`'s, checked; an error points at
     the bad setting (a missing one at the entry)."""
-    keys = node.mapping(other_keys | {"max_error_rate", *kind.settings})
+    keys = node.mapping(other_keys | {"max_error_rate", "builds", *kind.settings})
     given = {name: keys[name].plain() for name in kind.settings if name in keys}
     try:
         settings = kind.checked({**base.settings, **given}, frozenset(base.settings) - set(given))
@@ -288,7 +289,16 @@ def _configured(
     rate = keys.get("max_error_rate")
     max_error_rate = proportion(rate) if rate is not None else base.max_error_rate
     lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
-    return RetrieverConfig(kind.name, settings, max_error_rate, location_of(node), lines)
+    builds = _builds(keys["builds"]) if "builds" in keys else base.builds
+    return RetrieverConfig(kind.name, settings, max_error_rate, location_of(node), lines, builds)
+
+
+def _builds(node: Node) -> int:
+    """`builds:`, a whole number from 1 to MAX_BUILDS."""
+    count = integer(node, 1)
+    if count > MAX_BUILDS:
+        raise node.error(f"must be at most {MAX_BUILDS}, got {count}")
+    return count
 
 
 def _variants(

@@ -195,7 +195,16 @@ def _margin_entry(result: GateResult, margin: MarginTest | None) -> dict[str, An
         "alpha": result.gate.statistics.alpha,
         "hit_to_miss": margin.went_better if flipped else margin.went_worse,
         "miss_to_hit": margin.went_worse if flipped else margin.went_better,
+        **_builds_entry(margin),
     }
+
+
+def _builds_entry(margin: MarginTest) -> dict[str, Any]:
+    """`{"builds": {...}}` when either side was measured on several builds, else nothing."""
+    if margin.builds == (1, 1):
+        return {}
+    before, after = margin.builds
+    return {"builds": {"before": before, "after": after, "sd": margin.build_sd}}
 
 
 def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:

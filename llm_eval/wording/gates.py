@@ -132,7 +132,17 @@ def interval(
     given, e.g. Holm's)."""
     low, high = delta_interval(metric, margin)
     text = f"{margin.confidence * 100:.3g}% CI {ci_range(metric, low, high)}"
+    text += builds_clause(metric, margin)
     return text if p_value is None else f"{text}, {p_label}{format_p(p_value, margin.method)}"
+
+
+def builds_clause(metric: str, margin: MarginTest) -> str:
+    """` over 3 and 3 builds, a build's mean ±1.2 pp`: empty for one build a side."""
+    before, after = margin.builds
+    if before == 1 and after == 1:
+        return ""
+    counts = f"{before} builds each" if before == after else f"{before} and {after} builds"
+    return f" over {counts}, a build's mean ±{drop_size(metric, margin.build_sd)}"
 
 
 def _allowed(gate: Gate, before: float | None) -> str:
