@@ -34,6 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llm_eval.criteria import Gate
+from llm_eval.gate import allowed_change
+from llm_eval.gold import GoldQuery
+from llm_eval.metrics import parse_metric
+from llm_eval.slices import members
 from llm_eval.stats import EDGE, ColumnTest
 
 P_STEPS = 48
@@ -102,12 +107,7 @@ def build_spread(
         return None
 
     def means(builds: Sequence[Mapping[str, Mapping[str, float]]]) -> tuple[float, ...]:
-        out = []
-        for build in builds:
-            values = [row[metric] for q in ids if metric in (row := build.get(q, {}))]
-            if values:
-                out.append(float(np.mean(values)))
-        return tuple(out)
+        return tuple(m for build in builds if (m := _mean_of(build, ids, metric)) is not None)
 
     before, after = means(builds_before), means(builds_after)
     if not before or not after or (len(before) < 2 and len(after) < 2):
@@ -254,3 +254,72 @@ def _incomplete_beta(a: float, b: float, x: float) -> float:
         if abs(step - 1.0) < 1e-15:
             break
     return math.exp(log_front) * fraction / a
+
+
+# --- how far a rebuild alone moves the gates -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GateMove:
+    """How far the builds' means of one gate's scope lie apart."""
+
+    gate: Gate
+    widest: float
+    """The largest difference between two builds' means over the gate's scope."""
+    limit: float
+    """The move the gate allows (its regression limit, absolute)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildNoise:
+    """What building the retriever again changed, with no other change."""
+
+    builds: int
+    k: int
+    """The cutoff whose ranked lists are compared (the gating k)."""
+    compared: int
+    """Queries every build answered."""
+    differing: int
+    """Of those, the queries whose top-k lists are not the same in every build."""
+    moves: tuple[GateMove, ...]
+    """Each gate with a regression limit on a metric tested query by query."""
+    same_scores: bool
+    """Every build gave every query the same score on every metric."""
+
+    @property
+    def alike(self) -> bool:
+        """Every build answered every query with the same top-k and the same scores."""
+        return self.differing == 0 and self.same_scores
+
+
+def _mean_of(
+    table: Mapping[str, Mapping[str, float]], ids: Sequence[str], metric: str
+) -> float | None:
+    """The mean of `metric` over the queries of `ids` that `table` scores; None: none."""
+    values = [row[metric] for q in ids if metric in (row := table.get(q, {}))]
+    return float(np.mean(values)) if values else None
+
+
+def build_noise(
+    queries: Sequence[GoldQuery],
+    gates: Sequence[Gate],
+    tables: Sequence[Mapping[str, Mapping[str, float]]],
+    rankings: Sequence[Mapping[str, tuple[str, ...]]],
+    k: int,
+) -> BuildNoise:
+    """How the builds differ: their top-k lists per query (`rankings`: each build's
+    ranked doc ids of the queries it answered) and each gate's mean (`tables`: each
+    build's per-query scores)."""
+    shared = [q.query_id for q in queries if all(q.query_id in r for r in rankings)]
+    differing = sum(len({r[q][:k] for r in rankings}) > 1 for q in shared)
+    moves = []
+    for gate in gates:
+        if gate.regression_max is None or not parse_metric(gate.metric).pairable:
+            continue
+        ids = members(queries, gate.scope)
+        means = [m for table in tables if (m := _mean_of(table, ids, gate.metric)) is not None]
+        if len(means) < 2:
+            continue
+        moves.append(GateMove(gate, max(means) - min(means), allowed_change(gate, means[0])))
+    same = all(table == tables[0] for table in tables)
+    return BuildNoise(len(tables), k, len(shared), differing, tuple(moves), same)
