@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,17 +70,18 @@ def refresh(
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
+    check = None if builds else _noise_check(inputs, run_path)
     options = RetrieveOptions(
-        builds=builds or _noise_check(inputs, run_path),
+        builds=builds or check,
         progress=None if progress is None else progress.update,
         on_build=None if progress is None else progress.name_build,
     )
     retrieval = obtain_retrieval(inputs, run_path, options)
     measurement = measure_builds(inputs, retrieval.each_build, judge)
     noise = _noise(inputs, retrieval, measurement)
-    if noise is not None and noise.alike and builds is None and not _builds_set(inputs):
-        # a check that found no noise: one build stands for both, as for any retriever
-        # that answers the same every time
+    if check is not None:
+        # The second build was only to see the noise: the baseline keeps one build, as
+        # the gate runs one until `builds` is set (then both sides hold several).
         measurement = replace(measurement, per_query=measurement.builds[0], builds=())
     new = _baseline(inputs, measurement, run_path)
     heard = "" if noise is None else "\n\n" + "\n".join(wrap(noise_sentence(noise), 80))
@@ -135,12 +136,6 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
         judge_repeats=None if measurement.judge is None else measurement.judge.repeats,
         builds=measurement.builds,
     )
-
-
-def _builds_set(inputs: Inputs) -> bool:
-    """Whether the config says how many builds to run."""
-    retriever = inputs.config.retriever
-    return retriever is not None and retriever.builds is not None
 
 
 def _noise_check(inputs: Inputs, run_path: Path | None) -> int | None:

@@ -13,9 +13,8 @@ def noise_sentence(noise: BuildNoise, advised: int = 3) -> str:
     count = "Two builds" if noise.builds == 2 else f"{noise.builds} builds"
     if noise.alike:
         return (
-            f"{count} of this retriever answered every query alike: it looks deterministic, "
-            "and the baseline keeps one build. Set `builds: 1` under `retriever:` to skip "
-            "this check."
+            f"{count} of this retriever answered every query alike: it looks deterministic. "
+            "Set `builds: 1` under `retriever:` to skip this check."
         )
     share = noise.differing / noise.compared if noise.compared else 0.0
     lists = (
@@ -33,10 +32,7 @@ def noise_sentence(noise: BuildNoise, advised: int = 3) -> str:
         return (
             f"{lists}; {moved}, more than half of the {allowed} limit: set "
             f"`builds: {max(advised, noise.builds + 1)}` under `retriever:` (or pass "
-            f"--builds {max(advised, noise.builds + 1)}), or pin the index's seed. The "
-            "gate's test holds the spread between builds."
+            f"--builds {max(advised, noise.builds + 1)}), so that the gate's test holds "
+            "the spread between builds, or pin the index's seed."
         )
-    return (
-        f"{lists}; {moved}, within half of the {allowed} limit. The gate's test holds "
-        "the spread between builds."
-    )
+    return f"{lists}; {moved}, within half of the {allowed} limit."
