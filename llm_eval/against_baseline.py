@@ -395,7 +395,7 @@ def _decide_gate(
     )
     power = None
     if gate.regression_max is not None:
-        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value))
+        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value), spread=own.spread)
     return replace(result, power=power)
 
 

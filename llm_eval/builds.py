@@ -87,12 +87,15 @@ class BuildSpread:
 
     def half_width(self, level: float) -> float:
         """The one-sided `level` bound of |mean shift before - mean shift after|."""
-        if self.degrees == 0:
-            return 0.0
-        sd = self.sd
-        if sd == 0.0:
-            return 0.0
-        return t_quantile(1.0 - level, self.degrees) * sd * self.scale
+        return builds_bound(self.sd, self.degrees, self.scale, level)
+
+
+def builds_bound(sd: float, degrees: int, scale: float, level: float) -> float:
+    """Student's one-sided `level` bound of the builds' error: t(1 - level, degrees) x sd
+    x scale (0 without degrees of freedom or spread)."""
+    if degrees == 0 or sd == 0.0:
+        return 0.0
+    return t_quantile(1.0 - level, degrees) * sd * scale
 
 
 def build_spread(

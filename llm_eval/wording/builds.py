@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_eval.builds import BuildNoise
+from llm_eval.builds import BuildNoise, GateMove
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import drop_size, subject
 
@@ -23,16 +23,24 @@ def noise_sentence(noise: BuildNoise, advised: int = 3) -> str:
     )
     if not noise.moves:
         return f"{lists}."
-    worst = max(noise.moves, key=lambda m: m.widest / m.limit if m.limit > 0 else m.widest)
     between = "between them" if noise.builds == 2 else "between the furthest two"
-    name = subject(worst.gate.metric, worst.gate.scope.label())
-    moved = f"{name} moved {drop_size(worst.gate.metric, worst.widest)} {between}"
-    allowed = drop_size(worst.gate.metric, worst.limit)
-    if worst.limit > 0 and worst.widest > worst.limit / 2:
-        return (
-            f"{lists}; {moved}, more than half of the {allowed} limit: set "
-            f"`builds: {max(advised, noise.builds + 1)}` under `retriever:` (or pass "
-            f"--builds {max(advised, noise.builds + 1)}), so that the gate's test holds "
-            "the spread between builds, or pin the index's seed."
-        )
-    return f"{lists}; {moved}, within half of the {allowed} limit."
+    first, *rest = (
+        f"{drop_size(m.gate.metric, m.widest)} (the limit is {drop_size(m.gate.metric, m.limit)})"
+        for m in noise.moves
+    )
+    said = f"{lists}; {_name(noise.moves[0])} moved {first} {between}"
+    said += "".join(f", {_name(m)} {move}" for m, move in zip(noise.moves[1:], rest, strict=True))
+    loud = [m for m in noise.moves if m.limit > 0 and m.widest > m.limit / 2]
+    if not loud:
+        return f"{said}."
+    builds = max(advised, noise.builds + 1)
+    return (
+        f"{said}. {_name(loud[0])} moved more than half its limit: set `builds: {builds}` "
+        f"under `retriever:` (or pass --builds {builds}), so that the gate's test holds the "
+        "spread between builds, or pin the index's seed."
+    )
+
+
+def _name(move: GateMove) -> str:
+    """`recall@5 (tier A)`."""
+    return subject(move.gate.metric, move.gate.scope.label())

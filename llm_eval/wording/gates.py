@@ -456,7 +456,12 @@ def power_statement(
         said = f"{name}: {_queries(power.n)} {are} too few to catch any drop 4 times in 5"
     else:
         caught = drop_size(metric, power.detectable_drop)
-        said = f"{name}: with {_queries(power.n)}, a drop of {caught} is caught 4 times in 5"
+        said = f"{name}: with {_built(power)}, a drop of {caught} is caught 4 times in 5"
+    if power.more_builds is not None:
+        more, drop = power.more_builds
+        said += (
+            f"; with {more} builds a side, {'none' if drop is None else drop_size(metric, drop)}"
+        )
     if not power.target > power.limit:  # a zero limit: no multiple of it to size for
         return f"{said}, {power.assumption}"
     return f"{said}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
@@ -471,6 +476,15 @@ def _needed_clause(gate: Gate, power: Power, baseline: float | None) -> str:
     if power.queries_needed is None:
         return f"not even {_queries(MOST_QUERIES)} catch {one}"
     return f"about {_queries(power.queries_needed)} catch {one}"
+
+
+def _built(power: Power) -> str:
+    """`176 queries`, or `3 builds of 176 queries` when measured on several builds."""
+    if power.builds is None:
+        return _queries(power.n)
+    before, after = power.builds
+    builds = f"{before} builds" if before == after else f"{before} and {after} builds"
+    return f"{builds} of {_queries(power.n)}"
 
 
 def _queries(n: int) -> str:
