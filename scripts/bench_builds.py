@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from llm_eval.builds import BuildSpread, t_cdf, t_quantile  # noqa: E402
-from llm_eval.stats import column_test  # noqa: E402
+from llm_eval.builds import BuildSpread, t_cdf
+from llm_eval.stats import column_test
 
 ALPHA = 0.05
 LIMIT = 0.03
