@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import Cli
 
+from llm_eval import stats
 from llm_eval.builds import (
     BuildSpread,
     WithBuilds,
@@ -27,7 +28,6 @@ from llm_eval.builds import (
     t_cdf,
     t_quantile,
 )
-from llm_eval import stats
 
 ALPHA = 0.05
 LIMIT = 0.03
@@ -202,6 +202,7 @@ def test_bm25_is_built_once_whatever_builds_says(demo_project: Path, cli: Cli) -
     code, thrice, _ = cli("gate", "--builds", "3", "--out", "three")
     assert code == 0
     assert "one build stands for the 3 asked" in " ".join(thrice.split())
+    assert "one build stands" not in " ".join(once.split())
     one = json.loads((demo_project / "one" / "report.json").read_text(encoding="utf-8"))
     three = json.loads((demo_project / "three" / "report.json").read_text(encoding="utf-8"))
     assert [g["stats"] for g in one["gates"]] == [g["stats"] for g in three["gates"]]
@@ -233,9 +234,7 @@ def test_three_builds_a_side_hold_the_spread_on_every_surface(noisy: Path, cli: 
     assert "builds" in markdown or report["verdict"] == "pass"
 
 
-def test_retrieve_writes_one_run_per_build_and_a_run_glob_reads_them(
-    noisy: Path, cli: Cli
-) -> None:
+def test_retrieve_writes_one_run_per_build_and_a_run_glob_reads_them(noisy: Path, cli: Cli) -> None:
     code, out, _ = cli(
         "retrieve", "--config", "config/noisy.yaml", "--builds", "2", "--out", "runs/run.jsonl"
     )
