@@ -66,13 +66,18 @@ def gate_power(
 
 
 def baseline_power(
-    gate: Gate, scores: Sequence[float] | None, n: int, catch: float = CATCH
+    gate: Gate,
+    scores: Sequence[float] | None,
+    n: int,
+    catch: float = CATCH,
+    spread: BuildSpread | None = None,
 ) -> Power | None:
     """`gate_power` before any run (`gold stats`, `gold plan`): the baseline's per-query
     scores of the scope on both sides, no churn, as `llm-eval gate` sees them while the
     run equals the baseline. Without a baseline, n queries that all score 1 (0/1
     scores, the exact test), said so in the assumption. None: no paired test or no
-    absolute limit to test against (a relative one without a baseline)."""
+    absolute limit to test against (a relative one without a baseline). `spread`: the
+    baseline's builds on both sides, when it holds several."""
     if not gate.regression_max or (scores is not None and not scores):
         return None
     known = np.ones(n) if scores is None else np.asarray(scores, dtype=np.float64)
@@ -81,7 +86,7 @@ def baseline_power(
         if scores is None:
             return None
         limit *= float(known.mean())
-    power = gate_power(gate, known, known, limit, catch)
+    power = gate_power(gate, known, known, limit, catch, spread)
     if power is None or scores is not None:
         return power
     return replace(power, assumption=NO_BASELINE)
