@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_eval.baseline import Baseline, Reference
+from llm_eval.builds import BuildSpread, build_spread, joined_test
 from llm_eval.criteria import Gate, Scope
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
@@ -159,6 +160,8 @@ class _Scope:
     value: float
     pairs: tuple[FloatArray, FloatArray] | None
     """Per-query (before, after) scores of the queries scored now, without a baseline None."""
+    spread: BuildSpread | None = None
+    """How the builds' means spread, when either side was measured on several builds."""
 
 
 def decide_gates(
@@ -274,13 +277,20 @@ def _scope(
     baseline: Baseline | None,
     only: frozenset[str] | None,
 ) -> _Scope:
-    pairs = _pairs(now.per_query, baseline, ids, metric, only)
-    if pairs is None:
+    paired = _paired_ids(now.per_query, baseline, ids, metric, only)
+    if paired is None:
         current = value_over(now, ids, metric, only)
         return _Scope(tag, current.n, current.value, None)
+    assert baseline is not None  # paired queries need one
+    both = np.asarray(
+        [(baseline.per_query[q][metric], now.per_query[q][metric]) for q in paired],
+        dtype=np.float64,
+    )
+    pairs = both[:, 0], both[:, 1]
+    spread = build_spread(baseline.table.each_build, now.each_build, paired, metric)
     # Value and baseline over the same paired queries: a query the retriever failed
     # on now leaves both sides, never only one.
-    return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs)
+    return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs, spread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,27 +319,47 @@ def _margin_tests(
         if gate.regression_max is None or not testable or not settings.significance:
             continue  # the point estimate decides: no test to run or to report
         span = parse_metric(gate.metric).span
-        family: list[tuple[str | None, ColumnTest, FloatArray, FloatArray, float]] = []
+        family: list[tuple[_Scope, ColumnTest, FloatArray, FloatArray, float]] = []
         for piece in scopes:
             if piece.pairs is None:
                 continue
             before, after = worsening_pair(gate.metric, *piece.pairs)
             limit = allowed_change(gate, float(piece.pairs[0].mean()))
-            test = column_test(before, after, settings.alpha, settings.seed, span)
+            # Joined with the builds, the queries' side is tested at alpha / 2: its bets
+            # are sized for that level.
+            tuned = settings.alpha if piece.spread is None else settings.alpha / 2
+            queries_test = column_test(before, after, tuned, settings.seed, span)
+            test = joined_test(queries_test, piece.spread)
             in_family = piece.tag is not None and piece.n >= settings.min_n
             if in_family and np.any(before != after):
-                family.append((piece.tag, test, before, after, limit))
+                family.append((piece, test, before, after, limit))
                 continue
-            margin = tested_margin(test, before, after, limit, settings.alpha)
+            margin = _tested(piece, test, before, after, limit, settings.alpha)
             results[(gate.name, piece.tag)] = _Tested(margin)
         raw = [test.p_beyond(limit) for _, test, _, _, limit in family]
         adjusted, levels = holm(raw), holm_levels(raw, settings.alpha)
-        for (tag, test, before, after, limit), p, level in zip(
+        for (piece, test, before, after, limit), p, level in zip(
             family, adjusted, levels, strict=True
         ):
-            margin = tested_margin(test, before, after, limit, level)
-            results[(gate.name, tag)] = _Tested(margin, p, level)
+            margin = _tested(piece, test, before, after, limit, level)
+            results[(gate.name, piece.tag)] = _Tested(margin, p, level)
     return results
+
+
+def _tested(
+    piece: _Scope,
+    test: ColumnTest,
+    before: FloatArray,
+    after: FloatArray,
+    limit: float,
+    level: float,
+) -> MarginTest:
+    """`tested_margin`, with the builds it compared when there were several."""
+    margin = tested_margin(test, before, after, limit, level)
+    spread = piece.spread
+    if spread is None:
+        return margin
+    return replace(margin, builds=(len(spread.before), len(spread.after)), build_sd=spread.sd)
 
 
 def _decide_gate(
@@ -365,7 +395,7 @@ def _decide_gate(
     )
     power = None
     if gate.regression_max is not None:
-        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value))
+        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value), spread=own.spread)
     return replace(result, power=power)
 
 
@@ -391,16 +421,17 @@ def _baseline_value(
     return None if before.n == 0 else before.value
 
 
-def _pairs(
+def _paired_ids(
     now: PerQuery,
     baseline: Baseline | None,
     ids: Iterable[str],
     metric: str,
     only: frozenset[str] | None,
-) -> tuple[FloatArray, FloatArray] | None:
-    """Per-query (before, after) scores of the queries scored now, or None without a
-    baseline. Every query scored now must have its baseline score: a baseline that lacks
-    the metric or a query's row cannot be compared with (ComparisonError)."""
+) -> list[str] | None:
+    """The queries scored now, each with its baseline score, or None without a baseline
+    or without such a query. Every query scored now must have its baseline score: a
+    baseline that lacks the metric or a query's row cannot be compared with
+    (ComparisonError)."""
     if baseline is None:
         return None
     if metric not in baseline.metrics:
@@ -416,12 +447,7 @@ def _pairs(
             f"{plural(len(lacking), 'query', 'queries')} in scope ({', '.join(lacking[:5])}"
             f"{', …' if len(lacking) > 5 else ''}); refresh the baseline"
         )
-    if not scored:
-        return None
-    both = np.asarray(
-        [(baseline.per_query[q][metric], now[q][metric]) for q in scored], dtype=np.float64
-    )
-    return both[:, 0], both[:, 1]
+    return scored or None
 
 
 def _baseline_name(baseline: Baseline) -> str:

@@ -42,13 +42,16 @@ class Baseline:
     """How many times the judge was asked each question for the judged values (None:
     no judged metric). A gate comparing means over another number of repeats does not
     cancel the judge's noise on unchanged chunks, so the report says so."""
+    builds: tuple[Mapping[str, Mapping[str, float]], ...] = ()
+    """Each build's per-query scores when the baseline was measured on more than one
+    build of its retriever (`per_query` holds their means); empty for one build."""
     source: str | None = field(default=None, compare=False)
     """The file it was read from (None for one computed in memory)."""
 
     @property
     def table(self) -> ScoreTable:
         """The per-query measurements, as slices read them."""
-        return ScoreTable(self.per_query, self.service)
+        return ScoreTable(self.per_query, self.service, self.builds)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document, schema_version first."""
@@ -69,6 +72,11 @@ class Baseline:
                 q: {"latency_ms": r.latency_ms, "error": r.error} for q, r in self.service.items()
             },
             **({} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}),
+            **(
+                {"builds": [{q: dict(v) for q, v in b.items()} for b in self.builds]}
+                if self.builds
+                else {}
+            ),
         }
 
 

@@ -104,6 +104,7 @@ def parse_baseline(data: Any, path: str) -> Baseline:
             for qid, row in data.get("service", {}).items()
         },
         judge_repeats=data.get("judge_repeats"),
+        builds=tuple(data.get("builds", ())),
         source=path,
     )
 
@@ -144,7 +145,8 @@ _SCHEMA: dict[str, Check] = {
     "per_query": map_of(map_of(number)),
     "service": map_of(record({"latency_ms": optional(number), "error": boolean})),
     "judge_repeats": whole(1),
+    "builds": list_of(map_of(map_of(number))),
 }
 """Every key of the document and how its value is checked."""
 
-_OPTIONAL = frozenset({"git_commit", "service", "judge_repeats"})
+_OPTIONAL = frozenset({"git_commit", "service", "judge_repeats", "builds"})

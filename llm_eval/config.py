@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
 
 
+MAX_BUILDS = 50
+"""The most builds a config or `--builds` may ask for."""
+
+
 @dataclass(frozen=True, slots=True)
 class RetrieverConfig:
     """The configured retriever kind and its validated settings."""
@@ -35,6 +39,10 @@ class RetrieverConfig:
     """The `retriever` entry of the config."""
     setting_lines: tuple[tuple[str, int], ...] = ()
     """(setting, line) for each setting written in the config."""
+    builds: int | None = None
+    """How many times the retriever is built, each build answering every query, so the
+    gate's test holds the variance between builds (an approximate index, a sampled
+    reranker); None: not set (one build, and `baseline refresh` checks for noise)."""
 
     def locate(self, error: InputError) -> InputError:
         """An error raised while building the retriever, pointed at its setting."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from llm_eval import defaults
 from llm_eval.beir_io import CORPUS
 from llm_eval.config import (
+    MAX_BUILDS,
     EvalConfig,
     ExperimentSettings,
     Lift,
@@ -67,7 +68,7 @@ GAIN_KEYS = frozenset({"alpha", "beta", "gamma", "k", "chunk_words"})
 GOLD_FILE_KEYS = frozenset({"path", "tier", "matching"})
 GOLD_BEIR_KEYS = frozenset({"beir", "split", "tier"})
 GOLD_TOPICS_KEYS = frozenset({"topics", "qrels", "tier"})
-RETRIEVER_KEYS = frozenset({"kind", "max_error_rate"})
+RETRIEVER_KEYS = frozenset({"kind", "max_error_rate", "builds"})
 """Besides its kind's own settings (`RetrieverKind.settings`)."""
 VARIANT_KEYS = frozenset({"name", "retriever", "top_k"})
 EXPERIMENT_KEYS = frozenset({"reference", "quality", "lift", "latency"})
@@ -299,7 +300,16 @@ def _configured(
     rate = keys.get("max_error_rate")
     max_error_rate = proportion(rate) if rate is not None else base.max_error_rate
     lines = tuple((name, keys[name].line) for name in kind.settings if name in keys)
-    return RetrieverConfig(kind.name, settings, max_error_rate, location_of(node), lines)
+    builds = _builds(keys["builds"]) if "builds" in keys else base.builds
+    return RetrieverConfig(kind.name, settings, max_error_rate, location_of(node), lines, builds)
+
+
+def _builds(node: Node) -> int:
+    """`builds:`, a whole number from 1 to MAX_BUILDS."""
+    count = integer(node, 1)
+    if count > MAX_BUILDS:
+        raise node.error(f"must be at most {MAX_BUILDS}, got {count}")
+    return count
 
 
 def _variants(

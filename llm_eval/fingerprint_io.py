@@ -12,6 +12,7 @@ from llm_eval.digest import digest
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.inputs import Inputs
 from llm_eval.retrievers import retriever_kind
+from llm_eval.retrievers.runfile import is_pattern, run_files
 from llm_eval.textio import file_digest
 
 
@@ -52,6 +53,8 @@ def _retriever_fingerprint(config: EvalConfig, run_path: Path | None) -> str | N
     if run_path is None and retriever is not None:
         kind = retriever_kind(retriever.kind)
         run_path = kind.answers_file(kind.record(retriever.settings))
+    if run_path is not None and is_pattern(run_path):  # one run file per build
+        return "run:" + digest([file_digest(path) for path in run_files(run_path)])
     if run_path is not None:
         return "run:" + file_digest(run_path)
     if retriever is None:

@@ -120,6 +120,11 @@ class Power:
     any size searched, or no target beyond a zero limit)."""
     assumption: str
     """What the figures assume about the other queries, as one clause."""
+    builds: tuple[int, int] | None = None
+    """The builds a side (baseline, now) the figures count, when there were several."""
+    more_builds: tuple[int, float | None] | None = None
+    """With several builds: a number of builds a side and the drop it catches 4 times
+    in 5 with these queries (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from llm_eval import config_io, criteria_io
+from llm_eval.config import MAX_BUILDS
 from llm_eval.experiment.latency_clock import CLOCKS
 from llm_eval.gold import MATCHINGS
 from llm_eval.metrics import families
@@ -121,6 +122,13 @@ def _retriever(kind: RetrieverKind[Any]) -> Schema:
     extra: dict[str, Schema] = {"kind": {"const": kind.name, "description": kind.description}}
     extra["max_error_rate"] = _PROPORTION | {
         "description": "the share of queries the retriever may fail on before the run does"
+    }
+    extra["builds"] = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_BUILDS,
+        "description": "how many times the retriever is built, each build answering every "
+        "query, so that the gate's test holds the variance between builds",
     }
     keys = set(config_io.RETRIEVER_KEYS) | set(kind.settings)
     schema = _settings_object(kind.settings, extra)

@@ -11,8 +11,11 @@ step touch files or the retriever.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from llm_eval.builds import averaged
 from llm_eval.config import EvalConfig
 from llm_eval.config_io import load_config
 from llm_eval.criteria_io import check_against_config, check_against_gold, load_criteria
@@ -47,6 +50,19 @@ def measure(inputs: Inputs, run: Run, judge: JudgeOptions | None = None) -> Meas
     from llm_eval.judge.step import judged_measurement
 
     return judged_measurement(inputs, run, measurement, judged, judge or JudgeOptions())
+
+
+def measure_builds(
+    inputs: Inputs, runs: Sequence[Run], judge: JudgeOptions | None = None
+) -> Measurement:
+    """`measure` of a retriever built once per run: each query's scores are the mean
+    over the builds, each build's own kept (`Measurement.builds`) for the gate's test;
+    the rest (ranks, latencies, failures) is the first build's."""
+    if len(runs) == 1:
+        return measure(inputs, runs[0], judge)
+    each = [measure(inputs, run, judge) for run in runs]
+    tables = tuple(m.per_query for m in each)
+    return replace(each[0], per_query=averaged(tables), builds=tables)
 
 
 def scoring_for(config: EvalConfig) -> Scoring:

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from llm_eval.builds import BuildSpread, builds_bound
 from llm_eval.criteria import Gate
 from llm_eval.detection import detectable_worsening, queries_to_catch
 from llm_eval.gate import Power, worsening_pair
@@ -36,32 +37,47 @@ CATCH = 2.0
 """The multiple of the limit whose queries needed every surface prints."""
 NO_BASELINE = "assuming every query scores 1 now (no baseline to read) and nothing else changes"
 """The assumption without a baseline: 0/1 scores, every query found."""
+POWER_Z = 0.8416212335729143
+"""The standard normal's quantile at `detection.POWER` (4 times in 5)."""
 MOST_QUERIES = 10_000
 """The largest scope the queries needed are searched up to; beyond it they are open."""
 
 
 def gate_power(
-    gate: Gate, before: FloatArray, after: FloatArray, limit: float, catch: float = CATCH
+    gate: Gate,
+    before: FloatArray,
+    after: FloatArray,
+    limit: float,
+    catch: float = CATCH,
+    spread: BuildSpread | None = None,
 ) -> Power | None:
     """`scope_power` for a gate's scope: the per-query scores at the baseline and now
     (the baseline's twice when there is no run), oriented by the metric's direction,
-    against `limit` (the absolute move allowed). None when the gate runs no paired test
-    (no limit, `significance: off`, or a metric not tested query by query)."""
+    against `limit` (the absolute move allowed); `builds_power` when the scores are
+    means over several builds (`spread`). None when the gate runs no paired test (no
+    limit, `significance: off`, or a metric not tested query by query)."""
     testable = parse_metric(gate.metric).testable
     if gate.regression_max is None or not gate.statistics.significance or not testable:
         return None
+    if spread is not None:
+        return builds_power(gate, before, after, limit, spread, catch)
     worse_before, worse_after = worsening_pair(gate.metric, before, after)
     return scope_power(worse_before, worse_after, limit, gate, catch)
 
 
 def baseline_power(
-    gate: Gate, scores: Sequence[float] | None, n: int, catch: float = CATCH
+    gate: Gate,
+    scores: Sequence[float] | None,
+    n: int,
+    catch: float = CATCH,
+    spread: BuildSpread | None = None,
 ) -> Power | None:
     """`gate_power` before any run (`gold stats`, `gold plan`): the baseline's per-query
     scores of the scope on both sides, no churn, as `llm-eval gate` sees them while the
     run equals the baseline. Without a baseline, n queries that all score 1 (0/1
     scores, the exact test), said so in the assumption. None: no paired test or no
-    absolute limit to test against (a relative one without a baseline)."""
+    absolute limit to test against (a relative one without a baseline). `spread`: the
+    baseline's builds on both sides, when it holds several."""
     if not gate.regression_max or (scores is not None and not scores):
         return None
     known = np.ones(n) if scores is None else np.asarray(scores, dtype=np.float64)
@@ -70,7 +86,7 @@ def baseline_power(
         if scores is None:
             return None
         limit *= float(known.mean())
-    power = gate_power(gate, known, known, limit, catch)
+    power = gate_power(gate, known, known, limit, catch, spread)
     if power is None or scores is not None:
         return power
     return replace(power, assumption=NO_BASELINE)
@@ -121,4 +137,72 @@ def assumption(before: FloatArray, after: FloatArray) -> str:
     return (
         f"assuming the churn seen against the baseline "
         f"({changed:,} of {plural(before.size, 'query', 'queries')} changed)"
+    )
+
+
+def builds_power(
+    gate: Gate,
+    before: FloatArray,
+    after: FloatArray,
+    limit: float,
+    spread: BuildSpread,
+    catch: float = CATCH,
+) -> Power:
+    """`scope_power` for a scope measured on several builds (`llm_eval.builds`): the
+    queries' test at alpha / 2 against the limit moved by the builds' bound, and the
+    builds' own error added to the drop's noise (the spread seen taken as the truth's).
+    With `more_builds`: the drop caught with two more builds a side, the queries as they
+    are, so that a team can weigh more queries against more builds."""
+    settings = gate.statistics
+    half = settings.alpha / 2
+    span = parse_metric(gate.metric).span
+    worse_before, worse_after = worsening_pair(gate.metric, before, after)
+    target = min(catch * limit, 0.99 * span)
+    n = worse_before.size
+    queries_sd = float(np.std(worse_before - worse_after, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+
+    def caught(degrees: int, scale: float) -> tuple[float, float, float]:
+        """(the drop caught 4 times in 5, the limit the queries' test meets, the builds'
+        share of the drop) with builds of these degrees of freedom and scale."""
+        margin = min(limit + builds_bound(spread.sd, degrees, scale, half), 0.99 * span)
+        builds_sd = spread.sd * scale
+        extra = POWER_Z * (math.hypot(queries_sd, builds_sd) - queries_sd)
+        drop = math.inf
+        if n >= 2:
+            drop = detectable_worsening(
+                worse_before,
+                worse_after,
+                margin,
+                half,
+                seed=settings.seed,
+                span=span,
+                simulations=settings.resamples,
+            )
+        return drop + extra, margin, extra
+
+    drop, margin, extra = caught(spread.degrees, spread.scale)
+    needed = None
+    if target - extra > margin:
+        needed = queries_to_catch(
+            worse_before,
+            worse_after,
+            target - extra,
+            margin,
+            half,
+            seed=settings.seed,
+            span=span,
+            simulations=settings.resamples,
+            most=MOST_QUERIES,
+        )
+    more = max(len(spread.before), len(spread.after)) + 2
+    more_drop, _, _ = caught(2 * (more - 1), math.sqrt(2 / more))
+    return Power(
+        n=n,
+        limit=limit,
+        detectable_drop=drop if math.isfinite(drop) else None,
+        target=target,
+        queries_needed=needed,
+        assumption=assumption(before, after),
+        builds=(len(spread.before), len(spread.after)),
+        more_builds=(more, more_drop if math.isfinite(more_drop) else None),
     )

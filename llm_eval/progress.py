@@ -120,6 +120,12 @@ class Progress:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
 
+    def name_build(self, number: int, count: int) -> None:
+        """Name the build under way in the line (`queries (build 2 of 3)`), for a
+        retriever built several times."""
+        with self._lock:
+            self.unit = f"queries (build {number} of {count})"
+
     def update(self, done: int, total: int) -> None:
         """Record that `done` of `total` units are finished (shows it now and then)."""
         with self._lock:

@@ -19,13 +19,14 @@ from llm_eval.criteria import Statistics
 from llm_eval.errors import ExitCode
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
+from llm_eval.gate import Power as ScopePower
 from llm_eval.gold import GoldQuery
 from llm_eval.history.series import History, trend_entry
 from llm_eval.inputs import Inputs
 from llm_eval.judged.arithmetic import JudgeSummary
 from llm_eval.judged.correction import Corrected, correct
 from llm_eval.metrics import parse_metric
-from llm_eval.report_types import GateEntry, Report, Verdict
+from llm_eval.report_types import GateEntry, Power, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
@@ -98,12 +99,7 @@ def _gate_entry(result: GateResult) -> GateEntry:
         "label_coverage": _coverage_entry(result),
         "power_warning": power_sentence(result),
         "more_queries": more_queries(result),
-        "power": None
-        if result.power is None
-        else {
-            "detectable_drop": result.power.detectable_drop,
-            "queries_needed": result.power.queries_needed,
-        },
+        "power": None if result.power is None else _power_entry(result.power),
     }
 
 
@@ -195,7 +191,30 @@ def _margin_entry(result: GateResult, margin: MarginTest | None) -> dict[str, An
         "alpha": result.gate.statistics.alpha,
         "hit_to_miss": margin.went_better if flipped else margin.went_worse,
         "miss_to_hit": margin.went_worse if flipped else margin.went_better,
+        **_builds_entry(margin),
     }
+
+
+def _power_entry(power: ScopePower) -> Power:
+    """The power figures; with several builds, the builds they count and the drop more
+    builds would catch."""
+    entry: Power = {
+        "detectable_drop": power.detectable_drop,
+        "queries_needed": power.queries_needed,
+    }
+    if power.builds is not None and power.more_builds is not None:
+        more, drop = power.more_builds
+        entry["builds"] = list(power.builds)
+        entry["more_builds"] = {"builds": more, "detectable_drop": drop}
+    return entry
+
+
+def _builds_entry(margin: MarginTest) -> dict[str, Any]:
+    """`{"builds": {...}}` when either side was measured on several builds, else nothing."""
+    if margin.builds == (1, 1):
+        return {}
+    before, after = margin.builds
+    return {"builds": {"before": before, "after": after, "sd": margin.build_sd}}
 
 
 def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:

@@ -45,6 +45,7 @@ _STATS = record(
         "method": _maybe_text,
         "significant": optional(boolean),
         "alpha": _maybe_number,
+        "builds": optional(record({"before": whole(1), "after": whole(1), "sd": number})),
     }
 )
 _GATE_SLICE = record(
@@ -157,7 +158,16 @@ _GATE = record(
         "statistics": optional(record({"on_inconclusive": one_of("fail", "warn")})),
         "stats": optional(_STATS),
         "power": optional(
-            record({"detectable_drop": _maybe_number, "queries_needed": optional(_count)})
+            record(
+                {
+                    "detectable_drop": _maybe_number,
+                    "queries_needed": optional(_count),
+                    "builds": optional(list_of(whole(1))),
+                    "more_builds": optional(
+                        record({"builds": whole(1), "detectable_drop": _maybe_number})
+                    ),
+                }
+            )
         ),
         "slices": list_of(_GATE_SLICE),
         "corrected": optional(_CORRECTED),

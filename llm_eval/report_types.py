@@ -18,6 +18,10 @@ class Power(TypedDict):
 
     detectable_drop: float | None
     queries_needed: int | None
+    builds: NotRequired[list[int]]
+    """With several builds: the builds a side (baseline, now) the figures count."""
+    more_builds: NotRequired[dict[str, Any]]
+    """With several builds: `builds` a side and the `detectable_drop` they catch."""
 
 
 class GateEntry(TypedDict):

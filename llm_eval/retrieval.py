@@ -11,6 +11,7 @@ cached, and the run is refused (exit 4) when more queries failed than
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import random
 import time
 from collections import Counter
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import EvalConfig, RetrieverConfig
-from llm_eval.errors import ExternalError, InputError
+from llm_eval.errors import ExternalError, InputError, LlmEvalError
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
@@ -43,6 +44,11 @@ class RetrieveOptions:
     """Run every query this many times, bypassing the cache, to find unstable rankings."""
     progress: Callable[[int, int], None] | None = None
     """Called with (queries done, queries in all) as each query finishes."""
+    builds: int | None = None
+    """How many times to build the retriever (`--builds`), each build answering every
+    query; None: as the config's `builds` says, else once."""
+    on_build: Callable[[int, int], None] | None = None
+    """Called with (build number from 1, builds in all) as each of several builds starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,16 @@ class Retrieval:
     repeat: int = 1
     unstable: tuple[str, ...] = ()
     """Queries whose rankings differed between the repeats, in gold order."""
+    builds: tuple[Run, ...] = ()
+    """Every build's run when the retriever was built more than once (`run` is the first)."""
+    builds_asked: int = 1
+    """The builds asked for: more than were run when the kind answers the same at every
+    build (then one stands for all)."""
+
+    @property
+    def each_build(self) -> tuple[Run, ...]:
+        """Every build's run (`run` alone for one build)."""
+        return self.builds or (self.run,)
 
 
 def obtain_run(
@@ -77,6 +93,9 @@ def retrieve_gold(
     config: EvalConfig, queries: Sequence[GoldQuery], options: RetrieveOptions
 ) -> Retrieval:
     """Run the configured retriever over the queries; ExternalError when too many fail."""
+    asked, count = planned_builds(config, options.builds)
+    if count > 1:
+        return _built_times(config, queries, options, asked, count)
     retriever = build_retriever(config)
     assert config.retriever is not None  # build_retriever says so otherwise
     wanted = config.cache if options.use_cache is None else options.use_cache
@@ -93,7 +112,80 @@ def retrieve_gold(
     ]
     check_error_rate(runs[0], queries, config.retriever.max_error_rate)
     hits = cache.hits if cache is not None else 0
-    return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs))
+    return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs), builds_asked=asked)
+
+
+def planned_builds(config: EvalConfig, wanted: int | None) -> tuple[int, int]:
+    """(builds asked for, builds to run): `wanted` (`--builds`), else the config's
+    `builds`, else as many as the run files a `kind: run` glob names, else one; one is
+    run when the kind answers the same at every build."""
+    retriever = config.retriever
+    if retriever is None:
+        return 1, 1
+    kind = retriever_kind(retriever.kind)
+    settings = kind.record(retriever.settings)
+    asked = wanted or retriever.builds or kind.builds_held(settings) or 1
+    return asked, 1 if kind.deterministic(settings) else asked
+
+
+def _built_times(
+    config: EvalConfig,
+    queries: Sequence[GoldQuery],
+    options: RetrieveOptions,
+    asked: int,
+    count: int,
+) -> Retrieval:
+    """The retriever built `count` times, each build answering every query afresh (no
+    cache: a cached answer is another build's); ExternalError when too many of any
+    build's queries fail."""
+    assert config.retriever is not None  # planned_builds gave more than one build
+    kind = retriever_kind(config.retriever.kind)
+    done, total = itertools.count(1), len(queries) * count
+
+    def finished() -> None:
+        if options.progress is not None:
+            options.progress(next(done), total)
+
+    runs = []
+    for number in range(count):
+        if options.on_build is not None:
+            options.on_build(number + 1, count)
+        if kind.fresh_process:
+            run = _in_fresh_process(config, queries, number)
+            for _ in queries:
+                finished()
+        else:
+            retriever = build_retriever(config, number)
+            run = retriever.retrieve(queries, config.top_k, None, finished)
+        where = f"build {number + 1} of {count}: "
+        check_error_rate(run, queries, config.retriever.max_error_rate, where)
+        runs.append(run)
+    return Retrieval(runs[0], builds=tuple(runs), builds_asked=asked)
+
+
+def _in_fresh_process(config: EvalConfig, queries: Sequence[GoldQuery], number: int) -> Run:
+    """One build answering every query in a process of its own (spawned: nothing the
+    modules of this one hold, no seed fixed at import, is shared with it)."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        outcome = pool.apply(_build_and_answer, (config, tuple(queries), number))
+    if isinstance(outcome, Run):
+        return outcome
+    error, message = outcome
+    raise (InputError(message) if error == "input" else ExternalError(message))
+
+
+def _build_and_answer(
+    config: EvalConfig, queries: tuple[GoldQuery, ...], number: int
+) -> Run | tuple[str, str]:
+    """In the spawned process: build `number` of the retriever and its run, or the
+    failure as (kind, one line), which crosses back whole where an exception might not."""
+    try:
+        return build_retriever(config, number).retrieve(queries, config.top_k, None, None)
+    except InputError as exc:
+        return "input", str(exc)
+    except LlmEvalError as exc:
+        return "external", str(exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +372,17 @@ def retrieval_notes(retrieval: Retrieval) -> list[str]:
         )
     if retrieval.repeat > 1:
         notes.append(_repeat_note(retrieval.unstable, retrieval.repeat, total))
+    if retrieval.builds:
+        notes.append(
+            f"The retriever was built {len(retrieval.builds)} times, each build answering "
+            "every query; each query's scores are the builds' mean, and the gate's test "
+            "holds the variance between builds."
+        )
+    elif retrieval.builds_asked > 1:
+        notes.append(
+            f"This retriever answers the same at every build: one build stands for the "
+            f"{retrieval.builds_asked} asked."
+        )
     return notes
 
 
@@ -292,14 +395,14 @@ def _repeat_note(unstable: Sequence[str], repeat: int, total: int) -> str:
     )
 
 
-def build_retriever(config: EvalConfig) -> Retriever:
-    """The configured retriever, ready to answer queries."""
+def build_retriever(config: EvalConfig, build: int = 0) -> Retriever:
+    """The configured retriever, ready to answer queries (`build`: which of several)."""
     if config.retriever is None:
         raise InputError(
             "no retriever is configured; add `retriever:` or pass --run", path=config.path
         )
     kind = retriever_kind(config.retriever.kind)
-    context = RetrieverContext(config.corpus, config.output / "cache")
+    context = RetrieverContext(config.corpus, config.output / "cache", build)
     try:
         # Checked, and their ${VAR} read, when the config was loaded: checking them again
         # would read a `${` inside a variable's value as another variable.

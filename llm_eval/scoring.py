@@ -65,11 +65,14 @@ class Measurement:
     """Stale hits and conflicts; None without a corpus-versions sidecar."""
     judge: JudgeSummary | None = None
     """The judge's cost and agreement with the gold labels; None when nothing was judged."""
+    builds: tuple[Mapping[str, Mapping[str, float]], ...] = ()
+    """Each build's per-query scores when the retriever was built more than once;
+    `per_query` then holds their means, and the other fields are the first build's."""
 
     @property
     def table(self) -> ScoreTable:
         """The per-query measurements, as slices read them."""
-        return ScoreTable(self.per_query, self.service)
+        return ScoreTable(self.per_query, self.service, self.builds)
 
 
 def score_run(

@@ -38,6 +38,14 @@ class ScoreTable:
 
     per_query: PerQuery
     service: Mapping[str, ServiceRecord] = field(default_factory=dict)
+    builds: tuple[PerQuery, ...] = ()
+    """Each build's own per-query scores when the retriever was built more than once
+    (`builds: K`); `per_query` then holds their means. Empty for one build."""
+
+    @property
+    def each_build(self) -> tuple[PerQuery, ...]:
+        """The per-query scores of every build (`per_query` alone for one build)."""
+        return self.builds or (self.per_query,)
 
 
 def standard_scopes(queries: Sequence[GoldQuery]) -> list[tuple[str, str, Scope]]:

@@ -179,6 +179,10 @@ class MarginTest:
     """`high` is the end of the possible range: the data cannot bound it."""
     changed: int = 0
     """Queries whose score differs from the baseline's."""
+    builds: tuple[int, int] = (1, 1)
+    """Builds of the retriever (baseline, now) whose per-query means were compared."""
+    build_sd: float = 0.0
+    """Pooled standard deviation of a build's mean score (0 with one build a side)."""
 
 
 class ColumnTest:
@@ -186,6 +190,12 @@ class ColumnTest:
 
     span: float
     """Width of the range the worsening lies in, halved: it lies in [-span, span]."""
+
+    @property
+    def queries(self) -> ColumnTest:
+        """The test of the queries' part: this one, unless it is joined with the
+        variance between builds (`llm_eval.builds.WithBuilds`)."""
+        return self
 
     def p_beyond(self, delta: float) -> float:
         """p-value against "the mean worsening is at most delta"."""
@@ -300,7 +310,8 @@ def tested_margin(
     diffs = before - after
     n = diffs.size
     low, high, low_open, high_open = test.bounds(margin, level)
-    exact = isinstance(test, ExactPairs)
+    inner = test.queries
+    exact = isinstance(inner, ExactPairs)
     return MarginTest(
         n=n,
         worsening=float(diffs.mean()),
@@ -311,8 +322,8 @@ def tested_margin(
         p_within=test.p_within(margin),
         spread=float(np.std(diffs, ddof=1)) if n > 1 else 0.0,
         method="exact-unconditional" if exact else "betting",
-        went_worse=test.bad if isinstance(test, ExactPairs) else None,
-        went_better=test.good if isinstance(test, ExactPairs) else None,
+        went_worse=inner.bad if isinstance(inner, ExactPairs) else None,
+        went_better=inner.good if isinstance(inner, ExactPairs) else None,
         low_open=low_open,
         high_open=high_open,
         changed=int(np.count_nonzero(diffs)),

@@ -155,8 +155,8 @@ def test_config_defaults(tmp_path: Path) -> None:
         ),
         (
             GOOD_CONFIG.replace("k1: 1.2", "k2: 1.2"),
-            "FILE:8: retriever.k2: unknown key (valid keys: b, fields, k1, kind, max_error_rate, "
-            "method, stemmer, stopwords)",
+            "FILE:8: retriever.k2: unknown key (valid keys: b, builds, fields, k1, kind, "
+            "max_error_rate, method, stemmer, stopwords)",
         ),
         (
             GOOD_CONFIG.replace("tier: A", "tier: ''"),

@@ -38,5 +38,5 @@ def test_retrievers_lists_every_kind_and_setting_within_80_columns(
         assert f"kind: {kind.name} — " in out
         for name in kind.settings:
             assert f"\n  {name} (" in out
-    assert "  path (required): The run file (relative to the working directory)." in out
+    assert "  path (required): The run file (relative to the working directory); a glob" in out
     assert "  k1 (default 0.9): Term frequency saturation" in out

@@ -66,9 +66,14 @@ def measure_coverage(inputs: Inputs) -> tuple[list[Document], Coverage]:
 
 
 def make_plan(
-    inputs: Inputs, catch: float, scores: Mapping[str, Mapping[str, float]] | None
+    inputs: Inputs,
+    catch: float,
+    scores: Mapping[str, Mapping[str, float]] | None,
+    builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
 ) -> tuple[list[Need], Coverage]:
     """The plan for the loaded inputs, and the coverage it was made from; `scores` are
-    the baseline's per-query scores (None: no baseline)."""
+    the baseline's per-query scores (None: no baseline), `builds` its builds' when it
+    holds several."""
     _, found = measure_coverage(inputs)
-    return plan(inputs.criteria, inputs.gold.queries, found, catch, scores=scores), found
+    needs = plan(inputs.criteria, inputs.gold.queries, found, catch, scores=scores, builds=builds)
+    return needs, found

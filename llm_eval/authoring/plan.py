@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llm_eval.authoring.corpus_coverage import Coverage
+from llm_eval.builds import build_spread
 from llm_eval.criteria import Criteria, Gate, Scope
 from llm_eval.gate import Power
 from llm_eval.gold import GoldQuery
@@ -86,9 +87,11 @@ def plan(
     catch: float = CATCH,
     regions: int = 5,
     scores: Mapping[str, Mapping[str, float]] | None = None,
+    builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
 ) -> list[Need]:
     """Every gated scope's need, the largest first; `scores` are the baseline's per-query
-    scores (None: no baseline, see `power.baseline_power`)."""
+    scores (None: no baseline, see `power.baseline_power`), `builds` each of its builds'
+    when it holds several (the figures then count builds as well as questions)."""
     tag_areas = {t.tag: t.areas for t in found.tags}
     open_areas = tuple(a.name for a in found.areas if a.uncovered > 0)
     needs = []
@@ -97,7 +100,7 @@ def plan(
             ids = scored_ids(queries, scope, gate.metric)
             if not ids and scope != gate.scope:
                 continue  # a tag whose questions the metric does not score (rejection ones)
-            power = scope_power_before_run(gate, ids, scores, catch)
+            power = scope_power_before_run(gate, ids, scores, catch, builds)
             areas = _areas(scope, tag_areas, open_areas, regions)
             needs.append(_need(gate, scope, len(ids), power, areas))
     needs.sort(key=lambda need: (-need.more, need.gate.name, need.scope.label()))
@@ -115,14 +118,17 @@ def scope_power_before_run(
     ids: Sequence[str],
     scores: Mapping[str, Mapping[str, float]] | None,
     catch: float = CATCH,
+    builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
 ) -> Power | None:
     """`power.baseline_power` over these questions: the baseline's scores of those it
-    holds, or none without a baseline."""
+    holds, or none without a baseline; with its builds' spread when it holds several."""
     if scores is None:
         return baseline_power(gate, None, len(ids), catch)
     metric = gate.metric
-    known = [scores[q][metric] for q in ids if metric in scores.get(q, {})]
-    return baseline_power(gate, known, len(known), catch)
+    held = [q for q in ids if metric in scores.get(q, {})]
+    known = [scores[q][metric] for q in held]
+    spread = build_spread(builds, builds, held, metric)
+    return baseline_power(gate, known, len(known), catch, spread)
 
 
 def _areas(

@@ -12,6 +12,7 @@ import click
 
 from llm_eval import defaults
 from llm_eval.cli.root import (
+    BUILDS_OPTION,
     CONFIG_OPTION,
     METRIC_HELP,
     RUN_OPTION,
@@ -132,6 +133,7 @@ JUDGE_REPEAT_OPTION = click.option(
     help="What stdout gets: text, the verdict for a person; json (report.json), markdown "
     "(report.md) or junit (JUnit XML) for tools, with other output on stderr.",
 )
+@BUILDS_OPTION
 @JUDGE_REPEAT_OPTION
 @click.option(
     "--max-cost",
@@ -156,6 +158,7 @@ def gate(
     use_cache: bool | None,
     repeat: int,
     output_format: str,
+    builds: int | None,
     judge_repeat: int,
     max_cost: float | None,
     dry_run: bool,
@@ -181,6 +184,8 @@ def gate(
 
     if run_path is not None and repeat > 1:
         raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
+    if run_path is not None and builds is not None:
+        raise click.UsageError("--builds builds the configured retriever; it cannot build --run")
     if dry_run:
         from llm_eval.commands.gate import judge_dry_run
 
@@ -202,7 +207,9 @@ def gate(
             run_path=run_path,
             out_dir=out_dir,
             allow_gold_change=allow_gold_change,
-            retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
+            retrieve_options=RetrieveOptions(
+                use_cache, repeat, progress.update, builds, progress.name_build
+            ),
             judge_options=JudgeOptions(judge_repeat, max_cost),
         )
     for_tools = output_format != "text"
@@ -225,6 +232,7 @@ def baseline() -> None:
 @config_options
 @RUN_OPTION
 @click.option("--force", is_flag=True, help="Write it even when an error gate's floor fails.")
+@BUILDS_OPTION
 @JUDGE_REPEAT_OPTION
 def baseline_refresh(
     config_path: Path,
@@ -232,20 +240,30 @@ def baseline_refresh(
     baseline_path: Path | None,
     run_path: Path | None,
     force: bool,
+    builds: int | None,
     judge_repeat: int,
 ) -> int:
-    """Recompute the baseline; write it atomically when a score moved."""
+    """Recompute the baseline; write it atomically when a score moved.
+
+    A retriever not known to answer the same at every build, with no `builds` set, is
+    built twice, and the refresh says how much a rebuild alone moves each gate."""
     from llm_eval.commands.baseline import refresh
     from llm_eval.inputs import JudgeOptions
+    from llm_eval.progress import Progress
 
-    outcome = refresh(
-        config_path=config_path,
-        criteria_path=criteria_path,
-        baseline_path=baseline_path,
-        run_path=run_path,
-        force=force,
-        judge=JudgeOptions(judge_repeat),
-    )
+    if run_path is not None and builds is not None:
+        raise click.UsageError("--builds builds the configured retriever; it cannot build --run")
+    with Progress() as progress:
+        outcome = refresh(
+            config_path=config_path,
+            criteria_path=criteria_path,
+            baseline_path=baseline_path,
+            run_path=run_path,
+            force=force,
+            judge=JudgeOptions(judge_repeat),
+            builds=builds,
+            progress=progress,
+        )
     echo(outcome.text)
     return ExitCode.GATE_FAILED if outcome.refused else ExitCode.PASS
 
@@ -287,6 +305,7 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     "by a judge need it).",
 )
 @retrieval_options
+@BUILDS_OPTION
 def retrieve_command(
     config_path: Path,
     out: Path,
@@ -294,6 +313,7 @@ def retrieve_command(
     no_text: bool,
     use_cache: bool | None,
     repeat: int,
+    builds: int | None,
 ) -> None:
     """Run the configured retriever over the gold set and write a run file."""
     from llm_eval.commands.retrieve import retrieve
@@ -301,7 +321,7 @@ def retrieve_command(
     from llm_eval.retrieval import RetrieveOptions
 
     with Progress() as progress:
-        options = RetrieveOptions(use_cache, repeat, progress.update)
+        options = RetrieveOptions(use_cache, repeat, progress.update, builds, progress.name_build)
         summary = retrieve(
             config_path=config_path,
             out=out,

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from llm_eval import __version__, defaults
+from llm_eval.config import MAX_BUILDS
 
 METRIC_HELP = "Metric name, repeatable (`llm-eval metrics` lists them)."
 
@@ -69,6 +70,17 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "rankings differ between the runs.",
     )(command)
     return CACHE_OPTION(command)
+
+
+BUILDS_OPTION = click.option(
+    "--builds",
+    type=click.IntRange(1, MAX_BUILDS),
+    metavar="K",
+    default=None,
+    help="Build the retriever K times, each build answering every query, so that the "
+    "test holds the variance between builds (an approximate index, a sampled reranker). "
+    "Default: the retriever's `builds` in the config, else 1.",
+)
 
 
 CACHE_OPTION = click.option(

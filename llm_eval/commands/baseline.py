@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from llm_eval import __version__
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
+from llm_eval.builds import BuildNoise, build_noise
 from llm_eval.criteria import Gate
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import diff_gold, query_fingerprints
@@ -23,10 +24,12 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_blocks, wrap
-from llm_eval.pipeline import load_inputs, measure
-from llm_eval.retrieval import obtain_run
+from llm_eval.pipeline import load_inputs, measure_builds
+from llm_eval.progress import Progress
+from llm_eval.retrieval import Retrieval, RetrieveOptions, obtain_retrieval, planned_builds
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
+from llm_eval.wording.builds import noise_sentence
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import delta, gold_change_counts, limit, sentence, subject, value
 
@@ -56,15 +59,32 @@ def refresh(
     run_path: Path | None = None,
     force: bool = False,
     judge: JudgeOptions | None = None,
+    builds: int | None = None,
+    progress: Progress | None = None,
 ) -> RefreshOutcome:
     """Recompute the baseline and write it when something the gate reads moved; refuse
     to write one below an error gate's floor. `judge` says how the judge is asked for
-    the judged metrics (the gate should ask as many repeats)."""
+    the judged metrics (the gate should ask as many repeats). `builds` (`--builds`)
+    overrides the config's; a retriever not known to answer the same at every build,
+    with none set, is built twice to see whether a rebuild alone moves the gates."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
-    measurement = measure(inputs, obtain_run(inputs, run_path), judge)
+    check = None if builds else _noise_check(inputs, run_path)
+    options = RetrieveOptions(
+        builds=builds or check,
+        progress=None if progress is None else progress.update,
+        on_build=None if progress is None else progress.name_build,
+    )
+    retrieval = obtain_retrieval(inputs, run_path, options)
+    measurement = measure_builds(inputs, retrieval.each_build, judge)
+    noise = _noise(inputs, retrieval, measurement)
+    if check is not None:
+        # The second build was only to see the noise: the baseline keeps one build, as
+        # the gate runs one until `builds` is set (then both sides hold several).
+        measurement = replace(measurement, per_query=measurement.builds[0], builds=())
     new = _baseline(inputs, measurement, run_path)
+    heard = "" if noise is None else "\n\n" + "\n".join(wrap(noise_sentence(noise), 80))
     scored = plural(len(measurement.per_query), "scored query", "scored queries")
     if old is not None:
         found = changes(old, new, inputs.gold.queries, inputs.criteria.gates)
@@ -75,16 +95,16 @@ def refresh(
         head = f"Wrote {path} ({scored})" + (replaced if unreadable else ".")
     if not found:
         text = f"Nothing moved: {path} already holds these scores ({scored}); left as it is."
-        return RefreshOutcome(new, found, False, "\n".join(wrap(text, 80)))
+        return RefreshOutcome(new, found, False, "\n".join(wrap(text, 80)) + heard)
     blocking = _floors_failed(inputs, measurement)
     if blocking and not force:
         lines = [f"Not writing {path}: an error gate's floor fails on this state."]
         lines += [f"✗ {s}" for s in blocking]
         lines.append("Fix the regression, or pass --force to accept it as the new baseline.")
-        return RefreshOutcome(new, found, False, "\n".join(lines))
+        return RefreshOutcome(new, found, False, "\n".join(lines) + heard)
     save_baseline(path, new)
     head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
-    return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip())
+    return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip() + heard)
 
 
 def _previous(path: Path) -> tuple[Baseline | None, str | None]:
@@ -114,7 +134,29 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
         aggregates=breakdown(inputs.gold.queries, measurement.table, metrics),
         service=measurement.service,
         judge_repeats=None if measurement.judge is None else measurement.judge.repeats,
+        builds=measurement.builds,
     )
+
+
+def _noise_check(inputs: Inputs, run_path: Path | None) -> int | None:
+    """2 when the retriever should be built twice to see whether a rebuild alone moves
+    the gates: no `builds` set and a kind not known to answer the same at every build;
+    else None (as configured)."""
+    retriever = inputs.config.retriever
+    if run_path is not None or retriever is None or retriever.builds is not None:
+        return None
+    _, count = planned_builds(inputs.config, 2)
+    asked, _ = planned_builds(inputs.config, None)
+    return 2 if count == 2 and asked == 1 else None
+
+
+def _noise(inputs: Inputs, retrieval: Retrieval, measurement: Measurement) -> BuildNoise | None:
+    """What the builds' differences were, when there were several."""
+    if len(retrieval.builds) < 2:
+        return None
+    rankings = [run.ranked() for run in retrieval.builds]
+    gates, k = inputs.criteria.gates, inputs.gating_k
+    return build_noise(inputs.gold.queries, gates, measurement.builds, rankings, k)
 
 
 def _floors_failed(inputs: Inputs, measurement: Measurement) -> list[str]:

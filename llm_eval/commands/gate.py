@@ -17,7 +17,7 @@ from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.history.gates import recent_baselines
 from llm_eval.history.series_io import load_references
 from llm_eval.inputs import JudgeOptions
-from llm_eval.pipeline import load_inputs, measure
+from llm_eval.pipeline import load_inputs, measure_builds
 from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
@@ -68,7 +68,7 @@ def run_gate(
     loaded = time.perf_counter()
     retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
     retrieved = time.perf_counter()
-    measurement = measure(inputs, retrieval.run, judge_options)
+    measurement = measure_builds(inputs, retrieval.each_build, judge_options)
     notes, from_cache = tuple(retrieval_notes(retrieval)), retrieval.from_cache
     del retrieval  # the run's results are scored: what follows reads the scores alone
     comparison = compare(inputs, measurement, baseline, allow_gold_change, references)

@@ -63,7 +63,9 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
         for scope in gated_scopes(gate, queries):
             ids = scored_ids(queries, scope, gate.metric)
             if any(gate.metric in baseline.per_query.get(q, {}) for q in ids):
-                power = scope_power_before_run(gate, ids, baseline.per_query)
+                power = scope_power_before_run(
+                    gate, ids, baseline.per_query, builds=baseline.builds
+                )
                 rows.append(Detectability(scope, gate, power))
     return rows
 

@@ -28,7 +28,8 @@ def run_plan(
         raise InputError(f"--catch must be above 1 (a multiple of the limit), got {catch:g}")
     inputs = load_inputs(config_path, criteria_path)
     baseline = load_baseline(baseline_path or inputs.config.baseline)
-    needs, found = make_plan(inputs, catch, None if baseline is None else baseline.per_query)
+    scores, builds = (None, ()) if baseline is None else (baseline.per_query, baseline.builds)
+    needs, found = make_plan(inputs, catch, scores, builds)
     path = out or inputs.config.output / "plan.json"
     write_atomic(path, plan_json(needs, catch, found.areas_by))
     return f"{plan_text(needs, catch, width, found.areas_by)}\n\nWrote {path}"

@@ -8,8 +8,9 @@ from typing import Literal
 from llm_eval.config_io import load_config
 from llm_eval.gold_io import load_gold
 from llm_eval.retrieval import RetrieveOptions, retrieval_notes, retrieve_gold
+from llm_eval.runs import Run
 from llm_eval.runs_io import dump_jsonl, dump_trec
-from llm_eval.textio import write_atomic
+from llm_eval.textio import write_together
 from llm_eval.wording.english import plural
 
 
@@ -30,22 +31,46 @@ def retrieve(
     config = load_config(config_path)
     gold = load_gold(config.gold)
     retrieval = retrieve_gold(config, gold.queries, options or RetrieveOptions())
-    run = retrieval.run
     notes = retrieval_notes(retrieval)
-    if run_format == "trec":
-        tag = config.retriever.kind if config.retriever is not None else "llm-eval"
-        body, replaced = dump_trec(run, tag)
-        if run.failed():
-            notes.append("A TREC run file cannot say that a query failed: those have no line.")
-        if replaced:
-            notes.append(
-                f"{plural(replaced, 'query', 'queries')} got rank-derived scores: the "
-                "retriever's scores (or their absence) would not give back its ranking "
-                "under trec_eval's rule (score descending, ties by doc id)."
-            )
-    else:
-        body = dump_jsonl(run, text=text)
-    write_atomic(out, body)
+    tag = config.retriever.kind if config.retriever is not None else "llm-eval"
+    files = build_files(out, len(retrieval.each_build))
+    written = []
+    for path, run in zip(files, retrieval.each_build, strict=True):
+        written.append((path, _body(run, run_format, tag, text, notes)))
+    write_together(written)
+    run = retrieval.run
     counts = f"{len(run.queries)} queries, top {config.top_k}, {len(run.failed())} failed"
-    head = f"Wrote {out} ({counts})."
-    return "\n".join([head, *notes])
+    if len(files) == 1:
+        return "\n".join([f"Wrote {out} ({counts}).", *dict.fromkeys(notes)])
+    pattern = out.with_name(f"{out.stem}-build*{out.suffix}")
+    head = (
+        f"Wrote {len(files)} builds' runs, {files[0]} to {files[-1]} ({counts} in the "
+        f"first); a `kind: run` retriever reads them all with `path: {pattern}`."
+    )
+    return "\n".join([head, *dict.fromkeys(notes)])
+
+
+def build_files(out: Path, builds: int) -> list[Path]:
+    """Where each build's run goes: `out` itself for one build, else `out`'s name with
+    `-build1`, `-build2`, … before its suffix."""
+    if builds == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}-build{i}{out.suffix}") for i in range(1, builds + 1)]
+
+
+def _body(
+    run: Run, run_format: Literal["jsonl", "trec"], tag: str, text: bool, notes: list[str]
+) -> str:
+    """The run file's text; what the format could not keep goes into `notes`."""
+    if run_format != "trec":
+        return dump_jsonl(run, text=text)
+    body, replaced = dump_trec(run, tag)
+    if run.failed():
+        notes.append("A TREC run file cannot say that a query failed: those have no line.")
+    if replaced:
+        notes.append(
+            f"{plural(replaced, 'query', 'queries')} got rank-derived scores: the "
+            "retriever's scores (or their absence) would not give back its ranking "
+            "under trec_eval's rule (score descending, ties by doc id)."
+        )
+    return body

@@ -20,5 +20,10 @@ def _kind(kind: RetrieverKind, width: int) -> list[str]:
 def retriever_list(width: int = 80) -> str:
     """The kinds with their settings, each setting's default and what it does."""
     blocks = ["\n".join(_kind(kind, width)) for kind in retriever_kinds()]
-    footer = "Every kind also takes max_error_rate (default 0): the share of queries that may fail."
+    footer = (
+        "Every kind also takes max_error_rate (default 0): the share of queries that may "
+        "fail; and builds (default 1): how many times the retriever is built, each build "
+        "answering every query, so that the gate's test holds the variance between builds "
+        "(bm25 and embedding answer the same at every build)."
+    )
     return "\n\n".join([*blocks, "\n".join(wrap(footer, width, ""))])

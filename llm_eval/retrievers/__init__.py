@@ -127,6 +127,9 @@ class RetrieverContext:
     """The configured corpus (BEIR JSONL), when there is one."""
     cache_dir: Path
     """A folder under the output folder where the retriever may cache (e.g. an index)."""
+    build: int = 0
+    """Which build of the retriever this is (0 for the first), when it is built several
+    times (`builds: K`): a kind that reads its answers from files takes the build's own."""
 
 
 S = TypeVar("S")
@@ -139,6 +142,14 @@ def _no_file(settings: object) -> Path | None:
 
 def _no_files(settings: object, root: Path) -> list[Path]:
     return []
+
+
+def _not_known(settings: object) -> bool:
+    return False
+
+
+def _any_number(settings: object) -> int | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +176,15 @@ class RetrieverKind(Generic[S]):
     elsewhere: Callable[[S], str | None] | None = None
     """None when a retriever of these settings searches in this process (its CPU time
     is its work), else where it searches, in words; unset: in another process."""
+    deterministic: Callable[[S], bool] = _not_known
+    """Whether every build of a retriever of these settings answers every query the
+    same (then one build stands for any number); unset: not known to."""
+    builds_held: Callable[[S], int | None] = _any_number
+    """How many builds the settings hold answers for (one run file each); None: any
+    number can be built."""
+    fresh_process: bool = False
+    """Whether each of several builds runs in a process of its own, so that state a
+    module keeps (a seed fixed at import, a cached index) cannot make builds alike."""
 
     def searched_elsewhere(self, settings: S) -> str | None:
         """None when a retriever of these settings does its searching in this process,

@@ -405,6 +405,7 @@ KIND = RetrieverKind(
     settings=SETTINGS,
     needs_corpus=True,
     check_together=lambda settings: check_embedding_source(settings.endpoint),
+    deterministic=lambda settings: True,  # exact search over vectors kept on disk
     elsewhere=lambda settings: (
         None
         if settings.endpoint.model_path is not None

@@ -389,4 +389,7 @@ KIND = RetrieverKind(
     settings=SETTINGS,
     depends_on=depends_on,
     elsewhere=elsewhere,
+    deterministic=lambda settings: all(
+        c.kind.deterministic(c.settings) for c in settings.components
+    ),
 )

@@ -293,6 +293,7 @@ KIND = RetrieverKind(
     build=build,
     settings=SETTINGS,
     depends_on=depends_on,
+    fresh_process=True,
     elsewhere=lambda settings: (
         "a python retriever, which may call a service (--latency cpu counts it in)"
     ),

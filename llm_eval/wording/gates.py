@@ -132,7 +132,17 @@ def interval(
     given, e.g. Holm's)."""
     low, high = delta_interval(metric, margin)
     text = f"{margin.confidence * 100:.3g}% CI {ci_range(metric, low, high)}"
+    text += builds_clause(metric, margin)
     return text if p_value is None else f"{text}, {p_label}{format_p(p_value, margin.method)}"
+
+
+def builds_clause(metric: str, margin: MarginTest) -> str:
+    """` over 3 and 3 builds, a build's mean ±1.2 pp`: empty for one build a side."""
+    before, after = margin.builds
+    if before == 1 and after == 1:
+        return ""
+    counts = f"{before} builds each" if before == after else f"{before} and {after} builds"
+    return f" over {counts}, a build's mean ±{drop_size(metric, margin.build_sd)}"
 
 
 def _allowed(gate: Gate, before: float | None) -> str:
@@ -446,7 +456,12 @@ def power_statement(
         said = f"{name}: {_queries(power.n)} {are} too few to catch any drop 4 times in 5"
     else:
         caught = drop_size(metric, power.detectable_drop)
-        said = f"{name}: with {_queries(power.n)}, a drop of {caught} is caught 4 times in 5"
+        said = f"{name}: with {_built(power)}, a drop of {caught} is caught 4 times in 5"
+    if power.more_builds is not None:
+        more, drop = power.more_builds
+        said += (
+            f"; with {more} builds a side, {'none' if drop is None else drop_size(metric, drop)}"
+        )
     if not power.target > power.limit:  # a zero limit: no multiple of it to size for
         return f"{said}, {power.assumption}"
     return f"{said}; {_needed_clause(gate, power, baseline)}, {power.assumption}"
@@ -461,6 +476,15 @@ def _needed_clause(gate: Gate, power: Power, baseline: float | None) -> str:
     if power.queries_needed is None:
         return f"not even {_queries(MOST_QUERIES)} catch {one}"
     return f"about {_queries(power.queries_needed)} catch {one}"
+
+
+def _built(power: Power) -> str:
+    """`176 queries`, or `3 builds of 176 queries` when measured on several builds."""
+    if power.builds is None:
+        return _queries(power.n)
+    before, after = power.builds
+    builds = f"{before} builds" if before == after else f"{before} and {after} builds"
+    return f"{builds} of {_queries(power.n)}"
 
 
 def _queries(n: int) -> str:

@@ -358,7 +358,7 @@ def test_repeat_needs_the_retriever(tmp_path: Path, cli: Cli) -> None:
         (
             {"url": "http://h", "retry": 3},
             "FILE:6: retriever.retry: unknown key (valid keys: answer_path, backoff_s, body, "
-            "cache_key, concurrency, fields, headers, kind, max_backoff_s, max_error_rate, "
+            "builds, cache_key, concurrency, fields, headers, kind, max_backoff_s, max_error_rate, "
             "results_path, retries, timeout_s, url)",
         ),
     ],

@@ -124,4 +124,5 @@ KIND = RetrieverKind(
     settings=SETTINGS,
     needs_corpus=True,
     elsewhere=lambda config: None,
+    deterministic=lambda config: True,
 )

@@ -1,0 +1,71 @@
+"""An approximate index as teams run one: LanceDB's IVF-PQ over the demo corpus, built
+(its k-means trained on a random sample) each time the class is made, so that every
+build of a `python` retriever on it answers a little differently. The vectors are
+hashed bags of words (256 numbers a passage), so that no model is needed.
+
+    retriever: {kind: python, target: ivf_index:Index, python_path: [tests/data]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import lancedb
+import numpy as np
+
+DIM = 256
+MOST_RARE = 8.0
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", text.lower())
+
+
+def vector(text: str, idf: dict[str, float]) -> list[float]:
+    """The passage's words, weighted by their inverse document frequency, hashed into
+    DIM signed sums, of unit length."""
+    sums = np.zeros(DIM, dtype=np.float32)
+    for word in words(text):
+        hashed = zlib.crc32(word.encode())
+        weight = idf.get(word, MOST_RARE)
+        sums[hashed % DIM] += weight if (hashed >> 16) & 1 else -weight
+    norm = float(np.linalg.norm(sums))
+    return (sums / norm if norm else sums).tolist()
+
+
+class Index:
+    """The corpus in a fresh LanceDB table with an IVF-PQ index, searched with `nprobes`
+    of its `partitions` partitions."""
+
+    def __init__(self, corpus: str = "gold/corpus.jsonl", partitions: int = 32, nprobes: int = 4):
+        with Path(corpus).open(encoding="utf-8") as lines:
+            passages = [json.loads(line) for line in lines]
+        texts = [p.get("title", "") + " " + p["text"] for p in passages]
+        counts = Counter(word for text in texts for word in set(words(text)))
+        self.idf = {word: math.log(len(texts) / count) for word, count in counts.items()}
+        rows = [
+            {"doc_id": p["_id"], "vector": vector(text, self.idf)}
+            for p, text in zip(passages, texts, strict=True)
+        ]
+        self.folder = tempfile.TemporaryDirectory(prefix="ivf-index-")  # gone with the index
+        table = lancedb.connect(self.folder.name).create_table("corpus", rows)
+        table.create_index(
+            metric="cosine",
+            num_partitions=partitions,
+            num_sub_vectors=DIM // 8,
+            vector_column_name="vector",
+        )
+        self.table, self.nprobes = table, nprobes
+
+    def retrieve(self, query: str, top_k: int) -> list[dict[str, object]]:
+        search = (
+            self.table.search(vector(query, self.idf)).distance_type("cosine").nprobes(self.nprobes)
+        )
+        hits = search.limit(top_k).to_list()
+        return [{"doc_id": h["doc_id"], "score": 1.0 - float(h["_distance"])} for h in hits]

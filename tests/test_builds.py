@@ -1,0 +1,299 @@
+"""A retriever that is not the same twice: `builds: K`, the test that holds the variance
+between builds, and the refresh's check for noise.
+
+The end-to-end tests use a python retriever whose "index" leaves out a fifth of the
+corpus, chosen from a seed drawn when its module is imported: as an approximate index
+trained at random when the service starts, one process gives one build, and only a
+fresh process gives another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Cli
+
+from llm_eval import stats
+from llm_eval.builds import (
+    BuildSpread,
+    WithBuilds,
+    averaged,
+    build_spread,
+    joined_test,
+    t_cdf,
+    t_quantile,
+)
+
+ALPHA = 0.05
+LIMIT = 0.03
+
+
+@pytest.mark.parametrize(
+    ("p", "degrees", "expected"),
+    [
+        # scipy.stats.t.ppf(p, degrees), to 10 digits
+        (0.975, 1, 12.7062047362),
+        (0.975, 2, 4.3026527297),
+        (0.975, 8, 2.3060041350),
+        (0.95, 4, 2.1318467863),
+        (0.99, 30, 2.4572615424),
+        (0.5, 3, 0.0),
+    ],
+)
+def test_t_quantiles_are_students(p: float, degrees: int, expected: float) -> None:
+    assert t_quantile(p, degrees) == pytest.approx(expected, abs=1e-9)
+    if expected > 0:
+        assert t_cdf(expected, degrees) == pytest.approx(p, abs=1e-9)
+
+
+def test_one_build_a_side_is_the_single_build_test() -> None:
+    one = {"q1": {"mrr": 1.0}, "q2": {"mrr": 0.5}}
+    assert build_spread([one], [one], ["q1", "q2"], "mrr") is None
+    inner = stats.column_test(np.array([1.0, 0.5]), np.array([0.5, 0.5]), ALPHA)
+    assert joined_test(inner, None) is inner
+
+
+def test_the_spread_pools_both_sides() -> None:
+    spread = BuildSpread((0.50, 0.52, 0.54), (0.40, 0.44))
+    # squares 0.0008 and 0.0008 over 2 + 1 degrees of freedom
+    assert spread.degrees == 3
+    assert spread.sd == pytest.approx(math.sqrt(0.0016 / 3))
+    assert spread.scale == pytest.approx(math.sqrt(1 / 3 + 1 / 2))
+    assert spread.widest_move == pytest.approx(0.04)
+    assert spread.half_width(0.025) == pytest.approx(
+        t_quantile(0.975, 3) * math.sqrt(0.0016 / 3) * math.sqrt(5 / 6)
+    )
+
+
+def test_averaged_is_the_mean_over_the_builds_that_scored_a_query() -> None:
+    builds = [{"a": {"m": 1.0}, "b": {"m": 0.0}}, {"a": {"m": 0.0}}, {"a": {"m": 0.5}}]
+    assert averaged(builds) == {"a": {"m": 0.5}, "b": {"m": 0.0}}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_and_p_values_of_the_joined_test_agree(seed: int) -> None:
+    """The bound lies beyond the margin exactly when that side's p-value is at most the
+    level, as for every test of the gate (`ColumnTest.bounds`)."""
+    rng = np.random.default_rng(seed)
+    before = rng.random(120)
+    after = np.clip(before - rng.normal(0.03, 0.2, 120), 0, 1)
+    spread = BuildSpread(tuple(0.5 + rng.normal(0, 0.01, 3)), tuple(0.47 + rng.normal(0, 0.01, 3)))
+    test = WithBuilds(stats.column_test(before, after, ALPHA / 2), spread)
+    for margin in (-0.05, 0.0, 0.02, 0.05, 0.1):
+        margined = stats.tested_margin(test, before, after, margin, ALPHA)
+        assert (margined.low > margin) == (margined.p_beyond <= ALPHA)
+        assert (margined.high < margin) == (margined.p_within <= ALPHA)
+        assert -1.0 <= margined.low <= margined.high <= 1.0
+
+
+def _side(rng: np.random.Generator, u: np.ndarray, mean: float, builds: int) -> np.ndarray:
+    """(builds, queries) 0/1 scores: each build shifts the mean by N(0, 0.02^2), and a
+    tenth of the queries are drawn afresh at every build."""
+    shift = rng.normal(0.0, 0.02, size=(builds, 1))
+    p = np.clip(mean + shift, 0, 1)
+    stable = (u[None] < p).astype(float)
+    fresh = (rng.random((builds, u.size)) < p).astype(float)
+    return np.where(rng.random((builds, u.size)) < 0.1, fresh, stable)
+
+
+def _fails(before: np.ndarray, after: np.ndarray) -> tuple[bool, bool]:
+    """(the single-build test on per-query means, the joined test) fail at the limit."""
+    xb, xa = before.mean(axis=0), after.mean(axis=0)
+    single = stats.column_test(xb, xa, ALPHA).p_beyond(LIMIT) <= ALPHA
+    spread = build_spread(
+        [{str(q): {"m": v} for q, v in enumerate(b)} for b in before],
+        [{str(q): {"m": v} for q, v in enumerate(a)} for a in after],
+        [str(q) for q in range(xb.size)],
+        "m",
+    )
+    joined = joined_test(stats.column_test(xb, xa, ALPHA / 2), spread)
+    return single, joined.p_beyond(LIMIT) <= ALPHA
+
+
+@pytest.mark.parametrize("builds", [2, 3])
+def test_a_drop_at_the_limit_fails_at_most_alpha_with_build_noise(builds: int) -> None:
+    """Build-level noise as an approximate index has it (a shift of 2 points per build,
+    a tenth of the queries flipping): at a true drop of exactly the limit the joined test
+    fails at most alpha of the time (within 99% of sampling error over 300 draws), where
+    the single-build test on the same means fails more often than alpha allows."""
+    rng = np.random.default_rng(49 + builds)
+    draws = 300
+    single = joined = 0
+    for _ in range(draws):
+        u = rng.random(400)
+        one, both = _fails(_side(rng, u, 0.6, builds), _side(rng, u, 0.6 - LIMIT, builds))
+        single += one
+        joined += both
+    ceiling = ALPHA + 2.33 * math.sqrt(ALPHA * (1 - ALPHA) / draws)
+    assert joined / draws <= ceiling
+    assert single / draws > ceiling  # beyond alpha: the single-build test is not valid here
+
+
+# --- end to end ------------------------------------------------------------------------
+
+NOISY_INDEX = '''
+"""An "approximate index" that leaves out a fifth of the corpus, chosen at random when
+the module is imported (as an index trained when the service starts)."""
+import json
+import random
+import re
+
+SEED = random.SystemRandom().randrange(2**32)
+
+
+def words(text):
+    return set(re.findall(r"[a-z0-9_]+", text.lower()))
+
+
+class Index:
+    def __init__(self, corpus="gold/corpus.jsonl"):
+        left_out = random.Random(SEED)
+        self.documents = []
+        with open(corpus, encoding="utf-8") as lines:
+            for line in lines:
+                row = json.loads(line)
+                if left_out.random() >= 0.2:
+                    text = row.get("title", "") + " " + row["text"]
+                    self.documents.append((row["_id"], words(text)))
+
+    def retrieve(self, query, top_k):
+        asked = words(query)
+        scored = sorted(
+            ((len(asked & terms), doc_id) for doc_id, terms in self.documents),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        return [{"doc_id": d, "score": float(s)} for s, d in scored[:top_k]]
+'''
+
+
+@pytest.fixture
+def noisy(demo_project: Path) -> Path:
+    """The demo with the noisy index as its retriever (config/noisy.yaml)."""
+    (demo_project / "noisy_index.py").write_text(textwrap.dedent(NOISY_INDEX), encoding="utf-8")
+    config = (demo_project / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    retriever = "retriever:\n  kind: python\n  target: noisy_index:Index\n  python_path: ['.']\n"
+    start, end = config.index("retriever:"), config.index("metrics:")
+    noisy = config[:start] + retriever + config[end:]
+    (demo_project / "config" / "noisy.yaml").write_text(noisy, encoding="utf-8")
+    return demo_project
+
+
+def test_refresh_builds_a_retriever_not_known_to_be_deterministic_twice(
+    noisy: Path, cli: Cli
+) -> None:
+    code, out, _ = cli("baseline", "refresh", "--config", "config/noisy.yaml", "--force")
+    assert code == 0, out
+    said = " ".join(out.split())
+    assert "Two builds of this retriever differ in" in said
+    assert "of top-5 lists" in said
+    assert "recall@5 (tier A) moved" in said
+    baseline = json.loads((noisy / "gold" / "baseline.json").read_text(encoding="utf-8"))
+    assert "builds" not in baseline  # the check's second build is not kept
+
+
+def test_bm25_is_built_once_whatever_builds_says(demo_project: Path, cli: Cli) -> None:
+    code, once, _ = cli("gate", "--out", "one")
+    assert code == 0
+    code, thrice, _ = cli("gate", "--builds", "3", "--out", "three")
+    assert code == 0
+    assert "one build stands for the 3 asked" in " ".join(thrice.split())
+    assert "one build stands" not in " ".join(once.split())
+    one = json.loads((demo_project / "one" / "report.json").read_text(encoding="utf-8"))
+    three = json.loads((demo_project / "three" / "report.json").read_text(encoding="utf-8"))
+    assert [g["stats"] for g in one["gates"]] == [g["stats"] for g in three["gates"]]
+    assert all("builds" not in (g["stats"] or {}) for g in three["gates"])
+
+
+def test_three_builds_a_side_hold_the_spread_on_every_surface(noisy: Path, cli: Cli) -> None:
+    code, out, _ = cli(
+        "baseline", "refresh", "--config", "config/noisy.yaml", "--builds", "3", "--force"
+    )
+    assert code == 0, out
+    assert "3 builds of this retriever differ in" in " ".join(out.split())
+    baseline = json.loads((noisy / "gold" / "baseline.json").read_text(encoding="utf-8"))
+    assert len(baseline["builds"]) == 3
+    assert len({json.dumps(b, sort_keys=True) for b in baseline["builds"]}) == 3  # each its own
+    code, out, _ = cli("gate", "--config", "config/noisy.yaml", "--builds", "3")
+    assert code == 1, out  # recall@5 is far below the demo's floor with a fifth left out
+    said = " ".join(out.split())
+    assert "built 3 times" in said
+    assert "over 3 builds each, a build's mean ±" in said
+    assert "recall@5 (tier A): with 3 builds of 176 queries, a drop of" in said
+    report = json.loads((noisy / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
+    recall = next(g for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
+    assert recall["stats"]["builds"]["before"] == 3 and recall["stats"]["builds"]["after"] == 3
+    assert recall["stats"]["builds"]["sd"] > 0
+    assert recall["power"]["builds"] == [3, 3]
+    assert recall["power"]["more_builds"]["builds"] == 5
+    markdown = " ".join((noisy / ".llm-eval" / "report.md").read_text(encoding="utf-8").split())
+    assert "over 3 builds each, a build's mean ±" in markdown
+    assert "with 3 builds of 176 queries" in markdown
+
+
+def test_retrieve_writes_one_run_per_build_and_a_run_glob_reads_them(noisy: Path, cli: Cli) -> None:
+    code, out, _ = cli(
+        "retrieve", "--config", "config/noisy.yaml", "--builds", "2", "--out", "runs/run.jsonl"
+    )
+    assert code == 0, out
+    first = (noisy / "runs" / "run-build1.jsonl").read_text(encoding="utf-8")
+    second = (noisy / "runs" / "run-build2.jsonl").read_text(encoding="utf-8")
+    assert first != second  # each build in a process of its own, its own seed
+    assert "path: runs/run-build*.jsonl" in out
+    config = (noisy / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    start, end = config.index("retriever:"), config.index("metrics:")
+    globbed = config[:start] + "retriever:\n  kind: run\n  path: runs/run-build*.jsonl\n"
+    (noisy / "config" / "runs.yaml").write_text(globbed + config[end:], encoding="utf-8")
+    code, out, _ = cli("baseline", "refresh", "--config", "config/runs.yaml", "--force")
+    assert code == 0, out
+    baseline = json.loads((noisy / "gold" / "baseline.json").read_text(encoding="utf-8"))
+    assert len(baseline["builds"]) == 2
+
+
+# --- a real approximate index ----------------------------------------------------------
+
+
+@pytest.fixture
+def ivf(demo_project: Path) -> Path:
+    """The demo with LanceDB's IVF-PQ (tests/data/ivf_index.py) as its retriever in
+    config/ivf.yaml, and the demo's criteria without floors in config/no-floors.yaml."""
+    from recipes import need
+
+    need("lancedb", install="lancedb")
+    (demo_project / "ivf_index.py").write_text(
+        (Path(__file__).parent / "data" / "ivf_index.py").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    config = (demo_project / "config" / "llm-eval.yaml").read_text(encoding="utf-8")
+    retriever = "retriever:\n  kind: python\n  target: ivf_index:Index\n  python_path: ['.']\n"
+    start, end = config.index("retriever:"), config.index("metrics:")
+    (demo_project / "config" / "ivf.yaml").write_text(config[:start] + retriever + config[end:])
+    criteria = (demo_project / "config" / "ship-criteria.yaml").read_text(encoding="utf-8")
+    kept = [line for line in criteria.splitlines() if not line.strip().startswith("threshold:")]
+    (demo_project / "config" / "no-floors.yaml").write_text("\n".join(kept) + "\n")
+    return demo_project
+
+
+def test_an_ivf_pq_index_rebuilt_in_every_process_is_seen_and_held(ivf: Path, cli: Cli) -> None:
+    both = ("--config", "config/ivf.yaml", "--criteria", "config/no-floors.yaml")
+    code, out, _ = cli("baseline", "refresh", *both, "--force")
+    assert code == 0, out
+    said = " ".join(out.split())
+    assert "Two builds of this retriever differ in" in said
+    assert "recall@5 (tier A) moved" in said
+    code, out, _ = cli("baseline", "refresh", *both, "--force", "--builds", "2")
+    assert code == 0, out
+    code, out, _ = cli("gate", *both, "--builds", "2")
+    report = json.loads((ivf / ".llm-eval" / "report.json").read_text(encoding="utf-8"))
+    recall = next(g for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
+    assert recall["stats"]["builds"]["before"] == 2
+    assert recall["stats"]["builds"]["after"] == 2
+    assert recall["stats"]["builds"]["sd"] > 0
+    assert recall["power"]["builds"] == [2, 2]
+    # the same commit, rebuilt: the gate never calls it a regression beyond the limit
+    assert recall["stats"]["p_value"] > recall["stats"]["alpha"]
+    assert code == 0, out
