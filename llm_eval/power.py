@@ -15,21 +15,32 @@ scores, so they assume none (the run equals the baseline). docs/power-statement.
 shows how often the drop named is really caught where the truth is known. A drop of
 exactly the limit is never caught more often than alpha (it is the test's null), so
 the queries needed are those that catch `catch` times the limit, twice by default.
+
+The figures cost a simulation or exact sums, yet depend on few things: the scope's
+scores before and after (for 0/1 scores only their number, how many changed and how
+many score 1 on either side), the limit, the multiple, the test's settings and the
+tool's version. `power_key` names them in one string, and `gate_power` takes a mapping
+of figures already known by that key (`known`), where it finds them or adds the ones
+it computes: the command layer keeps that mapping on disk (`power_io.py`), so a gate
+whose baseline and results did not move computes nothing again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from llm_eval import __version__
 from llm_eval.criteria import Gate
-from llm_eval.detection import detectable_worsening, queries_to_catch
+from llm_eval.digest import digest
 from llm_eval.gate import Power, worsening_pair
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
+from llm_eval.stats import is_binary
 from llm_eval.wording.english import plural
 
 CATCH = 2.0
@@ -38,20 +49,67 @@ NO_BASELINE = "assuming every query scores 1 now (no baseline to read) and nothi
 """The assumption without a baseline: 0/1 scores, every query found."""
 MOST_QUERIES = 10_000
 """The largest scope the queries needed are searched up to; beyond it they are open."""
+KEY_FORMAT = 1
+"""The layout of `power_key`'s inputs; a change makes the figures kept before unseen."""
 
 
 def gate_power(
-    gate: Gate, before: FloatArray, after: FloatArray, limit: float, catch: float = CATCH
+    gate: Gate,
+    before: FloatArray,
+    after: FloatArray,
+    limit: float,
+    catch: float = CATCH,
+    known: MutableMapping[str, Power] | None = None,
 ) -> Power | None:
     """`scope_power` for a gate's scope: the per-query scores at the baseline and now
     (the baseline's twice when there is no run), oriented by the metric's direction,
     against `limit` (the absolute move allowed). None when the gate runs no paired test
-    (no limit, `significance: off`, or a metric not tested query by query)."""
+    (no limit, `significance: off`, or a metric not tested query by query). `known`
+    holds figures already computed, by `power_key`: they are taken from it, and the
+    ones computed are added to it."""
     testable = parse_metric(gate.metric).testable
     if gate.regression_max is None or not gate.statistics.significance or not testable:
         return None
     worse_before, worse_after = worsening_pair(gate.metric, before, after)
-    return scope_power(worse_before, worse_after, limit, gate, catch)
+    if known is None:
+        return scope_power(worse_before, worse_after, limit, gate, catch)
+    key = power_key(worse_before, worse_after, limit, gate, catch)
+    power = known.get(key)
+    if power is None:
+        power = scope_power(worse_before, worse_after, limit, gate, catch)
+        known[key] = power
+    return power
+
+
+def power_key(
+    before: FloatArray, after: FloatArray, limit: float, gate: Gate, catch: float = CATCH
+) -> str:
+    """A digest of everything `scope_power`'s figures depend on: for 0/1 scores, the
+    number of queries, how many changed and how many score 1 on either side (the exact
+    model reads nothing else); for graded ones, every score before and after, in order
+    (the simulation draws queries by position); then the limit, the multiple, the
+    metric's span, the test's settings, the tool's version and `KEY_FORMAT`."""
+    if before.size and is_binary(before, after):
+        changed = int(np.count_nonzero(before != after))
+        either = int(np.count_nonzero(np.maximum(before, after)))
+        scores = ["binary", before.size, changed, either]
+    else:
+        pair = np.stack([before, after]).astype(np.float64)
+        scores = ["graded", before.size, hashlib.sha256(pair.tobytes()).hexdigest()]
+    settings = gate.statistics
+    return digest(
+        [
+            KEY_FORMAT,
+            __version__,
+            scores,
+            float(limit).hex(),
+            float(catch).hex(),
+            float(parse_metric(gate.metric).span).hex(),
+            float(settings.alpha).hex(),
+            settings.seed,
+            settings.resamples,
+        ]
+    )
 
 
 def baseline_power(
@@ -81,6 +139,10 @@ def scope_power(
 ) -> Power:
     """The drop the scope catches 4 times in 5, and about how many queries like these
     catch `catch` times `limit`; both None when open (no size reaches them)."""
+    # Imported here: a gate whose figures are known (`gate_power`'s `known`) never
+    # loads the simulation and the exact sums.
+    from llm_eval.detection import detectable_worsening, queries_to_catch
+
     settings = gate.statistics
     span = parse_metric(gate.metric).span
     target = min(catch * limit, 0.99 * span)

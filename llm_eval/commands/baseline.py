@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import __version__
+from llm_eval.against_baseline import decide_gates
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
@@ -24,6 +25,7 @@ from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_blocks, wrap
 from llm_eval.pipeline import load_inputs, measure
+from llm_eval.power_io import PowerCache
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
@@ -59,7 +61,9 @@ def refresh(
 ) -> RefreshOutcome:
     """Recompute the baseline and write it when something the gate reads moved; refuse
     to write one below an error gate's floor. `judge` says how the judge is asked for
-    the judged metrics (the gate should ask as many repeats)."""
+    the judged metrics (the gate should ask as many repeats). The power statements of
+    the baseline's own state (a run that equals it) are put in the output folder's
+    cache, where the gate finds them."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
@@ -74,6 +78,7 @@ def refresh(
         replaced = f", in place of a file that could not be read:\n  {unreadable}"
         head = f"Wrote {path} ({scored})" + (replaced if unreadable else ".")
     if not found:
+        _keep_powers(inputs, measurement, new)
         text = f"Nothing moved: {path} already holds these scores ({scored}); left as it is."
         return RefreshOutcome(new, found, False, "\n".join(wrap(text, 80)))
     blocking = _floors_failed(inputs, measurement)
@@ -83,8 +88,17 @@ def refresh(
         lines.append("Fix the regression, or pass --force to accept it as the new baseline.")
         return RefreshOutcome(new, found, False, "\n".join(lines))
     save_baseline(path, new)
+    _keep_powers(inputs, measurement, new)
     head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
     return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip())
+
+
+def _keep_powers(inputs: Inputs, measurement: Measurement, baseline: Baseline) -> None:
+    """The gates decided on this measurement against `baseline`, only for their power
+    statements' figures, which go to the output folder's cache (`power_io.py`)."""
+    queries, gates = inputs.gold.queries, inputs.criteria.gates
+    powers = PowerCache.under(inputs.config.output)
+    decide_gates(queries, gates, measurement.table, baseline, None, powers=powers)
 
 
 def _previous(path: Path) -> tuple[Baseline | None, str | None]:
