@@ -131,8 +131,8 @@ def _level(gates: Sequence[Mapping[str, Any]], change: Mapping[str, Any]) -> str
 
 
 def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path, root: Path) -> str:
+    from llm_eval.formats._markdown_view import rank_words
     from llm_eval.formats._markup import clip
-    from llm_eval.formats.markdown import rank_words
 
     message = (
         f"{clip(str(change['query']), QUERY_MAX_CHARS)}\n"

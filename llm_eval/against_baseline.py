@@ -7,7 +7,7 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,6 +22,7 @@ from llm_eval.gate import (
     DriftResult,
     GateResult,
     LabelCoverage,
+    Power,
     SliceInput,
     allowed_change,
     decide,
@@ -94,10 +95,12 @@ def compare(
     baseline: Baseline | None,
     allow_gold_change: bool = False,
     references: Mapping[str, Reference] | None = None,
+    powers: MutableMapping[str, Power] | None = None,
 ) -> Comparison:
     """Decide every gate on the current scores and, when there is one, the baseline;
     a gate with `drift_max` also against its reference baseline (`references`, by gate
-    name; every such gate needs one)."""
+    name; every such gate needs one). `powers`: the power statements' figures already
+    known, by `power.power_key` (those computed are added)."""
     diff, only = (None, None)
     if baseline is not None:
         diff, only = check_comparable(inputs, baseline)
@@ -110,6 +113,7 @@ def compare(
         only,
         labels,
         inputs.gating_k,
+        powers,
     )
     results = tuple(
         _with_reference(inputs, r, measurement.table, (references or {}).get(r.gate.name))
@@ -172,17 +176,19 @@ def decide_gates(
     only: frozenset[str] | None,
     labels: PerQuery | None = None,
     default_k: int = 5,
+    powers: MutableMapping[str, Power] | None = None,
 ) -> tuple[GateResult, ...]:
     """Every gate's verdict. The tests against the limits run batched across gates.
     `labels` are the judged metrics the human labels give per query (`JudgeSummary`):
     a gate on one of them checks its floor on the corrected value. A gate whose value
-    moved gets `judged@k` beside it (at its cutoff, else `default_k`), when measured."""
+    moved gets `judged@k` beside it (at its cutoff, else `default_k`), when measured.
+    `powers`: as `compare` takes them."""
     plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
     margins = _margin_tests(plans)
     results = []
     for gate, scopes in plans:
         fixed = _corrected(gate, queries, now, only, labels or {})
-        result = _decide_gate(gate, scopes, now, baseline, only, queries, margins, fixed)
+        result = _decide_gate(gate, scopes, now, baseline, only, queries, margins, fixed, powers)
         coverage = _coverage(result, queries, now, baseline, only, default_k)
         results.append(replace(result, coverage=coverage))
     return tuple(results)
@@ -371,6 +377,7 @@ def _decide_gate(
     queries: Sequence[GoldQuery],
     margins: Mapping[tuple[str, str | None], _Tested],
     corrected: Corrected | None = None,
+    powers: MutableMapping[str, Power] | None = None,
 ) -> GateResult:
     if not scopes:  # no paired test: the point estimate against the baseline's value
         ids = members(queries, gate.scope)
@@ -395,7 +402,8 @@ def _decide_gate(
     )
     power = None
     if gate.regression_max is not None:
-        power = gate_power(gate, *own.pairs, allowed_change(gate, base_value), spread=own.spread)
+        limit = allowed_change(gate, base_value)
+        power = gate_power(gate, *own.pairs, limit, known=powers, spread=own.spread)
     return replace(result, power=power)
 
 

@@ -15,22 +15,33 @@ scores, so they assume none (the run equals the baseline). docs/power-statement.
 shows how often the drop named is really caught where the truth is known. A drop of
 exactly the limit is never caught more often than alpha (it is the test's null), so
 the queries needed are those that catch `catch` times the limit, twice by default.
+
+The figures cost a simulation or exact sums, yet depend on few things: the scope's
+scores before and after (for 0/1 scores only their number, how many changed and how
+many score 1 on either side), the limit, the multiple, the test's settings and the
+tool's version. `power_key` names them in one string, and `gate_power` takes a mapping
+of figures already known by that key (`known`), where it finds them or adds the ones
+it computes: the command layer keeps that mapping on disk (`power_io.py`), so a gate
+whose baseline and results did not move computes nothing again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from llm_eval import __version__
 from llm_eval.builds import BuildSpread, builds_bound
 from llm_eval.criteria import Gate
-from llm_eval.detection import detectable_worsening, queries_to_catch
+from llm_eval.digest import digest
 from llm_eval.gate import Power, worsening_pair
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
+from llm_eval.stats import is_binary
 from llm_eval.wording.english import plural
 
 CATCH = 2.0
@@ -41,6 +52,8 @@ POWER_Z = 0.8416212335729143
 """The standard normal's quantile at `detection.POWER` (4 times in 5)."""
 MOST_QUERIES = 10_000
 """The largest scope the queries needed are searched up to; beyond it they are open."""
+KEY_FORMAT = 1
+"""The layout of `power_key`'s inputs; a change makes the figures kept before unseen."""
 
 
 def gate_power(
@@ -49,20 +62,61 @@ def gate_power(
     after: FloatArray,
     limit: float,
     catch: float = CATCH,
+    known: MutableMapping[str, Power] | None = None,
     spread: BuildSpread | None = None,
 ) -> Power | None:
     """`scope_power` for a gate's scope: the per-query scores at the baseline and now
     (the baseline's twice when there is no run), oriented by the metric's direction,
-    against `limit` (the absolute move allowed); `builds_power` when the scores are
-    means over several builds (`spread`). None when the gate runs no paired test (no
-    limit, `significance: off`, or a metric not tested query by query)."""
+    against `limit` (the absolute move allowed). None when the gate runs no paired test
+    (no limit, `significance: off`, or a metric not tested query by query). `known`
+    holds figures already computed, by `power_key`: they are taken from it, and the
+    ones computed are added to it. With `spread` (the scores are means over several
+    builds) it is `builds_power`, computed every time."""
     testable = parse_metric(gate.metric).testable
     if gate.regression_max is None or not gate.statistics.significance or not testable:
         return None
     if spread is not None:
         return builds_power(gate, before, after, limit, spread, catch)
     worse_before, worse_after = worsening_pair(gate.metric, before, after)
-    return scope_power(worse_before, worse_after, limit, gate, catch)
+    if known is None:
+        return scope_power(worse_before, worse_after, limit, gate, catch)
+    key = power_key(worse_before, worse_after, limit, gate, catch)
+    power = known.get(key)
+    if power is None:
+        power = scope_power(worse_before, worse_after, limit, gate, catch)
+        known[key] = power
+    return power
+
+
+def power_key(
+    before: FloatArray, after: FloatArray, limit: float, gate: Gate, catch: float = CATCH
+) -> str:
+    """A digest of everything `scope_power`'s figures depend on: for 0/1 scores, the
+    number of queries, how many changed and how many score 1 on either side (the exact
+    model reads nothing else); for graded ones, every score before and after, in order
+    (the simulation draws queries by position); then the limit, the multiple, the
+    metric's span, the test's settings, the tool's version and `KEY_FORMAT`."""
+    if before.size and is_binary(before, after):
+        changed = int(np.count_nonzero(before != after))
+        either = int(np.count_nonzero(np.maximum(before, after)))
+        scores = ["binary", before.size, changed, either]
+    else:
+        pair = np.stack([before, after]).astype(np.float64)
+        scores = ["graded", before.size, hashlib.sha256(pair.tobytes()).hexdigest()]
+    settings = gate.statistics
+    return digest(
+        [
+            KEY_FORMAT,
+            __version__,
+            scores,
+            float(limit).hex(),
+            float(catch).hex(),
+            float(parse_metric(gate.metric).span).hex(),
+            float(settings.alpha).hex(),
+            settings.seed,
+            settings.resamples,
+        ]
+    )
 
 
 def baseline_power(
@@ -86,7 +140,7 @@ def baseline_power(
         if scores is None:
             return None
         limit *= float(known.mean())
-    power = gate_power(gate, known, known, limit, catch, spread)
+    power = gate_power(gate, known, known, limit, catch, spread=spread)
     if power is None or scores is not None:
         return power
     return replace(power, assumption=NO_BASELINE)
@@ -97,6 +151,10 @@ def scope_power(
 ) -> Power:
     """The drop the scope catches 4 times in 5, and about how many queries like these
     catch `catch` times `limit`; both None when open (no size reaches them)."""
+    # Imported here: a gate whose figures are known (`gate_power`'s `known`) never
+    # loads the simulation and the exact sums.
+    from llm_eval.detection import detectable_worsening, queries_to_catch
+
     settings = gate.statistics
     span = parse_metric(gate.metric).span
     target = min(catch * limit, 0.99 * span)
@@ -153,6 +211,8 @@ def builds_power(
     builds' own error added to the drop's noise (the spread seen taken as the truth's).
     With `more_builds`: the drop caught with two more builds a side, the queries as they
     are, so that a team can weigh more queries against more builds."""
+    from llm_eval.detection import detectable_worsening, queries_to_catch
+
     settings = gate.statistics
     half = settings.alpha / 2
     span = parse_metric(gate.metric).span

@@ -18,6 +18,9 @@ seconds (user + system, children included) and peak memory (max RSS):
      parser (`parse_qrel`, `parse_run`): trec_eval itself is not installed, and the
      pytrec-eval-terrier source package downloads its C sources at build time.
    Every tool's means must equal llm-eval's (to 1e-9; ir_measures prints 12 places).
+   `--file-rounds` (3) interleaved rounds, each tool once a round, and the lowest CPU
+   time and peak memory of each: one round's figure moved by a third from one run of
+   the script to the next on a busy machine.
 2. `llm_eval.evaluate_columns` vs `pytrec_eval.RelevanceEvaluator(...).evaluate` +
    means, in this process, each fed its own native input built before timing:
    `RunColumns` and `QrelsColumns` (`llm_eval.run_columns`, `llm_eval.qrels_columns`)
@@ -29,7 +32,7 @@ seconds (user + system, children included) and peak memory (max RSS):
    (the figure is a fraction of a second, so one round says little on a busy machine).
 
 Usage: python scripts/bench_files.py [--queries 100000] [--api-queries 50000]
-           [--rounds 15] [--ranx-python PATH]; `--queries 0` leaves out the files
+           [--rounds 15] [--file-rounds 3] [--ranx-python PATH]; `--queries 0` leaves out the files
 Needs the dev extra (pytrec-eval-terrier, ir-measures); ranx: `pip install ranx`
 (it pulls in numba and pandas), or a venv with it given as `--ranx-python`.
 """
@@ -171,46 +174,61 @@ def has_ranx(python: str) -> bool:
     return probe.returncode == 0
 
 
-def end_to_end(qrels: Path, run: Path, ranx_python: str | None) -> list[tuple[str, float, float]]:
-    """Per tool: its name, CPU seconds and peak RSS; exits if a tool's means differ."""
+def end_to_end(
+    qrels: Path, run: Path, ranx_python: str | None, rounds: int
+) -> list[tuple[str, float, float]]:
+    """Per tool: its name, and its lowest CPU seconds and peak RSS over `rounds`
+    interleaved rounds (each tool once a round, in the same order, so a busy spell of
+    the machine falls on all of them); exits if a tool's means differ from llm-eval's."""
+    tools = _file_tools(qrels, run, ranx_python)
+    costs: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in tools}
+    for _ in range(rounds):
+        ours: dict[str, float] = {}
+        for name, command, means in tools:
+            cpu, rss, out = timed_process(command)
+            found = means(out)
+            if ours:
+                agree(name, ours, found)
+            else:
+                ours = found
+            costs[name].append((cpu, rss))
+    return [
+        (name, min(c for c, _ in each), min(r for _, r in each)) for name, each in costs.items()
+    ]
+
+
+def _file_tools(
+    qrels: Path, run: Path, ranx_python: str | None
+) -> list[tuple[str, list[str], Callable[[str], dict[str, float]]]]:
+    """Each tool's name, command, and how its means are read from what it prints,
+    llm-eval's first."""
     ours_command = [sys.executable, "-m", "llm_eval.cli", "evaluate", "--qrels", str(qrels)]
     ours_command += ["--run", str(run), "--format", "json"]
     ours_command += [arg for name in METRICS for arg in ("-m", name)]
-    cpu, rss, out = timed_process(ours_command)
-    ours = json.loads(out)["metrics"]
-    rows = [("llm-eval evaluate", cpu, rss)]
-
     measures = " ".join(names[1] for names in METRICS.values())
-    command = [
-        sys.executable,
-        "-m",
-        "ir_measures",
-        "--places",
-        "12",
-        str(qrels),
-        str(run),
-        measures,
+    ir_measures = [sys.executable, "-m", "ir_measures", "--places", "12", str(qrels), str(run)]
+
+    def ir_means(out: str) -> dict[str, float]:
+        theirs = dict(line.split("\t") for line in out.splitlines())
+        return {m: float(theirs[names[1]]) for m, names in METRICS.items()}
+
+    tools: list[tuple[str, list[str], Callable[[str], dict[str, float]]]] = [
+        ("llm-eval evaluate", ours_command, lambda out: json.loads(out)["metrics"]),
+        ("ir_measures command line", [*ir_measures, measures], ir_means),
     ]
-    cpu, rss, out = timed_process(command)
-    theirs = dict(line.split("\t") for line in out.splitlines())
-    agree("ir_measures", ours, {m: float(theirs[names[1]]) for m, names in METRICS.items()})
-    rows.append(("ir_measures command line", cpu, rss))
-
     if ranx_python is not None:
-        names = [names[2] for names in METRICS.values()]
-        command = [ranx_python, "-c", RANX_FILES, str(qrels), str(run), *names]
-        cpu, rss, out = timed_process(command)
-        theirs = json.loads(out)
-        agree("ranx", ours, {m: theirs[names[2]] for m, names in METRICS.items()})
-        rows.append(("ranx", cpu, rss))
+        ranx_names = [names[2] for names in METRICS.values()]
+        command = [ranx_python, "-c", RANX_FILES, str(qrels), str(run), *ranx_names]
+        tools.append(("ranx", command, lambda out: _renamed(json.loads(out), 2)))
+    pytrec_names = [names[0] for names in METRICS.values()]
+    command = [sys.executable, "-c", PYTREC_FILES, str(qrels), str(run), *pytrec_names]
+    tools.append(("trec_eval via pytrec_eval", command, lambda out: _renamed(json.loads(out), 0)))
+    return tools
 
-    names = [names[0] for names in METRICS.values()]
-    command = [sys.executable, "-c", PYTREC_FILES, str(qrels), str(run), *names]
-    cpu, rss, out = timed_process(command)
-    theirs = json.loads(out)
-    agree("pytrec_eval", ours, {m: theirs[names[0]] for m, names in METRICS.items()})
-    rows.append(("trec_eval via pytrec_eval", cpu, rss))
-    return rows
+
+def _renamed(theirs: dict[str, float], column: int) -> dict[str, float]:
+    """A peer's means by our metric names (`column`: the peer's in `METRICS`)."""
+    return {m: theirs[names[column]] for m, names in METRICS.items()}
 
 
 def agree(peer: str, ours: dict[str, float], theirs: dict[str, float]) -> None:
@@ -279,10 +297,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100_000, help="0: no TREC files")
     parser.add_argument("--api-queries", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=15, help="interleaved in-process rounds")
+    parser.add_argument(
+        "--file-rounds", type=int, default=3, help="interleaved rounds of the TREC files"
+    )
     parser.add_argument("--ranx-python", default=sys.executable)
     args = parser.parse_args()
     if args.queries:
-        trec_files(args.queries, args.ranx_python)
+        trec_files(args.queries, args.ranx_python, args.file_rounds)
     times = columnar_api(args.api_queries, args.rounds)
     rows_api = args.api_queries * DOCS_PER_QUERY
     print(
@@ -305,7 +326,7 @@ def main() -> None:
         print(line)
 
 
-def trec_files(queries: int, ranx: str) -> None:
+def trec_files(queries: int, ranx: str, rounds: int) -> None:
     """Part 1: the TREC files through each tool's command line."""
     ranx_python = ranx if has_ranx(ranx) else None
     lines = queries * DOCS_PER_QUERY
@@ -316,8 +337,11 @@ def trec_files(queries: int, ranx: str) -> None:
         warm_up_ranx(ranx_python)
     with tempfile.TemporaryDirectory() as folder:
         qrels_path, run_path = write_files(queries, Path(folder))
-        rows = end_to_end(qrels_path, run_path, ranx_python)
-    print("  one process each; CPU seconds incl. children; means equal to 1e-9 across tools")
+        rows = end_to_end(qrels_path, run_path, ranx_python, rounds)
+    print(
+        f"  one process each, the lowest of {rounds} interleaved rounds; CPU seconds incl. "
+        "children; means equal to 1e-9 across tools"
+    )
     ours_cpu = rows[0][1]
     for name, cpu, rss in rows:
         ratio = "" if name.startswith("llm-eval") else f"  {cpu / ours_cpu:5.2f}x llm-eval's CPU"

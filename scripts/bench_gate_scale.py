@@ -12,6 +12,10 @@
 2. **Start-up.** `llm-eval gate` on the bundled demo from the checkout's root (BM25
    over `gold/corpus.jsonl`, its index cached by one unmeasured run), as a developer
    runs it.
+3. **The pre-push hook.** `python -m llm_eval.hook` on a push that changes `gold/`, in
+   a git repository holding the demo as each code ships it (`config/`, `gold/`): the
+   hook checks the pushed commit out into a temporary worktree and runs the gate there
+   (BM25's index built each time, as the worktree is new), after one unmeasured push.
 
 Each code is measured against `--against` (by default 4f5a6da, the last commit before
 the tests valid at every size and their power simulation landed): that revision is
@@ -171,12 +175,21 @@ def build_project(
     refresh_baseline(folder, REPO)
 
 
-def run_cost(command: list[str], cwd: Path, pythonpath: Path) -> Cost:
-    """Run `command` and return its own CPU time and peak memory (exit 0 or 1 only)."""
+def run_cost(command: list[str], cwd: Path, pythonpath: Path, stdin: str | None = None) -> Cost:
+    """Run `command`, `stdin` on its standard input, and return its own CPU time and peak
+    memory (exit 0 or 1 only)."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     child = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
+    if child.stdin is not None:
+        child.stdin.write((stdin or "").encode())
+        child.stdin.close()
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     errors = child.stderr.read().decode() if child.stderr else ""
@@ -206,20 +219,46 @@ def checkout(revision: str) -> Iterator[Path]:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One command measured round after round: a size's gate or the demo's, for one code."""
+    """One command measured round after round: a size's gate, the demo's or the hook's,
+    for one code."""
 
     size: str
-    """`"20,000"`, or `"demo"`."""
+    """`"20,000"`, `"demo"` or `"hook"`."""
     code: str
     """`"this tree"` or the revision."""
     command: list[str]
     cwd: Path
     pythonpath: Path
+    stdin: str | None = None
+    """What the command reads on its standard input (the hook: the pushed refs)."""
+
+
+def hook_repository(code: Path, folder: Path) -> str:
+    """A git repository in `folder` holding the demo as `code` ships it, in two commits,
+    the second adding a file under `gold/`; returns the pre-push line that pushes the
+    second over the first."""
+    for part in ("config", "gold"):
+        shutil.copytree(code / part, folder / part)
+    git = ["git", "-C", str(folder), "-c", "user.name=bench", "-c", "user.email=b@example.invalid"]
+    subprocess.run([*git, "init", "--quiet"], check=True)
+    subprocess.run([*git, "add", "--all"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "the demo"], check=True)
+    (folder / "gold" / "NOTE.txt").write_text("a change the hook watches\n")
+    subprocess.run([*git, "add", "--all"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "a note under gold/"], check=True)
+    shas = subprocess.run(
+        [*git, "rev-parse", "HEAD~1", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return f"refs/heads/main {shas[1]} refs/heads/main {shas[0]}\n"
+
+
+HOOK = [sys.executable, "-m", "llm_eval.hook", "origin", "--watch", "config", "--watch", "gold"]
 
 
 def cases(codes: dict[str, Path], sizes: Sequence[int], changed: float, temp: Path) -> list[Case]:
-    """Every size and the demo, for every code, each project's baseline refreshed by the
-    code that then gates it, and the demo's index cache filled."""
+    """Every size, the demo and the hook, for every code, each project's baseline
+    refreshed by the code that then gates it, the demo's index cache filled and one
+    push made before."""
     made = []
     for size in sizes:
         source = temp / f"project-{size}"
@@ -235,6 +274,13 @@ def cases(codes: dict[str, Path], sizes: Sequence[int], changed: float, temp: Pa
         demo = Case("demo", name, gate_command(temp / f"demo-{len(made)}"), code, code)
         run_cost(demo.command, demo.cwd, demo.pythonpath)  # the BM25 index cached
         made.append(demo)
+    for name, code in codes.items():
+        repository = temp / f"hook-{len(made)}"
+        repository.mkdir()
+        push = hook_repository(code, repository)
+        hook = Case("hook", name, HOOK, repository, code, push)
+        run_cost(hook.command, hook.cwd, hook.pythonpath, hook.stdin)  # one push before
+        made.append(hook)
     return made
 
 
@@ -243,20 +289,23 @@ def measure(made: Sequence[Case], rounds: int) -> dict[tuple[str, str], list[Cos
     costs: dict[tuple[str, str], list[Cost]] = {(c.size, c.code): [] for c in made}
     for _ in range(rounds):
         for case in made:
-            costs[case.size, case.code].append(run_cost(case.command, case.cwd, case.pythonpath))
+            cost = run_cost(case.command, case.cwd, case.pythonpath, case.stdin)
+            costs[case.size, case.code].append(cost)
     return costs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "--sizes", default="1000,5000,20000,50000", help="gold-set sizes, comma-separated"
+        "--sizes",
+        default="1000,5000,20000,50000",
+        help="gold-set sizes, comma-separated ('': the demo and the hook only)",
     )
     parser.add_argument("--changed", type=float, default=0.07, help="share of queries changed")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--against", metavar="REV", default=RELEASE, help="revision compared")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = [int(size) for size in args.sizes.split(",") if size]
     with tempfile.TemporaryDirectory(prefix="bench-gate-scale-") as temp, ExitStack() as stack:
         codes = {"this tree": REPO, args.against: stack.enter_context(checkout(args.against))}
         for code in codes.values():  # bytecode compiled first, as `pip install` does
@@ -277,8 +326,8 @@ def report(
         f"{'queries':<9}{'code':<11}{'CPU min':>9}{'median':>9}{'MiB min':>9}{'median':>8}"
         f"{'ms/query':>10}{'CPU vs ' + against[:9]:>18}{'MiB vs':>8}"
     )
-    labels = [f"{size:,}" for size in sizes] + ["demo"]
-    queries = dict(zip(labels, [*sizes, 0], strict=True))
+    labels = [f"{size:,}" for size in sizes] + ["demo", "hook"]
+    queries = dict(zip(labels, [*sizes, 0, 0], strict=True))
     for label in labels:
         reference = costs[label, against]
         for shown, name in ((label, "this tree"), ("", against)):

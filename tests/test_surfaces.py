@@ -42,8 +42,9 @@ from llm_eval.criteria_io import load_criteria
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.formats import RenderOptions, get_format
+from llm_eval.formats._markdown_view import STATUS_ICON
 from llm_eval.formats._markup import escape_markdown
-from llm_eval.formats.markdown import COMMENT_MARKER, STATUS_ICON, render_comment, render_markdown
+from llm_eval.formats.markdown import COMMENT_MARKER, render_comment, render_markdown
 from llm_eval.formats.text import render_text
 from llm_eval.gate import (
     GateResult,

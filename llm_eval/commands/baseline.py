@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import __version__
+from llm_eval.against_baseline import decide_gates
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.builds import BuildNoise, build_noise
@@ -25,6 +26,7 @@ from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_blocks, wrap
 from llm_eval.pipeline import load_inputs, measure_builds
+from llm_eval.power_io import PowerCache
 from llm_eval.progress import Progress
 from llm_eval.retrieval import Retrieval, RetrieveOptions, obtain_retrieval, planned_builds
 from llm_eval.scoring import Measurement
@@ -66,7 +68,9 @@ def refresh(
     to write one below an error gate's floor. `judge` says how the judge is asked for
     the judged metrics (the gate should ask as many repeats). `builds` (`--builds`)
     overrides the config's; a retriever not known to answer the same at every build,
-    with none set, is built twice to see whether a rebuild alone moves the gates."""
+    with none set, is built twice to see whether a rebuild alone moves the gates. The
+    power statements of the baseline's own state (a run that equals it) are put in the
+    output folder's cache, where the gate finds them."""
     inputs = load_inputs(config_path, criteria_path)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
@@ -94,6 +98,7 @@ def refresh(
         replaced = f", in place of a file that could not be read:\n  {unreadable}"
         head = f"Wrote {path} ({scored})" + (replaced if unreadable else ".")
     if not found:
+        _keep_powers(inputs, measurement, new)
         text = f"Nothing moved: {path} already holds these scores ({scored}); left as it is."
         return RefreshOutcome(new, found, False, "\n".join(wrap(text, 80)) + heard)
     blocking = _floors_failed(inputs, measurement)
@@ -103,8 +108,20 @@ def refresh(
         lines.append("Fix the regression, or pass --force to accept it as the new baseline.")
         return RefreshOutcome(new, found, False, "\n".join(lines) + heard)
     save_baseline(path, new)
+    _keep_powers(inputs, measurement, new)
     head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
     return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip() + heard)
+
+
+def _keep_powers(inputs: Inputs, measurement: Measurement, baseline: Baseline) -> None:
+    """The gates decided on this measurement against `baseline`, only for their power
+    statements' figures, which go to the output folder's cache (`power_io.py`); none
+    for a baseline of several builds, whose figures are computed every time."""
+    if measurement.builds:
+        return
+    queries, gates = inputs.gold.queries, inputs.criteria.gates
+    powers = PowerCache.under(inputs.config.output)
+    decide_gates(queries, gates, measurement.table, baseline, None, powers=powers)
 
 
 def _previous(path: Path) -> tuple[Baseline | None, str | None]:

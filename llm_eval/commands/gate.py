@@ -18,6 +18,7 @@ from llm_eval.history.gates import recent_baselines
 from llm_eval.history.series_io import load_references
 from llm_eval.inputs import JudgeOptions
 from llm_eval.pipeline import load_inputs, measure_builds
+from llm_eval.power_io import PowerCache
 from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
@@ -58,9 +59,11 @@ def run_gate(
     judge_options: JudgeOptions | None = None,
 ) -> GateOutcome:
     """The gate end to end; writes the report in every written format (report.json,
-    report.md, report.junit.xml) to the output folder."""
+    report.md, report.junit.xml) to the output folder, whose cache keeps the power
+    statements' figures (`power_io.py`)."""
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
+    out = out_dir or inputs.config.output
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
     references = load_references(inputs.criteria.gates, baseline_file)
@@ -71,7 +74,8 @@ def run_gate(
     measurement = measure_builds(inputs, retrieval.each_build, judge_options)
     notes, from_cache = tuple(retrieval_notes(retrieval)), retrieval.from_cache
     del retrieval  # the run's results are scored: what follows reads the scores alone
-    comparison = compare(inputs, measurement, baseline, allow_gold_change, references)
+    powers = PowerCache.under(out)
+    comparison = compare(inputs, measurement, baseline, allow_gold_change, references, powers)
     evaluated = time.perf_counter()
     report = build_report(
         inputs,
@@ -93,7 +97,6 @@ def run_gate(
         repo_folder=folder_in_repository(),
         history=history,
     )
-    out = out_dir or inputs.config.output
     validate_report(report, out / "report.json")  # every rendering reads this record
     write_together(rendered_whole(report, out))
     report_path = out / "report.json"

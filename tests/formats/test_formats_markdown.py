@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from llm_eval.actions import links_from_env
+from llm_eval.formats._markdown_view import report_view
 from llm_eval.formats._markup import Links, escape_markdown
 from llm_eval.formats.markdown import (
     CHANGES_SHOWN,
@@ -438,7 +439,7 @@ def test_a_cache_folder_that_cannot_be_used_is_no_error(
     cache.directory = str(tmp_path / "gone")  # vanished after start: writes fail quietly
     environment = markdown._environment().overlay(bytecode_cache=cache)
     text = environment.get_template("report.md.j2").render(
-        markdown._view(load("failure"), markdown.NO_LINKS),
+        report_view(load("failure"), markdown.NO_LINKS),
         changes_shown=markdown.CHANGES_SHOWN,
         tags_shown=99,
     )
