@@ -23,7 +23,7 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_blocks, wrap
-from llm_eval.pipeline import load_inputs, measure
+from llm_eval.pipeline import check_labels, load_inputs, measure
 from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
@@ -61,6 +61,7 @@ def refresh(
     to write one below an error gate's floor. `judge` says how the judge is asked for
     the judged metrics (the gate should ask as many repeats)."""
     inputs = load_inputs(config_path, criteria_path)
+    check_labels(inputs)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
     measurement = measure(inputs, obtain_run(inputs, run_path), judge)

@@ -17,7 +17,7 @@ from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.history.gates import recent_baselines
 from llm_eval.history.series_io import load_references
 from llm_eval.inputs import JudgeOptions
-from llm_eval.pipeline import load_inputs, measure
+from llm_eval.pipeline import check_labels, load_inputs, measure
 from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
@@ -61,6 +61,7 @@ def run_gate(
     report.md, report.junit.xml) to the output folder."""
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
+    check_labels(inputs)
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
     references = load_references(inputs.criteria.gates, baseline_file)
