@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from llm_eval.docs_address import Docs
 from llm_eval.errors import InputError
 from llm_eval.formats import RenderOptions
 from llm_eval.formats._fit import fitted
@@ -211,7 +212,7 @@ class _Glossary:
     a reader who does not know `recall@5` or `MRR` is one click from what it means,
     and the text is not a sea of links. Built-in metrics only: a plugin's is not there."""
 
-    def __init__(self, report: Mapping[str, Any], docs: str | None) -> None:
+    def __init__(self, report: Mapping[str, Any], docs: Docs | None) -> None:
         self._links: dict[str, tuple[str, Link]] = {}
         """Per name as printed: the metric's canonical name, and its link."""
         self._linked: set[str] = set()
@@ -231,7 +232,7 @@ class _Glossary:
             metric = _metric(name)
             if metric is None or metric.family.source != "built-in":
                 continue
-            url = f"{docs}reference/metrics/#{metric.family.anchor}"
+            url = docs.page("reference/metrics", metric.family.anchor)
             link = Link(metric.label, url, metric.family.description)
             self._links.setdefault(metric.label, (metric.name, link))
         names = sorted(self._links, key=len, reverse=True)
