@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval import __version__
+from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.criteria import Gate
@@ -28,7 +29,15 @@ from llm_eval.retrieval import obtain_run
 from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
 from llm_eval.wording.english import plural
-from llm_eval.wording.gates import delta, gold_change_counts, limit, sentence, subject, value
+from llm_eval.wording.gates import (
+    delta,
+    gold_change_counts,
+    limit,
+    sentence,
+    subject,
+    value,
+)
+from llm_eval.wording.gates import gold_set_sight as sight_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +50,9 @@ class RefreshOutcome:
     written: bool
     """False when nothing moved (the file is left as it is, byte for byte) or when refused."""
     text: str
+    sight: str | None = None
+    """What the gold set can see (`gold_set_sight`), said when the first baseline is
+    written; None otherwise."""
 
     @property
     def refused(self) -> bool:
@@ -85,7 +97,24 @@ def refresh(
         return RefreshOutcome(new, found, False, "\n".join(lines))
     save_baseline(path, new)
     head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
-    return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip())
+    text = f"{head}\n\n{moved(old, new)}".rstrip()
+    sight = gold_set_sight(inputs, new) if old is None and unreadable is None else None
+    if sight is not None:  # the first baseline: what the gold set can see, on day one
+        text += "\n\n" + "\n".join(wrap(sight + ".", 80, ""))
+    return RefreshOutcome(new, found, True, text, sight)
+
+
+def gold_set_sight(inputs: Inputs, baseline: Baseline) -> str | None:
+    """What the gold set can see, by the power model over the baseline's scores: the
+    first blocking gate's own scope (else the first gate's) that runs a paired test;
+    None when no gate does."""
+    gates = sorted(inputs.criteria.gates, key=lambda gate: gate.severity != "error")
+    for gate in gates:
+        ids = scored_ids(inputs.gold.queries, gate.scope, gate.metric)
+        power = scope_power_before_run(gate, ids, baseline.per_query)
+        if power is not None:
+            return sight_of(gate, power)
+    return None
 
 
 def _previous(path: Path) -> tuple[Baseline | None, str | None]:

@@ -197,7 +197,7 @@ def init(
     # All or nothing: a failure half-way (a read-only folder, a folder where .gitignore
     # goes, a baseline that cannot be written) leaves the repository as it was.
     with written_together(changes), contextlib.chdir(root):
-        refresh(
+        refreshed = refresh(
             config_path=Path("config/llm-eval.yaml"),
             criteria_path=Path("config/ship-criteria.yaml"),
             force=True,
@@ -207,6 +207,8 @@ def init(
     lines.append("  .gitignore (.llm-eval/, the reports and caches)")
     lines += [f"  {name}" for name in texts]
     lines.append("")
+    if refreshed.sight is not None:
+        lines += [*wrap(refreshed.sight + ".", width, ""), ""]
     if told is not None:
         lines += [*wrap(f"The gold set (tier A): {told}.", width, ""), ""]
     steps = [
