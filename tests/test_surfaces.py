@@ -1164,12 +1164,35 @@ def test_a_change_far_from_the_limit_is_not_said_to_sit_on_it() -> None:
     assert not on_the_limit(result.margin, 0.03)  # type: ignore[arg-type]
     said = sentence(result) or ""
     assert "too close to the limit" not in said
-    assert said.endswith("300 queries give no evidence either way (blocks the merge)")
+    assert said == (
+        "Blocks the merge: whether recall@5 dropped by more than the 3.0 pp allowed cannot be "
+        "told, because 300 queries give no evidence either way; it dropped from 87.0% to "
+        "86.5% (−0.5 pp; 90% CI −99.9 to +0.9 pp)"
+    )
     report = assemble([result])
     assert headline(report) == "FAIL: 1 blocking gate cannot tell"  # no queries would settle it
     for surface, text in _renderings(report).items():
         assert "too close to the limit" not in text, surface
         assert "p = " not in text, surface
+
+
+def test_a_blocking_cannot_tell_leads_with_the_block_and_why_on_every_surface() -> None:
+    report = assemble([far_from_the_limit()])
+    told = (
+        "Blocks the merge: whether recall@5 dropped by more than the 3.0 pp allowed cannot be "
+        "told, because 300 queries give no evidence either way"
+    )
+    texts = {k: " ".join(v.split()) for k, v in _renderings(report).items()}
+    assert f"? {told}; it dropped" in texts["text"]
+    assert f'<failure message="{told}; it dropped' in texts["junit"]
+    for surface in ("markdown", "comment"):
+        assert f"- ❓ {told}; it dropped" in texts[surface], surface
+        # the comment's first line under the heading: the block and its cause first
+        assert (
+            "\n❓ Blocks the merge: the questions cannot tell whether recall@5 on all queries "
+            "dropped by more than the 3.0 points allowed; it fell from 87.0% to 86.5%: 0.5 "
+            "points.\n"
+        ) in _renderings(report)[surface], surface
 
 
 def test_on_the_limit_means_within_the_intervals_half_width() -> None:

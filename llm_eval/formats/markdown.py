@@ -346,6 +346,14 @@ def _plain(gate: Mapping[str, Any]) -> str:
     if reason == "drift" and drift.get("sentence"):
         return f"{STATUS_ICON[status]} {drift['sentence']}."
     moved = _moved_words(metric, gate["delta"], before, now)
+    unsure = gate.get("decision") == "inconclusive" and allowed is not None
+    if unsure and status == "inconclusive" and gate.get("blocking"):
+        # what a reviewer must know first: the merge is blocked, and by what
+        text = (
+            f"Blocks the merge: the questions cannot tell whether {where} dropped by more "
+            f"than the {limit_words} allowed"
+        )
+        return f"{STATUS_ICON[status]} {text}" + (f"; it {moved}." if moved else ".")
     if reason in ("floor", "both") and gate.get("threshold") is not None:
         text = f"{where} is {now}, below the minimum of {value(metric, gate['threshold'])}"
         if moved:
@@ -360,7 +368,7 @@ def _plain(gate: Mapping[str, Any]) -> str:
         text = f"{where} stayed at {now}"
     if reason in ("regression", "both"):
         text += f", more than the {limit_words} allowed"
-    if gate.get("decision") == "inconclusive" and allowed is not None:
+    if unsure:
         text += (
             f"; the questions cannot tell yet whether it dropped by more than the {limit_words} "
             "allowed"

@@ -330,6 +330,8 @@ def _drift_suffix(result: GateResult) -> str:
 def _own_sentence(result: GateResult) -> str:
     gate = result.gate
     metric = gate.metric
+    if _blocks_unsure(result):
+        return _blocking_cannot_tell(result)
     if result.reason == "no_data":
         clauses = ["could not be computed: no scored query in its scope"]
     else:
@@ -339,6 +341,32 @@ def _own_sentence(result: GateResult) -> str:
         if regression is not None:
             clauses.append(regression if not clauses else f"and {regression}")
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def _blocks_unsure(result: GateResult) -> bool:
+    """The gate blocks the merge because its regression check cannot tell (the floor
+    is met): the sentence leads with that, and why."""
+    return (
+        result.status == "inconclusive"
+        and result.blocking
+        and result.decision == "inconclusive"
+        and not _floor_clause(result)
+    )
+
+
+def _blocking_cannot_tell(result: GateResult) -> str:
+    """`Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp
+    allowed cannot be told, because 27 queries are fewer than the 30 needed to judge;
+    it dropped from 87.0% to 57.4% (−29.6 pp; 90% CI …)`."""
+    gate, margin = result.gate, result.margin
+    name = subject(gate.metric, gate.scope.label())
+    allowed = _allowed(gate, result.baseline)
+    details = "" if margin is None else interval(gate.metric, margin)
+    moved = _moved(gate, result.baseline, result.value, details)
+    return (
+        f"Blocks the merge: whether {name} {_worsened(gate.metric)} by more than the "
+        f"{allowed} allowed cannot be told, because {_cannot_tell_reason(result)}; it {moved}"
+    )
 
 
 def _floor_clause(result: GateResult) -> list[str]:
