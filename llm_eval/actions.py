@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llm_eval.defaults import DOCS_URL, DOCS_URL_ENV
+from llm_eval.docs_address import Installed, docs_address
 from llm_eval.errors import InputError
 from llm_eval.formats._markup import NO_LINKS, Links
+from llm_eval.installation_io import installed_source
 from llm_eval.textio import read_json_file
 
 ANNOTATIONS_MAX = 10
@@ -28,19 +29,18 @@ _PROPERTY_ESCAPES = {**_DATA_ESCAPES, ":": "%3A", ",": "%2C"}
 _LEVEL = {"fail": "error", "warn": "warning", "inconclusive": "warning"}
 
 
-def links_from_env(environ: Mapping[str, str]) -> Links:
+def links_from_env(environ: Mapping[str, str], installed: Installed | None = None) -> Links:
     """The run, the report artifact, gold files at the PR's head commit, from the
-    Actions environment; every link is None outside GitHub Actions.
+    Actions environment; every link is None outside GitHub Actions but the
+    documentation's, from `docs_address` (the environment, then where this copy was
+    `installed` from).
 
     On `pull_request` runs `GITHUB_SHA` is a merge commit nobody pushed, so the head
-    commit comes from the event payload (`pull_request.head.sha`). The documentation's
-    address is `LLM_EVAL_DOCS_URL`, else `defaults.DOCS_URL`; empty, no metric links."""
+    commit comes from the event payload (`pull_request.head.sha`)."""
     server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
     repo, run_id = environ.get("GITHUB_REPOSITORY"), environ.get("GITHUB_RUN_ID")
     dashboard = environ.get("LLM_EVAL_DASHBOARD_URL") or None
-    docs = environ.get(DOCS_URL_ENV, DOCS_URL).strip() or None
-    if docs and not docs.endswith("/"):
-        docs += "/"
+    docs = docs_address(environ, installed)
     if not repo:
         return Links(dashboard=dashboard, docs=docs)
     run = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
@@ -75,7 +75,9 @@ def publish(report: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) ->
     lines = []
     summary = environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        lines += append_job_summary(report, Path(summary), links_from_env(environ))
+        lines += append_job_summary(
+            report, Path(summary), links_from_env(environ, installed_source())
+        )
     if environ.get("GITHUB_ACTIONS") == "true":
         workspace = environ.get("GITHUB_WORKSPACE")
         lines += regression_annotations(report, cwd, Path(workspace) if workspace else None)

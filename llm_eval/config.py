@@ -142,3 +142,7 @@ class EvalConfig:
     variants: tuple[Variant, ...] = ()
     """Retriever configurations that `llm-eval experiment` compares."""
     experiment: ExperimentSettings = field(default_factory=ExperimentSettings)
+    labels_in_corpus: bool = True
+    """Whether gold labels name documents of `corpus` (`labels_in_corpus: off` for a
+    retriever whose ids are not the corpus's): `gate`, `baseline refresh` and `gold
+    validate` stop on a label the corpus lacks."""

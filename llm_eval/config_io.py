@@ -44,6 +44,7 @@ CONFIG_KEYS = frozenset(
     {
         "gold",
         "corpus",
+        "labels_in_corpus",
         "retriever",
         "metrics",
         "relevance_level",
@@ -105,6 +106,7 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         variants=_variants(keys["variants"], retriever, corpus, top_k)
         if "variants" in keys
         else (),
+        labels_in_corpus=switch(keys["labels_in_corpus"]) if "labels_in_corpus" in keys else True,
         **_beyond_ids(keys),
     )
     if not config.gold:

@@ -17,6 +17,11 @@ def iter_corpus(path: str | Path) -> Iterator[Document]:
     return iter_unique_records(path, _parse_document, lambda d: d.doc_id, "_id")
 
 
+def corpus_ids(path: str | Path) -> frozenset[str]:
+    """The ids of a corpus file's documents, read once (what gold labels may name)."""
+    return frozenset(document.doc_id for document in iter_corpus(path))
+
+
 def count_documents(path: str | Path) -> int:
     """The documents of a corpus file, counted without parsing them (its non-blank
     lines): the total of a progress line."""

@@ -26,8 +26,3 @@ COMMENT_WHEN_CHOICES = ("always", "on_change", "on_fail")
 no query's score moved; only when the check fails. An existing one is updated in each."""
 COMMENT_WHEN = "on_change"
 """The default of `llm-eval comment --when` and of the action's `comment` input."""
-DOCS_URL = "https://owner.github.io/llm-eval/"
-"""The published documentation (MkDocs): the comment links each metric's name to its
-definition there (`reference/metrics/#recall-at-k`). `LLM_EVAL_DOCS_URL` names another
-address (a fork's, a mirror); set empty, it turns those links off."""
-DOCS_URL_ENV = "LLM_EVAL_DOCS_URL"

@@ -3,6 +3,7 @@ evaluated, and where it runs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 
@@ -41,3 +42,30 @@ def folder_in_repository() -> str | None:
     the root), so that paths in a report can be linked from the repository's root;
     None outside a git checkout."""
     return _git_output("rev-parse", "--show-prefix")
+
+
+def remote_refs(url: str, ref: str, timeout: float = 60) -> dict[str, str]:
+    """`{ref name: commit}` of the refs whose name ends in `ref` at `url` (`git
+    ls-remote`), and of an annotated tag's commit, as `refs/tags/REF^{}`.
+    Git never prompts for credentials here. RemoteError says why git could not tell."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-remote", url, ref, ref + "^{}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RemoteError(str(exc) or type(exc).__name__) from None
+    if done.returncode != 0:
+        said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        fatal = [line for line in said if line.startswith("fatal:")] or said  # git's first
+        raise RemoteError(fatal[0] if fatal else f"git ls-remote exited {done.returncode}")
+    pairs = (line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    return {name: sha for sha, name in pairs}
+
+
+class RemoteError(Exception):
+    """git could not list a remote's refs: unreachable, not a repository, no access."""

@@ -11,7 +11,7 @@ These are the records; `llm_eval.gold_io` reads and checks the files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 DEFAULT_TIER = "A"
@@ -124,3 +124,11 @@ class GoldSet:
     def tags(self) -> tuple[str, ...]:
         """Tag names, sorted."""
         return tuple(sorted({t for q in self.queries for t in q.tags}))
+
+
+def labels_not_in(
+    queries: Iterable[GoldQuery], known: Container[str]
+) -> tuple[tuple[GoldQuery, str], ...]:
+    """Each (query, doc_id) of a `relevant` label naming a document `known` lacks, in
+    file order: a question whose only answer is not in the corpus scores 0 forever."""
+    return tuple((q, doc) for q in queries for doc, _ in q.relevant if doc not in known)

@@ -18,13 +18,17 @@ from pathlib import Path
 from llm_eval.builds import averaged
 from llm_eval.config import EvalConfig
 from llm_eval.config_io import load_config
+from llm_eval.corpus_io import corpus_ids
 from llm_eval.criteria_io import check_against_config, check_against_gold, load_criteria
+from llm_eval.errors import InputError
+from llm_eval.gold import labels_not_in
 from llm_eval.gold_io import load_gold
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import parse_metric
 from llm_eval.runs import Run
 from llm_eval.scoring import Measurement, Scoring, score_run
 from llm_eval.versions_io import load_versions
+from llm_eval.wording.english import plural
 
 
 def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
@@ -35,6 +39,28 @@ def load_inputs(config_path: str | Path, criteria_path: str | Path) -> Inputs:
     gold = load_gold(config.gold)
     check_against_gold(criteria, gold)
     return Inputs(config, criteria, gold, scoring_for(config))
+
+
+def check_labels(inputs: Inputs) -> None:
+    """Stop on a gold label naming a document the config's corpus lacks (such a question
+    can never be answered and scores 0 forever), naming the first and counting the rest;
+    nothing to check without a corpus or with `labels_in_corpus: off`."""
+    config = inputs.config
+    if config.corpus is None or not config.labels_in_corpus:
+        return
+    missing = labels_not_in(inputs.gold.queries, corpus_ids(config.corpus))
+    if not missing:
+        return
+    (query, doc), rest = missing[0], len(missing) - 1
+    more = f", nor {'is' if rest == 1 else 'are'} {plural(rest, 'other label', 'other labels')}"
+    raise InputError(
+        f"document {doc!r} is not in the corpus {config.corpus}{more if rest else ''} (when "
+        f"the retriever's ids are not the corpus's, say so with `labels_in_corpus: off` in "
+        f"{config.path})",
+        path=query.path,
+        line=query.line,
+        key=f"relevant.{doc}",
+    )
 
 
 def measure(inputs: Inputs, run: Run, judge: JudgeOptions | None = None) -> Measurement:

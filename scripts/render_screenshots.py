@@ -54,6 +54,9 @@ DRAWN_FROM = {"dashboard-tags": "dashboard"}
 RERUN = "python scripts/render_screenshots.py"
 DASHBOARD_URL = "https://owner.github.io/repo/"
 """A configured dashboard, linked from the comment's trend line."""
+DOCS_URL = "https://owner.github.io/llm-eval/"
+"""A published documentation site (`LLM_EVAL_DOCS_URL`), where the comment's metric
+names link to: the pictures show a comment with those links."""
 REPOSITORY = "owner/repo"
 """The repository the dashboard's points link to (GITHUB_REPOSITORY)."""
 CSS_PACKAGE = "github-markdown-css@5.9.0"
@@ -188,6 +191,7 @@ def comment_of(folder: Path, code: int, *gate_args: str, cwd: Path = ROOT) -> st
         str(folder / "report.json"),
         cwd=cwd,
         LLM_EVAL_DASHBOARD_URL=DASHBOARD_URL,
+        LLM_EVAL_DOCS_URL=DOCS_URL,
     )
 
 

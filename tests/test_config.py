@@ -135,6 +135,9 @@ def test_config_defaults(tmp_path: Path) -> None:
     assert config.retriever is None
     assert str(config.baseline) == "gold/baseline.json"
     assert str(config.output) == ".llm-eval"
+    assert config.labels_in_corpus is True
+    off = load_config(write(tmp_path, "off.yaml", "gold: [g.jsonl]\nlabels_in_corpus: off\n"))
+    assert off.labels_in_corpus is False
 
 
 @pytest.mark.parametrize(
@@ -165,6 +168,17 @@ def test_config_defaults(tmp_path: Path) -> None:
         (
             GOOD_CONFIG.replace("corpus: gold/corpus.jsonl\n", ""),
             "FILE:6: retriever: the bm25 retriever needs a `corpus` file in the config",
+        ),
+        (
+            "gold: [a]\nlabels_in_corpus: no-thanks\n",
+            "FILE:2: labels_in_corpus: expected on or off, got 'no-thanks'",
+        ),
+        (
+            "gold: [a]\nlabel_in_corpus: off\n",
+            "FILE:2: label_in_corpus: unknown key (valid keys: baseline, cache, corpus, "
+            "embeddings, experiment, f1_threshold, gain, gold, judge, labels_in_corpus, metrics, "
+            "output, page_tolerance, rejection_score_threshold, relevance_level, retriever, "
+            "top_k, variants, versions)",
         ),
         ("metrics: [mrr]\n", "FILE:1: missing required key 'gold'"),
         ("gold: []\n", "FILE:1: gold: list at least one gold file"),

@@ -252,6 +252,8 @@ def test_the_home_page_renders_with_its_styles(site: Path, tmp_path: Path) -> No
 def test_every_metric_has_the_anchor_the_comment_links_to(site: Path) -> None:
     """The built metrics page has an id per metric family, on its row beside its
     definition; the comment's metric links land on them."""
+    from llm_eval.docs_address import Docs
+    from llm_eval.formats._markup import Links
     from llm_eval.formats.markdown import render_comment
     from llm_eval.metrics import families
     from llm_eval.textio import read_json_file
@@ -262,6 +264,7 @@ def test_every_metric_has_the_anchor_the_comment_links_to(site: Path) -> None:
         assert row is not None, family.anchor
         assert _html.unescape(family.description) in _html.unescape(row.group(1))
     report = read_json_file(REPO / "tests" / "gold" / "reports" / "failure_stats.json")
-    linked = re.findall(r"/reference/metrics/#([\w-]+)", render_comment(report))
+    site_links = Links(docs=Docs("https://docs.example.org/"))  # a published site
+    linked = re.findall(r"/reference/metrics/#([\w-]+)", render_comment(report, site_links))
     assert linked == ["recall-at-k", "mrr", "judged-at-k"]
     assert all(f'id="{anchor}"' in page for anchor in linked)

@@ -259,26 +259,40 @@ def test_the_sentence_carries_the_interval_of_the_decision() -> None:
     )
     power = Power(24, 0.03, 0.2, 0.06, 140, "assuming no other query's score changes")
     unsure = decide(gate, 0.81, 24, 0.87, power=power, margin=against_limit(0.01, 0.11, 24))
+    # a blocking "cannot tell" leads with the fact that it blocks, and why
     assert sentence(unsure) == (
-        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
-        "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
-        "fewer than the 30 needed to judge, and about 140 catch a drop of 6.0 pp 4 times in 5 "
-        "(llm-eval gold plan lists where to add them) (blocks the merge)"
+        "Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp allowed "
+        "cannot be told, because 24 queries are fewer than the 30 needed to judge, and about "
+        "140 catch a drop of 6.0 pp 4 times in 5 (llm-eval gold plan lists where to add "
+        "them); it dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp)"
     )
     assert more_queries(unsure) == 140 - 24
     settled = replace(unsure, margin=against_limit(0.01, 0.11, n=60), status="inconclusive")
-    assert sentence(settled).endswith(
-        "60 queries are too few: about 140 catch a drop of 6.0 pp 4 times in 5 "
-        "(llm-eval gold plan lists where to add them) (blocks the merge)"
+    moved = "; it dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp)"
+    assert sentence(settled) == (
+        "Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp allowed "
+        "cannot be told, because 60 queries are too few: about 140 catch a drop of 6.0 pp 4 "
+        "times in 5 (llm-eval gold plan lists where to add them)" + moved
     )
     close = replace(settled, power=replace(power, queries_needed=50))
-    assert sentence(close).endswith(
-        "the change is too close to the limit for 60 queries to tell (blocks the merge)"
+    assert sentence(close) == (
+        "Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp allowed "
+        "cannot be told, because the change is too close to the limit for 60 queries to "
+        "tell" + moved
     )
     hopeless = replace(settled, power=replace(power, queries_needed=None))
-    assert sentence(hopeless).endswith(
-        "60 queries are too few: not even 10,000 queries catch a drop of 6.0 pp 4 times in 5 "
-        "(blocks the merge)"
+    assert sentence(hopeless) == (
+        "Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp allowed "
+        "cannot be told, because 60 queries are too few: not even 10,000 queries catch a "
+        "drop of 6.0 pp 4 times in 5" + moved
+    )
+    # not blocking, the drop leads and the sentence says it does not block
+    reported = replace(unsure, on_inconclusive="warn")
+    assert sentence(reported) == (
+        "recall@5 (tier A) dropped from 87.0% to 81.0% (−6.0 pp; 90% CI −11.0 to −1.0 pp); "
+        "whether it dropped by more than the 3.0 pp allowed cannot be told: 24 queries are "
+        "fewer than the 30 needed to judge, and about 140 catch a drop of 6.0 pp 4 times in 5 "
+        "(llm-eval gold plan lists where to add them) (reported, not blocking)"
     )
 
 

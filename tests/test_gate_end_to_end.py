@@ -7,7 +7,7 @@ import io
 import json
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -328,24 +328,59 @@ def test_gold_validate_and_stats(
     assert max(map(len, stats.splitlines())) <= 80
 
 
-def test_gold_validate_rejects_labels_missing_from_the_corpus(
-    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
-) -> None:
-    gold = shared_demo / "gold" / "python-docs-B.jsonl"
+@contextlib.contextmanager
+def mislabelled(project: Path) -> Iterator[None]:
+    """The first query of tier B's gold file labelled with two ids the corpus lacks, the
+    second with one: three labels that can never be retrieved, put back afterwards."""
+    gold = project / "gold" / "python-docs-B.jsonl"
     original = gold.read_text()
-    first = json.loads(original.splitlines()[0])
-    first["relevant"] = {"no-such-passage#0": 2}
+    lines = original.splitlines()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    first["relevant"] = {"no-such-passage#0": 2, "no-such-passage#1": 1}
+    second["relevant"] = {"dotenv.multiline-value#0": 1}
     try:
-        gold.write_text(json.dumps(first) + "\n" + "\n".join(original.splitlines()[1:]) + "\n")
-        monkeypatch.chdir(shared_demo)
-        code, _, err = cli("gold", "validate")
-        assert code == 3
-        assert err == (
-            "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.no-such-passage#0: "
-            "document 'no-such-passage#0' is not in the corpus gold/corpus.jsonl\n"
-        )
+        gold.write_text("\n".join([json.dumps(first), json.dumps(second), *lines[2:]]) + "\n")
+        yield
     finally:
         gold.write_text(original)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("gold", "validate"), ("gate", "--allow-gold-change"), ("baseline", "refresh")],
+)
+def test_a_label_missing_from_the_corpus_stops_every_command_that_knows_the_corpus(
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli, command: tuple[str, ...]
+) -> None:
+    monkeypatch.chdir(shared_demo)
+    baseline = (shared_demo / "gold" / "baseline.json").read_bytes()
+    with mislabelled(shared_demo):
+        code, _, err = cli(*command)
+    assert code == 3
+    assert err == (
+        "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.no-such-passage#0: "
+        "document 'no-such-passage#0' is not in the corpus gold/corpus.jsonl, nor are 2 "
+        "other labels (when the retriever's ids are not the corpus's, say so with "
+        "`labels_in_corpus: off` in config/llm-eval.yaml)\n"
+    )
+    assert (shared_demo / "gold" / "baseline.json").read_bytes() == baseline
+
+
+def test_labels_in_corpus_off_lets_a_retriever_with_its_own_ids_through(
+    shared_demo: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    monkeypatch.chdir(shared_demo)
+    config = shared_demo / "config" / "llm-eval.yaml"
+    original = config.read_text()
+    try:
+        config.write_text(original + "labels_in_corpus: off\n")
+        with mislabelled(shared_demo):
+            validated = cli("gold", "validate")
+            gated = cli("gate", "--allow-gold-change")
+    finally:
+        config.write_text(original)
+    assert validated[0] == 0, validated[2]
+    assert gated[0] == 0, gated[1] + gated[2]
 
 
 def test_compare_refuses_aggregate_metrics_and_pairs_rejection_queries(

@@ -472,6 +472,28 @@ def test_a_broken_commit_is_refused_though_the_working_tree_is_fixed(project: Pr
     assert project.git("worktree", "list").count("\n") == 0  # the temporary one is gone
 
 
+def test_a_gold_label_missing_from_the_corpus_refuses_the_push(project: Project) -> None:
+    project.git("switch", "-q", "-c", "typo", "main")
+    gold = project.root / "gold" / "python-docs-B.jsonl"
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["relevant"] = {"dotenv.multiline-value#0": 1}
+    project.commit(
+        "gold/python-docs-B.jsonl", "\n".join([json.dumps(first), *lines[1:]]) + "\n", "Label"
+    )
+    before = project.remote_sha("typo")
+    pushed = project.push("typo")
+    assert pushed.returncode != 0, pushed.stdout
+    assert (
+        "llm-eval: error: gold/python-docs-B.jsonl:1: relevant.dotenv.multiline-value#0: "
+        "document 'dotenv.multiline-value#0' is not in the corpus gold/corpus.jsonl (when the "
+        "retriever's ids are not the corpus's, say so with `labels_in_corpus: off` in "
+        "config/llm-eval.yaml)\n"
+    ) in pushed.stdout
+    assert "push refused (the gate exited 3 on refs/heads/typo)" in pushed.stdout
+    assert project.remote_sha("typo") == before
+
+
 def test_a_clean_commit_goes_through_though_the_working_tree_is_broken(
     project: Project,
 ) -> None:

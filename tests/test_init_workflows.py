@@ -3,9 +3,10 @@
 `init --source acme/retriever@SHA` in a fresh git repository; SHA is a commit of a git
 repository made from this checkout's working tree, which stands in for
 github.com/acme/retriever. Each written workflow is linted by actionlint (with
-shellcheck on its scripts); each distinct `pip install` line is run by pip into a fresh
-virtualenv with one edit only, its `git+https://github.com/acme/retriever.git@`
-pointed at that local repository, so pip checks the distribution's name and the ref;
+shellcheck on its scripts); each distinct `pip install` line is run as written by pip
+into a fresh virtualenv, git's `url.<base>.insteadOf` sending
+`https://github.com/acme/retriever.git` to that local repository, so pip checks the
+distribution's name and the ref and records the GitHub URL (PEP 610);
 then the workflows' `run:` steps run with bash in the repository with that
 virtualenv's `llm-eval`. Where a step is an action GitHub provides (checkout,
 setup-python, artifacts, Pages), the test does its local equivalent and says so; the
@@ -57,12 +58,6 @@ class Source:
 
     root: Path
     sha: str
-
-    @property
-    def url(self) -> str:
-        """Where pip fetches it from (`file://localhost/`: pip's parser refuses an empty
-        host in a requirement's URL)."""
-        return f"git+file://localhost{self.root.as_posix()}@"
 
 
 @pytest.fixture(scope="module")
@@ -121,12 +116,15 @@ def install_scripts(root: Path) -> dict[str, list[str]]:
     return found
 
 
-def local(text: str, source: Source) -> str:
-    """`text` with the GitHub URL of acme/retriever pointed at the local repository,
-    once: the only edit made to what init wrote."""
-    github = f"git+https://github.com/{OWNER_REPO}.git@"
-    assert text.count(github) == 1, text
-    return text.replace(github, source.url)
+def via_github(source: Source) -> dict[str, str]:
+    """git's configuration, in the environment, that fetches
+    `https://github.com/acme/retriever.git` from the local repository, as a mirror would:
+    what init wrote runs unedited."""
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{source.root.as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": f"https://github.com/{OWNER_REPO}.git",
+    }
 
 
 def fresh_venv(where: Path) -> Path:
@@ -141,7 +139,8 @@ def installed(initialised: Path, source: Source, tmp_path_factory: pytest.TempPa
     (once per distinct script), as written but for the URL."""
     bin_dir = fresh_venv(tmp_path_factory.mktemp("runner") / "venv")
     for script, names in install_scripts(initialised).items():
-        done = run_script(local(script, source), initialised, runner_environ(bin_dir))
+        assert script.count(f"git+https://github.com/{OWNER_REPO}.git@") == 1, script
+        done = run_script(script, initialised, runner_environ(bin_dir, **via_github(source)))
         assert done.returncode == 0, f"{names}: {done.stderr}"
     return bin_dir
 
@@ -211,12 +210,55 @@ def test_the_install_lines_install_the_pinned_commit_by_the_distributions_name(
         check=True,
     )
     direct = json.loads(shown.stdout)
-    assert direct["url"] == source.url.removeprefix("git+").removesuffix("@")
+    assert direct["url"] == f"https://github.com/{OWNER_REPO}.git"
     assert direct["vcs_info"]["commit_id"] == source.sha
     version = subprocess.run(
         [str(installed / "llm-eval"), "--version"], capture_output=True, text=True, check=True
     )
     assert version.stdout.split()[-1] == __version__
+
+
+def test_init_from_a_git_install_pins_the_commit_it_came_from_and_links_its_docs(
+    installed: Path, source: Source, tmp_path: Path
+) -> None:
+    """The llm-eval those lines installed, run with no --source in a new repository:
+    its workflows take the action and package from acme/retriever at the installed
+    commit, and its reports link the metrics page of that commit."""
+    git(tmp_path, "init", "--quiet")
+    made = subprocess.run(
+        [str(installed / "llm-eval"), "init"],
+        cwd=tmp_path,
+        env=runner_environ(installed, COLUMNS="200"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    pinned = f"{OWNER_REPO}@{source.sha}"
+    assert (
+        f"The workflows take the action and package from {pinned}, the commit this llm-eval "
+        "was installed from.\n"
+    ) in made.stdout
+    gate = (tmp_path / ".github" / "workflows" / "retrieval-gate.yml").read_text()
+    assert f"      - uses: {pinned}\n" in gate
+    docs = subprocess.run(
+        [str(installed / "python"), "-I", "-c", DOCS_PAGE],
+        env=runner_environ(installed),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert docs.stdout == (
+        f"https://github.com/{OWNER_REPO}/blob/{source.sha}/docs/reference/metrics.md\n"
+    )
+
+
+DOCS_PAGE = (
+    "from llm_eval.docs_address import docs_address; "
+    "from llm_eval.installation_io import installed_source; "
+    "print(docs_address({}, installed_source()).page('reference/metrics', 'mrr'))"
+)
+"""The metrics page the reports of an installed llm-eval link to, outside the action."""
 
 
 def runner_context(runner: Path) -> dict[str, str]:

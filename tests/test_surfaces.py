@@ -39,11 +39,12 @@ from llm_eval.against_baseline import Comparison, decide_gates
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate, Location, Scope, Severity, Statistics
 from llm_eval.criteria_io import load_criteria
+from llm_eval.docs_address import Docs, Installed
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.formats import RenderOptions, get_format
 from llm_eval.formats._markdown_view import STATUS_ICON
-from llm_eval.formats._markup import escape_markdown
+from llm_eval.formats._markup import Links, escape_markdown
 from llm_eval.formats.markdown import COMMENT_MARKER, render_comment, render_markdown
 from llm_eval.formats.text import render_text
 from llm_eval.gate import (
@@ -498,8 +499,15 @@ def blocking(gate: Mapping[str, Any]) -> bool:
     return bool(gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail"))
 
 
-METRIC_LINK = re.compile(r'\[([^\]]+)\]\((https?://\S+/reference/metrics/#[\w-]+)(?: "([^"]*)")?\)')
-"""A metric's name linked to its definition on the docs' metrics page."""
+METRIC_LINK = re.compile(
+    r'\[([^\]]+)\]\((https?://\S+/reference/metrics(?:/#[\w-]+|\.md))(?: "([^"]*)")?\)'
+)
+"""A metric's name linked to its definition on the docs' metrics page: a built site's
+(`…/reference/metrics/#mrr`) or the Markdown source in a repository (`….md`)."""
+SITE = Links(docs=Docs("https://docs.example.org/llm-eval/"))
+"""The documentation as a published site (`LLM_EVAL_DOCS_URL`)."""
+SOURCES = Links(docs=Docs("https://github.com/acme/llm-eval/blob/" + "ab" * 20 + "/docs/", True))
+"""The documentation as the pages of the repository and commit llm-eval came from."""
 
 
 def unlinked(markdown: str) -> str:
@@ -524,11 +532,14 @@ def check_metric_links(markdown: str) -> None:
     the docs' metrics page has, with its registry definition on hover."""
     body = markdown.split("\n", 1)[1]  # after the heading, which names no metric
     linked: set[str] = set()
+    described = {f.description for f in families()}
     for match in METRIC_LINK.finditer(body):
         text, url, title = match.groups()
-        anchor = url.rsplit("#", 1)[1]
-        assert anchor in docs_anchors(), url
-        assert title == {f.anchor: f for f in families()}[anchor].description
+        if "#" in url:
+            anchor = url.rsplit("#", 1)[1]
+            assert anchor in docs_anchors(), url
+            assert title == {f.anchor: f for f in families()}[anchor].description
+        assert title in described, title
         assert text not in linked, f"{text} linked twice"
         linked.add(text)
         before = unlinked(body[: match.start()])
@@ -843,8 +854,11 @@ def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
         "text": render_text(report, WIDTH),
         "text, coloured": TEXT.render(report, RenderOptions(WIDTH, coloured=True)),
         "text, ascii": TEXT.render(report, RenderOptions(WIDTH, ascii=True)),
-        "markdown": render_markdown(report),
-        "comment": render_comment(report),
+        "markdown": render_markdown(report, SITE),
+        "comment": render_comment(report, SITE),
+        "markdown, repository docs": render_markdown(report, SOURCES),
+        "markdown, no docs known": render_markdown(report),
+        "comment, no docs known": render_comment(report),
         "junit": JUNIT.render(report, RenderOptions()),
         "annotations": "\n".join(regression_annotations(report, Path("/repo"))),
     }
@@ -862,6 +876,13 @@ def check_surfaces(report: dict[str, Any], complete: bool = True) -> None:
             assert squashed(escape_markdown(said)) in squashed(unlinked(renderings["markdown"]))
     check_markdown(report, renderings["markdown"], complete)
     check_metric_links(renderings["markdown"])
+    check_metric_links(renderings["markdown, repository docs"])
+    # with no documentation known the same words, not one link to a guessed address
+    bare = renderings["markdown, no docs known"]
+    assert METRIC_LINK.search(bare) is None
+    assert unlinked(renderings["markdown"]) == unlinked(renderings["markdown, repository docs"])
+    assert unlinked(renderings["markdown"]) == bare
+    assert renderings["comment, no docs known"] == f"{COMMENT_MARKER}\n{bare}"
     assert renderings["comment"] == f"{COMMENT_MARKER}\n{renderings['markdown']}"
     check_junit(report, renderings["junit"])
     check_action(report, renderings["annotations"].split("\n") if renderings["annotations"] else [])
@@ -1144,12 +1165,35 @@ def test_a_change_far_from_the_limit_is_not_said_to_sit_on_it() -> None:
     assert not on_the_limit(result.margin, 0.03)  # type: ignore[arg-type]
     said = sentence(result) or ""
     assert "too close to the limit" not in said
-    assert said.endswith("300 queries give no evidence either way (blocks the merge)")
+    assert said == (
+        "Blocks the merge: whether recall@5 dropped by more than the 3.0 pp allowed cannot be "
+        "told, because 300 queries give no evidence either way; it dropped from 87.0% to "
+        "86.5% (−0.5 pp; 90% CI −99.9 to +0.9 pp)"
+    )
     report = assemble([result])
     assert headline(report) == "FAIL: 1 blocking gate cannot tell"  # no queries would settle it
     for surface, text in _renderings(report).items():
         assert "too close to the limit" not in text, surface
         assert "p = " not in text, surface
+
+
+def test_a_blocking_cannot_tell_leads_with_the_block_and_why_on_every_surface() -> None:
+    report = assemble([far_from_the_limit()])
+    told = (
+        "Blocks the merge: whether recall@5 dropped by more than the 3.0 pp allowed cannot be "
+        "told, because 300 queries give no evidence either way"
+    )
+    texts = {k: " ".join(v.split()) for k, v in _renderings(report).items()}
+    assert f"? {told}; it dropped" in texts["text"]
+    assert f'<failure message="{told}; it dropped' in texts["junit"]
+    for surface in ("markdown", "comment"):
+        assert f"- ❓ {told}; it dropped" in texts[surface], surface
+        # the comment's first line under the heading: the block and its cause first
+        assert (
+            "\n❓ Blocks the merge: the questions cannot tell whether recall@5 on all queries "
+            "dropped by more than the 3.0 points allowed; it fell from 87.0% to 86.5%: 0.5 "
+            "points.\n"
+        ) in _renderings(report)[surface], surface
 
 
 def test_on_the_limit_means_within_the_intervals_half_width() -> None:
@@ -1164,9 +1208,9 @@ def test_on_the_limit_means_within_the_intervals_half_width() -> None:
 
 
 def test_each_metric_is_linked_once_to_its_definition_where_the_comment_first_names_it() -> None:
-    comment = render_comment(load("failure_stats"))
+    comment = render_comment(load("failure_stats"), SITE)
     links = [(m.group(1), m.group(2)) for m in METRIC_LINK.finditer(comment)]
-    docs = "https://owner.github.io/llm-eval/reference/metrics/"
+    docs = "https://docs.example.org/llm-eval/reference/metrics/"
     assert links == [
         ("recall@5", docs + "#recall-at-k"),
         ("MRR", docs + "#mrr"),
@@ -1181,14 +1225,28 @@ def test_the_metric_links_follow_the_configured_docs_address() -> None:
     from llm_eval.actions import links_from_env
 
     report = load("failure")
-    mirror = links_from_env({"LLM_EVAL_DOCS_URL": "https://docs.example.org/eval"})
-    assert mirror.docs == "https://docs.example.org/eval/"
+    commit = "c0" * 20
+    installed = Installed("https://github.com/acme/llm-eval.git", commit, "v0.1.0")
+    action = {"GITHUB_ACTION_REPOSITORY": "team/llm-eval", "GITHUB_ACTION_REF": "v2"}
+    mirror = links_from_env({"LLM_EVAL_DOCS_URL": "https://docs.example.org/eval", **action})
+    assert mirror.docs == Docs("https://docs.example.org/eval/")
     comment = render_comment(report, mirror)
     assert "[MRR](https://docs.example.org/eval/reference/metrics/#mrr " in comment
-    assert "owner.github.io/llm-eval" not in comment
-    off = render_comment(report, links_from_env({"LLM_EVAL_DOCS_URL": ""}))
+    in_action = render_comment(report, links_from_env(action, installed))
+    assert "[MRR](https://github.com/team/llm-eval/blob/v2/docs/reference/metrics.md " in (
+        in_action
+    )
+    pip_installed = render_comment(report, links_from_env({}, installed))
+    assert f"[MRR](https://github.com/acme/llm-eval/blob/{commit}/docs/reference/metrics.md " in (
+        pip_installed
+    )
+    off = render_comment(report, links_from_env({"LLM_EVAL_DOCS_URL": ""}, installed))
+    unknown = render_comment(report, links_from_env({}, None))
+    for text in (comment, in_action, pip_installed, off, unknown):
+        assert "owner" not in text.lower()
+        assert unlinked(text) == off
     assert METRIC_LINK.search(off) is None
-    assert unlinked(comment) == off
+    assert unknown == off
 
 
 @pytest.mark.skipif(shutil.which("cmark-gfm") is None, reason="needs cmark-gfm")
@@ -1197,12 +1255,12 @@ def test_github_shows_each_metric_link_with_its_definition() -> None:
     name, its definition as the title."""
     done = subprocess.run(
         ["cmark-gfm", "-e", "table", "-e", "autolink", "-e", "strikethrough"],
-        input=render_comment(load("failure_stats")),
+        input=render_comment(load("failure_stats"), SITE),
         capture_output=True,
         text=True,
         check=True,
     )
-    docs = "https://owner.github.io/llm-eval/reference/metrics/"
+    docs = "https://docs.example.org/llm-eval/reference/metrics/"
     for anchor, name in (("recall-at-k", "recall@5"), ("mrr", "MRR"), ("judged-at-k", "judged@5")):
         description = {f.anchor: f for f in families()}[anchor].description
         link = f'<a href="{docs}#{anchor}" title="{description}">{name}</a>'

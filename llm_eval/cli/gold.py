@@ -216,10 +216,9 @@ def _threads_deaf_to_ctrl_c() -> Iterator[None]:
 )
 @click.option(
     "--source",
-    default="OWNER/llm-eval@main",
-    show_default=True,
-    help="Where the workflows take the action and the package from: OWNER/REPO@REF "
-    "(pin a full commit sha).",
+    help="Where the workflows take the action and the package from: OWNER/REPO@COMMIT "
+    "(a tag or branch is resolved to its commit at GitHub, or refused). Default: the "
+    "GitHub commit this llm-eval was installed from, else OWNER/llm-eval@main.",
 )
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @click.option(
@@ -231,7 +230,7 @@ def _threads_deaf_to_ctrl_c() -> Iterator[None]:
 )
 @click.option("--split", help="The qrels split of --from-beir (default: test).")
 def init_command(
-    root: Path, source: str, force: bool, beir: Path | None, split: str | None
+    root: Path, source: str | None, force: bool, beir: Path | None, split: str | None
 ) -> None:
     """Write config, ship criteria, a starter corpus and gold set, and the GitHub
     workflows, then compute the baseline: `llm-eval gate` runs right after. With

@@ -12,6 +12,7 @@ from typing import Any
 
 from llm_eval import __version__
 from llm_eval.against_baseline import decide_gates
+from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
 from llm_eval.builds import BuildNoise, build_noise
@@ -25,7 +26,7 @@ from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs, JudgeOptions
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import render_blocks, wrap
-from llm_eval.pipeline import load_inputs, measure_builds
+from llm_eval.pipeline import check_labels, load_inputs, measure_builds
 from llm_eval.power_io import PowerCache
 from llm_eval.progress import Progress
 from llm_eval.retrieval import Retrieval, RetrieveOptions, obtain_retrieval, planned_builds
@@ -33,7 +34,15 @@ from llm_eval.scoring import Measurement
 from llm_eval.slices import breakdown, members, value_over
 from llm_eval.wording.builds import noise_sentence
 from llm_eval.wording.english import plural
-from llm_eval.wording.gates import delta, gold_change_counts, limit, sentence, subject, value
+from llm_eval.wording.gates import (
+    delta,
+    gold_change_counts,
+    limit,
+    sentence,
+    subject,
+    value,
+)
+from llm_eval.wording.gates import gold_set_sight as sight_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +55,9 @@ class RefreshOutcome:
     written: bool
     """False when nothing moved (the file is left as it is, byte for byte) or when refused."""
     text: str
+    sight: str | None = None
+    """What the gold set can see (`gold_set_sight`), said when the first baseline is
+    written; None otherwise."""
 
     @property
     def refused(self) -> bool:
@@ -72,6 +84,7 @@ def refresh(
     power statements of the baseline's own state (a run that equals it) are put in the
     output folder's cache, where the gate finds them."""
     inputs = load_inputs(config_path, criteria_path)
+    check_labels(inputs)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
     check = None if builds else _noise_check(inputs, run_path)
@@ -110,7 +123,11 @@ def refresh(
     save_baseline(path, new)
     _keep_powers(inputs, measurement, new)
     head = "\n".join(line for part in head.split("\n") for line in wrap(part, 80))
-    return RefreshOutcome(new, found, True, f"{head}\n\n{moved(old, new)}".rstrip() + heard)
+    text = f"{head}\n\n{moved(old, new)}".rstrip()
+    sight = gold_set_sight(inputs, new) if old is None and unreadable is None else None
+    if sight is not None:  # the first baseline: what the gold set can see, on day one
+        text += "\n\n" + "\n".join(wrap(sight + ".", 80, ""))
+    return RefreshOutcome(new, found, True, text + heard, sight)
 
 
 def _keep_powers(inputs: Inputs, measurement: Measurement, baseline: Baseline) -> None:
@@ -122,6 +139,19 @@ def _keep_powers(inputs: Inputs, measurement: Measurement, baseline: Baseline) -
     queries, gates = inputs.gold.queries, inputs.criteria.gates
     powers = PowerCache.under(inputs.config.output)
     decide_gates(queries, gates, measurement.table, baseline, None, powers=powers)
+
+
+def gold_set_sight(inputs: Inputs, baseline: Baseline) -> str | None:
+    """What the gold set can see, by the power model over the baseline's scores: the
+    first blocking gate's own scope (else the first gate's) that runs a paired test;
+    None when no gate does."""
+    gates = sorted(inputs.criteria.gates, key=lambda gate: gate.severity != "error")
+    for gate in gates:
+        ids = scored_ids(inputs.gold.queries, gate.scope, gate.metric)
+        power = scope_power_before_run(gate, ids, baseline.per_query)
+        if power is not None:
+            return sight_of(gate, power)
+    return None
 
 
 def _previous(path: Path) -> tuple[Baseline | None, str | None]:

@@ -26,6 +26,7 @@ from llm_eval.errors import InputError
 from llm_eval.formats._markup import NO_LINKS, Links
 from llm_eval.formats.markdown import comment_marker, render_comment
 from llm_eval.github import DEFAULT_API_URL, CommentNotPosted, upsert_comment
+from llm_eval.installation_io import installed_source
 from llm_eval.report import SCHEMA_VERSION
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import read_json_file
@@ -71,7 +72,9 @@ def comment(
     """Render the report as the PR comment and post it (or, with `dry_run`, print it);
     when `when` withholds a new comment, only update the one already there."""
     report = load_report(report_path)
-    body = render_report(report, report_path, links_from_env(environ), marker_id)
+    body = render_report(
+        report, report_path, links_from_env(environ, installed_source()), marker_id
+    )
     withheld = withheld_because(report, when)
     if dry_run:
         return CommentOutcome(body.rstrip("\n"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,13 +12,16 @@ from typing import TYPE_CHECKING
 from llm_eval import __version__
 from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
+from llm_eval.docs_address import docs_address
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
+from llm_eval.formats._markup import NO_LINKS, Links
 from llm_eval.gitinfo import folder_in_repository, head_commit
 from llm_eval.history.gates import recent_baselines
 from llm_eval.history.series_io import load_references
 from llm_eval.inputs import JudgeOptions
-from llm_eval.pipeline import load_inputs, measure_builds
+from llm_eval.installation_io import installed_source
+from llm_eval.pipeline import check_labels, load_inputs, measure_builds
 from llm_eval.power_io import PowerCache
 from llm_eval.report import build_report
 from llm_eval.report_schema import validate_report
@@ -64,6 +68,7 @@ def run_gate(
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
     out = out_dir or inputs.config.output
+    check_labels(inputs)
     baseline_file = baseline_path or inputs.config.baseline
     baseline = load_baseline(baseline_file)
     references = load_references(inputs.criteria.gates, baseline_file)
@@ -98,7 +103,8 @@ def run_gate(
         history=history,
     )
     validate_report(report, out / "report.json")  # every rendering reads this record
-    write_together(rendered_whole(report, out))
+    docs = docs_address(os.environ, installed_source())
+    write_together(rendered_whole(report, out, Links(docs=docs)))
     report_path = out / "report.json"
     ignore = out / ".gitignore"
     if not ignore.exists():  # the reports are outputs, never to be committed by accident
@@ -106,14 +112,15 @@ def run_gate(
     return GateOutcome(report, notes, report_path, report["exit_code"])
 
 
-def rendered_whole(report: Report, out: Path) -> list[tuple[Path, str]]:
-    """Each written format's file in `out` and its text, every one rendered before any
-    is written: a renderer that raises leaves the previous reports as they were, never
-    a new report.json beside a stale report.md."""
+def rendered_whole(report: Report, out: Path, links: Links = NO_LINKS) -> list[tuple[Path, str]]:
+    """Each written format's file in `out` and its text (report.md with `links`), every
+    one rendered before any is written: a renderer that raises leaves the previous
+    reports as they were, never a new report.json beside a stale report.md."""
     rendered = []
+    options = RenderOptions(links=links)
     for output in written_formats():
         assert output.filename is not None
-        rendered.append((out / output.filename, output.render(report, RenderOptions())))
+        rendered.append((out / output.filename, output.render(report, options)))
     return rendered
 
 

@@ -11,13 +11,11 @@ from llm_eval.authoring.plan import gated_scopes, scope_power_before_run, scored
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline
 from llm_eval.config import EvalConfig
-from llm_eval.corpus_io import iter_corpus
 from llm_eval.criteria import Gate, Scope
-from llm_eval.errors import InputError
 from llm_eval.gate import Power
 from llm_eval.inputs import Inputs
 from llm_eval.output import render_table, wrap
-from llm_eval.pipeline import load_inputs
+from llm_eval.pipeline import check_labels, load_inputs
 from llm_eval.power import MOST_QUERIES
 from llm_eval.rejection import ThresholdSuggestion, suggest_threshold, top_scores
 from llm_eval.retrieval import obtain_run
@@ -190,8 +188,7 @@ def validate(config_path: Path, criteria_path: Path, baseline_path: Path | None)
     corpus does not have) raise InputError.
     """
     inputs = load_inputs(config_path, criteria_path)
-    if inputs.config.corpus is not None:
-        _check_labels(inputs, inputs.config.corpus)
+    check_labels(inputs)
     warnings = []
     baseline = load_baseline(baseline_path or inputs.config.baseline)
     if baseline is not None:
@@ -230,19 +227,6 @@ def _tag_power_warnings(inputs: Inputs, rows: list[Detectability]) -> list[str]:
                 f"{span}; see `llm-eval gold stats`)"
             )
     return warnings
-
-
-def _check_labels(inputs: Inputs, corpus: Path) -> None:
-    known = {document.doc_id for document in iter_corpus(corpus)}
-    for query in inputs.gold.queries:
-        for doc, _ in query.relevant:
-            if doc not in known:
-                raise InputError(
-                    f"document {doc!r} is not in the corpus {corpus}",
-                    path=query.path,
-                    line=query.line,
-                    key=f"relevant.{doc}",
-                )
 
 
 def _power_warning(row: Detectability) -> str:

@@ -10,7 +10,10 @@ so that `llm-eval gate` runs at once. It never overwrites a file unless `--force
 
 The workflows are this repository's own (package data kept equal to
 `.github/workflows/` by a test), with the action and the package pointed at
-`--source OWNER/REPO@REF`: pin a full commit sha.
+`--source OWNER/REPO@COMMIT`. Without `--source`, the commit this llm-eval was
+installed from by git from GitHub (PEP 610's `direct_url.json`); a tag or branch given
+is resolved to its commit at GitHub (`git ls-remote`), or refused with the reason:
+what the workflows pin must not move.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from pathlib import Path
 from llm_eval import DISTRIBUTION
 from llm_eval.beir_io import CORPUS, iter_beir_queries
 from llm_eval.defaults import BEIR_SPLIT
+from llm_eval.docs_address import Installed
 from llm_eval.errors import InputError
+from llm_eval.gitinfo import RemoteError, remote_refs
+from llm_eval.installation_io import installed_source
 from llm_eval.output import wrap
 from llm_eval.textio import read_text, require_file, written_together
 from llm_eval.wording.english import listed, plural
@@ -43,7 +49,49 @@ FILES = {
     ".github/workflows/dashboard.yml": "workflows/dashboard.yml",
 }
 DEFAULT_SOURCE = "OWNER/llm-eval@main"
+"""What the workflows name when this llm-eval was not installed from GitHub by git."""
 _SOURCE = re.compile(r"[\w.-]+/[\w.-]+@[\w./-]+")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def default_source(installed: Installed | None) -> str:
+    """`OWNER/REPO@COMMIT` of the GitHub repository and commit this llm-eval was
+    installed from by git; `DEFAULT_SOURCE` when that is not known."""
+    if installed is None or installed.github_repository is None:
+        return DEFAULT_SOURCE
+    if not _COMMIT.fullmatch(installed.commit):
+        return DEFAULT_SOURCE
+    return f"{installed.github_repository}@{installed.commit}"
+
+
+def pinned_source(source: str) -> tuple[str, str | None]:
+    """`source` with its ref a full commit, and what was resolved (`tag v0.1.0`): a tag
+    or branch is looked up at `https://github.com/OWNER/REPO` with `git ls-remote`; one
+    that cannot be is an InputError saying why."""
+    if not _SOURCE.fullmatch(source):
+        raise InputError(f"--source must look like OWNER/REPO@COMMIT, got {source!r}")
+    repo, ref = source.split("@", 1)
+    if _COMMIT.fullmatch(ref):
+        return source, None
+    url = f"https://github.com/{repo}"
+    refuse = f"--source {source}: the workflows pin a full commit sha, and {ref!r} is not one"
+    try:
+        refs = remote_refs(url, ref)
+    except RemoteError as exc:
+        raise InputError(
+            f"{refuse}; it could not be resolved (git ls-remote {url}: {exc}): give "
+            f"--source {repo}@<full commit sha>"
+        ) from None
+    for name, kind in (
+        (f"refs/tags/{ref}^{{}}", "tag"),
+        (f"refs/tags/{ref}", "tag"),
+        (f"refs/heads/{ref}", "branch"),
+    ):
+        if name in refs:
+            return f"{repo}@{refs[name]}", f"{kind} {ref}"
+    raise InputError(
+        f"{refuse}, nor a tag or branch of {url}: give --source {repo}@<full commit sha>"
+    )
 
 
 def scaffold_text(name: str) -> str:
@@ -122,16 +170,19 @@ def beir_texts(root: Path, folder: Path, split: str) -> tuple[dict[str, str], st
 def init(
     root: Path,
     *,
-    source: str = DEFAULT_SOURCE,
+    source: str | None = None,
     force: bool = False,
     width: int = 80,
     beir: Path | None = None,
     split: str = BEIR_SPLIT,
 ) -> str:
     """Write the setup into `root` (from a BEIR folder's split when `beir` is given),
-    compute its baseline; the terminal text."""
-    if not _SOURCE.fullmatch(source):
-        raise InputError(f"--source must look like OWNER/REPO@REF, got {source!r}")
+    compute its baseline; the terminal text. `source` (`OWNER/REPO@REF`) defaults to
+    where this llm-eval was installed from (`default_source`)."""
+    given = source
+    source, resolved = (
+        pinned_source(source) if source is not None else (default_source(installed_source()), None)
+    )
     texts = {name: scaffold_text(data) for name, data in FILES.items()}
     told = None
     if beir is not None:
@@ -153,7 +204,7 @@ def init(
     # All or nothing: a failure half-way (a read-only folder, a folder where .gitignore
     # goes, a baseline that cannot be written) leaves the repository as it was.
     with written_together(changes), contextlib.chdir(root):
-        refresh(
+        refreshed = refresh(
             config_path=Path("config/llm-eval.yaml"),
             criteria_path=Path("config/ship-criteria.yaml"),
             force=True,
@@ -163,6 +214,8 @@ def init(
     lines.append("  .gitignore (.llm-eval/, the reports and caches)")
     lines += [f"  {name}" for name in texts]
     lines.append("")
+    if refreshed.sight is not None:
+        lines += [*wrap(refreshed.sight + ".", width, ""), ""]
     if told is not None:
         lines += [*wrap(f"The gold set (tier A): {told}.", width, ""), ""]
     steps = [
@@ -179,8 +232,17 @@ def init(
     ]
     if source == DEFAULT_SOURCE:
         steps.append(
-            "The workflows name the action and package as OWNER/llm-eval@main: run init "
-            "with --source OWNER/REPO@<full commit sha> (or edit them) to pin your copy."
+            "The workflows name the action and package as OWNER/llm-eval@main (this "
+            "llm-eval was not installed from a commit on GitHub): run init with --source "
+            "OWNER/REPO@<full commit sha> (or edit them) to pin your copy."
+        )
+    elif resolved is not None:
+        commit = source.split("@", 1)[1]
+        steps.append(f"--source {given}: {resolved} is commit {commit}; the workflows pin it.")
+    elif given is None:
+        steps.append(
+            f"The workflows take the action and package from {source}, the commit this "
+            "llm-eval was installed from."
         )
     for step in steps:
         lines += wrap(step, width, "")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from llm_eval.docs_address import Docs
 from llm_eval.errors import InputError
 from llm_eval.formats._markup import Code, Link, Links, Parts
 from llm_eval.gate import worst_status
@@ -110,7 +111,7 @@ class _Glossary:
     a reader who does not know `recall@5` or `MRR` is one click from what it means,
     and the text is not a sea of links. Built-in metrics only: a plugin's is not there."""
 
-    def __init__(self, report: Mapping[str, Any], docs: str | None) -> None:
+    def __init__(self, report: Mapping[str, Any], docs: Docs | None) -> None:
         self._links: dict[str, tuple[str, Link]] = {}
         """Per name as printed: the metric's canonical name, and its link."""
         self._linked: set[str] = set()
@@ -130,7 +131,7 @@ class _Glossary:
             metric = _metric(name)
             if metric is None or metric.family.source != "built-in":
                 continue
-            url = f"{docs}reference/metrics/#{metric.family.anchor}"
+            url = docs.page("reference/metrics", metric.family.anchor)
             link = Link(metric.label, url, metric.family.description)
             self._links.setdefault(metric.label, (metric.name, link))
         names = sorted(self._links, key=len, reverse=True)
@@ -244,6 +245,14 @@ def _plain(gate: Mapping[str, Any]) -> str:
     if reason == "drift" and drift.get("sentence"):
         return f"{STATUS_ICON[status]} {drift['sentence']}."
     moved = _moved_words(metric, gate["delta"], before, now)
+    unsure = gate.get("decision") == "inconclusive" and allowed is not None
+    if unsure and status == "inconclusive" and gate.get("blocking"):
+        # what a reviewer must know first: the merge is blocked, and by what
+        text = (
+            f"Blocks the merge: the questions cannot tell whether {where} dropped by more "
+            f"than the {limit_words} allowed"
+        )
+        return f"{STATUS_ICON[status]} {text}" + (f"; it {moved}." if moved else ".")
     if reason in ("floor", "both") and gate.get("threshold") is not None:
         text = f"{where} is {now}, below the minimum of {value(metric, gate['threshold'])}"
         if moved:
@@ -258,7 +267,7 @@ def _plain(gate: Mapping[str, Any]) -> str:
         text = f"{where} stayed at {now}"
     if reason in ("regression", "both"):
         text += f", more than the {limit_words} allowed"
-    if gate.get("decision") == "inconclusive" and allowed is not None:
+    if unsure:
         text += (
             f"; the questions cannot tell yet whether it dropped by more than the {limit_words} "
             "allowed"

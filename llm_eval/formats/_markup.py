@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llm_eval.defaults import DOCS_URL
+from llm_eval.docs_address import Docs
 
 FIELD_MAX_CHARS = 400
 """Any one value is clipped to this many characters before it is escaped."""
@@ -97,12 +97,13 @@ class Links:
     """The pull request's head commit (a pull_request run checks out a merge commit)."""
     dashboard: str | None = None
     """The published dashboard (`LLM_EVAL_DASHBOARD_URL`), when one is configured."""
-    docs: str | None = DOCS_URL
-    """The documentation (`LLM_EVAL_DOCS_URL`): metric names link to their definitions."""
+    docs: Docs | None = None
+    """The documentation (`llm_eval.docs_address`): metric names link to their
+    definitions; None where no address is known."""
 
 
 NO_LINKS = Links()
-"""Outside GitHub Actions there is nowhere to link to but the documentation."""
+"""No address known: nothing is linked."""
 _SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
 
 

@@ -340,6 +340,8 @@ def _drift_suffix(result: GateResult) -> str:
 def _own_sentence(result: GateResult) -> str:
     gate = result.gate
     metric = gate.metric
+    if _blocks_unsure(result):
+        return _blocking_cannot_tell(result)
     if result.reason == "no_data":
         clauses = ["could not be computed: no scored query in its scope"]
     else:
@@ -349,6 +351,32 @@ def _own_sentence(result: GateResult) -> str:
         if regression is not None:
             clauses.append(regression if not clauses else f"and {regression}")
     return f"{subject(metric, gate.scope.label())} {', '.join(clauses)}{_suffix(result)}"
+
+
+def _blocks_unsure(result: GateResult) -> bool:
+    """The gate blocks the merge because its regression check cannot tell (the floor
+    is met): the sentence leads with that, and why."""
+    return (
+        result.status == "inconclusive"
+        and result.blocking
+        and result.decision == "inconclusive"
+        and not _floor_clause(result)
+    )
+
+
+def _blocking_cannot_tell(result: GateResult) -> str:
+    """`Blocks the merge: whether recall@5 (tier A) dropped by more than the 3.0 pp
+    allowed cannot be told, because 27 queries are fewer than the 30 needed to judge;
+    it dropped from 87.0% to 57.4% (−29.6 pp; 90% CI …)`."""
+    gate, margin = result.gate, result.margin
+    name = subject(gate.metric, gate.scope.label())
+    allowed = _allowed(gate, result.baseline)
+    details = "" if margin is None else interval(gate.metric, margin)
+    moved = _moved(gate, result.baseline, result.value, details)
+    return (
+        f"Blocks the merge: whether {name} {_worsened(gate.metric)} by more than the "
+        f"{allowed} allowed cannot be told, because {_cannot_tell_reason(result)}; it {moved}"
+    )
 
 
 def _floor_clause(result: GateResult) -> list[str]:
@@ -490,3 +518,17 @@ def _built(power: Power) -> str:
 def _queries(n: int) -> str:
     """`176 queries`, `1,400 queries`, `1 query`."""
     return f"{n:,} {'query' if n == 1 else 'queries'}"
+
+
+def gold_set_sight(gate: Gate, power: Power) -> str:
+    """What a new gold set can see, in one line for `init` and the first `baseline
+    refresh`: `12 gated questions catch a drop of 41.7 pp in recall@5 (tier A) 4 times
+    in 5; `llm-eval gold plan` says how many see its 5.0 pp limit`."""
+    name = subject(gate.metric, gate.scope.label())
+    gated = f"{power.n:,} gated {'question' if power.n == 1 else 'questions'}"
+    if power.detectable_drop is None:
+        seen = f"{gated} {'is' if power.n == 1 else 'are'} too few to catch any drop in {name}"
+    else:
+        seen = f"{gated} catch a drop of {drop_size(gate.metric, power.detectable_drop)} in {name}"
+    allowed = drop_size(gate.metric, power.limit)
+    return f"{seen} 4 times in 5; `llm-eval gold plan` says how many see its {allowed} limit"

@@ -259,6 +259,15 @@ def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
     source = "acme/llm-eval@" + "0" * 40
     code, out, err = cli("init", "--source", source)
     assert code == 0, err
+    # on day one, in one line, what the starter gold set can see, as gold stats says it
+    sight = (
+        "12 gated questions catch a drop of 61.9 pp in recall@5 (tier A) 4 times in 5; "
+        "`llm-eval gold plan` says how many see its 5.0 pp limit."
+    )
+    assert sight in " ".join(out.split())
+    assert "with 12 queries, a drop of 61.9 pp is caught 4 times in 5" in " ".join(
+        cli("gold", "stats")[1].split()
+    )
     # The count it says is the count it lists, and each listed file is there.
     head, *rest = out.split("\n\n", 1)[0].splitlines()
     listed = [line.split(" (")[0].strip() for line in rest]
@@ -276,6 +285,16 @@ def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
     assert plan.returncode == 0
     code, _, err = cli("init")
     assert code == 3 and "already exist" in err
+    # the first refresh of a baseline says it too; a later one does not
+    (tmp_path / "gold" / "baseline.json").unlink()
+    code, out, err = cli("baseline", "refresh")
+    assert code == 0, err
+    assert out.endswith(
+        "\n\n12 gated questions catch a drop of 61.9 pp in recall@5 (tier A) 4 times in 5;\n"
+        "`llm-eval gold plan` says how many see its 5.0 pp limit.\n"
+    )
+    code, out, err = cli("baseline", "refresh", "--force")
+    assert code == 0 and "gated questions" not in out, out + err
     lint = subprocess.run(
         [str(Path(sys.executable).parent / "actionlint"), "-no-color", "-oneline"],
         cwd=tmp_path,
@@ -288,6 +307,23 @@ def test_init_in_an_empty_git_repo_gives_a_setup_whose_gate_runs(
     assert f"uses: {source}" in workflow and "uses: ./" not in workflow
     comment = (tmp_path / ".github" / "workflows" / "retrieval-gate-comment.yml").read_text()
     assert "llm-eval.git@" + "0" * 40 in comment and "--quiet .\n" not in comment
+
+
+def test_the_starter_criteria_can_judge_every_scope_of_the_starter_gold_set() -> None:
+    """min_n is no more than the questions each starter gate scores: the first pull
+    request of a new team is judged, not met with "cannot tell" for want of questions."""
+    from llm_eval.authoring.plan import scored_ids
+    from llm_eval.criteria_io import load_criteria
+    from llm_eval.gold import GoldSource
+    from llm_eval.gold_io import load_gold
+
+    scaffold = REPO / "llm_eval" / "scaffold"
+    criteria = load_criteria(scaffold / "ship-criteria.yaml")
+    queries = load_gold([GoldSource(str(scaffold / "gold-A.jsonl"), "A")]).queries
+    assert len(queries) == 14
+    for gate in criteria.gates:
+        scored = scored_ids(queries, gate.scope, gate.metric)
+        assert gate.statistics.min_n <= len(scored) == 12, gate.name
 
 
 def test_the_scaffold_workflows_are_this_repositorys() -> None:

@@ -91,7 +91,13 @@ def test_each_step_is_allowed_and_the_sum_is_caught(scripted: Path) -> None:
     )
 
 
-def test_every_surface_renders_the_drift_from_the_record(scripted: Path, cli: Cli) -> None:
+def test_every_surface_renders_the_drift_from_the_record(
+    scripted: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as in the action's steps: its repository and ref name the documentation's pages
+    monkeypatch.delenv("LLM_EVAL_DOCS_URL", raising=False)
+    monkeypatch.setenv("GITHUB_ACTION_REPOSITORY", "acme/llm-eval")
+    monkeypatch.setenv("GITHUB_ACTION_REF", "v1")
     for step in range(1, 6):
         write_run(scripted, step)
         refresh_and_commit(scripted, f"change {step}")
@@ -108,7 +114,8 @@ def test_every_surface_renders_the_drift_from_the_record(scripted: Path, cli: Cl
     assert sentence in " ".join(terminal.split())
     comment = (scripted / ".llm-eval" / "report.md").read_text()
     # the metric's name, the first time it is printed, links to its definition
-    read = re.sub(r'\[([^\]]+)\]\(\S+/reference/metrics/#[\w-]+ "[^"]*"\)', r"\1", comment)
+    docs = "https://github.com/acme/llm-eval/blob/v1/docs/reference/metrics.md"
+    read = re.sub(rf'\[([^\]]+)\]\({re.escape(docs)} "[^"]*"\)', r"\1", comment)
     assert f"{sentence}." in read
     assert read != comment
     assert "set the gate's since to a newer reference in the ship criteria" in comment
