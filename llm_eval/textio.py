@@ -355,15 +355,21 @@ def exclusive_lock(path: Path) -> Iterator[None]:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    if lock.is_symlink():  # where it points is not the writers' to choose
+        raise InputError(f"is a symbolic link, expected the lock file of {path.name}", path=lock)
     try:
-        fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as exc:  # e.g. a read-only folder: the file the user knows is `path`
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:  # a folder in its place, an immutable file: the lock is named
+        raise OSError(exc.errno, exc.strerror, str(lock)) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            kind = special_kind(os.fstat(fd).st_mode)
+            raise InputError(f"is {kind}, expected the lock file of {path.name}", path=lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:  # a file system without locks: refused, never unlocked
-            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(path)) from None
+            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(lock)) from None
         yield
     finally:
         os.close(fd)  # the lock goes with it
