@@ -321,7 +321,7 @@ def _hits(
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
             raise QueryFailed(f"malformed result: hits[{index}] is not an object")
-        results.append(ranked_result(hit_getter(hit, fields), f"hits[{index}]"))
+        results.append(ranked_result(hit_getter(hit, fields), f"hits[{index}]", list(hit)))
     return tuple(results)
 
 
