@@ -35,7 +35,15 @@ from llm_eval.retrievers import RetrieverKind, retriever_kind
 from llm_eval.settings import Setting, checked_settings
 from llm_eval.versions import context_metrics
 from llm_eval.yamlfile import Node, load_yaml
-from llm_eval.yamlvalues import integer, location_of, metric_name, proportion, string, switch
+from llm_eval.yamlvalues import (
+    integer,
+    location_of,
+    metric_name,
+    path_string,
+    proportion,
+    string,
+    switch,
+)
 
 if TYPE_CHECKING:
     from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
@@ -87,7 +95,7 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
     )
     top_k = integer(keys["top_k"], 1) if "top_k" in keys else defaults.TOP_K
     gold = tuple(_gold_source(n) for n in keys["gold"].items())
-    corpus = Path(string(keys["corpus"])) if "corpus" in keys else _beir_corpus(gold)
+    corpus = Path(path_string(keys["corpus"])) if "corpus" in keys else _beir_corpus(gold)
     retriever = _retriever(keys["retriever"], corpus) if "retriever" in keys else None
     config = EvalConfig(
         path=str(path),
@@ -97,8 +105,8 @@ def load_config(path: str | Path = defaults.CONFIG) -> EvalConfig:
         metrics=metrics,
         relevance_level=integer(keys["relevance_level"], 1) if "relevance_level" in keys else 1,
         top_k=top_k,
-        baseline=Path(string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
-        output=Path(string(keys["output"])) if "output" in keys else defaults.OUTPUT,
+        baseline=Path(path_string(keys["baseline"])) if "baseline" in keys else defaults.BASELINE,
+        output=_output(keys["output"]) if "output" in keys else defaults.OUTPUT,
         cache=switch(keys["cache"]) if "cache" in keys else False,
         judge=_judge(keys["judge"]) if "judge" in keys else None,
         embeddings=_embeddings(keys["embeddings"]) if "embeddings" in keys else None,
@@ -133,7 +141,7 @@ def _beyond_ids(keys: Mapping[str, Node]) -> dict[str, Any]:
     return {
         "matching": MatchSettings(tolerance, f1),
         "rejection_score_threshold": rejection,
-        "versions": Path(string(keys["versions"])) if "versions" in keys else None,
+        "versions": Path(path_string(keys["versions"])) if "versions" in keys else None,
     }
 
 
@@ -240,20 +248,33 @@ def _gold_source(node: Node) -> GoldSource:
     """A gold JSONL file (`path`, or the bare path), a BEIR folder (`beir`, `split`) or
     TREC topics with their qrels (`topics`, `qrels`)."""
     if isinstance(node.value, str):
-        return GoldSource(string(node))
+        return GoldSource(path_string(node))
     if isinstance(node.value, dict) and "beir" in node.value:
         keys = node.mapping(GOLD_BEIR_KEYS)
         split = string(keys["split"]) if "split" in keys else defaults.BEIR_SPLIT
         tier = string(keys["tier"]) if "tier" in keys else None
-        return GoldSource(string(keys["beir"]), tier, split=split)
+        return GoldSource(path_string(keys["beir"]), tier, split=split)
     if isinstance(node.value, dict) and "topics" in node.value:
         keys = node.mapping(GOLD_TOPICS_KEYS, frozenset({"qrels"}))
         tier = string(keys["tier"]) if "tier" in keys else None
-        return GoldSource(string(keys["topics"]), tier, qrels=string(keys["qrels"]))
+        return GoldSource(path_string(keys["topics"]), tier, qrels=path_string(keys["qrels"]))
     keys = node.mapping(GOLD_FILE_KEYS, required=frozenset({"path"}))
     tier = string(keys["tier"]) if "tier" in keys else None
     matching = _matching(keys["matching"]) if "matching" in keys else "auto"
-    return GoldSource(string(keys["path"]), tier, matching)
+    return GoldSource(path_string(keys["path"]), tier, matching)
+
+
+def _output(node: Node) -> Path:
+    """The output folder: a path on one line that is a folder where it exists, and not
+    under a file (where nothing could be written, and a cache path would point inside
+    the file)."""
+    folder = Path(path_string(node))
+    for part in (folder, *folder.parents):
+        if part.is_dir():
+            break
+        if part.exists() or part.is_symlink():
+            raise node.error(f"{part} is not a folder (the output folder is made under it)")
+    return folder
 
 
 def _beir_corpus(gold: tuple[GoldSource, ...]) -> Path | None:

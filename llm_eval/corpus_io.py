@@ -9,7 +9,7 @@ from typing import Any
 
 from llm_eval.corpus import Document
 from llm_eval.errors import InputError
-from llm_eval.textio import iter_unique_records
+from llm_eval.textio import iter_unique_records, open_regular
 
 
 def iter_corpus(path: str | Path) -> Iterator[Document]:
@@ -25,7 +25,7 @@ def corpus_ids(path: str | Path) -> frozenset[str]:
 def count_documents(path: str | Path) -> int:
     """The documents of a corpus file, counted without parsing them (its non-blank
     lines): the total of a progress line."""
-    with Path(path).open("rb") as lines:
+    with open_regular(path) as lines:
         return sum(1 for line in lines if line.strip())
 
 

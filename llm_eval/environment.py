@@ -3,7 +3,11 @@
 As in a POSIX shell, `${NAME:-default}` gives the default when NAME is unset or
 empty; `${NAME}` with NAME unset is an error naming the variable and the setting that
 uses it, never a silent empty string. A `$` not followed by `{` is kept as written.
-Values are never echoed in errors.
+Forms a shell has but this reading does not (a `${` inside a default, a `${` never
+closed) are refused rather than kept as text. Values are never echoed in errors.
+
+A value that reaches a URL, a request header, a path or a CI step output must be one
+line: `line_break` finds what would split it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,19 @@ from llm_eval.errors import InputError
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LINE_BREAKING = re.compile("[\n\r\x00]")
+_SHOWN = {"\n": "a line break", "\r": "a carriage return", "\x00": "a NUL character"}
+
+
+def line_break(text: str) -> str | None:
+    """Why `text` cannot stand as one line where it goes (a URL, a header, a path, a
+    `name=value` step output): the first line break, carriage return or NUL it holds,
+    with its place but not the text itself (which may be a secret); None when it has
+    none."""
+    found = _LINE_BREAKING.search(text)
+    if found is None:
+        return None
+    return f"holds {_SHOWN[found.group()]} (at character {found.start() + 1}); it must be one line"
 
 
 def expand_environment(template: str, environ: Mapping[str, str], used_by: str, key: str) -> str:
@@ -31,6 +48,12 @@ def expand_environment(template: str, environ: Mapping[str, str], used_by: str, 
                 f"${{NAME:-default}}; used by {used_by})",
                 key=key,
             )
+        if "${" in default:
+            raise InputError(
+                f"${{{match.group(1)}}}: a ${{...}} inside a default is not supported (write "
+                f"${{NAME}} or ${{NAME:-default}} with a plain default; used by {used_by})",
+                key=key,
+            )
         found = environ.get(name)
         if has_default:
             return found if found else default
@@ -38,7 +61,13 @@ def expand_environment(template: str, environ: Mapping[str, str], used_by: str, 
             raise InputError(f"environment variable {name} is not set (used by {used_by})", key=key)
         return found
 
-    return PLACEHOLDER.sub(value, template)
+    expanded = PLACEHOLDER.sub(value, template)
+    if "${" in PLACEHOLDER.sub("", template):
+        raise InputError(
+            f"a ${{ is never closed (write ${{NAME}} or ${{NAME:-default}}; used by {used_by})",
+            key=key,
+        )
+    return expanded
 
 
 def expand_nested(value: Any, environ: Mapping[str, str], key: str) -> Any:

@@ -214,6 +214,7 @@ def config_schema() -> Schema:
         "rejection_score_threshold": _FINITE,
         "versions": _TEXT,
         "cache": _SWITCH,
+        "labels_in_corpus": _SWITCH,
         "judge": _endpoint("SETTINGS"),
         "embeddings": _endpoint("EMBEDDING_SETTINGS"),
         "gain": _object(config_io.GAIN_KEYS, gain),

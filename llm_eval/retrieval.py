@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,8 @@ from llm_eval.runs import QueryResults, Run
 from llm_eval.runs_io import load_run
 from llm_eval.textio import file_digest
 from llm_eval.wording.english import listed, plural
+
+QUERIES = ("query", "queries")
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +336,7 @@ def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float, where
             f"{where}retriever failed on {len(errors)} of "
             f"{plural(len(queries), 'query', 'queries')} "
             f"({shown}% > max_error_rate {limit * 100:g}%): {count_errors(errors)}"
+            f"{first_causes(errors, len(queries))}"
         )
 
 
@@ -341,6 +345,27 @@ def count_errors(errors: Iterable[str]) -> str:
     kinds = Counter(error.split(": ", 1)[0] for error in errors)
     ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
     return ", ".join(f"{count} {kind}" for kind, count in ordered)
+
+
+_POSITION = re.compile(r"\[\d+\]")
+CAUSES_SHOWN = 3
+"""Distinct causes a failure summary shows in full, the most frequent first."""
+
+
+def first_causes(errors: Sequence[str], total: int, unit: tuple[str, str] = QUERIES) -> str:
+    """`; the cause: 29 of 29 queries: malformed result: hits[].doc_id missing (…)`, to
+    follow `count_errors`: the distinct errors that say more than their kind, counted,
+    most first (ties in the order met), the first `CAUSES_SHOWN` in full; a hit's
+    position is left out (`hits[]`), so that one cause met at another rank in each query
+    is counted once. Empty when no error says more than its kind (`3 timeout`)."""
+    causes = Counter(_POSITION.sub("[]", error) for error in errors if ": " in error)
+    if not causes:
+        return ""
+    ordered = sorted(causes.items(), key=lambda item: -item[1])
+    shown = [f"{n} of {plural(total, *unit)}: {cause}" for cause, n in ordered[:CAUSES_SHOWN]]
+    if len(ordered) > CAUSES_SHOWN:
+        shown.append(plural(len(ordered) - CAUSES_SHOWN, "other cause", "other causes"))
+    return f"; {'the cause' if len(ordered) == 1 else 'the causes'}: {'; '.join(shown)}"
 
 
 def unstable_queries(runs: Sequence[Run]) -> tuple[str, ...]:
@@ -363,7 +388,7 @@ def retrieval_notes(retrieval: Retrieval) -> list[str]:
         notes.append(
             f"The retriever failed on {len(failed)} of {plural(total, 'query', 'queries')} "
             f"({count_errors(failed.values())}): {listed(list(failed), 20)}; they are not "
-            "scored, and count in error_rate."
+            f"scored, and count in error_rate{first_causes(list(failed.values()), total)}."
         )
     if retrieval.from_cache:
         notes.append(

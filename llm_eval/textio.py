@@ -12,10 +12,12 @@ from __future__ import annotations
 import codecs
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -48,7 +50,7 @@ def iter_text_blocks(path: str | Path) -> Iterator[tuple[int, str]]:
     before it have been yielded. `iter_lines` and the TREC run reader build on this:
     decoding a block at once is much faster than a line at a time.
     """
-    with require_file(path).open("rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(len(codecs.BOM_UTF8))
         # What is read but not yet handed out: no newline since the last block.
         partial = [] if head == codecs.BOM_UTF8 else [head]
@@ -69,7 +71,7 @@ def iter_raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """Yield `(line_number, bytes)` for each non-blank line, line ends stripped and a
     UTF-8 BOM at the start dropped, as `iter_lines` does, but undecoded: for a file
     where a line that is not UTF-8 is one bad line (`decode_line`), not a bad file."""
-    with require_file(path).open("rb") as handle:
+    with open_regular(path) as handle:
         for number, raw in enumerate(handle, 1):
             if number == 1:
                 raw = raw.removeprefix(codecs.BOM_UTF8)
@@ -238,7 +240,8 @@ def parse_json_object(
 def read_text(path: str | Path) -> str:
     """A whole file's text (a UTF-8 BOM is dropped); bytes that are not UTF-8 are an
     InputError naming their line."""
-    raw = require_file(path).read_bytes()
+    with open_regular(path) as handle:
+        raw = handle.read()
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -352,15 +355,21 @@ def exclusive_lock(path: Path) -> Iterator[None]:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    if lock.is_symlink():  # where it points is not the writers' to choose
+        raise InputError(f"is a symbolic link, expected the lock file of {path.name}", path=lock)
     try:
-        fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as exc:  # e.g. a read-only folder: the file the user knows is `path`
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:  # a folder in its place, an immutable file: the lock is named
+        raise OSError(exc.errno, exc.strerror, str(lock)) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            kind = special_kind(os.fstat(fd).st_mode)
+            raise InputError(f"is {kind}, expected the lock file of {path.name}", path=lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError as exc:  # a file system without locks: refused, never unlocked
-            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(path)) from None
+            raise OSError(exc.errno, f"cannot lock it ({exc.strerror})", str(lock)) from None
         yield
     finally:
         os.close(fd)  # the lock goes with it
@@ -503,13 +512,49 @@ def _process_alive(pid: int) -> bool:
 
 
 def require_file(path: str | Path) -> Path:
-    """The path, when it names an existing regular file; else an InputError saying why."""
+    """The path, when it names an existing regular file; else an InputError saying why
+    (a FIFO, a socket or a device is named as such: opening one would wait for a
+    writer that never comes, or read without end)."""
     file = Path(path)
-    if not file.exists():
-        raise InputError("no such file", path=path)
-    if file.is_dir():
+    try:
+        mode = file.stat().st_mode
+    except OSError:
+        raise InputError("no such file", path=path) from None
+    if stat.S_ISDIR(mode):
         raise InputError("is a directory, expected a file", path=path)
+    if not stat.S_ISREG(mode):
+        raise InputError(f"is {special_kind(mode)}, expected a regular file", path=path)
     return file
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither a regular file nor a folder is, for an error."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+@contextlib.contextmanager
+def open_regular(path: str | Path) -> Iterator[io.BufferedReader]:
+    """`path` opened for reading in binary, when it is a regular file (`require_file`).
+
+    The file is opened without blocking and checked again on the open descriptor, so a
+    FIFO put in its place after the check is refused too, never waited on."""
+    require_file(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(f"is {special_kind(mode)}, expected a regular file", path=path)
+    with os.fdopen(fd, "rb") as handle:
+        yield handle
 
 
 def iter_unique_records(
@@ -542,5 +587,5 @@ def iter_unique_records(
 
 def file_digest(path: str | Path) -> str:
     """sha256 of a file's bytes (first 16 hex digits)."""
-    with require_file(path).open("rb") as handle:
+    with open_regular(path) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:16]

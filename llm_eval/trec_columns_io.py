@@ -34,7 +34,7 @@ from llm_eval.errors import InputError
 from llm_eval.judgments import FloatArray, IntArray
 from llm_eval.qrels_io import load_qrels
 from llm_eval.runs_io import _scattered_queries, _trec_fields, iter_trec_scores
-from llm_eval.textio import require_file
+from llm_eval.textio import open_regular
 
 # Bytes read at a time: large enough that the fixed cost of a block's numpy calls is
 # small beside its lines, small enough to stay a few MiB in memory.
@@ -191,7 +191,7 @@ class _ColumnReader:
 def _byte_blocks(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """`(first_line_number, raw)`: the file a block of whole lines at a time, each block
     ending with a newline; a UTF-8 BOM at the start is dropped."""
-    with require_file(path).open("rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(len(codecs.BOM_UTF8))
         partial = b"" if head == codecs.BOM_UTF8 else head
         number = 1

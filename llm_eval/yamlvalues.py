@@ -4,6 +4,7 @@ node's error (file, line, key path) when the value is not what the key needs."""
 from __future__ import annotations
 
 from llm_eval.criteria import Location
+from llm_eval.environment import line_break
 from llm_eval.errors import InputError
 from llm_eval.metrics import parse_metric
 from llm_eval.yamlfile import Node
@@ -17,6 +18,14 @@ def string(node: Node) -> str:
     if not isinstance(node.value, str) or not node.value.strip():
         raise node.error("must be a non-empty string")
     return node.value
+
+
+def path_string(node: Node) -> str:
+    """A file or folder path: a non-empty string on one line."""
+    value = string(node)
+    if problem := line_break(value):
+        raise node.error(problem)
+    return value
 
 
 def integer(node: Node, minimum: int) -> int:

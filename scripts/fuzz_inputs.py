@@ -29,6 +29,11 @@ count: a key in any form in what was printed or in any file written (`key in
 output`), and a run scored silently (exit 0 after a fault that must fail every query,
 or a report holding NaN, Infinity, or negative tokens or cost).
 
+The config is also read by `cache-key`, whose output a workflow appends to
+$GITHUB_OUTPUT: besides exit 5 and tracebacks, a run that ends with exit 0 and prints
+anything but its three `key=`, `restore-key=` and `path=` lines (or nothing) counts as
+a forged output line (`_forged`); `\nkey=forged-key/cache` is among the tokens put in.
+
 The history file is read by `history` and `dashboard`, and recorded into; besides
 exit 5 and tracebacks, these count a line lost (`_lines_lost`): read, every non-blank
 line must be an entry, a point or a gap, and the command must end with exit 0; recorded
@@ -107,6 +112,7 @@ TARGETS = (
     Target("corpus", "corpus.jsonl", ("gate", "--out", "out"), json_lines=True),
     Target("versions", "versions.jsonl", tuple(GATE), json_lines=True),
     Target("config", "config/llm-eval.yaml", tuple(GATE)),
+    Target("cache-key config", "config/llm-eval.yaml", ("cache-key",)),
     Target("criteria", "config/ship-criteria.yaml", tuple(GATE)),
     Target("baseline", "baseline.json", tuple(GATE), json_document=True),
     Target(
@@ -211,6 +217,8 @@ TOKENS = [
     b"\xed\xa0\x80",  # a UTF-16 surrogate written as UTF-8 (CESU-8)
     b"<!--<script>",
     "\u2028".encode(),
+    b"\nkey=forged-key/cache",  # a step output of its own, if cache-key printed it
+    b'"out\\nkey=forged-key/cache"',  # the same as a YAML escape
 ]
 HOSTILE_VALUES: list[Any] = [
     None,
@@ -660,6 +668,8 @@ class Tally:
     lines_lost: int = 0
     """History files read with a line that became no entry (or a reading that failed),
     or recorded into with a line lost, changed or miscounted."""
+    forged: int = 0
+    """`cache-key` runs that printed a line other than its three `name=value` outputs."""
 
     @property
     def total(self) -> int:
@@ -710,6 +720,10 @@ def fuzz(
                     data = mutate(originals[target.path], target, rng)
                     code, printed, lost = _run(target, data, originals)
                     tally.lines_lost += lost
+                    if _forged(target, code, printed):
+                        tally.forged += 1
+                        print(f"a forged output line on {target.kind}", file=sys.stderr)
+                        tally.crashes.append(_keep(keep, number, target, data))
                     if lost:
                         print(f"a history line lost on {target.kind}: exit {code}", file=sys.stderr)
                         tally.crashes.append(_keep(keep, number, target, data))
@@ -771,6 +785,22 @@ def _lines_lost(target: Target, data: bytes, code: int, printed: str) -> bool:
         return False
     found = pattern.search(printed)
     return code != 0 or found is None or int(found.group(1)) != min(LAST, 1 + _non_blank(data))
+
+
+OUTPUTS = ("key", "restore-key", "path")
+
+
+def _forged(target: Target, code: int, printed: str) -> bool:
+    """Whether `cache-key` printed what a workflow would take for another step output:
+    on exit 0, anything but nothing or its three `name=value` lines, once each."""
+    if target.kind != "cache-key config" or code != 0:
+        return False
+    lines = printed.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    names = [line.partition("=")[0] for line in lines]
+    split = any(mark in printed for mark in "\r\x00")
+    return split or (bool(lines) and sorted(names) != sorted(OUTPUTS))
 
 
 def _non_blank(data: bytes) -> int:
@@ -864,6 +894,7 @@ def report(tally: Tally, elapsed: float) -> str:
     lines.append(f"endpoint answers silently scored: {tally.silently_scored}")
     lines.append(f"endpoint runs with the API key in their output or files: {tally.key_shown}")
     lines.append(f"history files with a line lost or miscounted: {tally.lines_lost}")
+    lines.append(f"cache-key outputs with a forged line: {tally.forged}")
     lines += [f"exit 5, traceback or line lost, kept: {crash}" for crash in tally.crashes]
     return "\n".join(lines)
 
@@ -894,6 +925,7 @@ def _main() -> int:
         or tally.silently_scored
         or tally.key_shown
         or tally.lines_lost
+        or tally.forged
     )
     return 1 if failed else 0
 

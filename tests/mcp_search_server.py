@@ -4,12 +4,16 @@ mcp retriever's tests: `python mcp_search_server.py stdio` or `... http PORT`.
 Queries containing `tool-error` make the tool fail; `slow` makes it sleep 3 s. A
 server started with `noisy` as a further argument prints a line that is not JSON-RPC
 to stdout when it starts, as a careless server's banner would (which the MCP stdio
-transport forbids); queries containing `chatty` print one while answering.
+transport forbids); queries containing `chatty` print one while answering. With
+`dies-after N`, the server process ends (exit 1) at its N+1th search, as a server that
+crashes would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from servers import CORPUS, SearchService
 
 SERVICE = SearchService(CORPUS)
+_CALLS = itertools.count(1)
+DIES_AFTER = int(sys.argv[sys.argv.index("dies-after") + 1]) if "dies-after" in sys.argv else None
 
 
 def build(port: int = 8000) -> FastMCP:
@@ -28,6 +34,8 @@ def build(port: int = 8000) -> FastMCP:
     @server.tool()
     async def search(query: str, limit: int = 10) -> dict[str, Any]:
         """Passages of the Python docs that share the most words with the query."""
+        if DIES_AFTER is not None and next(_CALLS) > DIES_AFTER:
+            os._exit(1)
         if "tool-error" in query:
             raise ValueError("index unavailable")
         if "slow" in query:

@@ -3,7 +3,10 @@ config alone (no model loaded, no index built)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,76 @@ def test_a_model_named_in_a_python_retrievers_init_is_part_of_the_key(
     found = key_of(python)
     assert found is not None
     assert len({*keys, found.restore_key}) == 4
+
+
+FORGED = "key=forged-key/cache"
+
+
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        ('"out\\nkey=forged-key/cache"', "a line break (at character 4)"),
+        ('"out\\rkey=forged-key/cache"', "a carriage return (at character 4)"),
+        ('"out\\0key=forged-key/cache"', "a NUL character (at character 4)"),
+    ],
+    ids=["line break", "carriage return", "NUL"],
+)
+def test_an_output_folder_that_would_forge_a_step_output_is_refused(
+    project: Path, cli: Cli, output: str, where: str
+) -> None:
+    """A pull request's config must never add a line to $GITHUB_OUTPUT: `path=out`
+    followed by `key=…` would choose the key a later step saves the cache under."""
+    config = f"gold: [{{path: gold.jsonl, tier: A}}]\ncorpus: corpus.jsonl\noutput: {output}\n"
+    Path("llm-eval.yaml").write_text(config + EMBEDDING, encoding="utf-8")
+    code, out, err = cli("cache-key", "--config", "llm-eval.yaml")
+    assert (code, out) == (3, "")
+    assert err == f"llm-eval: error: llm-eval.yaml:3: output: holds {where}; it must be one line\n"
+    assert FORGED not in out + err
+
+
+def test_an_output_folder_under_a_file_is_refused(project: Path, cli: Cli) -> None:
+    (project / "notes.txt").write_text("a file, not a folder\n")
+    config = "gold: [{path: gold.jsonl, tier: A}]\ncorpus: corpus.jsonl\noutput: notes.txt/out\n"
+    Path("llm-eval.yaml").write_text(config + EMBEDDING, encoding="utf-8")
+    code, out, err = cli("cache-key", "--config", "llm-eval.yaml")
+    assert (code, out) == (3, "")
+    assert err == (
+        "llm-eval: error: llm-eval.yaml:3: output: notes.txt is not a folder "
+        "(the output folder is made under it)\n"
+    )
+
+
+def test_a_working_folder_with_a_line_break_prints_no_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    """The path printed is absolute: a line break in the folder it is run from would
+    split it too."""
+    folder = tmp_path / "repo\nkey=forged-key"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "a", "text": "one"}\n')
+    monkeypatch.chdir(folder)
+    Path("llm-eval.yaml").write_text(HEAD + "retriever: {kind: bm25}\n", encoding="utf-8")
+    code, out, err = cli("cache-key", "--config", "llm-eval.yaml")
+    assert (code, out) == (3, "")
+    at = len(str(tmp_path / "repo")) + 1
+    assert err == (
+        f"llm-eval: error: llm-eval.yaml: output: the cache folder holds a line break "
+        f"(at character {at}); it must be one line\n"
+    )
+
+
+def test_a_corpus_that_is_a_fifo_is_refused_not_waited_on(project: Path) -> None:
+    """Opening a FIFO for reading waits for a writer; no writer ever comes. The command
+    runs in a process of its own, the timeout a guard against the wait, not a measure."""
+    (project / "corpus.jsonl").unlink()
+    os.mkfifo(project / "corpus.jsonl")
+    Path("llm-eval.yaml").write_text(HEAD + "retriever: {kind: bm25}\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "llm_eval.cli", "cache-key", "--config", "llm-eval.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == "llm-eval: error: corpus.jsonl: is a FIFO, expected a regular file\n"

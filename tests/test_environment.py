@@ -204,10 +204,10 @@ def test_a_fused_components_init_reads_the_environment(
     path = config_file(tmp_path, retriever)
     with pytest.raises(InputError) as raised:
         load_config(path)
-    # Where the components begin, as for any error in one of them.
-    line = line_of(path, "lexical:")
+    # The component's own line, and the setting's key path below it.
+    line = line_of(path, "mine:")
     assert str(raised.value) == (
-        f"{path}:{line}: retriever.retrievers: mine.init.host: environment variable INDEX_HOST "
+        f"{path}:{line}: retriever.retrievers.mine.init.host: environment variable INDEX_HOST "
         "is not set (used by the init.host setting)"
     )
 
@@ -239,3 +239,110 @@ def test_a_secret_read_into_a_servers_command_is_never_shown_in_an_error(
         load_config(config_file(tmp_path, retriever))
     assert raised.value.reason == "must be a list like [python, server.py]: every item a string"
     assert "tok-9876543210" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        (
+            "${A:-${B}}",
+            "${A:-${B}: a ${...} inside a default is not supported (write ${NAME} or "
+            "${NAME:-default} with a plain default; used by the url setting)",
+        ),
+        (
+            "http://h/${A",
+            "a ${ is never closed (write ${NAME} or ${NAME:-default}; used by the url setting)",
+        ),
+        (
+            "http://h/${A}/${B",
+            "a ${ is never closed (write ${NAME} or ${NAME:-default}; used by the url setting)",
+        ),
+    ],
+    ids=["nested", "unterminated", "unterminated after one"],
+)
+def test_forms_a_shell_has_and_this_reading_does_not_are_refused(
+    template: str, reason: str
+) -> None:
+    """`${A:-${B}}` would otherwise be read as the default `${B` and a `}`: the literal
+    text `${B}` taken silently where a shell reads B."""
+    with pytest.raises(InputError) as raised:
+        expand_environment(template, {"A": "", "B": "b"}, "the url setting", "url")
+    assert (raised.value.key, raised.value.reason) == ("url", reason)
+
+
+LINE_BROKEN = "http://127.0.0.1:9/search\nX-Injected: 1"
+
+
+@pytest.mark.parametrize(
+    ("retriever", "key", "reason"),
+    [
+        (
+            'retriever:\n  kind: http\n  url: "http://127.0.0.1:9/search\\nX-Injected: 1"\n',
+            "retriever.url",
+            "holds a line break (at character 26); it must be one line",
+        ),
+        (
+            "retriever:\n  kind: http\n  url: ${SEARCH_URL}\n",
+            "retriever.url",
+            "holds a line break (at character 26); it must be one line",
+        ),
+        (
+            "retriever:\n  kind: embedding\n  base_url: ${SEARCH_URL}\n  model: m\n",
+            "retriever.base_url",
+            "holds a line break (at character 26); it must be one line",
+        ),
+        (
+            "retriever: {kind: bm25}\nembeddings:\n  base_url: ${SEARCH_URL}\n  model: m\n",
+            "embeddings.base_url",
+            "holds a line break (at character 26); it must be one line",
+        ),
+        (
+            'retriever:\n  kind: http\n  url: http://h/s\n  headers: {X-A: "a\\r\\nX-B: b"}\n',
+            "retriever.headers",
+            "the value of X-A holds a carriage return (at character 2); it must be one line",
+        ),
+        (
+            'retriever:\n  kind: run\n  path: "run\\0.jsonl"\n',
+            "retriever.path",
+            "holds a NUL character (at character 4); it must be one line",
+        ),
+    ],
+    ids=["literal url", "url from a variable", "embedding", "embeddings section", "header", "path"],
+)
+def test_a_line_break_in_a_url_a_header_or_a_path_is_one_line_at_its_key(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Cli,
+    retriever: str,
+    key: str,
+    reason: str,
+) -> None:
+    """Never an internal error from the HTTP client, and never a header of its own."""
+    monkeypatch.setenv("SEARCH_URL", LINE_BROKEN)
+    path = config_file(tmp_path, retriever)
+    line = line_of(path, f"  {key.rsplit('.', 1)[1]}:")
+    code, _, err = cli("retrieve", "--config", path, "--out", tmp_path / "run.jsonl")
+    assert (code, err) == (3, f"llm-eval: error: {path}:{line}: {key}: {reason}\n")
+
+
+def test_a_header_whose_variable_holds_a_line_break_is_refused_where_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    """Header values read their variables when the retriever is built (secrets stay out
+    of the settings): the value is checked there, and the error points at the setting."""
+    monkeypatch.setenv("TOKEN", "secret-token-1\nX-Injected: 1")
+    retriever = (
+        'retriever:\n  kind: http\n  url: http://127.0.0.1:9/s\n  headers: {X-T: "${TOKEN}"}\n'
+    )
+    path = config_file(tmp_path, retriever)
+    (tmp_path / "gold.jsonl").write_text(
+        '{"query_id": "q1", "query": "x", "tier": "A", "relevant": ["d"]}\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("retrieve", "--config", path, "--out", tmp_path / "run.jsonl")
+    assert code == 3
+    assert err == (
+        f"llm-eval: error: {path}:{line_of(path, 'headers:')}: retriever.headers: the value of "
+        "X-T holds a line break (at character 15); it must be one line\n"
+    )
+    assert "secret-token-1" not in err

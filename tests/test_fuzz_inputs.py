@@ -31,7 +31,9 @@ def test_20_mutated_inputs_of_each_kind_end_in_no_exit_5_no_traceback_no_line_lo
     assert set(tally.by_kind["mcp answer"]) <= {0, 4} and tally.by_kind["mcp answer"][4] > 0
     for kind in ("embeddings answer", "judge answer"):
         assert set(tally.by_kind[kind]) <= {0, 4} and tally.by_kind[kind][4] > 0, kind
-    assert (tally.silently_scored, tally.key_shown) == (0, 0)
+    assert (tally.silently_scored, tally.key_shown, tally.forged) == (0, 0, 0)
+    # cache-key's output is appended to $GITHUB_OUTPUT: refused (3) or its three lines.
+    assert set(tally.by_kind["cache-key config"]) <= {0, 3}
     # Whatever a line of the history file holds, it is a gap, never a failed reading.
     for kind in ("history", "history record", "dashboard history"):
         assert set(tally.by_kind[kind]) == {0}, kind

@@ -317,6 +317,8 @@ def _replace(target: Path, source: str) -> bytes:
             (target / "inside.jsonl").write_text("{}\n")
         elif name == "symlink_loop":
             target.symlink_to(target.name)
+        elif name == "fifo":  # opened for reading, it would wait for a writer forever
+            os.mkfifo(target)
         elif name == "unreadable":
             target.write_text("{}\n")
             target.chmod(0)

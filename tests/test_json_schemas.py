@@ -50,6 +50,13 @@ OUT_OF_REACH = {
     "a variant name with characters a report cannot show": r"a variant name may not hold",
     "an experiment naming a variant that does not exist": r"no variant is named",
     "an environment variable that is not set": r"environment variable|variable reference",
+    "a `${...}` form inside a value that the tool does not support (nested, unclosed)": (
+        r"inside a default is not supported|unclosed \$\{"
+    ),
+    "a path where a folder must be made under a file": r"is not a folder",
+    "a value that reaches a step output, a header or a shell holding a line break": (
+        r"holds a line break"
+    ),
     "the range or form of a retriever's or endpoint's setting (their checks are code)": (
         r"(retriever|judge|embeddings)\.(?!max_error_rate)\w+(\.\w+)*: must"
     ),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,11 +19,13 @@ from llm_eval.textio import (
     append_atomic,
     append_line_locked,
     decode_line,
+    file_digest,
     iter_lines,
     iter_raw_lines,
     load_json,
     parse_json_object,
     read_json_file,
+    read_text,
     sweep_stale_temporaries,
     write_atomic,
     write_together,
@@ -497,3 +500,27 @@ def test_a_folder_that_refuses_files_is_named_by_the_target(
     with pytest.raises(PermissionError) as caught:
         write_atomic(tmp_path / "gold.jsonl", "line\n")
     assert caught.value.filename == str(tmp_path / "gold.jsonl")
+
+
+def test_a_fifo_or_a_socket_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    """Opening a FIFO for reading waits for a writer; none is ever started here, so a
+    reader that opened it would never return."""
+    fifo = tmp_path / "gold.jsonl"
+    os.mkfifo(fifo)
+    for read in (
+        lambda: list(iter_lines(fifo)),
+        lambda: read_text(fifo),
+        lambda: file_digest(fifo),
+    ):
+        with pytest.raises(InputError) as raised:
+            read()
+        assert str(raised.value) == f"{fifo}: is a FIFO, expected a regular file"
+    with socket.socket(socket.AF_UNIX) as server:
+        listening = tmp_path / "s.sock"
+        server.bind(str(listening))
+        with pytest.raises(InputError) as raised:
+            list(iter_raw_lines(listening))
+        assert str(raised.value) == f"{listening}: is a socket, expected a regular file"
+    with pytest.raises(InputError) as raised:
+        read_text("/dev/null")
+    assert str(raised.value) == "/dev/null: is a device, expected a regular file"

@@ -14,8 +14,11 @@ digest of its files, so the same model at another path is the same retriever) an
 the corpus file's digest. A changed corpus misses the key but matches `restore-key`,
 the last cache of the same retriever, whose embeddings are still those of the
 documents that did not change. Reading the config is all it costs: no model is
-loaded, no index built. A config without a retriever, or whose retriever reads a run
-file, has nothing to cache: nothing is printed, and the workflows then skip caching.
+loaded, no index built. Every value printed is one line: a line break in the
+output folder (or a corpus that is not a regular file) is an error, never a line a
+config could use to add an output of its own. A config without a retriever, or whose
+retriever reads a run file, has nothing to cache: nothing is printed, and the
+workflows then skip caching.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config_io import load_config
+from llm_eval.environment import line_break
+from llm_eval.errors import InputError
 from llm_eval.fingerprint_io import retriever_identity
 from llm_eval.retrievers import retriever_kind
 from llm_eval.textio import file_digest
@@ -42,7 +47,8 @@ class CacheKey:
     """The output folder's cache, absolute."""
 
     def outputs(self) -> str:
-        """`name=value` lines for $GITHUB_OUTPUT."""
+        """`name=value` lines for $GITHUB_OUTPUT; no value holds a line break
+        (`cache_key` refuses one), so each line is one output."""
         return f"key={self.key}\nrestore-key={self.restore_key}\npath={self.path}"
 
 
@@ -59,4 +65,7 @@ def cache_key(config_path: Path, system: str | None = None) -> CacheKey | None:
     os_name = (system or platform.system()).lower()
     prefix = f"llm-eval-{os_name}-{retriever_identity(retriever)}-"
     corpus = file_digest(config.corpus) if config.corpus is not None else "no-corpus"
-    return CacheKey(prefix + corpus, prefix, (config.output / "cache").resolve())
+    path = (config.output / "cache").resolve()
+    if problem := line_break(str(path)):  # from the working folder: the config's is checked
+        raise InputError(f"the cache folder {problem}", path=config_path, key="output")
+    return CacheKey(prefix + corpus, prefix, path)

@@ -31,7 +31,7 @@ from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 from llm_eval.retrievers import retriever_kind
 from llm_eval.runs import Run
 from llm_eval.runs_io import load_run
-from llm_eval.textio import write_atomic
+from llm_eval.textio import read_text, write_atomic
 from llm_eval.wording.english import plural
 
 
@@ -69,9 +69,7 @@ def _run_after(inputs: Inputs, new: list[Document], folder: Path, run_after: Pat
             "made with them added"
         )
     combined = folder / "corpus.jsonl"
-    lines = (
-        [] if config.corpus is None else [config.corpus.read_text(encoding="utf-8").rstrip("\n")]
-    )
+    lines = [] if config.corpus is None else [read_text(config.corpus).rstrip("\n")]
     lines += [
         json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}, ensure_ascii=False)
         for d in new

@@ -556,9 +556,20 @@ def _tier_of(config: EvalConfig, target: Path) -> str:
 
 
 def _records(path: Path) -> list[tuple[int, GoldQuery, dict[str, Any]]]:
-    """The candidates, checked as gold lines, with their line numbers and raw records."""
+    """The candidates, checked as gold lines, with their line numbers and raw records; a
+    query id on two lines is an error naming both (one decision would stand for two)."""
     queries = list(iter_gold_file(path, "candidate"))
     records = [(line, parse_json_object(text, path, line)) for line, text in iter_lines(path)]
+    first: dict[str, int] = {}
+    for query, (line, _) in zip(queries, records, strict=True):
+        if query.query_id in first:
+            raise InputError(
+                f"duplicate query_id {query.query_id!r} (first at line {first[query.query_id]})",
+                path=path,
+                line=line,
+                key="query_id",
+            )
+        first[query.query_id] = line
     return [(line, q, r) for q, (line, r) in zip(queries, records, strict=True)]
 
 

@@ -53,8 +53,8 @@ from llm_eval.judged.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
 from llm_eval.progress import Progress
-from llm_eval.retrieval import count_errors
-from llm_eval.textio import append_atomic
+from llm_eval.retrieval import count_errors, first_causes
+from llm_eval.textio import append_atomic, exclusive_lock
 from llm_eval.wording.english import plural
 
 CANDIDATE_TIER = "candidate"
@@ -100,6 +100,21 @@ def _candidates(path: Path) -> list[GoldQuery]:
     if not path.is_file():
         return []
     return list(iter_gold_file(path, CANDIDATE_TIER))
+
+
+def _append_new(path: Path, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Append the records whose query id the candidates file does not hold yet, under
+    the lock its other writers take (`exclusive_lock`, as the history file's): another
+    run into the same file may have written the same questions since this one read it
+    (an id is the question's digest). The records written."""
+    if not records:
+        return []
+    with exclusive_lock(path):
+        taken = {q.query_id for q in _candidates(path)}
+        fresh = [r for r in records if r["query_id"] not in taken]
+        if fresh:
+            append_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in fresh))
+    return fresh
 
 
 def run_synthesize(
@@ -164,9 +179,8 @@ def run_synthesize(
             f"synthesizing would cost about {estimate.cost:.4f} ({estimate}), more than "
             f"--max-cost {max_cost:g}; nothing was asked"
         )
-    written, report = _ask(inputs, client, calls, existing, max_overlap, documents, max_similarity)
-    if written:
-        append_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
+    asked, report = _ask(inputs, client, calls, existing, max_overlap, documents, max_similarity)
+    written = _append_new(path, asked)
     usage = client.usage
     spent = usage.cost(config.judge)
     summary = (
@@ -312,7 +326,8 @@ def _ask(
     if asked and failed / asked > limit:
         raise ExternalError(
             f"the judge failed on {failed} of {plural(asked, 'call', 'calls')} (more than "
-            f"max_error_rate {limit * 100:g}%): {count_errors(failures)}{_first(failures)}; "
+            f"max_error_rate {limit * 100:g}%): {count_errors(failures)}"
+            f"{first_causes(failures, asked, ('call', 'calls'))}; "
             f"{len(written)} candidates were not written"
         )
     parts = [f"{plural(len(calls), 'question', 'questions')} asked for"]
@@ -332,11 +347,6 @@ def _ask(
             f"({unreadable / received * 100:.0f}%)"
         )
     return written, "; ".join(parts)
-
-
-def _first(failures: Sequence[str]) -> str:
-    """The first failure in full, when it says more than its kind."""
-    return f" (the first: {failures[0]})" if ": " in failures[0] else ""
 
 
 def _meaning_deduplicator(

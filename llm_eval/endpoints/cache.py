@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from llm_eval.textio import write_atomic
+from llm_eval.textio import open_regular, write_atomic
 
 CACHE_FORMAT = 1
 """Part of every key: a new format of the entries leaves the old ones unread."""
@@ -28,10 +28,11 @@ def entry_path(folder: Path | None, key: str) -> Path | None:
 def read_entry(folder: Path | None, key: str) -> Any:
     """A cached entry, or None when it is missing or not JSON."""
     path = entry_path(folder, key)
-    if path is None:
+    if path is None or not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as handle:
+            return json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from llm_eval.environment import line_break
 from llm_eval.errors import InputError
 from llm_eval.settings import Setting, number_check, whole_check
 
@@ -40,7 +41,7 @@ def _text(value: Any) -> str | None:
 def _url(value: Any) -> str | None:
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         return f"must be an http:// or https:// URL, got {value!r}"
-    return None
+    return line_break(value)
 
 
 def _optional_text(value: Any) -> str | None:

@@ -246,3 +246,15 @@ def _reference(
 def gaps(entries: Sequence[Entry]) -> list[tuple[int, Skipped]]:
     """Where the timeline has a skipped entry, and why."""
     return [(i, e) for i, e in enumerate(entries) if isinstance(e, Skipped)]
+
+
+def gap_runs(entries: Sequence[Entry]) -> list[tuple[int, int]]:
+    """The runs of skipped entries, as (first, last) positions: a chart draws one band a
+    run, so that a page's size grows with the runs, not with every skipped entry."""
+    runs: list[tuple[int, int]] = []
+    for i, _ in gaps(entries):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llm_eval.formats._markup import visible
-from llm_eval.history.dashboard import Dashboard, Limit, Series, gaps
+from llm_eval.history.dashboard import Dashboard, Limit, Series, gap_runs
 from llm_eval.metrics import parse_metric
 from llm_eval.wording.gates import delta, value
 
@@ -135,10 +135,12 @@ def chart(board: Dashboard, index: int, series: Series, size: tuple[int, int]) -
         f'<line class="axis" x1="{left}" y1="{plot_bottom}" x2="{plot_right}" y2="{plot_bottom}"/>'
     )
     parts += _date_ticks(board, x, plot_right - left, plot_bottom)
-    for i, _ in gaps(board.entries):
+    for first, last in gap_runs(board.entries):
+        skipped = f"point {first + 1}" if first == last else f"points {first + 1}–{last + 1}"
         parts.append(
-            f'<rect class="gap" x="{x(i) - 3:.1f}" y="{top}" width="6" '
-            f'height="{plot_bottom - top}"><title>gap: point {i + 1} skipped</title></rect>'
+            f'<rect class="gap" x="{x(first) - 3:.1f}" y="{top}" '
+            f'width="{x(last) - x(first) + 6:.1f}" height="{plot_bottom - top}">'
+            f"<title>gap: {skipped} skipped</title></rect>"
         )
     parts.append(_bands(series.intervals, x, y))
     parts += _limits(series.limits, metric, left, plot_right, y, top, plot_bottom)

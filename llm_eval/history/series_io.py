@@ -33,7 +33,7 @@ from llm_eval.gitinfo import git, git_bytes
 from llm_eval.history.series import Entry, Point, Skipped
 from llm_eval.metrics import parse_metric
 from llm_eval.report_schema import validate_report
-from llm_eval.textio import decode_line, iter_raw_lines, load_json, write_atomic
+from llm_eval.textio import decode_line, iter_raw_lines, load_json, read_text, write_atomic
 
 Values = Callable[[Baseline], Mapping[str, float | None]]
 """A baseline's value of each gate (the command knows the gates and their scopes)."""
@@ -246,7 +246,7 @@ def _read_points(cache: PointCache | None) -> dict[str, _Found]:
     if cache is None:
         return {}
     try:
-        data = load_json(cache.path.read_text(encoding="utf-8"), cache.path, strict=True)
+        data = load_json(read_text(cache.path), cache.path, strict=True)
         return {blob: _found_of(entry) for blob, entry in data["points"].items()}
     except (OSError, InputError, LookupError, TypeError, ValueError, AttributeError):
         return {}

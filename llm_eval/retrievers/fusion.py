@@ -55,7 +55,9 @@ NORMALIZATIONS = ("minmax", "zscore")
 
 
 def check_components(value: Any) -> str | None:
-    """Two or more named retrievers, each a mapping with a valid kind and settings."""
+    """Two or more named retrievers, each a mapping with a valid kind and settings; an
+    error in a component's settings is raised at its own key path
+    (`retrievers.dense.url`), so that the config's reader points at its line."""
     if not isinstance(value, dict) or len(value) < 2:
         return (
             "must name two or more retrievers, e.g. {lexical: {kind: bm25}, dense: {...}}, "
@@ -66,15 +68,19 @@ def check_components(value: Any) -> str | None:
             return f"component names must be non-empty strings, got {name!r}"
         if not isinstance(entry, dict) or "kind" not in entry:
             return f"{name}: expected a mapping with a `kind` key, got {entry!r}"
-        try:
-            kind = retriever_kind(str(entry["kind"]))
+        with _in_component(name):
+            kind = _kind_of(entry)
             if kind.name == "fusion":
-                return f"{name}: a fusion cannot contain another fusion"
+                raise InputError("a fusion cannot contain another fusion", key="kind")
             kind.checked({k: v for k, v in entry.items() if k != "kind"})
-        except InputError as exc:
-            where = f"{name}.{exc.key}" if exc.key else name
-            return f"{where}: {exc.reason}"
     return None
+
+
+def _kind_of(entry: Mapping[str, Any]) -> RetrieverKind[Any]:
+    try:
+        return retriever_kind(str(entry["kind"]))
+    except InputError as exc:
+        raise InputError(exc.reason, key="kind") from None
 
 
 def check_method(value: Any) -> str | None:
@@ -177,15 +183,15 @@ def _component(name: str, entry: Mapping[str, Any]) -> ComponentSettings:
 
 @contextmanager
 def _in_component(name: str) -> Iterator[None]:
-    """An InputError of a component's (unless it names a file) as one of the fusion's
-    `retrievers` setting, the component's name in front of its key."""
+    """An InputError of a component's (unless it names a file) at its key path below the
+    fusion's `retrievers` setting: `retrievers.dense.url`."""
     try:
         yield
     except InputError as exc:
         if exc.path is not None:
             raise
-        where = f"{name}.{exc.key}" if exc.key else name
-        raise InputError(f"{where}: {exc.reason}", key="retrievers") from None
+        where = f"retrievers.{name}.{exc.key}" if exc.key else f"retrievers.{name}"
+        raise InputError(exc.reason, key=where) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from llm_eval.environment import expand_environment
+from llm_eval.environment import expand_environment, line_break
 from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 from llm_eval.httpcall import Breaker, CallFailed, RetryPolicy, post_json
@@ -66,10 +66,10 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def check_url(value: Any) -> str | None:
-    """An http:// or https:// URL."""
+    """An http:// or https:// URL, on one line."""
     if not isinstance(value, str) or not re.match(r"https?://[^/\s]", value):
         return f"must be an http:// or https:// URL, got {value!r}"
-    return None
+    return line_break(value)
 
 
 def check_body(value: Any) -> str | None:
@@ -94,6 +94,8 @@ def check_headers(value: Any) -> str | None:
             return f"the value of {name} must be a string"  # the value itself is not shown
         if any(not _ENV_NAME.fullmatch(ref) for ref in _PLACEHOLDER.findall(text)):
             return f"the value of {name} may only use ${{ENV_VAR}} names (letters, digits, _)"
+        if problem := line_break(text):
+            return f"the value of {name} {problem}"
     return None
 
 
@@ -251,13 +253,17 @@ def render_body(template: Any, query: str, top_k: int) -> Any:
 def resolve_headers(templates: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """Header values with `${NAME}` replaced from the environment.
 
-    A variable that is not set raises InputError naming the header and the variable
+    A variable that is not set, or a value that is not one line (a line break would
+    add a header of its own), raises InputError naming the header and the variable
     (never the value).
     """
-    return {
-        name: expand_environment(template, environ, f"the {name} header", "headers")
-        for name, template in templates.items()
-    }
+    values = {}
+    for name, template in templates.items():
+        value = expand_environment(template, environ, f"the {name} header", "headers")
+        if problem := line_break(value):
+            raise InputError(f"the value of {name} {problem}", key="headers")
+        values[name] = value
+    return values
 
 
 def dig(value: Any, path: str) -> Any:
@@ -315,7 +321,7 @@ def _hits(
     for index, hit in enumerate(hit_list(payload, results_path)):
         if not isinstance(hit, dict):
             raise QueryFailed(f"malformed result: hits[{index}] is not an object")
-        results.append(ranked_result(hit_getter(hit, fields), f"hits[{index}]"))
+        results.append(ranked_result(hit_getter(hit, fields), f"hits[{index}]", list(hit)))
     return tuple(results)
 
 

@@ -341,7 +341,8 @@ class McpSearcher:
         for index, hit in enumerate(hits):
             if not isinstance(hit, dict):
                 raise QueryFailed(f"malformed result: hits[{index}] is not an object")
-            results.append(ranked_result(hit_getter(hit, self.fields), f"hits[{index}]"))
+            getter = hit_getter(hit, self.fields)
+            results.append(ranked_result(getter, f"hits[{index}]", list(hit)))
         return Hits(tuple(results), latency_ms)
 
 
@@ -403,16 +404,28 @@ def _what_was_sent(exc: Exception) -> str:
 @contextlib.contextmanager
 def _sdk_log_held() -> Iterator[None]:
     """The SDK's log (a traceback for each message it cannot read, warnings about the
-    server) kept off stderr while a session is open: what matters is reported once."""
+    server) kept off stderr while a session is open: what matters is reported once. So
+    is asyncio's warning that a stdio server which died was reaped before its watcher
+    looked (`Unknown child process pid …`): the server's end is the query's error."""
     logger, held = logging.getLogger("mcp"), logging.NullHandler()
     propagate = logger.propagate
     logger.addHandler(held)
     logger.propagate = False
+    reaped = _ReapedElsewhere()
+    logging.getLogger("asyncio").addFilter(reaped)
     try:
         yield
     finally:
         logger.propagate = propagate
         logger.removeHandler(held)
+        logging.getLogger("asyncio").removeFilter(reaped)
+
+
+class _ReapedElsewhere(logging.Filter):
+    """Drops asyncio's `Unknown child process pid %d, will report returncode 255`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unknown child process pid")
 
 
 def shown(command: Sequence[str]) -> str:

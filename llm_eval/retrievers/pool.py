@@ -167,11 +167,17 @@ def answer_query(
 # --- hits from user code and services -------------------------------------------------
 
 
-def ranked_result(get: Callable[[str], Any], where: str) -> RankedResult:
-    """A hit read through `get(field)` (None when absent); QueryFailed naming a bad field."""
+def ranked_result(
+    get: Callable[[str], Any], where: str, keys: Sequence[str] | None = None
+) -> RankedResult:
+    """A hit read through `get(field)` (None when absent); QueryFailed naming a bad field.
+    `keys`, the hit's own keys where a `fields` setting says where each field is: a
+    missing doc id then says what the hit has, and which setting would read it."""
     doc_id = get("doc_id")
     if isinstance(doc_id, numbers.Integral) and not isinstance(doc_id, bool):
         doc_id = str(int(doc_id))
+    if doc_id is None and keys is not None:
+        raise QueryFailed(f"malformed result: {where}.doc_id missing{_doc_id_hint(keys)}")
     if not isinstance(doc_id, str) or not doc_id:
         raise _malformed(where, "doc_id", "missing or not a non-empty string", doc_id)
     return RankedResult(
@@ -181,6 +187,26 @@ def ranked_result(get: Callable[[str], Any], where: str) -> RankedResult:
         _optional(get("document"), _is_text, str, where, "document", "a string"),
         _optional(get("page"), _is_whole, int, where, "page", "a whole number"),
     )
+
+
+_ID_KEYS = ("id", "_id", "docid", "doc", "document_id", "documentId", "docId", "uid", "key")
+"""Keys that commonly hold a search service's document id, the likeliest first."""
+_KEYS_SHOWN = 8
+
+
+def _doc_id_hint(keys: Sequence[str]) -> str:
+    """` (the service's hits have: id, score); set fields.doc_id: id`."""
+    names = [_shown_key(str(key)) for key in keys][:_KEYS_SHOWN]
+    more = ", …" if len(keys) > _KEYS_SHOWN else ""
+    have = f" (the service's hits have: {', '.join(names)}{more})" if names else " (empty hits)"
+    guess = next((key for key in _ID_KEYS if key in keys), None)
+    return have + (f"; set fields.doc_id: {guess}" if guess is not None else "")
+
+
+def _shown_key(key: str) -> str:
+    """A key as one short printable word (a service's keys are not trusted)."""
+    shown = key if key.isprintable() else repr(key)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _optional(

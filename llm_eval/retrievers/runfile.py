@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from llm_eval.environment import line_break
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.retrievers import BatchRetriever, RetrieverContext, RetrieverKind
@@ -30,7 +31,7 @@ def check_path(value: Any) -> str | None:
     """A non-empty path."""
     if not isinstance(value, str) or not value.strip():
         return f"must be the path of a run file, got {value!r}"
-    return None
+    return line_break(value)
 
 
 def check_format(value: Any) -> str | None:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from llm_eval.textio import write_atomic
+from llm_eval.textio import open_regular, require_file, write_atomic
 
 Matrix = npt.NDArray[np.float32]
 
@@ -146,9 +146,11 @@ class VectorStore:
 
 
 def _read_batch(path: Path) -> tuple[list[bytes], Matrix] | None:
-    """A batch file's keys and vectors; None when it is not whole and sound."""
+    """A batch file's keys and vectors; None when it is not whole and sound (a FIFO, a
+    socket or a device in its place is an InputError naming it, never waited on)."""
+    require_file(path)
     try:
-        with np.load(path, allow_pickle=False) as batch:
+        with open_regular(path) as handle, np.load(handle, allow_pickle=False) as batch:
             keys = batch["keys"]
             vectors = batch["vectors"]
     except Exception:  # a cut or damaged file makes numpy and zipfile raise assorted errors

@@ -179,7 +179,7 @@ def test_a_failing_judge_stops_synthesize(project: Any, cli: Cli) -> None:
     assert code == 4
     assert err.startswith(
         "llm-eval: error: the judge failed on 3 of 3 calls (more than max_error_rate 0%): "
-        "3 unreadable answer (the first: unreadable answer: "
+        "3 unreadable answer; the cause: 3 of 3 calls: unreadable answer: "
     )
     assert not Path(".out/candidates.jsonl").exists()
 
@@ -237,6 +237,55 @@ def test_synthesize_then_review_adds_reviewed_questions_that_gate(
     assert report["queries"]["gold"] == before + 3  # the three accepted are read
     added_ids = {q["query_id"] for q in _lines(Path("gold/python-docs-A.jsonl"))[-3:]}
     assert set(report["gold_changes"]["added"]) == added_ids
+
+
+def concurrent_synthesize(runs: int, into: str) -> list[subprocess.CompletedProcess[str]]:
+    """`runs` `gold synthesize` processes started at once, writing into one file; seeds
+    0 and 1 in turn, so that some runs ask the same questions and some do not."""
+    args = ["gold", "synthesize", "--config", "judged.yaml", "--n", "3", "--rejection", "1"]
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "llm_eval.cli", *args, "--seed", str(i % 2), "--out", into],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(runs)
+    ]
+    done = []
+    for process in started:
+        out, err = process.communicate(timeout=1800)  # a guard against a hang, not a measure
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return done
+
+
+def test_concurrent_synthesize_runs_into_one_file_leave_unique_ids(
+    project: Any, review: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    """Each run appends under the candidates file's lock, and leaves out the questions
+    another run wrote since it read the file (an id is its question's digest)."""
+    done = concurrent_synthesize(4, "shared.jsonl")
+    assert [d.returncode for d in done] == [0] * 4, [d.stderr[-500:] for d in done]
+    assert not any("Traceback" in d.stderr for d in done)
+    ids = [c["query_id"] for c in _lines(Path("shared.jsonl"))]
+    assert len(ids) == len(set(ids)) > 0
+    result = review("q\n", "shared.jsonl", "--config", "judged.yaml", "--tier", "A")
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_review_refuses_candidates_with_duplicate_ids_naming_the_lines(
+    project: Any, review: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    line = {"query": "How do I sort?", "relevant": {"sorting-howto#0": 1}, "tier": "candidate"}
+    rows = [{"query_id": "syn-1", **line}, {"query_id": "syn-2", **line}]
+    rows.append({"query_id": "syn-1", **line, "query": "How do I sort a list?"})
+    Path("c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = review("a\n", "c.jsonl", "--config", "judged.yaml", "--tier", "A")
+    assert (result.returncode, result.stdout) == (3, "")
+    assert result.stderr == (
+        "llm-eval: error: c.jsonl:3: query_id: duplicate query_id 'syn-1' (first at line 1)\n"
+    )
+    assert not Path("c.jsonl.review.jsonl").exists()
 
 
 def test_review_refuses_an_unclear_target(

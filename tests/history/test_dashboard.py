@@ -555,3 +555,27 @@ def test_the_change_button_sorts_a_table_worst_first_and_back(tmp_path: Path) ->
     assert changes[0] == [0.02, -0.04, 0.0, -0.01]  # the design's order
     assert changes[1] == [-0.04, -0.01, 0.0, 0.02]  # worst first
     assert changes[2] == changes[0]
+
+
+@pytest.mark.parametrize(
+    ("skipped", "runs"),
+    [
+        ((), []),
+        ((3,), [(3, 3)]),
+        ((0, 1, 2, 5, 7, 8), [(0, 2), (5, 5), (7, 8)]),
+        (tuple(range(1, 9)), [(1, 8)]),
+    ],
+)
+def test_gaps_are_drawn_as_runs(skipped: tuple[int, ...], runs: list[tuple[int, int]]) -> None:
+    """One band a run of skipped entries: 100,000 unreadable lines in a row are one
+    element on each chart, not 100,000 (a page of 16 MB where 2 MB is promised)."""
+    from llm_eval.history.dashboard import gap_runs
+    from llm_eval.history.series import Skipped
+
+    entries = [
+        Skipped(None, None, f"history.jsonl:{i + 1}", "not JSON")
+        if i in skipped
+        else _point(i, {"overall": {"recall@5": 0.8}})
+        for i in range(10)
+    ]
+    assert gap_runs(entries) == runs

@@ -545,7 +545,37 @@ def test_a_file_system_without_locks_refuses_the_record(
     code, out, err = record(report, kept)
     assert (code, out) == (3, "")
     assert err == (
-        f"llm-eval: error: {kept}: cannot read or write it: cannot lock it "
-        f"({os.strerror(errno.ENOLCK)})\n"
+        f"llm-eval: error: {tmp_path / '.history.jsonl.lock'}: cannot read or write it: "
+        f"cannot lock it ({os.strerror(errno.ENOLCK)})\n"
     )
     assert not kept.exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl's")
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda lock: lock.mkdir(), "cannot read or write it: is a folder, expected a file"),
+        (
+            lambda lock: lock.symlink_to(lock.parent / "gone" / "lock"),
+            "is a symbolic link, expected the lock file of history.jsonl",
+        ),
+        (
+            lambda lock: lock.symlink_to(lock.parent / "elsewhere"),
+            "is a symbolic link, expected the lock file of history.jsonl",
+        ),
+        (lambda lock: os.mkfifo(lock), "is a FIFO, expected the lock file of history.jsonl"),
+    ],
+    ids=["folder", "dangling symlink", "symlink", "fifo"],
+)
+def test_a_lock_file_that_cannot_be_used_is_named_not_the_history_file(
+    tmp_path: Path, record: Any, make: Any, reason: str
+) -> None:
+    report, kept = tmp_path / "report.json", tmp_path / "history.jsonl"
+    report.write_bytes(compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00")))
+    lock = tmp_path / ".history.jsonl.lock"
+    make(lock)
+    code, out, err = record(report, kept)
+    assert (code, out) == (3, "")
+    assert err == f"llm-eval: error: {lock}: {reason}\n"
+    assert not kept.exists() and not (tmp_path / "elsewhere").exists()

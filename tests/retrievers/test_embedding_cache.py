@@ -406,3 +406,30 @@ def test_minilm_vectors_from_the_store_are_the_models(
     monkeypatch.setattr(local, "load_model", no_model)
     warm = build_minilm(minilm, tmp_path).searcher.matrix
     np.testing.assert_array_equal(warm, cold)
+
+
+def test_a_fifo_where_a_batch_file_belongs_is_named_not_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO for reading waits for a writer that never comes: the store is
+    opened in a process of its own, the timeout a guard against that wait."""
+    store = tmp_path / "store"
+    store.mkdir()
+    fifo = store / "batch-0123456789abcdef.npz"
+    os.mkfifo(fifo)
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from llm_eval.errors import InputError\n"
+        "from llm_eval.retrievers.vector_store import VectorStore\n"
+        "try:\n"
+        "    VectorStore.open(Path(sys.argv[1]))\n"
+        "except InputError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"{fifo}: is a FIFO, expected a regular file\n"

@@ -182,5 +182,7 @@ def test_a_fusion_component_whose_variable_is_gone_is_named(
     monkeypatch.delenv("SEARCH_URL")
     with pytest.raises(InputError) as raised:
         fusion.record(checked)
-    assert raised.value.key == "retrievers"
-    assert raised.value.reason.startswith("api.url: ")
+    assert raised.value.key == "retrievers.api.url"
+    assert raised.value.reason == (
+        "environment variable SEARCH_URL is not set (used by the url setting)"
+    )

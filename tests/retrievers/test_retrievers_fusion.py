@@ -164,18 +164,18 @@ def test_a_score_that_is_not_finite_fails_weighted_fusion_naming_it() -> None:
         ({"retrievers": {"only": {"kind": "bm25"}}}, "retrievers", "two or more"),
         (
             {"retrievers": {"x": {"kind": "bm25", "k1": -1}, "y": {"kind": "bm25"}}},
-            "retrievers",
-            "x.k1: must be a number >= 0",
+            "retrievers.x.k1",
+            "must be a number >= 0",
         ),
         (
             {"retrievers": {"x": {"kind": "nope"}, "y": {"kind": "bm25"}}},
-            "retrievers",
-            "x: unknown retriever kind 'nope'",
+            "retrievers.x.kind",
+            "unknown retriever kind 'nope'",
         ),
         (
             {"retrievers": {"x": {"kind": "bm25"}, "y": {"kind": "fusion"}}},
-            "retrievers",
-            "y: a fusion cannot contain another fusion",
+            "retrievers.y.kind",
+            "a fusion cannot contain another fusion",
         ),
         (
             {"retrievers": {"x": {"kind": "bm25"}, "y": {"kind": "bm25"}}, "method": "max"},
@@ -230,6 +230,8 @@ def test_fusion_in_the_config_runs_the_gate_and_points_at_bad_settings(
     project = write_project(tmp_path, bad, queries=4)
     code, _, err = cli(*args)
     assert code == 3
-    err = err.strip()
-    assert err.startswith(f"llm-eval: error: {project.config}:6: retriever.retrievers: ")
-    assert "lexical.b: must be a number from 0 to 1" in err
+    # The setting's own line, below the component's.
+    assert err == (
+        f"llm-eval: error: {project.config}:8: retriever.retrievers.lexical.b: "
+        "must be a number from 0 to 1, got 3\n"
+    )

@@ -26,6 +26,7 @@ from servers import (
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
 from llm_eval.httpcall import Breaker, backoff_seconds, retry_after_seconds
+from llm_eval.retrieval import first_causes
 from llm_eval.retrievers.http import parse_response, render_body, resolve_headers
 from llm_eval.retrievers.pool import QueryFailed
 from llm_eval.runs import RankedResult
@@ -111,7 +112,8 @@ def test_retries_timeouts_and_failures_counted_server_side(
         f"Wrote {project.root / 'run.jsonl'} (10 queries, top 10, 5 failed).\n"
         "The retriever failed on 5 of 10 queries (1 connection dropped, 1 http 404, "
         f"1 http 503, 1 malformed JSON, 1 timeout): {', '.join(ids[2:6])}, {ids[7]}; "
-        "they are not scored, and count in error_rate.\n"
+        "they are not scored, and count in error_rate; the cause: 1 of 10 queries: "
+        "malformed JSON: Expecting value (column 14).\n"
     )
     attempts = [server.attempts(text) for text in q]
     assert attempts == [2, 3, 3, 3, 1, 1, 2, 3, 1, 1]
@@ -148,7 +150,8 @@ def test_an_error_rate_over_the_limit_exits_4_with_a_summary(
         assert (code, out) == (4, "")
         assert err == (
             "llm-eval: error: retriever failed on 3 of 10 queries (30% > max_error_rate 20%): "
-            "2 http 503, 1 malformed JSON\n"
+            "2 http 503, 1 malformed JSON; the cause: 1 of 10 queries: malformed JSON: "
+            "Expecting value (column 1)\n"
         )
         assert not (project.root / "run.jsonl").exists()
         code, out, err = gate(cli, project)
@@ -473,7 +476,18 @@ FIELDS = {"doc_id": "id", "score": "_score", "text": "_source.body"}
         (
             b'[{"_score": 1}]',
             None,
-            "malformed result: hits[0].doc_id missing or not a non-empty string, got None",
+            "malformed result: hits[0].doc_id missing (the service's hits have: _score)",
+        ),
+        (
+            b'[{"uid": "d", "_score": 1}]',
+            None,
+            "malformed result: hits[0].doc_id missing (the service's hits have: uid, _score); "
+            "set fields.doc_id: uid",
+        ),
+        (
+            b'[{"id": ""}]',
+            None,
+            "malformed result: hits[0].doc_id missing or not a non-empty string, got ''",
         ),
         (
             b'[{"id": "d", "_score": "1"}]',
@@ -548,3 +562,34 @@ def test_the_answer_reaches_the_run_file_and_the_retrieval_cache(tmp_path: Path,
         assert {q: r.answer for q, r in run.queries.items()} == {
             q: f"about {text}" for q, text in texts.items()
         }
+
+
+MISSING_ID = (
+    "malformed result: hits[0].doc_id missing (the service's hits have: id, score); "
+    "set fields.doc_id: id"
+)
+
+
+@pytest.mark.parametrize(
+    ("errors", "causes"),
+    [
+        (
+            [MISSING_ID] * 29,
+            "; the cause: 29 of 29 queries: malformed result: hits[].doc_id missing (the "
+            "service's hits have: id, score); set fields.doc_id: id",
+        ),
+        (["timeout", "http 503"] * 3, ""),  # nothing more than their kinds
+        (
+            ["tool error: a", "tool error: b", "tool error: b", "timeout", "mcp error: c", "x: d"],
+            "; the causes: 2 of 29 queries: tool error: b; 1 of 29 queries: tool error: a; "
+            "1 of 29 queries: mcp error: c; 1 other cause",
+        ),
+        (
+            ["malformed result: hits[3].score bad", "malformed result: hits[0].score bad"],
+            "; the cause: 2 of 29 queries: malformed result: hits[].score bad",
+        ),
+    ],
+    ids=["one cause", "kinds only", "most first, three shown", "any rank"],
+)
+def test_a_failure_summary_shows_its_first_distinct_causes(errors: list[str], causes: str) -> None:
+    assert first_causes(errors, 29) == causes

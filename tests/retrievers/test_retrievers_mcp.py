@@ -188,3 +188,39 @@ def test_the_gate_runs_through_an_mcp_server(tmp_path: Path, cli: Cli) -> None:
     report = json.loads(out)
     assert report["queries"]["failed"] == {}
     assert report["slices"][0]["metrics"]["recall@5"]["n"] == 6
+
+
+def test_a_server_that_dies_mid_run_is_one_line_with_its_cause(tmp_path: Path) -> None:
+    """A stdio server that ends after 5 searches: the run fails (exit 4) with one line
+    on stderr, which counts the failures and shows their first causes; the process is
+    reaped without asyncio's stray `Unknown child process pid` line. Run as its own
+    process, so that stderr is all the command printed; the timeout guards a hang."""
+    settings = {
+        "kind": "mcp",
+        "command": [*STDIO, "dies-after", "5"],
+        "arguments": {"query": "${query}", "limit": "${top_k}"},
+        "results_path": "hits",
+        "fields": {"doc_id": "id"},
+    }
+    project = write_project(tmp_path, settings, queries=12)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "llm_eval.cli",
+            "retrieve",
+            "--config",
+            str(project.config),
+            "--out",
+            str(tmp_path / "run.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 4
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("llm-eval: error: retriever failed on 7 of 12 queries"), lines
+    assert "; the cause: 7 of 12 queries: " in lines[0] or "; the causes: " in lines[0]

@@ -225,7 +225,8 @@ def test_an_exception_for_one_query_is_that_query_error(
     assert retrieve(project, cli) == (
         4,
         "llm-eval: error: retriever failed on 3 of 6 queries (50% > max_error_rate 0%): "
-        "2 ValueError, 1 KeyError\n",
+        "2 ValueError, 1 KeyError; the causes: 1 of 6 queries: ValueError: no index for "
+        "'How do I s'; 1 of 6 queries: ValueError: no index for 'sorted() v'\n",
     )
 
 

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from llm_eval.retrievers.bm25.settings import BM25Config, bm25s_folder
 from llm_eval.textio import (
     TEMP_SUFFIX,
     file_digest,
+    open_regular,
     read_json_file,
     sweep_stale_temporaries,
     temporary_prefix,
@@ -123,17 +125,23 @@ def load_index(folder: Path) -> Index | None:
     return Index.of(model, doc_ids) if consistent else None
 
 
+def _load_array(path: Path) -> Any:
+    """A saved numpy array, read only from a regular file (never a FIFO's wait)."""
+    with open_regular(path) as handle:
+        return np.load(handle, allow_pickle=False)
+
+
 def _read_model(folder: Path) -> SavedModel:
     params = read_json_file(folder / "params.index.json")
     vocab = read_json_file(folder / "vocab.index.json")
     scores = {
-        name: np.load(folder / f"{name}.csc.index.npy", allow_pickle=False)
+        name: _load_array(folder / f"{name}.csc.index.npy")
         for name in ("data", "indices", "indptr")
     }
     scores["num_docs"] = int(params["num_docs"])
     nonoccurrence = None
     if params["method"] in _NONOCCURRENCE_METHODS:
-        nonoccurrence = np.load(folder / "nonoccurrence_array.index.npy", allow_pickle=False)
+        nonoccurrence = _load_array(folder / "nonoccurrence_array.index.npy")
     if not isinstance(vocab, dict):
         raise TypeError("the vocabulary is not an object")
     return SavedModel(scores, vocab, nonoccurrence)
@@ -217,10 +225,10 @@ def texts_of(folder: Path, corpus: Path, index: Index, numbers: Iterable[int]) -
     the index when they are there and whole, else read from the corpus."""
     wanted = sorted(set(numbers))
     try:
-        ends = np.load(folder / _TEXT_ENDS_FILE, allow_pickle=False)
+        ends = _load_array(folder / _TEXT_ENDS_FILE)
         if ends.shape != (len(index.doc_ids),) or ends.dtype != np.int64:
             raise ValueError("the text offsets do not match the index")
-        with (folder / _TEXTS_FILE).open("rb") as texts:
+        with open_regular(folder / _TEXTS_FILE) as texts:
             if texts.seek(0, 2) != (int(ends[-1]) if ends.size else 0):
                 raise ValueError("the texts do not match their offsets")
             found = {}
@@ -230,5 +238,5 @@ def texts_of(folder: Path, corpus: Path, index: Index, numbers: Iterable[int]) -
                 data = texts.read(int(ends[number]) - start)
                 found[index.doc_ids[number]] = data.decode("utf-8")
             return found
-    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+    except (OSError, InputError, ValueError, IndexError, UnicodeDecodeError):
         return read_texts(corpus, {index.doc_ids[n] for n in wanted})
