@@ -33,7 +33,12 @@ def write_prompt(folder: Path, text: str = PROMPT, name: str = "prompt.txt") -> 
 
 
 class OverlapChat:
-    """An OpenAI-compatible chat endpoint that answers `{"score": n}` by word overlap."""
+    """An OpenAI-compatible chat endpoint that answers `{"score": n}` by word overlap;
+    with `noisy`, plus up to 40 points that depend on the request's seed and the
+    document (a model sampling at a temperature, drawn again with each seed)."""
+
+    def __init__(self, noisy: bool = False) -> None:
+        self.noisy = noisy
 
     def __call__(self, request: Received) -> Reply:
         messages = request.body["messages"]
@@ -52,6 +57,8 @@ class OverlapChat:
     def answer(self, body: dict[str, Any], query: str, document: str) -> dict[str, Any]:
         schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
         score = overlap_score(query, document)
+        if self.noisy:
+            score = min(100, score + 10 * ((body["seed"] * 7 + len(document)) % 5))
         if "relevant" in schema.get("properties", {}):
             return {"relevant": score >= 20, "confidence": 0.8}
         if schema.get("properties", {}).get("score", {}).get("maximum") == 5:
