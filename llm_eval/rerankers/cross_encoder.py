@@ -9,8 +9,8 @@ The model is loaded once per process, on the CPU, with the Hugging Face hub swit
 off (as `model_path:` of `embeddings:` is: nothing is downloaded), and only when a pair
 is not in the score cache. A query's pairs are scored in batches of `batch_size`; each
 score's cost is its batch's wall time shared by the batch's pairs. The score is the
-model's raw output (a logit for one-label models), which orders as its probability does.
-The model's files, not its path, are its identity.
+model's as sentence-transformers' `predict` gives it (for a one-label model, its logit
+through a sigmoid). The model's files, not its path, are its identity.
 """
 
 from __future__ import annotations
