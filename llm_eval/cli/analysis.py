@@ -82,6 +82,21 @@ def compare_command(
     type=click.Path(path_type=Path),
     help="Folder for the experiment files (default: `output`/experiment of the config).",
 )
+@click.option(
+    "--consistency",
+    "consistency_repeats",
+    type=click.IntRange(min=2),
+    help="Also ask each llm reranker about every candidate pair of the first "
+    "--consistency-queries gold queries this many times, and print how steady it is "
+    "(as `llm-eval rerank consistency`).",
+)
+@click.option(
+    "--consistency-queries",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="The gold queries (the first ones) --consistency asks about.",
+)
 def experiment_command(
     configs: tuple[Path, ...],
     reference: str | None,
@@ -91,6 +106,8 @@ def experiment_command(
     alpha: float,
     use_cache: bool | None,
     out_dir: Path | None,
+    consistency_repeats: int | None,
+    consistency_queries: int,
 ) -> None:
     """Run each retriever variant over the gold set and compare them with the gate's
     paired tests: one config with `variants:`, or several configs (one variant each).
@@ -112,6 +129,9 @@ def experiment_command(
             latency=latency,
             progress=progress.update,
             width=terminal_width(),
+            consistency=None
+            if consistency_repeats is None
+            else (consistency_repeats, consistency_queries),
         )
     echo(text)
 

@@ -16,16 +16,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from llm_eval.config import EvalConfig, RetrieverConfig
+from llm_eval.config import EvalConfig, RetrieverConfig, Variant
 from llm_eval.config_io import load_config
 from llm_eval.endpoints.chat import ChatClient
 from llm_eval.errors import InputError
 from llm_eval.gold import GoldQuery
 from llm_eval.gold_io import load_gold
-from llm_eval.rerankers.consistency import Consistency, consistency, consistency_line
+from llm_eval.rerankers.consistency import (
+    DEFAULT_MAX_FLIPS,
+    Consistency,
+    consistency,
+    consistency_line,
+)
 from llm_eval.rerankers.llm import LlmReranker
 from llm_eval.retrieval import build_retriever
 from llm_eval.retrievers.rerank import RerankRetriever
+from llm_eval.wording.english import plural
 
 SEEDS = 2**31
 """Seeds wrap within the setting's range."""
@@ -46,6 +52,33 @@ def rerank_consistency(
     for name, retriever in rerankers(config, prompts):
         figures = measure(config, retriever, asked, repeats, max_flips)
         lines.append(consistency_line(name, figures))
+    return "\n".join(lines)
+
+
+def experiment_section(
+    config: EvalConfig,
+    variants: Sequence[Variant],
+    queries: Sequence[GoldQuery],
+    repeats: int,
+    max_flips: float = DEFAULT_MAX_FLIPS,
+) -> str:
+    """The consistency lines of an experiment's llm rerankers (`experiment --consistency`),
+    under a heading that says what was asked; the other variants named as not measured."""
+    lines = [
+        f"Consistency ({repeats} repeats of each candidate pair of the first "
+        f"{plural(len(queries), 'gold query', 'gold queries')}):"
+    ]
+    skipped = []
+    for variant in variants:
+        reranker = variant.retriever.settings.get("reranker")
+        typed = reranker.get("type") if isinstance(reranker, dict) else None
+        if variant.retriever.kind != "rerank" or typed != "llm":
+            skipped.append(variant.name)
+        else:
+            figures = measure(config, variant.retriever, queries, repeats, max_flips)
+            lines.append("  " + consistency_line(variant.name, figures))
+    if skipped:
+        lines.append(f"  not measured (no llm reranker): {', '.join(skipped)}")
     return "\n".join(lines)
 
 
