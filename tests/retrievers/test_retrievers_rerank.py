@@ -457,3 +457,30 @@ def test_retrieve_and_gate_rerank_bm25s_top_20_on_the_demo(
     assert "80 scored now" not in err and "0 scored now and 80 from the cache" in err
     assert len(chat.requests) == 80
     assert project.report()["gates"][0]["status"] == "pass"
+
+
+def test_the_http_reranker_runs_through_retrieve_gate_and_experiment_on_the_demo(
+    tmp_path: Path, cli: Cli
+) -> None:
+    with serve(OverlapRerank()) as server:
+        section = rerank_section({"type": "http", "url": server.url})
+        project = write_project(tmp_path, section, queries=4)
+        code, _, err = cli("retrieve", "--config", project.config, "--out", tmp_path / "run.jsonl")
+        assert code == 0, err
+        lines = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+        assert [[r["doc_id"] for r in line["results"]] for line in lines] == expected_order(
+            project.texts, tmp_path
+        )
+        code, out, err = cli(
+            "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+        )
+        assert code == 0, out + err
+        text = project.config.read_text(encoding="utf-8")
+        variants = "variants:\n  - name: bm25\n    retriever: {kind: bm25}\n  - name: reranked\n"
+        project.config.write_text(text + variants, encoding="utf-8")
+        code, out, err = cli("experiment", project.config, "--out", tmp_path / "experiment")
+        assert code == 0, out + err
+    assert len(server.requests) == 4  # one a query, in the first run: then the cache
+    assert "rerank (http): 80 pairs, 0 scored now and 80 from the cache; 80 of 80 scored" in err
+    table = json.loads((tmp_path / "experiment" / "experiment.json").read_text())
+    assert {row["name"] for row in table["variants"]} == {"bm25", "reranked"}
