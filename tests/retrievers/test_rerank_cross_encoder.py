@@ -135,3 +135,32 @@ def test_a_folder_that_is_no_model_is_refused_in_one_line(tmp_path: Path, model:
     assert caught.value.key == "model_path"
     assert caught.value.reason.startswith(f"cannot load the model in {broken}: ")
     assert "\n" not in caught.value.reason
+
+
+def test_it_runs_through_retrieve_gate_and_experiment_on_the_demo(
+    tmp_path: Path, model: Path, cli: Any
+) -> None:
+    from servers import write_project
+
+    section = {
+        "kind": "rerank",
+        "first": {"kind": "bm25"},
+        "candidates": 20,
+        "reranker": {"type": "cross-encoder", "model_path": str(model), "batch_size": 8},
+    }
+    project = write_project(tmp_path, section, queries=3)
+    code, _, err = cli("retrieve", "--config", project.config, "--out", tmp_path / "run.jsonl")
+    assert code == 0, err
+    assert "rerank (cross-encoder): 60 pairs, 60 scored now and 0 from the cache" in err
+    code, out, err = cli(
+        "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+    )
+    assert code == 0, out + err
+    assert "rerank (cross-encoder): 60 pairs, 0 scored now and 60 from the cache" in err
+    text = project.config.read_text(encoding="utf-8")
+    variants = "variants:\n  - name: bm25\n    retriever: {kind: bm25}\n  - name: reranked\n"
+    project.config.write_text(text + variants, encoding="utf-8")
+    code, out, err = cli("experiment", project.config, "--out", tmp_path / "experiment")
+    assert code == 0, out + err
+    table = json.loads((tmp_path / "experiment" / "experiment.json").read_text())
+    assert {row["name"] for row in table["variants"]} == {"bm25", "reranked"}
