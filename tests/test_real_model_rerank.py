@@ -36,7 +36,9 @@ PAIRS = QUERIES * CANDIDATES
 READABLE_AT_LEAST = 0.9
 """The judge's structured answers from this model measured 100% readable
 (tests/test_real_model.py); llama.cpp's server holds each answer to the scale's JSON
-schema by a grammar, so a reranking answer is read unless max_tokens cuts it off."""
+schema by a grammar, so a reranking answer is read unless max_tokens cuts it off. Measured
+here: 24 of 24 answers readable (BM25's top 20 of the first query and 4 of the second,
+minimal prompt), each a score of 100."""
 SUMMARY = re.compile(
     r"rerank \(llm\): (\d+) pairs, (\d+) scored now and (\d+) from the cache; (\d+) of (\d+) scored"
 )
