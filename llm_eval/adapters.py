@@ -1,4 +1,4 @@
-"""Framework retrievers as llm-eval retrievers.
+"""Framework retrievers (LangChain, LlamaIndex) as llm-eval retrievers.
 
 `langchain_retriever(obj)` turns a LangChain object into the function the `python`
 retriever kind calls, `search(query_text, top_k)` returning hits best first:
@@ -35,6 +35,19 @@ retriever or store, called once with `factory_init` as keyword arguments:
 
 langchain-core is not a dependency of llm-eval: your factory imports it, and this
 module never does (it calls the object's methods).
+
+`llamaindex_retriever(obj)` and the `LlamaIndex` class do the same for LlamaIndex:
+
+- a retriever (anything with `retrieve(query)` returning `NodeWithScore`s, such as a
+  `VectorStoreIndex`'s `as_retriever()`) is asked once per query and its list cut to
+  `top_k`; set its `similarity_top_k` to at least the config's top_k;
+- a query engine (anything with `query(query)` returning a response with
+  `source_nodes`) gives the nodes its answer was made from, in its order.
+
+Each node's score is the one LlamaIndex gives it (the cosine for an in-memory vector
+index; None when it has none); its doc_id is `metadata[id_key]`, else the first of
+`metadata["doc_id"]`, `metadata["id"]` and the node's own `node_id`; its text the
+node's content. llama-index-core is not a dependency of llm-eval either.
 
 For a vector store of your own (examples/recipes/ has LanceDB and pgvector), three
 helpers give it what `kind: embedding` works with, so that on the same model the
@@ -147,6 +160,74 @@ class LangChain:
         self.search = langchain_retriever(
             make(**dict(factory_init or {})), id_key=id_key, score_key=score_key
         )
+
+    def retrieve(self, query: str, top_k: int) -> list[Hit]:
+        """The framework's hits for one query, best first."""
+        return self.search(query, top_k)
+
+
+def llamaindex_retriever(obj: Any, *, id_key: str | None = None) -> Search:
+    """`search(query_text, top_k)` over a LlamaIndex retriever or query engine, for the
+    python retriever kind (the module docstring says where ids and scores come from)."""
+    if callable(getattr(obj, "retrieve", None)):
+        return lambda query, top_k: _node_hits(obj.retrieve(query), top_k, id_key)
+    if callable(getattr(obj, "query", None)):
+
+        def search_engine(query: str, top_k: int) -> list[Hit]:
+            return _node_hits(getattr(obj.query(query), "source_nodes", None), top_k, id_key)
+
+        return search_engine
+    kind = type(obj).__name__
+    raise TypeError(
+        f"expected a LlamaIndex retriever (retrieve) or query engine (query), got {kind}"
+    )
+
+
+def _node_hits(found: Any, top_k: int, id_key: str | None) -> list[Hit]:
+    if found is None:
+        raise ValueError("the query engine's response has no source_nodes")
+    return [_node_hit(scored, id_key) for scored in list(found)[:top_k]]
+
+
+def _node_hit(scored: Any, id_key: str | None) -> Hit:
+    """One hit from a NodeWithScore: the node's id, LlamaIndex's score and the text."""
+    node = getattr(scored, "node", scored)
+    metadata = _metadata(node)
+    keys: Sequence[str] = (id_key,) if id_key is not None else DEFAULT_ID_KEYS
+    found = next((metadata[k] for k in keys if metadata.get(k) is not None), None)
+    if found is None and id_key is None:
+        found = getattr(node, "node_id", None)
+    if found is None:
+        tried = ", ".join(f"metadata[{k!r}]" for k in keys)
+        also = "" if id_key is not None else " or node_id"
+        raise ValueError(f"a node has no doc id: no {tried}{also}")
+    score = getattr(scored, "score", None)
+    content = getattr(node, "get_content", None)
+    text = content() if callable(content) else None
+    return {
+        "doc_id": str(found),
+        "score": None if score is None else float(score),
+        "text": text if isinstance(text, str) else None,
+    }
+
+
+class LlamaIndex:
+    """The python kind's class for a LlamaIndex retriever or query engine that
+    `factory` (`module:function`) builds, called once with `factory_init`."""
+
+    def __init__(
+        self,
+        factory: str,
+        factory_init: Mapping[str, Any] | None = None,
+        id_key: str | None = None,
+    ) -> None:
+        from llm_eval.retrievers.python import check_target, import_target
+
+        problem = check_target(factory)
+        if problem:
+            raise ValueError(f"factory {problem}")
+        _, make = import_target(factory)
+        self.search = llamaindex_retriever(make(**dict(factory_init or {})), id_key=id_key)
 
     def retrieve(self, query: str, top_k: int) -> list[Hit]:
         """The framework's hits for one query, best first."""

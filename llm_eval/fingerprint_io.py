@@ -70,17 +70,26 @@ def retriever_identity(retriever: RetrieverConfig) -> str:
 
 
 def _by_model_contents(value: Any) -> Any:
-    """Settings with each model folder (`model_path`, also inside a fusion) replaced by
-    the digest of its files: the same model at another path (a laptop, a CI machine) is
-    the same retriever, and a model replaced at the same path is another."""
+    """Settings with each model folder (`model_path`, also inside a fusion or a rerank)
+    replaced by the digest of its files, and an llm reranker's `prompt` file by its
+    content's: the same model at another path (a laptop, a CI machine) is the same
+    retriever, and a model replaced at the same path is another."""
     if not isinstance(value, dict):
         return value
+    prompted = value.get("type") == "llm"  # an llm reranker's prompt file (a rerank kind)
     return {
         name: _model_files(setting)
         if name == "model_path" and isinstance(setting, str)
+        else _prompt_file(setting)
+        if prompted and name == "prompt" and isinstance(setting, str)
         else _by_model_contents(setting)
         for name, setting in value.items()
     }
+
+
+def _prompt_file(path: str) -> str:
+    """An llm reranker's prompt by its content: a prompt edited is a retriever changed."""
+    return f"prompt:{file_digest(path)}" if Path(path).is_file() else path
 
 
 def _model_files(path: str) -> str:

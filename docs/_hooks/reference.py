@@ -131,6 +131,17 @@ def retriever_reference() -> str:
     return "\n".join(lines)
 
 
+def reranker_reference() -> str:
+    """Every reranker type of the `rerank` kind, with its settings."""
+    from llm_eval.rerankers import reranker_types
+
+    lines: list[str] = []
+    for reranker in reranker_types():
+        lines += [f"### `type: {reranker.name}`", "", reranker.description, ""]
+        lines += [settings_table(reranker.settings), ""]
+    return "\n".join(lines)
+
+
 def endpoint_reference(table: str) -> str:
     """The settings of `judge:` (SETTINGS) or `embeddings:` (EMBEDDING_SETTINGS)."""
     from llm_eval.endpoints import settings
@@ -161,6 +172,7 @@ GENERATORS: Mapping[str, Callable[[], str]] = {
     "commands": command_reference,
     "metrics": metric_reference,
     "retrievers": retriever_reference,
+    "rerankers": reranker_reference,
     "judge-settings": lambda: endpoint_reference("SETTINGS"),
     "embeddings-settings": lambda: endpoint_reference("EMBEDDING_SETTINGS"),
     "exit-codes": exit_code_reference,

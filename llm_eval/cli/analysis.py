@@ -82,6 +82,21 @@ def compare_command(
     type=click.Path(path_type=Path),
     help="Folder for the experiment files (default: `output`/experiment of the config).",
 )
+@click.option(
+    "--consistency",
+    "consistency_repeats",
+    type=click.IntRange(min=2),
+    help="Also ask each llm reranker about every candidate pair of the first "
+    "--consistency-queries gold queries this many times, and print how steady it is "
+    "(as `llm-eval rerank consistency`).",
+)
+@click.option(
+    "--consistency-queries",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="The gold queries (the first ones) --consistency asks about.",
+)
 def experiment_command(
     configs: tuple[Path, ...],
     reference: str | None,
@@ -91,6 +106,8 @@ def experiment_command(
     alpha: float,
     use_cache: bool | None,
     out_dir: Path | None,
+    consistency_repeats: int | None,
+    consistency_queries: int,
 ) -> None:
     """Run each retriever variant over the gold set and compare them with the gate's
     paired tests: one config with `variants:`, or several configs (one variant each).
@@ -112,8 +129,63 @@ def experiment_command(
             latency=latency,
             progress=progress.update,
             width=terminal_width(),
+            consistency=None
+            if consistency_repeats is None
+            else (consistency_repeats, consistency_queries),
         )
     echo(text)
+
+
+@cli.group()
+def rerank() -> None:
+    """Measure a `rerank` retriever's second stage."""
+
+
+@rerank.command("consistency")
+@CONFIG_OPTION
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=2),
+    default=3,
+    show_default=True,
+    help="How many times each (query, candidate) pair is asked.",
+)
+@click.option(
+    "--queries",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many gold queries (the first ones) whose candidates are asked about.",
+)
+@click.option(
+    "--max-flips",
+    type=click.FloatRange(0, 1),
+    default=0.05,
+    show_default=True,
+    help="The largest share of candidate pairs whose order may flip between repeats for "
+    "the reranker to be called consistent.",
+)
+@click.option(
+    "--prompt",
+    "prompts",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Also measure the retriever with this prompt file in place of its own (repeatable).",
+)
+def rerank_consistency_command(
+    config_path: Path, repeats: int, queries: int, max_flips: float, prompts: tuple[Path, ...]
+) -> None:
+    """Ask an llm reranker about the same pairs several times: per-pair variance of the
+    normalised score (mean and max), the share of candidate pairs whose order flips
+    between repeats, and whether that is within --max-flips; for each variant of the
+    config, or for the retriever and each --prompt."""
+    from llm_eval.commands.rerank import rerank_consistency
+
+    echo(
+        rerank_consistency(
+            config_path, repeats=repeats, queries=queries, max_flips=max_flips, prompts=prompts
+        )
+    )
 
 
 @cli.command("metrics", short_help="List the metrics, their units and directions.")

@@ -108,9 +108,12 @@ def run_experiment(
     latency: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     width: int = 80,
+    consistency: tuple[int, int] | None = None,
 ) -> str:
     """Retrieve and score every variant, compare, write the files; the terminal text.
-    `latency` is the clock (`auto`, `cpu`, `wall`; None: the config's)."""
+    `latency` is the clock (`auto`, `cpu`, `wall`; None: the config's). `consistency`
+    (repeats, queries): each llm reranker's consistency over the first gold queries,
+    after the comparison (`llm_eval.commands.rerank`)."""
     started = time.perf_counter()
     experiment_plan = plan(config_paths)
     base = experiment_plan.base
@@ -166,7 +169,14 @@ def run_experiment(
     write_atomic(folder / "experiment.csv", to_csv(result))
     write_atomic(folder / "experiment.json", to_json(result, words, timings))
     elapsed = time.perf_counter() - started
-    return terminal_text(result, words, folder, picture, elapsed, width)
+    text = terminal_text(result, words, folder, picture, elapsed, width)
+    if consistency is not None:
+        from llm_eval.commands.rerank import experiment_section
+
+        repeats, first = consistency
+        variants = experiment_plan.variants
+        text += "\n\n" + experiment_section(base, variants, gold.queries[:first], repeats)
+    return text
 
 
 def compare_runs(

@@ -216,6 +216,7 @@ _KINDS: dict[str, str] = {
     "fusion": "fusion",
     "embedding": "embedding",
     "mcp": "mcp",
+    "rerank": "rerank",
 }
 """Kind name → the module of `llm_eval.retrievers` that defines its `KIND`; imported
 only when the kind is asked for, so `--help` loads none of them."""

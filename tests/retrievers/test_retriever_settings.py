@@ -106,6 +106,10 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "fusion": {"retrievers": {"a": {"kind": "bm25"}, "b": {"kind": "run", "path": "r.jsonl"}}},
     "embedding": {"base_url": "http://127.0.0.1:9/v1", "model": "e5"},
     "mcp": {"url": "http://127.0.0.1:9/mcp"},
+    "rerank": {
+        "first": {"kind": "bm25"},
+        "reranker": {"type": "http", "url": "http://127.0.0.1:9/"},
+    },
 }
 """The fewest settings each kind takes."""
 
