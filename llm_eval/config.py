@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from llm_eval.endpoints.settings import ChatSettings, EmbeddingSettings
 
 
-MAX_BUILDS = 50
-"""The most builds a config or `--builds` may ask for."""
-
-
 @dataclass(frozen=True, slots=True)
 class RetrieverConfig:
     """The configured retriever kind and its validated settings."""

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from llm_eval import defaults
 from llm_eval.beir_io import CORPUS
 from llm_eval.config import (
-    MAX_BUILDS,
     EvalConfig,
     ExperimentSettings,
     Lift,
@@ -328,10 +327,10 @@ def _configured(
 
 
 def _builds(node: Node) -> int:
-    """`builds:`, a whole number from 1 to MAX_BUILDS."""
+    """`builds:`, a whole number from 1 to `defaults.MAX_BUILDS`."""
     count = integer(node, 1)
-    if count > MAX_BUILDS:
-        raise node.error(f"must be at most {MAX_BUILDS}, got {count}")
+    if count > defaults.MAX_BUILDS:
+        raise node.error(f"must be at most {defaults.MAX_BUILDS}, got {count}")
     return count
 
 

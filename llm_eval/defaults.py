@@ -26,3 +26,5 @@ COMMENT_WHEN_CHOICES = ("always", "on_change", "on_fail")
 no query's score moved; only when the check fails. An existing one is updated in each."""
 COMMENT_WHEN = "on_change"
 """The default of `llm-eval comment --when` and of the action's `comment` input."""
+MAX_BUILDS = 50
+"""The most builds a config or `--builds` may ask for (`builds:` under `retriever:`)."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from llm_eval import config_io, criteria_io
-from llm_eval.config import MAX_BUILDS
+from llm_eval.defaults import MAX_BUILDS
 from llm_eval.experiment.latency_clock import CLOCKS
 from llm_eval.gold import MATCHINGS
 from llm_eval.metrics import families

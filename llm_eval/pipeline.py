@@ -48,7 +48,10 @@ def check_labels(inputs: Inputs) -> None:
     config = inputs.config
     if config.corpus is None or not config.labels_in_corpus:
         return
-    missing = labels_not_in(inputs.gold.queries, corpus_ids(config.corpus))
+    ids = corpus_ids(config.corpus)
+    if not ids:  # an empty corpus is its own error, said where the corpus is read
+        return
+    missing = labels_not_in(inputs.gold.queries, ids)
     if not missing:
         return
     (query, doc), rest = missing[0], len(missing) - 1

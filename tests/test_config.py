@@ -154,7 +154,7 @@ def test_config_defaults(tmp_path: Path) -> None:
         (
             GOOD_CONFIG.replace("kind: bm25", "kind: bm52"),
             "FILE:7: retriever.kind: unknown retriever kind 'bm52'; valid kinds: bm25, run, http, "
-            "python, fusion, embedding, mcp",
+            "python, fusion, embedding, mcp, rerank",
         ),
         (
             GOOD_CONFIG.replace("k1: 1.2", "k2: 1.2"),

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from llm_eval import __version__, defaults
-from llm_eval.config import MAX_BUILDS
 
 METRIC_HELP = "Metric name, repeatable (`llm-eval metrics` lists them)."
 
@@ -74,7 +73,7 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 BUILDS_OPTION = click.option(
     "--builds",
-    type=click.IntRange(1, MAX_BUILDS),
+    type=click.IntRange(1, defaults.MAX_BUILDS),
     metavar="K",
     default=None,
     help="Build the retriever K times, each build answering every query, so that the "

@@ -293,7 +293,7 @@ def project(tmp_path: Path, retriever: dict[str, Any], **config: Any) -> Path:
         (
             {"kind": "fusion", "retrievers": {"a": {"kind": "bm25"}, "b": {"kind": "embedding"}}},
             {},
-            "6: retriever.retrievers: b: missing required key 'base_url' (or give model_path: "
+            "6: retriever.retrievers.b: missing required key 'base_url' (or give model_path: "
             "a model folder on disk)",
         ),
     ],
