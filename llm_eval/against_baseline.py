@@ -331,11 +331,8 @@ def _margin_tests(
                 continue
             before, after = worsening_pair(gate.metric, *piece.pairs)
             limit = allowed_change(gate, float(piece.pairs[0].mean()))
-            # Joined with the builds, the queries' side is tested at alpha / 2: its bets
-            # are sized for that level.
-            tuned = settings.alpha if piece.spread is None else settings.alpha / 2
-            queries_test = column_test(before, after, tuned, settings.seed, span)
-            test = joined_test(queries_test, piece.spread)
+            queries_test = column_test(before, after, settings.alpha, settings.seed, span)
+            test = joined_test(queries_test, piece.spread, before - after)
             in_family = piece.tag is not None and piece.n >= settings.min_n
             if in_family and np.any(before != after):
                 family.append((piece, test, before, after, limit))

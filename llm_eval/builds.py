@@ -6,31 +6,37 @@ an LLM reranker samples. When the baseline and the change are each measured on
 configuration, not about one build of it, and the variance between builds belongs in
 its interval.
 
-The model: each build b of a side moves that side's mean score by a shift B_b, and
-the queries are a sample from the queries the retriever will be asked. The mean
-worsening over the queries, each query's scores averaged over the builds, estimates
-the true worsening plus mean(B of the baseline's builds) - mean(B of the change's).
+The model: each build b of a side moves that side's mean score by a shift B_b, shared
+by all its queries, and each query's score in a build carries noise of its own; the
+queries are a sample from the queries the retriever will be asked. The mean worsening
+over the queries, each query's scores averaged over the builds, estimates the true
+worsening plus mean(B of the baseline's builds) - mean(B of the change's).
 
-- The queries' part is today's test (`stats.column_test`: exact for 0/1 scores,
-  betting for graded ones) on the per-query averages, valid at every size given the
-  builds.
-- The builds' part is Student's t on the builds' mean scores over the same queries,
-  their variance pooled over both sides (each side's own spread of build means,
-  which also holds the per-query noise of a build and so over-states the shift's:
-  a wider bound, never a narrower one). Assumed: builds are independent, drawn the
-  same way on both sides, with roughly normal shifts of the mean.
+The gate's test with builds rejects only where two tests both do, each at alpha:
 
-The two are joined by Bonferroni: a bound at level a is the queries' bound at a/2
-moved by the builds' bound at a/2, so its error is at most a whatever the two parts
-do together. With one build a side there is nothing to estimate the builds' part
-from, and the test is exactly the single-build test.
+- the queries' test (`stats.column_test`: exact for 0/1 scores, betting for graded
+  ones) on the per-query averages, valid at every size given the builds but blind to
+  the shared shifts;
+- Student's t on the mean worsening, whose variance adds the shifts' variance to the
+  queries' (Satterthwaite's degrees of freedom). The shifts' variance is the spread of
+  the builds' mean scores, pooled over both sides, less what each query's own noise
+  puts into a build's mean (a two-way analysis of variance of queries by builds), so
+  that the per-query noise, already in the queries' variance, is not counted twice.
+
+A false fail needs both to reject, so it is at most as likely as with either alone:
+the exact test guards small and low-churn scopes, where a t-test errs, and the t-test
+holds the builds, which the exact test cannot see. Assumed: builds independent and
+drawn the same way on both sides, with roughly normal shifts of the mean. With one
+build a side there is no spread to estimate, and the test is exactly the single-build
+test.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -39,12 +45,7 @@ from llm_eval.gate import allowed_change
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
 from llm_eval.slices import members
-from llm_eval.stats import EDGE, ColumnTest
-
-P_STEPS = 48
-"""Halvings of log(alpha') when a joined p-value is searched: the p-value returned is
-at most 2^-48 of its own log above the smallest level that rejects."""
-SMALLEST_P = 1e-12
+from llm_eval.stats import ColumnTest, FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,9 @@ class BuildSpread:
     """The baseline's builds' mean scores over the paired queries."""
     after: tuple[float, ...]
     """The change's builds' mean scores over the paired queries."""
+    within: float = 0.0
+    """What each query's own noise puts into a build's mean score: the variance it
+    adds, pooled over both sides (0 when no side's builds scored the same queries)."""
 
     @property
     def degrees(self) -> int:
@@ -75,6 +79,12 @@ class BuildSpread:
         return math.sqrt(squares / self.degrees)
 
     @property
+    def shift_sd(self) -> float:
+        """The standard deviation of a build's shift of the mean: the spread of the
+        builds' means less what per-query noise explains of it (never below 0)."""
+        return math.sqrt(max(self.sd**2 - self.within, 0.0))
+
+    @property
     def scale(self) -> float:
         """sqrt(1/K_before + 1/K_after): the builds' standard error per unit of sd."""
         return math.sqrt(1.0 / len(self.before) + 1.0 / len(self.after))
@@ -85,9 +95,16 @@ class BuildSpread:
         moves = [max(side) - min(side) for side in (self.before, self.after) if len(side) > 1]
         return max(moves, default=0.0)
 
-    def half_width(self, level: float) -> float:
-        """The one-sided `level` bound of |mean shift before - mean shift after|."""
-        return builds_bound(self.sd, self.degrees, self.scale, level)
+    def shift_variance(self) -> tuple[float, float]:
+        """(the variance the builds' shifts add to the mean worsening, its Satterthwaite
+        degrees of freedom); (0, inf) when the builds' means spread no more than
+        per-query noise explains."""
+        spread, noise = self.sd**2 * self.scale**2, self.within * self.scale**2
+        if self.degrees == 0 or spread <= noise:
+            return 0.0, math.inf
+        # The noise term's degrees of freedom are (builds - 1) x (queries - 1) summed
+        # over the sides, in the thousands: its share of the estimate's variance is nil.
+        return spread - noise, (spread - noise) ** 2 / (spread**2 / self.degrees)
 
 
 def builds_bound(sd: float, degrees: int, scale: float, level: float) -> float:
@@ -96,6 +113,35 @@ def builds_bound(sd: float, degrees: int, scale: float, level: float) -> float:
     if degrees == 0 or sd == 0.0:
         return 0.0
     return t_quantile(1.0 - level, degrees) * sd * scale
+
+
+def spread_of(before: FloatArray, after: FloatArray) -> BuildSpread:
+    """The spread of two sides' builds, each an array (builds, queries) of one metric's
+    scores on the same queries."""
+    return BuildSpread(
+        tuple(float(m) for m in before.mean(axis=1)),
+        tuple(float(m) for m in after.mean(axis=1)),
+        _pooled_within([before, after]),
+    )
+
+
+def _pooled_within(sides: Sequence[FloatArray]) -> float:
+    """The per-query noise's variance in one build's mean, pooled over the sides with
+    two builds or more: each side's residual mean square of a queries-by-builds
+    analysis of variance (scores less their query's and their build's means), divided
+    by the number of queries."""
+    weighted, degrees = 0.0, 0
+    for table in sides:
+        builds, queries = table.shape
+        if builds < 2 or queries < 2:
+            continue
+        residual = (
+            table - table.mean(axis=0, keepdims=True) - table.mean(axis=1, keepdims=True)
+        ) + table.mean()
+        mean_square = float(np.sum(residual**2)) / ((builds - 1) * (queries - 1))
+        weighted += (builds - 1) * mean_square / queries
+        degrees += builds - 1
+    return weighted / degrees if degrees else 0.0
 
 
 def build_spread(
@@ -115,7 +161,18 @@ def build_spread(
     before, after = means(builds_before), means(builds_after)
     if not before or not after or (len(before) < 2 and len(after) < 2):
         return None
-    return BuildSpread(before, after)
+    within = _pooled_within(
+        [_common(builds_before, ids, metric), _common(builds_after, ids, metric)]
+    )
+    return BuildSpread(before, after, within)
+
+
+def _common(
+    builds: Sequence[Mapping[str, Mapping[str, float]]], ids: Sequence[str], metric: str
+) -> FloatArray:
+    """(builds, queries): the scores of the queries of `ids` that every build scored."""
+    shared = [q for q in ids if all(metric in build.get(q, {}) for build in builds)]
+    return np.asarray([[build[q][metric] for q in shared] for build in builds], dtype=np.float64)
 
 
 def averaged(builds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
@@ -130,14 +187,46 @@ def averaged(builds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, d
     return {q: {m: float(math.fsum(v) / len(v)) for m, v in row.items()} for q, row in sums.items()}
 
 
-class WithBuilds(ColumnTest):
-    """The queries' test (`inner`, on per-query averages over builds) joined with the
-    builds' t bound by Bonferroni: at level a, the queries' side at a/2, moved by the
-    builds' bound at a/2."""
+class BuildsT(ColumnTest):
+    """Student's t on the mean worsening (`worsening`: per query, before less after,
+    each averaged over its side's builds), its variance the queries' plus the builds'
+    shifts' (`BuildSpread.shift_variance`), with Satterthwaite's degrees of freedom."""
 
-    def __init__(self, inner: ColumnTest, spread: BuildSpread) -> None:
+    def __init__(self, worsening: FloatArray, spread: BuildSpread, span: float = 1.0) -> None:
+        n = worsening.size
+        self.span = span
+        self.mean = float(worsening.mean()) if n else 0.0
+        queries = float(worsening.var(ddof=1)) / n if n > 1 else 0.0
+        shifts, shift_degrees = spread.shift_variance()
+        self.variance = queries + shifts
+        parts = [(queries, n - 1), (shifts, shift_degrees)]
+        denominator = sum(v * v / f for v, f in parts if v > 0.0 and f > 0)
+        self.degrees = self.variance**2 / denominator if denominator > 0.0 else math.inf
+
+    def p_beyond(self, delta: float) -> float:
+        return self._upper(self.mean - delta)
+
+    def p_within(self, delta: float) -> float:
+        return self._upper(delta - self.mean)
+
+    def _upper(self, distance: float) -> float:
+        """P(T >= distance / se): the chance of a distance this far above the null."""
+        if self.variance == 0.0:
+            return 0.0 if distance > 0.0 else 1.0
+        t = distance / math.sqrt(self.variance)
+        if math.isinf(self.degrees):
+            return 1.0 - NormalDist().cdf(t)
+        return 1.0 - t_cdf(t, self.degrees)
+
+
+class WithBuilds(ColumnTest):
+    """The queries' test (`inner`, on per-query averages over builds) and the builds' t
+    (`BuildsT`), both at the gate's level: a side is rejected where both reject it."""
+
+    def __init__(self, inner: ColumnTest, spread: BuildSpread, t: BuildsT) -> None:
         self.inner = inner
         self.spread = spread
+        self.t = t
         self.span = inner.span
 
     @property
@@ -145,58 +234,31 @@ class WithBuilds(ColumnTest):
         return self.inner
 
     def p_beyond(self, delta: float) -> float:
-        return self._joined(lambda a: self.inner.p_beyond(self._at(delta + self._h(a))))
+        return max(self.inner.p_beyond(delta), self.t.p_beyond(delta))
 
     def p_within(self, delta: float) -> float:
-        return self._joined(lambda a: self.inner.p_within(self._at(delta - self._h(a))))
+        return max(self.inner.p_within(delta), self.t.p_within(delta))
 
     def bounds(self, margin: float, level: float) -> tuple[float, float, bool, bool]:
-        half = level / 2.0
-        h = self.spread.half_width(half)
-        edge = self.span * (1.0 - EDGE)
-        low, _, low_open, _ = self.inner.bounds(self._at(margin + h), half)
-        _, high, _, high_open = self.inner.bounds(self._at(margin - h), half)
-        low, high = low - h, high + h
-        if low <= -edge:
-            low, low_open = -edge, True
-        if high >= edge:
-            high, high_open = edge, True
+        # Each test's bound lies beyond the margin exactly where it rejects there, so
+        # the lower of the two low bounds (the higher of the high ones) lies beyond it
+        # exactly where both do: the interval agrees with the joined decision.
+        low_inner, high_inner, low_open_inner, high_open_inner = self.inner.bounds(margin, level)
+        low_t, high_t, low_open_t, high_open_t = self.t.bounds(margin, level)
+        low, low_open = (low_inner, low_open_inner) if low_inner <= low_t else (low_t, low_open_t)
+        high, high_open = (
+            (high_inner, high_open_inner) if high_inner >= high_t else (high_t, high_open_t)
+        )
         return low, high, low_open, high_open
 
-    def _h(self, level: float) -> float:
-        return self.spread.half_width(level / 2.0)
 
-    def _at(self, delta: float) -> float:
-        edge = self.span * (1.0 - EDGE)
-        return min(max(delta, -edge), edge)
-
-    @staticmethod
-    def _joined(inner_p: Callable[[float], float]) -> float:
-        """The smallest level a at which the joined test rejects: inner_p(a) <= a/2,
-        where inner_p(a) is the queries' p-value at the delta moved by the builds'
-        bound at a/2 (it falls as a grows, so the rejecting levels are an interval)."""
-
-        def rejects(level: float) -> bool:
-            return inner_p(level) <= level / 2.0
-
-        if not rejects(1.0):
-            return 1.0
-        if rejects(SMALLEST_P):
-            return SMALLEST_P
-        low, high = math.log(SMALLEST_P), 0.0  # rejects at exp(high), not at exp(low)
-        for _ in range(P_STEPS):
-            middle = (low + high) / 2.0
-            if rejects(math.exp(middle)):
-                high = middle
-            else:
-                low = middle
-        return math.exp(high)
-
-
-def joined_test(inner: ColumnTest, spread: BuildSpread | None) -> ColumnTest:
+def joined_test(inner: ColumnTest, spread: BuildSpread | None, worsening: FloatArray) -> ColumnTest:
     """The gate's test of a scope: `inner` alone with one build a side, else joined with
-    the builds' spread."""
-    return inner if spread is None else WithBuilds(inner, spread)
+    the builds' t on `worsening` (per query, before less after, oriented so that a
+    worsening is positive)."""
+    if spread is None:
+        return inner
+    return WithBuilds(inner, spread, BuildsT(worsening, spread, inner.span))
 
 
 # --- Student's t ----------------------------------------------------------------------

@@ -27,15 +27,17 @@ whose baseline and results did not move computes nothing again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import MutableMapping, Sequence
 from dataclasses import replace
+from statistics import NormalDist
 
 import numpy as np
 
 from llm_eval import __version__
-from llm_eval.builds import BuildSpread, builds_bound
+from llm_eval.builds import BuildSpread, t_quantile
 from llm_eval.criteria import Gate
 from llm_eval.digest import digest
 from llm_eval.gate import Power, worsening_pair
@@ -48,8 +50,10 @@ CATCH = 2.0
 """The multiple of the limit whose queries needed every surface prints."""
 NO_BASELINE = "assuming every query scores 1 now (no baseline to read) and nothing else changes"
 """The assumption without a baseline: 0/1 scores, every query found."""
+POWER = 0.8
+"""The catch rate the power statement speaks of (`detection.POWER`): 4 times in 5."""
 POWER_Z = 0.8416212335729143
-"""The standard normal's quantile at `detection.POWER` (4 times in 5)."""
+"""The standard normal's quantile at `POWER`."""
 MOST_QUERIES = 10_000
 """The largest scope the queries needed are searched up to; beyond it they are open."""
 KEY_FORMAT = 1
@@ -206,56 +210,74 @@ def builds_power(
     spread: BuildSpread,
     catch: float = CATCH,
 ) -> Power:
-    """`scope_power` for a scope measured on several builds (`llm_eval.builds`): the
-    queries' test at alpha / 2 against the limit moved by the builds' bound, and the
-    builds' own error added to the drop's noise (the spread seen taken as the truth's).
-    With `more_builds`: the drop caught with two more builds a side, the queries as they
-    are, so that a team can weigh more queries against more builds."""
+    """`scope_power` for a scope measured on several builds (`llm_eval.builds`), whose
+    test rejects where both its parts do: the drop caught 4 times in 5 is the larger of
+    the two parts' (the queries' test, with the builds' shifts added to the drop's
+    noise; the builds' t, its variance the queries' plus the shifts'), the spread seen
+    taken as the truth's. With `more_builds`: the drop caught with two more builds a
+    side, the queries as they are, so that a team can weigh more queries against more
+    builds."""
     from llm_eval.detection import detectable_worsening, queries_to_catch
 
     settings = gate.statistics
-    half = settings.alpha / 2
+    alpha = settings.alpha
     span = parse_metric(gate.metric).span
     worse_before, worse_after = worsening_pair(gate.metric, before, after)
     target = min(catch * limit, 0.99 * span)
     n = worse_before.size
-    queries_sd = float(np.std(worse_before - worse_after, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    worsening = worse_before - worse_after
+    variance = float(np.var(worsening, ddof=1)) if n > 1 else 0.0
+    queries_sd = math.sqrt(variance / n) if n > 1 else 0.0
+    seed, simulations = settings.seed, settings.resamples
 
-    def caught(degrees: int, scale: float) -> tuple[float, float, float]:
-        """(the drop caught 4 times in 5, the limit the queries' test meets, the builds'
-        share of the drop) with builds of these degrees of freedom and scale."""
-        margin = min(limit + builds_bound(spread.sd, degrees, scale, half), 0.99 * span)
-        builds_sd = spread.sd * scale
-        extra = POWER_Z * (math.hypot(queries_sd, builds_sd) - queries_sd)
+    inner_drop = math.inf
+    if n >= 2:
+        inner_drop = detectable_worsening(
+            worse_before, worse_after, limit, alpha, seed=seed, span=span, simulations=simulations
+        )
+
+    def caught(shift_variance: float, shift_degrees: float) -> float:
+        """The drop both parts catch 4 times in 5 with builds whose shifts add this
+        variance to the mean worsening."""
+        extra = POWER_Z * (math.sqrt(queries_sd**2 + shift_variance) - queries_sd)
+        return max(inner_drop + extra, t_drop(shift_variance, shift_degrees, n))
+
+    def t_drop(shift_variance: float, shift_degrees: float, size: int) -> float:
+        """The drop the builds' t catches 4 times in 5 with `size` queries: the drop D
+        with D = limit + (t(1 - alpha) + t(0.8)) x se(D), where a drop of D moves a
+        share D / span of the queries by the span, adding to their variance."""
+        if size < 2:
+            return math.inf
+        drop = limit
+        for _ in range(8):
+            moved = variance + max(drop * span - drop * drop, 0.0)
+            se, degrees = _satterthwaite(moved / size, size - 1, shift_variance, shift_degrees)
+            drop = limit + _noncentrality(t_quantile(1.0 - alpha, degrees), degrees) * se
+        return drop
+
+    shift_variance, shift_degrees = spread.shift_variance()
+    drop = caught(shift_variance, shift_degrees)
+    if not drop <= 0.99 * span:
         drop = math.inf
-        if n >= 2:
-            drop = detectable_worsening(
-                worse_before,
-                worse_after,
-                margin,
-                half,
-                seed=settings.seed,
-                span=span,
-                simulations=settings.resamples,
-            )
-        return drop + extra, margin, extra
-
-    drop, margin, extra = caught(spread.degrees, spread.scale)
     needed = None
-    if target - extra > margin:
-        needed = queries_to_catch(
+    extra = POWER_Z * (math.sqrt(queries_sd**2 + shift_variance) - queries_sd)
+    if target - extra > limit:
+        inner_needed = queries_to_catch(
             worse_before,
             worse_after,
             target - extra,
-            margin,
-            half,
-            seed=settings.seed,
+            limit,
+            alpha,
+            seed=seed,
             span=span,
-            simulations=settings.resamples,
+            simulations=simulations,
             most=MOST_QUERIES,
         )
+        t_needed = _queries_for_t(target, limit, variance, span, shift_variance)
+        if inner_needed is not None and t_needed is not None and t_needed <= MOST_QUERIES:
+            needed = max(inner_needed, t_needed)
     more = max(len(spread.before), len(spread.after)) + 2
-    more_drop, _, _ = caught(2 * (more - 1), math.sqrt(2 / more))
+    more_drop = caught(*_scaled(spread, more))
     return Power(
         n=n,
         limit=limit,
@@ -264,5 +286,71 @@ def builds_power(
         queries_needed=needed,
         assumption=assumption(before, after),
         builds=(len(spread.before), len(spread.after)),
-        more_builds=(more, more_drop if math.isfinite(more_drop) else None),
+        more_builds=(more, more_drop if more_drop <= 0.99 * span else None),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _noncentrality(critical: float, degrees: float) -> float:
+    """The distance from the limit, in standard errors, at which Student's t with these
+    degrees of freedom exceeds `critical` 4 times in 5: the noncentral t's power,
+    integrated over the chi-square law of the estimated variance."""
+    if degrees > 1000 or math.isinf(degrees):
+        return critical + POWER_Z
+    # P(T' > c) = E[1 - Phi(c sqrt(V / degrees) - delta)], V chi-square(degrees), on a
+    # grid of V wide enough to hold all but a negligible tail of its law.
+    top = degrees + 12.0 * math.sqrt(2.0 * degrees) + 20.0
+    grid = np.linspace(top / 400, top, 400)
+    log_density = (
+        (degrees / 2.0 - 1.0) * np.log(grid)
+        - grid / 2.0
+        - (degrees / 2.0) * math.log(2.0)
+        - math.lgamma(degrees / 2.0)
+    )
+    weights = np.exp(log_density)
+    weights /= weights.sum()
+    reach = critical * np.sqrt(grid / degrees)
+    normal = NormalDist()
+
+    def power(delta: float) -> float:
+        return float(
+            sum(w * (1.0 - normal.cdf(r - delta)) for w, r in zip(weights, reach, strict=True))
+        )
+
+    low, high = 0.0, critical + 10.0
+    for _ in range(30):
+        middle = (low + high) / 2.0
+        low, high = (low, middle) if power(middle) >= POWER else (middle, high)
+    return high
+
+
+def _satterthwaite(
+    queries: float, queries_degrees: float, shifts: float, shifts_degrees: float
+) -> tuple[float, float]:
+    """(the standard error of the mean worsening, its Satterthwaite degrees of freedom)
+    from the queries' and the builds' shifts' variances of it."""
+    total = queries + shifts
+    parts = sum(v * v / f for v, f in ((queries, queries_degrees), (shifts, shifts_degrees)) if v)
+    return math.sqrt(total), (total * total / parts if parts else math.inf)
+
+
+def _scaled(spread: BuildSpread, builds: int) -> tuple[float, float]:
+    """`BuildSpread.shift_variance` with `builds` builds a side whose means spread as
+    these do: (the shifts' variance in the mean worsening, its degrees of freedom)."""
+    scale = 2.0 / builds
+    shifts, noise = spread.shift_sd**2 * scale, spread.within * scale
+    if not shifts:
+        return 0.0, math.inf
+    return shifts, shifts**2 / ((shifts + noise) ** 2 / (2 * (builds - 1)))
+
+
+def _queries_for_t(
+    target: float, limit: float, variance: float, span: float, shift_variance: float
+) -> int | None:
+    """About how many queries the builds' t needs to catch `target` 4 times in 5 (the
+    large-sample quantiles); None when the builds' shifts alone hide it at any size."""
+    room = ((target - limit) / (NormalDist().inv_cdf(0.95) + POWER_Z)) ** 2 - shift_variance
+    if room <= 0.0:
+        return None
+    moved = variance + max(target * span - target * target, 0.0)
+    return max(math.ceil(moved / room), 2)

@@ -21,10 +21,13 @@ from conftest import Cli
 from llm_eval import stats
 from llm_eval.builds import (
     BuildSpread,
+    BuildsT,
     WithBuilds,
     averaged,
     build_spread,
+    builds_bound,
     joined_test,
+    spread_of,
     t_cdf,
     t_quantile,
 )
@@ -55,7 +58,7 @@ def test_one_build_a_side_is_the_single_build_test() -> None:
     one = {"q1": {"mrr": 1.0}, "q2": {"mrr": 0.5}}
     assert build_spread([one], [one], ["q1", "q2"], "mrr") is None
     inner = stats.column_test(np.array([1.0, 0.5]), np.array([0.5, 0.5]), ALPHA)
-    assert joined_test(inner, None) is inner
+    assert joined_test(inner, None, np.array([0.5, 0.0])) is inner
 
 
 def test_the_spread_pools_both_sides() -> None:
@@ -65,9 +68,48 @@ def test_the_spread_pools_both_sides() -> None:
     assert spread.sd == pytest.approx(math.sqrt(0.0016 / 3))
     assert spread.scale == pytest.approx(math.sqrt(1 / 3 + 1 / 2))
     assert spread.widest_move == pytest.approx(0.04)
-    assert spread.half_width(0.025) == pytest.approx(
+    assert builds_bound(spread.sd, spread.degrees, spread.scale, 0.025) == pytest.approx(
         t_quantile(0.975, 3) * math.sqrt(0.0016 / 3) * math.sqrt(5 / 6)
     )
+
+
+def test_the_shifts_variance_is_the_spread_less_the_per_query_noise() -> None:
+    """A two-way analysis of variance: builds that differ only by per-query noise leave
+    no shift once that noise is taken out; a shift shared by all queries stays."""
+    rng = np.random.default_rng(7)
+    noise = rng.normal(0.0, 0.3, size=(3, 2000))
+    quiet = spread_of(0.5 + noise[:, :1000], 0.5 + noise[:, 1000:])
+    # what per-query noise of sd 0.3 puts into a mean of 1,000 queries: 0.3^2 / 1000
+    assert quiet.within == pytest.approx(0.09 / 1000, rel=0.1)
+    shifted = spread_of(
+        0.5 + noise[:, :1000] + np.array([[0.0], [0.05], [-0.05]]),
+        0.5 + noise[:, 1000:] + np.array([[0.02], [-0.04], [0.02]]),
+    )
+    assert shifted.within == pytest.approx(quiet.within, rel=1e-9)  # shifts leave it be
+    assert shifted.shift_sd == pytest.approx(math.sqrt((0.005 + 0.0036) / 4), rel=0.15)
+    variance, degrees = shifted.shift_variance()
+    assert variance == pytest.approx(shifted.shift_sd**2 * (2 / 3))
+    assert 0 < degrees <= shifted.degrees
+    assert spread_of(np.full((2, 5), 0.5), np.full((2, 5), 0.5)).shift_variance() == (0.0, math.inf)
+
+
+def test_the_builds_t_is_welchs_test_with_the_shifts_variance() -> None:
+    """BuildsT against scipy's Student's t at Satterthwaite's degrees of freedom."""
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(3)
+    worsening = rng.normal(0.04, 0.3, 200)
+    spread = BuildSpread((0.50, 0.53, 0.47), (0.46, 0.49, 0.45), within=0.0001)
+    test = BuildsT(worsening, spread)
+    queries = worsening.var(ddof=1) / 200
+    shifts = (spread.sd**2 - 0.0001) * (2 / 3)
+    degrees = (queries + shifts) ** 2 / (
+        queries**2 / 199 + (spread.sd**2 * 2 / 3) ** 2 / spread.degrees
+    )
+    t = (worsening.mean() - 0.03) / math.sqrt(queries + shifts)
+    assert test.degrees == pytest.approx(degrees)
+    assert test.p_beyond(0.03) == pytest.approx(scipy_stats.t.sf(t, degrees), abs=1e-9)
+    assert test.p_within(0.03) == pytest.approx(scipy_stats.t.cdf(t, degrees), abs=1e-9)
 
 
 def test_averaged_is_the_mean_over_the_builds_that_scored_a_query() -> None:
@@ -82,13 +124,18 @@ def test_bounds_and_p_values_of_the_joined_test_agree(seed: int) -> None:
     rng = np.random.default_rng(seed)
     before = rng.random(120)
     after = np.clip(before - rng.normal(0.03, 0.2, 120), 0, 1)
-    spread = BuildSpread(tuple(0.5 + rng.normal(0, 0.01, 3)), tuple(0.47 + rng.normal(0, 0.01, 3)))
-    test = WithBuilds(stats.column_test(before, after, ALPHA / 2), spread)
+    spread = BuildSpread(
+        tuple(0.5 + rng.normal(0, 0.01, 3)), tuple(0.47 + rng.normal(0, 0.01, 3)), 0.00002
+    )
+    inner = stats.column_test(before, after, ALPHA)
+    test = WithBuilds(inner, spread, BuildsT(before - after, spread))
     for margin in (-0.05, 0.0, 0.02, 0.05, 0.1):
         margined = stats.tested_margin(test, before, after, margin, ALPHA)
         assert (margined.low > margin) == (margined.p_beyond <= ALPHA)
         assert (margined.high < margin) == (margined.p_within <= ALPHA)
         assert -1.0 <= margined.low <= margined.high <= 1.0
+        # rejected only where both parts reject
+        assert margined.p_beyond == max(inner.p_beyond(margin), test.t.p_beyond(margin))
 
 
 def _side(rng: np.random.Generator, u: np.ndarray, mean: float, builds: int) -> np.ndarray:
@@ -111,7 +158,7 @@ def _fails(before: np.ndarray, after: np.ndarray) -> tuple[bool, bool]:
         [str(q) for q in range(xb.size)],
         "m",
     )
-    joined = joined_test(stats.column_test(xb, xa, ALPHA / 2), spread)
+    joined = joined_test(stats.column_test(xb, xa, ALPHA), spread, xb - xa)
     return single, joined.p_beyond(LIMIT) <= ALPHA
 
 
@@ -151,13 +198,13 @@ def words(text):
 
 
 class Index:
-    def __init__(self, corpus="gold/corpus.jsonl"):
+    def __init__(self, corpus="gold/corpus.jsonl", share=0.2):
         left_out = random.Random(SEED)
         self.documents = []
         with open(corpus, encoding="utf-8") as lines:
             for line in lines:
                 row = json.loads(line)
-                if left_out.random() >= 0.2:
+                if left_out.random() >= share:
                     text = row.get("title", "") + " " + row["text"]
                     self.documents.append((row["_id"], words(text)))
 
@@ -218,9 +265,19 @@ def test_three_builds_a_side_hold_the_spread_on_every_surface(noisy: Path, cli: 
     baseline = json.loads((noisy / "gold" / "baseline.json").read_text(encoding="utf-8"))
     assert len(baseline["builds"]) == 3
     assert len({json.dumps(b, sort_keys=True) for b in baseline["builds"]}) == 3  # each its own
-    code, out, _ = cli("gate", "--config", "config/noisy.yaml", "--builds", "3")
-    assert code == 1, out  # recall@5 is far below the demo's floor with a fifth left out
+    # The change leaves out two thirds of the corpus, a fifth before: recall@5 drops far
+    # beyond the limit whatever the builds drew, so the regression check fails and
+    # prints its interval.
+    config = (noisy / "config" / "noisy.yaml").read_text(encoding="utf-8")
+    worse = config.replace(
+        "  target: noisy_index:Index\n", "  target: noisy_index:Index\n  init: {share: 0.67}\n"
+    )
+    assert worse != config
+    (noisy / "config" / "worse.yaml").write_text(worse, encoding="utf-8")
+    code, out, _ = cli("gate", "--config", "config/worse.yaml", "--builds", "3")
+    assert code == 1, out
     said = " ".join(out.split())
+    assert "dropped from" in said and "more than the 3.0 pp allowed" in said
     assert "built 3 times" in said
     assert "over 3 builds each, a build's mean ±" in said
     assert "recall@5 (tier A): with 3 builds of 176 queries, a drop of" in said
@@ -297,3 +354,17 @@ def test_an_ivf_pq_index_rebuilt_in_every_process_is_seen_and_held(ivf: Path, cl
     # the same commit, rebuilt: the gate never calls it a regression beyond the limit
     assert recall["stats"]["p_value"] > recall["stats"]["alpha"]
     assert code == 0, out
+
+
+@pytest.mark.parametrize("degrees", [2, 4, 10, 60, 5000])
+def test_the_power_statements_distance_is_the_noncentral_ts(degrees: int) -> None:
+    """The builds' t catches a drop 4 times in 5 at the noncentrality the power
+    statement uses (scipy's noncentral t, not a normal approximation, which promises
+    too much at few degrees of freedom)."""
+    from scipy import stats as scipy_stats
+
+    from llm_eval.power import _noncentrality
+
+    critical = t_quantile(0.95, degrees)
+    distance = _noncentrality(critical, degrees)
+    assert scipy_stats.nct.sf(critical, degrees, distance) == pytest.approx(0.8, abs=0.006)

@@ -1,7 +1,9 @@
 """An approximate index as teams run one: LanceDB's IVF-PQ over the demo corpus, built
 (its k-means trained on a random sample) each time the class is made, so that every
 build of a `python` retriever on it answers a little differently. The vectors are
-hashed bags of words (256 numbers a passage), so that no model is needed.
+hashed bags of words (256 numbers a passage), so that no model is needed, or read
+from `vectors` (a .npz of `doc_ids`, `docs`, `queries` and `query_vectors`: a model's
+embeddings of the corpus and of the gold set's questions, computed beforehand).
 
     retriever: {kind: python, target: ivf_index:Index, python_path: [tests/data]}
 """
@@ -43,7 +45,17 @@ class Index:
     """The corpus in a fresh LanceDB table with an IVF-PQ index, searched with `nprobes`
     of its `partitions` partitions."""
 
-    def __init__(self, corpus: str = "gold/corpus.jsonl", partitions: int = 32, nprobes: int = 4):
+    def __init__(
+        self,
+        corpus: str = "gold/corpus.jsonl",
+        partitions: int = 32,
+        nprobes: int = 4,
+        vectors: str | None = None,
+    ):
+        self.asked: dict[str, list[float]] | None = None
+        if vectors is not None:
+            self._from_vectors(vectors, partitions, nprobes)
+            return
         with Path(corpus).open(encoding="utf-8") as lines:
             passages = [json.loads(line) for line in lines]
         texts = [p.get("title", "") + " " + p["text"] for p in passages]
@@ -63,9 +75,29 @@ class Index:
         )
         self.table, self.nprobes = table, nprobes
 
-    def retrieve(self, query: str, top_k: int) -> list[dict[str, object]]:
-        search = (
-            self.table.search(vector(query, self.idf)).distance_type("cosine").nprobes(self.nprobes)
+    def _from_vectors(self, path: str, partitions: int, nprobes: int) -> None:
+        saved = np.load(path)
+        docs = saved["docs"].astype(np.float32)
+        rows = [
+            {"doc_id": str(d), "vector": v.tolist()}
+            for d, v in zip(saved["doc_ids"], docs, strict=True)
+        ]
+        self.asked = {
+            str(q): v.astype(np.float32).tolist()
+            for q, v in zip(saved["queries"], saved["query_vectors"], strict=True)
+        }
+        self.folder = tempfile.TemporaryDirectory(prefix="ivf-index-")
+        table = lancedb.connect(self.folder.name).create_table("corpus", rows)
+        table.create_index(
+            metric="cosine",
+            num_partitions=partitions,
+            num_sub_vectors=docs.shape[1] // 8,
+            vector_column_name="vector",
         )
+        self.table, self.nprobes = table, nprobes
+
+    def retrieve(self, query: str, top_k: int) -> list[dict[str, object]]:
+        asked = vector(query, self.idf) if self.asked is None else self.asked[query]
+        search = self.table.search(asked).distance_type("cosine").nprobes(self.nprobes)
         hits = search.limit(top_k).to_list()
         return [{"doc_id": h["doc_id"], "score": 1.0 - float(h["_distance"])} for h in hits]
