@@ -29,10 +29,12 @@ import numpy as np
 from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 from llm_eval.runs import QueryResults, RankedResult, Run, RunFormat
+from llm_eval.shards import parse_shard
 from llm_eval.textio import (
     iter_lines,
     iter_text_blocks,
     iter_unique_records,
+    load_json,
 )
 
 
@@ -52,9 +54,9 @@ def part_header(path: str | Path) -> tuple[int, dict[str, Any]] | None:
     """The line number and object of the file's first line when it is a part's header;
     None otherwise (any other first line, a TREC file, an empty file)."""
     for line, text in iter_lines(path):
-        try:
-            record = json.loads(text)
-        except ValueError:
+        try:  # a line that is not JSON is said to be so where the run is read
+            record = load_json(text, path, line)
+        except InputError:
             return None
         if isinstance(record, dict) and PART_KEY in record and "query_id" not in record:
             return line, record
@@ -70,8 +72,9 @@ def load_run(path: str | Path, run_format: RunFormat = "auto", *, part: bool = F
         header = part_header(path)
         if header is not None and not part:
             raise InputError(
-                f"is shard {header[1][PART_KEY]} of a run in parts, not a whole run: give "
-                "every part to gate, baseline refresh or evaluate (--run once each, or a glob)",
+                f"is {_shard_named(header[1][PART_KEY])} of a run in parts, not a whole run: "
+                "give every part to gate, baseline refresh or evaluate (--run once each, or a "
+                "glob)",
                 path=path,
                 line=header[0],
             )
@@ -84,6 +87,14 @@ def load_run(path: str | Path, run_format: RunFormat = "auto", *, part: bool = F
     if not run.queries and not part:
         raise InputError("the run file has no queries", path=path)
     return run
+
+
+def _shard_named(value: Any) -> str:
+    """`shard 2/3`, or `a part` when the header's shard is not one."""
+    try:
+        return f"shard {parse_shard(value)}" if isinstance(value, str) else "a part"
+    except ValueError:
+        return "a part"
 
 
 def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
