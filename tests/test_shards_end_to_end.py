@@ -180,3 +180,22 @@ def test_a_part_that_cannot_be_written_is_refused(
     assert done.returncode == code
     assert message in done.stderr
     assert not (project / "x.jsonl").exists()
+
+
+def test_a_retriever_built_several_times_is_not_sharded(project: Path) -> None:
+    """A `kind: run` glob names one run file per build: each part would hold one."""
+    for build in (1, 2):
+        (project / f"build-{build}.jsonl").write_text('{"query_id": "a-001", "results": []}\n')
+    config = (project / "config" / "llm-eval.yaml").read_text()
+    built = config.replace("kind: bm25", "kind: run\n  path: build-*.jsonl").replace(
+        "  k1: 0.9\n  b: 0.4\n", ""
+    )
+    (project / "built.yaml").write_text(built)
+    done = llm_eval(
+        project, "retrieve", "--config", "built.yaml", "--shard", "1/3", "--out", "b.jsonl"
+    )
+    assert done.returncode == 3
+    assert done.stderr == (
+        "llm-eval: error: built.yaml: retriever.builds: --shard cannot split a retriever "
+        "built 2 times: run its builds unsharded, or shard with one build\n"
+    )
