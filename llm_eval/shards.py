@@ -113,6 +113,8 @@ def _coverage_problem(
     parts: Sequence[Part], count: int, gold_ids: Sequence[str] | None
 ) -> tuple[str | None, str] | None:
     seen: dict[int, str] = {}
+    # Each gold query's shard, hashed once for all the parts.
+    owners = None if gold_ids is None else {q: shard_number(q, count) for q in gold_ids}
     for part in parts:
         shard = part.header.shard
         if shard.index in seen:
@@ -122,8 +124,8 @@ def _coverage_problem(
         if stray is not None:
             other = Shard(shard_number(stray, count), count)
             return part.path, f"holds query {stray!r}, which is shard {other}'s, not {shard}'s"
-        if gold_ids is not None:
-            problem = _missing_problem(part, gold_ids)
+        if owners is not None:
+            problem = _missing_problem(part, owners)
             if problem is not None:
                 return part.path, problem
     missing = [index for index in range(1, count + 1) if index not in seen]
@@ -135,9 +137,11 @@ def _coverage_problem(
     return None
 
 
-def _missing_problem(part: Part, gold_ids: Sequence[str]) -> str | None:
+def _missing_problem(part: Part, owners: Mapping[str, int]) -> str | None:
+    """What is wrong with a part lacking gold queries of its shard (`owners`: each gold
+    query's shard); None when it lacks none."""
     shard = part.header.shard
-    owned = [q for q in gold_ids if shard.holds(q)]
+    owned = [q for q, index in owners.items() if index == shard.index]
     held = set(part.query_ids)
     lacking = [q for q in owned if q not in held]
     if not lacking:
