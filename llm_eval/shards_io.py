@@ -83,8 +83,8 @@ def _read_part(path: Path) -> tuple[Part, Run]:
     found = part_header(path)
     if found is None:
         raise InputError(
-            "has no part header (`retrieve --shard I/N` writes one): a whole run cannot be "
-            "joined with parts",
+            "has no part header (`retrieve --shard I/N` writes one): several run files are "
+            "read as the parts of one sharded run",
             path=path,
         )
     line, record = found

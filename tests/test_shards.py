@@ -181,8 +181,8 @@ def test_a_whole_run_is_not_joined_with_parts(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         join_parts([part_path, whole], PRINTS, None)
     assert str(caught.value) == (
-        f"{whole}: has no part header (`retrieve --shard I/N` writes one): a whole run "
-        "cannot be joined with parts"
+        f"{whole}: has no part header (`retrieve --shard I/N` writes one): several run "
+        "files are read as the parts of one sharded run"
     )
 
 
