@@ -28,3 +28,5 @@ COMMENT_WHEN = "on_change"
 """The default of `llm-eval comment --when` and of the action's `comment` input."""
 MAX_BUILDS = 50
 """The most builds a config or `--builds` may ask for (`builds:` under `retriever:`)."""
+MAX_SHARDS = 256
+"""The most shards `init --shards` writes a matrix of: GitHub's limit of jobs a matrix makes."""

@@ -10,6 +10,7 @@ from typing import Any
 from llm_eval.config import EvalConfig, RetrieverConfig
 from llm_eval.digest import digest
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
+from llm_eval.gold import GoldSet
 from llm_eval.inputs import Inputs
 from llm_eval.retrievers import retriever_kind
 from llm_eval.retrievers.runfile import is_pattern, run_files
@@ -19,7 +20,6 @@ from llm_eval.textio import file_digest
 def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]:
     """Fingerprints of what a baseline depends on."""
     config = inputs.config
-    retriever = _retriever_fingerprint(config, run_path)
     gates = [
         {
             "name": g.name,
@@ -38,12 +38,23 @@ def fingerprints(inputs: Inputs, run_path: Path | None) -> dict[str, str | None]
         "rejection_score_threshold": config.rejection_score_threshold,
     }
     return {
-        "gold": gold_fingerprint(query_fingerprints(inputs.gold)),
-        "corpus": file_digest(config.corpus) if config.corpus is not None else None,
-        "retriever": retriever,
+        **run_fingerprints(config, inputs.gold, run_path),
         "criteria": digest(gates),
         "scoring": digest(scoring),
         "versions": file_digest(config.versions) if config.versions is not None else None,
+    }
+
+
+def run_fingerprints(
+    config: EvalConfig, gold: GoldSet, run_path: Path | None = None
+) -> dict[str, str | None]:
+    """The fingerprints of what a run depends on: the gold set, the corpus file and the
+    retriever (`run_path`'s content when a run file stands for it); a part of a sharded
+    run carries them in its header."""
+    return {
+        "gold": gold_fingerprint(query_fingerprints(gold)),
+        "corpus": file_digest(config.corpus) if config.corpus is not None else None,
+        "retriever": _retriever_fingerprint(config, run_path),
     }
 
 

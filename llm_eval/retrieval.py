@@ -1,8 +1,9 @@
 """Running the configured retriever over the gold set: build it, cache it, repeat it.
 
-    retrieval = obtain_retrieval(inputs, run_path, options)
+    retrieval = obtain_retrieval(inputs, run_paths, options)
 
-A precomputed run file (`--run`) is used as it is; otherwise the configured
+A precomputed run file (`--run`) is used as it is, and the parts of a sharded run
+(`retrieve --shard`) are checked and joined into one; otherwise the configured
 retriever answers every gold query, through the retrieval cache when the kind is
 cached, and the run is refused (exit 4) when more queries failed than
 `max_error_rate` allows.
@@ -23,12 +24,14 @@ from pathlib import Path
 
 from llm_eval.config import EvalConfig, RetrieverConfig
 from llm_eval.errors import ExternalError, InputError, LlmEvalError
+from llm_eval.fingerprint_io import run_fingerprints
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
 from llm_eval.retrievers import Retriever, RetrieverContext, held, retriever_kind
 from llm_eval.runs import QueryResults, Run
 from llm_eval.runs_io import load_run
+from llm_eval.shards_io import expand_runs, is_part, join_parts
 from llm_eval.textio import file_digest
 from llm_eval.wording.english import listed, plural
 
@@ -69,6 +72,11 @@ class Retrieval:
     builds_asked: int = 1
     """The builds asked for: more than were run when the kind answers the same at every
     build (then one stands for all)."""
+    run_file: Path | None = None
+    """The run file read in the retriever's place; None when retrieved, or joined from
+    parts (which were made by the configured retriever, as their headers say)."""
+    parts: int = 0
+    """How many parts of a sharded run were joined into `run`."""
 
     @property
     def each_build(self) -> tuple[Run, ...]:
@@ -80,16 +88,31 @@ def obtain_run(
     inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
 ) -> Run:
     """The precomputed run when given, else the configured retriever's results."""
-    return obtain_retrieval(inputs, run_path, options).run
+    return obtain_retrieval(inputs, () if run_path is None else (run_path,), options).run
 
 
 def obtain_retrieval(
-    inputs: Inputs, run_path: Path | None, options: RetrieveOptions | None = None
+    inputs: Inputs, run_paths: Sequence[Path] = (), options: RetrieveOptions | None = None
 ) -> Retrieval:
-    """`obtain_run`, with what happened while retrieving."""
-    if run_path is not None:
-        return Retrieval(checked_run(run_path, inputs))
-    return retrieve_gold(inputs.config, inputs.gold.queries, options or RetrieveOptions())
+    """`obtain_run`, with what happened while retrieving: `run_paths` (globs expanded)
+    are one run file, or the parts of a sharded run; none, and the retriever answers."""
+    if not run_paths:
+        return retrieve_gold(inputs.config, inputs.gold.queries, options or RetrieveOptions())
+    files = expand_runs(run_paths)
+    if len(files) == 1 and not is_part(files[0]):
+        return Retrieval(checked_run(files[0], inputs), run_file=files[0])
+    return _joined(inputs, files)
+
+
+def _joined(inputs: Inputs, files: Sequence[Path]) -> Retrieval:
+    """The parts of a sharded run as one, checked against this config and gold set."""
+    queries = inputs.gold.queries
+    expected = run_fingerprints(inputs.config, inputs.gold)
+    joined = join_parts(files, expected, [q.query_id for q in queries])
+    retriever = inputs.config.retriever
+    limit = retriever.max_error_rate if retriever is not None else 0.0
+    check_error_rate(joined.run, queries, limit, f"{len(files)} parts joined: ")
+    return Retrieval(joined.run, joined.from_cache, parts=len(files))
 
 
 def retrieve_gold(
@@ -397,6 +420,8 @@ def retrieval_notes(retrieval: Retrieval) -> list[str]:
         )
     if retrieval.repeat > 1:
         notes.append(_repeat_note(retrieval.unstable, retrieval.repeat, total))
+    if retrieval.parts:
+        notes.append(f"Joined {retrieval.parts} parts of a sharded run into one run.")
     if retrieval.builds:
         notes.append(
             f"The retriever was built {len(retrieval.builds)} times, each build answering "

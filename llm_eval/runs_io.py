@@ -29,10 +29,12 @@ import numpy as np
 from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 from llm_eval.runs import QueryResults, RankedResult, Run, RunFormat
+from llm_eval.shards import parse_shard
 from llm_eval.textio import (
     iter_lines,
     iter_text_blocks,
     iter_unique_records,
+    load_json,
 )
 
 
@@ -43,17 +45,56 @@ def detect_format(path: str | Path) -> Literal["jsonl", "trec"]:
     return "jsonl"
 
 
-def load_run(path: str | Path, run_format: RunFormat = "auto") -> Run:
-    """Read a run file (JSONL or TREC) into ranked results."""
+PART_KEY = "shard"
+"""The key of a part's header: the first line of a run file that `retrieve --shard`
+wrote, an object with this key and no `query_id` (read by `llm_eval.shards_io`)."""
+
+
+def part_header(path: str | Path) -> tuple[int, dict[str, Any]] | None:
+    """The line number and object of the file's first line when it is a part's header;
+    None otherwise (any other first line, a TREC file, an empty file)."""
+    for line, text in iter_lines(path):
+        try:  # a line that is not JSON is said to be so where the run is read
+            record = load_json(text, path, line)
+        except InputError:
+            return None
+        if isinstance(record, dict) and PART_KEY in record and "query_id" not in record:
+            return line, record
+        return None
+    return None
+
+
+def load_run(path: str | Path, run_format: RunFormat = "auto", *, part: bool = False) -> Run:
+    """Read a run file (JSONL or TREC) into ranked results; a part of a sharded run
+    only when `part` says so (alone, it is not the run), its header left out."""
     fmt = detect_format(path) if run_format == "auto" else run_format
     if fmt == "jsonl":
-        run = Run(_load_jsonl(path))
+        header = part_header(path)
+        if header is not None and not part:
+            raise InputError(
+                f"is {_shard_named(header[1][PART_KEY])} of a run in parts, not a whole run: "
+                "give every part to gate, baseline refresh or evaluate (--run once each, or a "
+                "glob)",
+                path=path,
+                line=header[0],
+            )
+        run = Run(_load_jsonl(path, header[0] if header is not None else 0))
     else:
         scored = load_trec_scores(path)
         run = Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
-    if not run.queries:  # a retriever that answered nothing wrote its queries, unanswered
+    # A retriever that answered nothing wrote its queries, unanswered; a part may hold
+    # none when its shard does.
+    if not run.queries and not part:
         raise InputError("the run file has no queries", path=path)
     return run
+
+
+def _shard_named(value: Any) -> str:
+    """`shard 2/3`, or `a part` when the header's shard is not one."""
+    try:
+        return f"shard {parse_shard(value)}" if isinstance(value, str) else "a part"
+    except ValueError:
+        return "a part"
 
 
 def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
@@ -61,8 +102,10 @@ def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
     return QueryResults(query_id, tuple(RankedResult(doc, score) for doc, score in ordered))
 
 
-def _load_jsonl(path: str | Path) -> dict[str, QueryResults]:
-    records = iter_unique_records(path, _parse_jsonl_line, lambda q: q.query_id, "query_id")
+def _load_jsonl(path: str | Path, after: int) -> dict[str, QueryResults]:
+    records = iter_unique_records(
+        path, _parse_jsonl_line, lambda q: q.query_id, "query_id", after=after
+    )
     return {query.query_id: query for query in records}
 
 

@@ -564,14 +564,18 @@ def iter_unique_records(
     key_name: str,
     *,
     strict: bool = False,
+    after: int = 0,
 ) -> Iterator[T]:
-    """Parse each JSONL line into a record whose `key` must be unique in the file.
+    """Parse each JSONL line after line `after` (a header's) into a record whose `key`
+    must be unique in the file.
 
     A repeated key is an error naming both lines:
     `file:9: query_id: duplicate query_id 'q1' (first at line 3)`.
     """
     first_line: dict[str, int] = {}
     for line, text in iter_lines(path):
+        if line <= after:
+            continue
         record = parse(parse_json_object(text, path, line, strict=strict), path, line)
         value = key(record)
         if value in first_line:

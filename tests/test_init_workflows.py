@@ -76,15 +76,21 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
     return Source(root, git(root, "rev-parse", "HEAD").strip())
 
 
-@pytest.fixture(scope="module")
-def initialised(tmp_path_factory: pytest.TempPathFactory, source: Source) -> Path:
-    """A new repository after `llm-eval init --source acme/retriever@SHA`, committed on
-    main: the first push to the default branch."""
-    root = tmp_path_factory.mktemp("initialised") / "repo"
+def init_repository(root: Path, source: Source, *args: str) -> Path:
+    """A new repository at `root` after `llm-eval init --source acme/retriever@SHA ARGS`,
+    committed on main: the first push to the default branch."""
     root.mkdir()
     git(root, "init", "--quiet", "--initial-branch", "main")
     made = subprocess.run(
-        [sys.executable, "-m", "llm_eval.cli", "init", "--source", f"{OWNER_REPO}@{source.sha}"],
+        [
+            sys.executable,
+            "-m",
+            "llm_eval.cli",
+            "init",
+            "--source",
+            f"{OWNER_REPO}@{source.sha}",
+            *args,
+        ],
         cwd=root,
         capture_output=True,
         text=True,
@@ -94,6 +100,12 @@ def initialised(tmp_path_factory: pytest.TempPathFactory, source: Source) -> Pat
     git(root, "add", "--all")
     git(root, "commit", "--quiet", "--message", "llm-eval init")
     return root
+
+
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory: pytest.TempPathFactory, source: Source) -> Path:
+    """A new repository after `llm-eval init --source acme/retriever@SHA`."""
+    return init_repository(tmp_path_factory.mktemp("initialised") / "repo", source)
 
 
 @pytest.fixture
@@ -467,7 +479,7 @@ def run_gate_workflow(
     """The gate job on pull request 7, from a branch of the repository or from a fork,
     after its checkout: the action's steps, as `uses: acme/retriever@SHA` with its
     `with:` gives them. Its upload-artifact step is checked to find the files it names."""
-    (job,) = workflow(repo, "retrieval-gate.yml")["jobs"].values()
+    job = workflow(repo, "retrieval-gate.yml")["jobs"]["gate"]
     uses = job["steps"][-1]
     assert uses["uses"] == f"{OWNER_REPO}@{source.sha}"
     event = runner / "event.json"
@@ -581,3 +593,104 @@ def test_the_comment_workflow_posts_a_forks_report_found_by_its_head_commit(
     assert done.returncode == 0, done.stderr
     (comment,) = github.comments[7]
     assert "recall@5" in comment.body
+
+
+# --- retrieval-gate.yml as `init --shards 3` writes it ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory, source: Source) -> Path:
+    """A new repository after `llm-eval init --source acme/retriever@SHA --shards 3`."""
+    return init_repository(tmp_path_factory.mktemp("sharded") / "repo", source, "--shards", "3")
+
+
+def test_init_shards_writes_a_matrix_gate_that_actionlint_passes(
+    sharded: Path, initialised: Path
+) -> None:
+    done = subprocess.run(
+        [tool("actionlint"), "-no-color", "-oneline", f"-shellcheck={tool('shellcheck')}"],
+        cwd=sharded,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    jobs = workflow(sharded, "retrieval-gate.yml")["jobs"]
+    assert jobs["retrieve"]["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert jobs["gate"]["needs"] == "retrieve"
+    for name in WRITTEN:  # the other workflows are the ones init writes without shards
+        if name != "retrieval-gate.yml":
+            assert workflow(sharded, name) == workflow(initialised, name)
+
+
+def test_every_script_of_the_sharded_gate_is_run_below(sharded: Path, initialised: Path) -> None:
+    """A new `run:` step fails here until the test below runs it; its install line is
+    one `installed` ran."""
+    document = workflow(sharded, "retrieval-gate.yml")
+    scripts = [step["name"] for step in steps(document) if "run" in step]
+    assert scripts == ["Install llm-eval", "Compute the cache key", "Retrieve this shard"]
+    assert named(document, "Install llm-eval")["run"] in install_scripts(initialised)
+
+
+def without_timings(report: dict[str, Any]) -> dict[str, Any]:
+    """report.json without what differs from run to run: timings, generated_at."""
+    kept = {key: value for key, value in report.items() if key != "timings"}
+    kept["provenance"] = {k: v for k, v in report["provenance"].items() if k != "generated_at"}
+    return kept
+
+
+def test_the_sharded_gate_gates_from_the_parts_its_matrix_uploaded(
+    sharded: Path, source: Source, installed: Path, action_bin: Path, tmp_path: Path
+) -> None:
+    """Each matrix job on a runner of its own (the cache restored, the shard retrieved,
+    the cache saved, the part uploaded), then the gate job: the parts downloaded as
+    download-artifact does (every artifact named llm-eval-part-*, merged in one folder)
+    and the action's steps on them. The artifacts GitHub keeps between the jobs are
+    folders here. The report is the one `llm-eval gate` gives in one process."""
+    repo = Path(shutil.copytree(sharded, tmp_path / "repo", symlinks=True))
+    head = pull_request_branch(repo, change=False)
+    document = workflow(repo, "retrieval-gate.yml")
+    cache = ActionsCache(tmp_path / "github-cache")
+    artifacts = tmp_path / "artifacts"
+    upload = named(document, "Upload the part")
+    for shard in document["jobs"]["retrieve"]["strategy"]["matrix"]["shard"]:
+        runner = tmp_path / f"runner-{shard}"
+        runner.mkdir()
+        shutil.rmtree(repo / ".llm-eval", ignore_errors=True)  # a new runner
+        context = runner_context(runner) | {"matrix.shard": str(shard)}
+        environ = runner_environ(installed, RUNNER_TEMP=str(runner))
+        ran = cached_steps(document, "Retrieve this shard", repo, environ, context, cache)
+        assert ran.restored["cache-hit"] == ("false" if shard == 1 else "true")
+        given = {key: resolve(str(value), context) for key, value in upload["with"].items()}
+        (artifacts / given["name"]).mkdir(parents=True)
+        shutil.copy2(given["path"], artifacts / given["name"])
+    assert sorted(p.name for p in artifacts.iterdir()) == [f"llm-eval-part-{i}" for i in (1, 2, 3)]
+
+    runner = tmp_path / "gate-runner"
+    runner.mkdir()
+    shutil.rmtree(repo / ".llm-eval", ignore_errors=True)
+    download = named(document, "Download the parts")["with"]
+    into = Path(resolve(download["path"], runner_context(runner)))
+    into.mkdir()
+    for artifact in artifacts.glob(download["pattern"]):  # merge-multiple: one folder
+        for part in artifact.iterdir():
+            shutil.copy2(part, into / part.name)
+    github = FakeGitHub(repo=OWNER_REPO, users={TOKEN: "github-actions[bot]"})
+    github.add_pull(7, head)
+    with serve(github):
+        run = run_gate_workflow(repo, source, action_bin, runner, github)
+    assert run.outputs["verdict"] == "pass"
+    assert run.failed_with is None
+    single = subprocess.run(
+        [str(action_bin / "llm-eval"), "gate", "--out", str(tmp_path / "single")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert single.returncode == 0, single.stderr
+    reports = [
+        json.loads(Path(path).read_text())
+        for path in (run.outputs["report"], tmp_path / "single" / "report.json")
+    ]
+    assert without_timings(reports[0]) == without_timings(reports[1])

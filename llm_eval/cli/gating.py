@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -15,7 +15,7 @@ from llm_eval.cli.root import (
     BUILDS_OPTION,
     CONFIG_OPTION,
     METRIC_HELP,
-    RUN_OPTION,
+    RUNS_OPTION,
     cli,
     config_options,
     echo,
@@ -24,6 +24,9 @@ from llm_eval.cli.root import (
 from llm_eval.errors import ExitCode
 from llm_eval.formats import format_names
 from llm_eval.output import encodes
+
+if TYPE_CHECKING:
+    from llm_eval.shards import Shard
 
 
 @cli.command()
@@ -40,7 +43,15 @@ from llm_eval.output import encodes
     type=click.Path(path_type=Path),
     help="TREC qrels or BEIR qrels TSV, instead of --gold.",
 )
-@click.option("--run", "run_path", type=click.Path(path_type=Path), required=True, help="Run file.")
+@click.option(
+    "--run",
+    "run_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    required=True,
+    help="Run file; for a run in parts (`retrieve --shard`), every part: --run once each, "
+    "or a glob.",
+)
 @click.option(
     "--run-format",
     type=click.Choice(["auto", "jsonl", "trec"]),
@@ -67,7 +78,7 @@ from llm_eval.output import encodes
 def evaluate(
     gold_paths: tuple[Path, ...],
     qrels_path: Path | None,
-    run_path: Path,
+    run_paths: tuple[Path, ...],
     run_format: str,
     metrics: tuple[str, ...],
     relevance_level: int,
@@ -83,7 +94,7 @@ def evaluate(
     if bool(gold_paths) == (qrels_path is not None):
         raise click.UsageError("give either --gold or --qrels")
     scores = command.evaluate_files(
-        run_path=run_path,
+        run_paths=run_paths,
         metrics=metrics or defaults.METRICS,
         gold_paths=gold_paths,
         qrels_path=qrels_path,
@@ -111,7 +122,7 @@ JUDGE_REPEAT_OPTION = click.option(
 
 @cli.command(short_help="Evaluate, compare with the baseline, print the verdict.")
 @config_options
-@RUN_OPTION
+@RUNS_OPTION
 @click.option(
     "--out",
     "out_dir",
@@ -152,7 +163,7 @@ def gate(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None,
-    run_path: Path | None,
+    run_paths: tuple[Path, ...],
     out_dir: Path | None,
     allow_gold_change: bool,
     use_cache: bool | None,
@@ -182,9 +193,9 @@ def gate(
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
 
-    if run_path is not None and repeat > 1:
+    if run_paths and repeat > 1:
         raise click.UsageError("--repeat runs the configured retriever; it cannot repeat --run")
-    if run_path is not None and builds is not None:
+    if run_paths and builds is not None:
         raise click.UsageError("--builds builds the configured retriever; it cannot build --run")
     if dry_run:
         from llm_eval.commands.gate import judge_dry_run
@@ -193,7 +204,7 @@ def gate(
             text = judge_dry_run(
                 config_path=config_path,
                 criteria_path=criteria_path,
-                run_path=run_path,
+                run_paths=run_paths,
                 retrieve_options=RetrieveOptions(use_cache, repeat, progress.update),
                 repeat=judge_repeat,
             )
@@ -204,7 +215,7 @@ def gate(
             config_path=config_path,
             criteria_path=criteria_path,
             baseline_path=baseline_path,
-            run_path=run_path,
+            run_paths=run_paths,
             out_dir=out_dir,
             allow_gold_change=allow_gold_change,
             retrieve_options=RetrieveOptions(
@@ -230,7 +241,7 @@ def baseline() -> None:
 
 @baseline.command("refresh")
 @config_options
-@RUN_OPTION
+@RUNS_OPTION
 @click.option("--force", is_flag=True, help="Write it even when an error gate's floor fails.")
 @BUILDS_OPTION
 @JUDGE_REPEAT_OPTION
@@ -238,7 +249,7 @@ def baseline_refresh(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None,
-    run_path: Path | None,
+    run_paths: tuple[Path, ...],
     force: bool,
     builds: int | None,
     judge_repeat: int,
@@ -251,14 +262,14 @@ def baseline_refresh(
     from llm_eval.inputs import JudgeOptions
     from llm_eval.progress import Progress
 
-    if run_path is not None and builds is not None:
+    if run_paths and builds is not None:
         raise click.UsageError("--builds builds the configured retriever; it cannot build --run")
     with Progress() as progress:
         outcome = refresh(
             config_path=config_path,
             criteria_path=criteria_path,
             baseline_path=baseline_path,
-            run_path=run_path,
+            run_paths=run_paths,
             force=force,
             judge=JudgeOptions(judge_repeat),
             builds=builds,
@@ -284,6 +295,18 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     echo(show(baseline_path or load_config(config_path).baseline))
 
 
+def _shard(context: click.Context, parameter: click.Parameter, value: str | None) -> Shard | None:
+    """`--shard I/N` parsed (a usage error otherwise)."""
+    from llm_eval.shards import parse_shard
+
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @CONFIG_OPTION
 @click.option(
@@ -306,6 +329,14 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
 )
 @retrieval_options
 @BUILDS_OPTION
+@click.option(
+    "--shard",
+    metavar="I/N",
+    callback=_shard,
+    help="Retrieve only shard I of N: the queries whose id hashes to I, the same at every "
+    "run whatever the gold file's order. Writes a part (JSONL, its header first); gate, "
+    "baseline refresh and evaluate join all N parts into the run.",
+)
 def retrieve_command(
     config_path: Path,
     out: Path,
@@ -314,11 +345,15 @@ def retrieve_command(
     use_cache: bool | None,
     repeat: int,
     builds: int | None,
+    shard: Shard | None,
 ) -> None:
     """Run the configured retriever over the gold set and write a run file."""
     from llm_eval.commands.retrieve import retrieve
     from llm_eval.progress import Progress
     from llm_eval.retrieval import RetrieveOptions
+
+    if shard is not None and builds is not None:
+        raise click.UsageError("--builds writes a run per build; a shard's part holds one")
 
     with Progress() as progress:
         options = RetrieveOptions(use_cache, repeat, progress.update, builds, progress.name_build)
@@ -328,5 +363,6 @@ def retrieve_command(
             options=options,
             run_format=run_format,
             text=not no_text,
+            shard=shard,
         )
     echo(summary)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from llm_eval import defaults
 from llm_eval.cli.root import (
     CONFIG_OPTION,
     RUN_OPTION,
@@ -229,8 +230,20 @@ def _threads_deaf_to_ctrl_c() -> Iterator[None]:
     "split becomes the gold set, its corpus the corpus.",
 )
 @click.option("--split", help="The qrels split of --from-beir (default: test).")
+@click.option(
+    "--shards",
+    type=click.IntRange(2, defaults.MAX_SHARDS),
+    metavar="N",
+    help="Write a gate workflow that retrieves in N matrix jobs, each uploading its part "
+    "of the run as an artifact, and gates from the N parts in one more job.",
+)
 def init_command(
-    root: Path, source: str | None, force: bool, beir: Path | None, split: str | None
+    root: Path,
+    source: str | None,
+    force: bool,
+    beir: Path | None,
+    split: str | None,
+    shards: int | None,
 ) -> None:
     """Write config, ship criteria, a starter corpus and gold set, and the GitHub
     workflows, then compute the baseline: `llm-eval gate` runs right after. With
@@ -243,7 +256,7 @@ def init_command(
         raise click.UsageError("--split is the split of --from-beir; give that too")
     width = terminal_width()
     split = split or BEIR_SPLIT
-    echo(init(root, source=source, force=force, width=width, beir=beir, split=split))
+    echo(init(root, source=source, force=force, width=width, beir=beir, split=split, shards=shards))
 
 
 @cli.command("gain", short_help="Novelty and retrieval gain of new documents.")

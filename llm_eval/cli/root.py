@@ -57,6 +57,16 @@ RUN_OPTION = click.option(
 )
 
 
+RUNS_OPTION = click.option(
+    "--run",
+    "run_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Use this precomputed run (JSONL or TREC) instead of calling the retriever; for "
+    "a run in parts (`retrieve --shard`), every part: --run once each, or a glob.",
+)
+
+
 def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--no-cache and --repeat, shared by the commands that run the retriever."""
     command = click.option(

@@ -70,7 +70,7 @@ def refresh(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None = None,
-    run_path: Path | None = None,
+    run_paths: Sequence[Path] = (),
     force: bool = False,
     judge: JudgeOptions | None = None,
     builds: int | None = None,
@@ -87,20 +87,20 @@ def refresh(
     check_labels(inputs)
     path = baseline_path or inputs.config.baseline
     old, unreadable = _previous(path)
-    check = None if builds else _noise_check(inputs, run_path)
+    check = None if builds else _noise_check(inputs, run_paths)
     options = RetrieveOptions(
         builds=builds or check,
         progress=None if progress is None else progress.update,
         on_build=None if progress is None else progress.name_build,
     )
-    retrieval = obtain_retrieval(inputs, run_path, options)
+    retrieval = obtain_retrieval(inputs, run_paths, options)
     measurement = measure_builds(inputs, retrieval.each_build, judge)
     noise = _noise(inputs, retrieval, measurement)
     if check is not None:
         # The second build was only to see the noise: the baseline keeps one build, as
         # the gate runs one until `builds` is set (then both sides hold several).
         measurement = replace(measurement, per_query=measurement.builds[0], builds=())
-    new = _baseline(inputs, measurement, run_path)
+    new = _baseline(inputs, measurement, retrieval.run_file)
     heard = "" if noise is None else "\n\n" + "\n".join(wrap(noise_sentence(noise), 80))
     scored = plural(len(measurement.per_query), "scored query", "scored queries")
     if old is not None:
@@ -185,12 +185,12 @@ def _baseline(inputs: Inputs, measurement: Measurement, run_path: Path | None) -
     )
 
 
-def _noise_check(inputs: Inputs, run_path: Path | None) -> int | None:
+def _noise_check(inputs: Inputs, run_paths: Sequence[Path]) -> int | None:
     """2 when the retriever should be built twice to see whether a rebuild alone moves
     the gates: no `builds` set and a kind not known to answer the same at every build;
     else None (as configured)."""
     retriever = inputs.config.retriever
-    if run_path is not None or retriever is None or retriever.builds is not None:
+    if run_paths or retriever is None or retriever.builds is not None:
         return None
     _, count = planned_builds(inputs.config, 2)
     asked, _ = planned_builds(inputs.config, None)

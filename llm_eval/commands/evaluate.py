@@ -29,9 +29,10 @@ from llm_eval.metrics import Metric, parse_metric
 from llm_eval.output import render_table
 from llm_eval.qrels_io import load_qrels
 from llm_eval.ranking import ranking_values
-from llm_eval.runs import RunFormat
+from llm_eval.runs import Run, RunFormat
 from llm_eval.runs_io import detect_format, load_run
 from llm_eval.scoring import Scoring, score_run
+from llm_eval.shards_io import expand_runs, is_part, join_parts
 from llm_eval.trec_columns_io import iter_trec_columns
 from llm_eval.wording.english import listed, plural
 
@@ -74,7 +75,7 @@ class Evaluation:
 
 def evaluate_files(
     *,
-    run_path: Path,
+    run_paths: Sequence[Path],
     metrics: Sequence[str],
     gold_paths: Sequence[Path] = (),
     qrels_path: Path | None = None,
@@ -85,8 +86,10 @@ def evaluate_files(
     """Load the judgments and the run from files and score them.
 
     A gold set labelled by pages or passages is matched as `matching: auto` matches it,
-    with the default page tolerance and F1 threshold.
+    with the default page tolerance and F1 threshold. `run_paths` (globs expanded) are
+    one run file or the parts of a sharded run, checked against each other and joined.
     """
+    run_path = _run_source(run_paths)
     wanted = _evaluable(metrics)
     relevance = parse_metrics(m.name for m in wanted if m.kind == "relevance")
     from_run = [m.name for m in wanted if m.kind in _FROM_THE_RUN]
@@ -124,17 +127,29 @@ def _evaluable(metrics: Sequence[str]) -> list[Metric]:
     return list(unique.values())
 
 
+def _run_source(run_paths: Sequence[Path]) -> Path | Run:
+    """The one run file, or the parts joined (nothing holds them to a config here)."""
+    files = expand_runs(run_paths)
+    if len(files) == 1 and not is_part(files[0]):
+        return files[0]
+    return join_parts(files, None, None).run
+
+
+def _load(source: Path | Run, run_format: RunFormat) -> Run:
+    return source if isinstance(source, Run) else load_run(source, run_format)
+
+
 def _values_from_run(
     gold: GoldSet | None,
     qrels_path: Path | None,
-    run_path: Path,
+    run_path: Path | Run,
     run_format: RunFormat,
     level: int,
     names: list[str],
     threshold: float | None,
 ) -> dict[str, dict[str, float]]:
     """`{metric: {query_id: value}}` of ranking and rejection metrics, as the gate scores them."""
-    run = load_run(run_path, run_format)
+    run = _load(run_path, run_format)
     if gold is not None:
         per_query = score_run(gold, run, names, level, Scoring(rejection_score_threshold=threshold))
         rows: Mapping[str, Mapping[str, float]] = per_query.per_query
@@ -148,15 +163,19 @@ def _values_from_run(
     return {n: {q: row[n] for q, row in rows.items() if n in row} for n in names}
 
 
-def _judge_matched(gold: GoldSet, run_path: Path, run_format: RunFormat, level: int) -> Judgments:
+def _judge_matched(
+    gold: GoldSet, run_path: Path | Run, run_format: RunFormat, level: int
+) -> Judgments:
     """Judgments in units: each query's results credited by its matcher."""
-    matched = match_run(gold, load_run(run_path, run_format))
+    matched = match_run(gold, _load(run_path, run_format))
     return judge_ranked(matched.qrels, matched.ranked, level)
 
 
 def _judge(
-    qrels: dict[str, dict[str, int]], run_path: Path, run_format: RunFormat, level: int
+    qrels: dict[str, dict[str, int]], run_path: Path | Run, run_format: RunFormat, level: int
 ) -> Judgments:
+    if isinstance(run_path, Run):
+        return judge_ranked(qrels, run_path.ranked(), level)
     fmt = detect_format(run_path) if run_format == "auto" else run_format
     if fmt == "trec":
         # Read as columns, a block at a time: the whole run is never held in memory.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +57,7 @@ def run_gate(
     config_path: Path,
     criteria_path: Path,
     baseline_path: Path | None = None,
-    run_path: Path | None = None,
+    run_paths: Sequence[Path] = (),
     out_dir: Path | None = None,
     allow_gold_change: bool = False,
     retrieve_options: RetrieveOptions | None = None,
@@ -64,7 +65,8 @@ def run_gate(
 ) -> GateOutcome:
     """The gate end to end; writes the report in every written format (report.json,
     report.md, report.junit.xml) to the output folder, whose cache keeps the power
-    statements' figures (`power_io.py`)."""
+    statements' figures (`power_io.py`). `run_paths`: a run file, or the parts of a
+    sharded run, in the retriever's place."""
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
     out = out_dir or inputs.config.output
@@ -74,7 +76,8 @@ def run_gate(
     references = load_references(inputs.criteria.gates, baseline_file)
     history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()
-    retrieval = obtain_retrieval(inputs, run_path, retrieve_options)
+    retrieval = obtain_retrieval(inputs, run_paths, retrieve_options)
+    run_file = retrieval.run_file
     retrieved = time.perf_counter()
     measurement = measure_builds(inputs, retrieval.each_build, judge_options)
     notes, from_cache = tuple(retrieval_notes(retrieval)), retrieval.from_cache
@@ -88,7 +91,7 @@ def run_gate(
         comparison,
         baseline,
         baseline_path=str(baseline_file),
-        fingerprints=fingerprints(inputs, run_path),
+        fingerprints=fingerprints(inputs, run_file),
         head_commit=head_commit(),
         timings={
             "load_s": loaded - started,
@@ -128,7 +131,7 @@ def judge_dry_run(
     *,
     config_path: Path,
     criteria_path: Path,
-    run_path: Path | None = None,
+    run_paths: Sequence[Path] = (),
     retrieve_options: RetrieveOptions | None = None,
     repeat: int = 1,
 ) -> str:
@@ -138,7 +141,7 @@ def judge_dry_run(
     inputs = load_inputs(config_path, criteria_path)
     if not judged_metrics(inputs):
         return "llm-eval gate --dry-run: no judged metric is configured; nothing would be asked."
-    run = obtain_retrieval(inputs, run_path, retrieve_options).run
+    run = obtain_retrieval(inputs, run_paths, retrieve_options).run
     plan = plan_judging(inputs, run, repeat)
     asked = plan.calls - plan.cached
     return (

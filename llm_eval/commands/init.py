@@ -48,6 +48,7 @@ FILES = {
     ".github/workflows/baseline-refresh.yml": "workflows/baseline-refresh.yml",
     ".github/workflows/dashboard.yml": "workflows/dashboard.yml",
 }
+GATE_WORKFLOW = ".github/workflows/retrieval-gate.yml"
 DEFAULT_SOURCE = "OWNER/llm-eval@main"
 """What the workflows name when this llm-eval was not installed from GitHub by git."""
 _SOURCE = re.compile(r"[\w.-]+/[\w.-]+@[\w./-]+")
@@ -128,6 +129,14 @@ def requirement(source: str) -> str:
     return f"{DISTRIBUTION} @ git+https://github.com/{repo}.git@{ref}"
 
 
+def sharded_gate(shards: int) -> str:
+    """The gate workflow that retrieves in `shards` matrix jobs, each uploading its part,
+    and gates from the parts in one job."""
+    listed = "[" + ", ".join(str(i) for i in range(1, shards + 1)) + "]"
+    text = scaffold_text("workflows/retrieval-gate-sharded.yml")
+    return text.replace("{shard_list}", listed).replace("{shards}", str(shards))
+
+
 def _ignoring_output(path: Path) -> str:
     """.gitignore's text keeping the output folder (reports, caches) out of git."""
     old = read_text(path) if path.is_file() else ""
@@ -175,10 +184,12 @@ def init(
     width: int = 80,
     beir: Path | None = None,
     split: str = BEIR_SPLIT,
+    shards: int | None = None,
 ) -> str:
     """Write the setup into `root` (from a BEIR folder's split when `beir` is given),
     compute its baseline; the terminal text. `source` (`OWNER/REPO@REF`) defaults to
-    where this llm-eval was installed from (`default_source`)."""
+    where this llm-eval was installed from (`default_source`); with `shards`, the gate
+    workflow retrieves in that many matrix jobs (`sharded_gate`)."""
     given = source
     source, resolved = (
         pinned_source(source) if source is not None else (default_source(installed_source()), None)
@@ -187,6 +198,8 @@ def init(
     told = None
     if beir is not None:
         texts, told = beir_texts(root, beir, split)
+    if shards is not None:
+        texts[GATE_WORKFLOW] = sharded_gate(shards)
     present = [name for name in texts if (root / name).exists()]
     if present and not force:
         raise InputError(
@@ -243,6 +256,11 @@ def init(
         steps.append(
             f"The workflows take the action and package from {source}, the commit this "
             "llm-eval was installed from."
+        )
+    if shards is not None:
+        steps.append(
+            f"{GATE_WORKFLOW} retrieves in {shards} jobs, each uploading its part of the run "
+            "(`llm-eval retrieve --shard I/N`), and gates from the parts in one more."
         )
     for step in steps:
         lines += wrap(step, width, "")

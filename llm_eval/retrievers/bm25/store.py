@@ -163,6 +163,10 @@ def save_index(index: Index, folder: Path, corpus: Path) -> None:
         index.model.save(str(staging), show_progress=False)
         write_atomic(staging / _DOC_IDS_FILE, json.dumps(index.doc_ids, ensure_ascii=False))
         save_texts(corpus, index.doc_ids, staging)
+        # Jobs sharing the cache (the shards of a run) may build the same index at once:
+        # one another process has put in place is kept, never removed while it is read.
+        if load_index(folder) is not None:
+            return
         shutil.rmtree(folder, ignore_errors=True)  # an unreadable index being replaced
         staging.rename(folder)
     except OSError:
