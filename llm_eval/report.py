@@ -30,6 +30,7 @@ from llm_eval.report_types import GateEntry, Power, Report, Verdict
 from llm_eval.scoring import Measurement
 from llm_eval.slices import ScoreTable, breakdown, slice_values
 from llm_eval.stats import MarginTest
+from llm_eval.wording.builds import builds_notes
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import (
     coverage_sentence,
@@ -575,6 +576,7 @@ def build_report(
             *_cache_notes(from_cache, len(measurement.service)),
             *_repeat_notes(measurement, baseline, metrics),
             *coverage_notes(comparison.results),
+            *builds_notes(comparison.results),
         ],
         "retrieval": {"from_cache": from_cache},
         "provenance": {

@@ -289,6 +289,9 @@ def test_three_builds_a_side_hold_the_spread_on_every_surface(noisy: Path, cli: 
     assert recall["power"]["more_builds"]["builds"] == 5
     markdown = " ".join((noisy / ".llm-eval" / "report.md").read_text(encoding="utf-8").split())
     assert "over 3 builds each, a build's mean ±" in markdown
+    note = "This retriever answers a little differently each time it is built"
+    assert any(n.startswith(note) for n in report["notes"])
+    assert note in markdown and note in said  # one note, on every surface
     assert "with 3 builds of 176 queries" in markdown
 
 

@@ -1,8 +1,12 @@
-"""What building the retriever again changed, in words (`baseline refresh`)."""
+"""What building the retriever again changed, in words (`baseline refresh`, and the
+report's notes about gates measured over several builds)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llm_eval.builds import BuildNoise, GateMove
+from llm_eval.gate import GateResult
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import drop_size, subject
 
@@ -44,3 +48,27 @@ def noise_sentence(noise: BuildNoise, advised: int = 3) -> str:
 def _name(move: GateMove) -> str:
     """`recall@5 (tier A)`."""
     return subject(move.gate.metric, move.gate.scope.label())
+
+
+def builds_notes(results: Sequence[GateResult]) -> list[str]:
+    """In plain words, how far a rebuild alone moved each gate measured over several
+    builds: the spread the verdict allows for."""
+    notes = []
+    for result in results:
+        margin = result.margin
+        if margin is None or margin.builds == (1, 1):
+            continue
+        before, after = margin.builds
+        counts = (
+            f"{before} builds on each side of the comparison"
+            if before == after
+            else f"{before} builds for the baseline, {after} now"
+        )
+        name = subject(result.gate.metric, result.gate.scope.label())
+        notes.append(
+            f"This retriever answers a little differently each time it is built: with "
+            f"nothing else changed, a rebuild moved {name} by about "
+            f"±{drop_size(result.gate.metric, margin.build_sd)} ({counts}). The verdict "
+            "counts that as noise, not as a change."
+        )
+    return notes
