@@ -28,3 +28,6 @@ COMMENT_WHEN = "on_change"
 """The default of `llm-eval comment --when` and of the action's `comment` input."""
 MAX_BUILDS = 50
 """The most builds a config or `--builds` may ask for (`builds:` under `retriever:`)."""
+EXPERIMENT_GROUP = 16
+"""Variants `experiment` builds and runs in turns together, besides the reference: memory
+holds one group's retrievers and runs (`llm_eval.experiment.sweep`)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -539,7 +539,7 @@ def _blank(number: float | None) -> float | str:
     return "" if number is None else number
 
 
-def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
+def to_json(result: Experiment, words: str, timings: Mapping[str, float]) -> str:
     """Everything, raw numbers."""
 
     def row_json(r: Any) -> dict[str, Any]:
