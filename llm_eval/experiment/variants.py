@@ -35,10 +35,12 @@ front depends on the scores alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_eval.experiment.latency_ratio import Ratio, paired_ratio, ratio_words
+import numpy as np
+
+from llm_eval.experiment.latency_ratio import Draws, Ratio, paired_ratio, ratio_words
 from llm_eval.experiment.pairs import Row, compare_pair, compare_runs, winner
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
@@ -389,17 +391,22 @@ def _grouped_standings(
     reference: str,
     quality: tuple[str, Sequence[str], float, int],
 ) -> dict[str, tuple[bool | None, tuple[str, ...]]]:
-    """`_standings` within each group, the reference's run in that group among them;
-    the reference's own standing is the one in its own group. `quality` is (metric,
-    gold ids, alpha, seed)."""
+    """`_standings` within each group, the reference's run in that group among them (it
+    may dominate a variant there); the reference's own standing and ties are those of
+    its own group, so that every tie lies within one group. `quality` is (metric, gold
+    ids, alpha, seed)."""
     own = next(v.group for v in variants if v.name == reference)
     out: dict[str, tuple[bool | None, tuple[str, ...]]] = {}
     for group in dict.fromkeys(v.group for v in variants):
         members = [v for v in variants if v.group == group or v.name == reference]
         timed = {**latencies, reference: anchored[group]}
         found = _standings(members, values, timed, *quality)
-        if group != own:
+        if group != own:  # the reference stands, and is tied, in its own group only
             found.pop(reference, None)
+            found = {
+                n: (front, tuple(t for t in ties if t != reference))
+                for n, (front, ties) in found.items()
+            }
         out.update(found)
     return out
 
@@ -422,9 +429,10 @@ def _standings(
     better = _better_pairs(measured, points, quality, ids, alpha, seed)
     names = list(measured)
     faster = set()
+    ratio_of = _pair_ratios({n: latencies[n] for n in names}, alpha, seed)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            ratio = latency_ratio(latencies[a], latencies[b], 0.95, alpha, seed)
+            ratio = ratio_of(a, b)
             if ratio is not None and ratio.faster:
                 faster.add((a, b))
             elif ratio is not None and not ratio.tied:
@@ -434,6 +442,21 @@ def _standings(
         n: (front[n], tuple(o for o in names if o != n and tied(n, o, better, faster)))
         for n in names
     }
+
+
+def _pair_ratios(
+    latencies: Mapping[str, Mapping[str, float]], alpha: float, seed: int
+) -> Callable[[str, str], Ratio | None]:
+    """`latency_ratio` at p95 of any two of the variants; each variant's resampled p95s
+    computed once when all answered the same queries (the usual case), so that a group's
+    pairs cost one bootstrap a variant, not one a pair. The same numbers either way."""
+    keys = {tuple(found) for found in latencies.values()}
+    if len(keys) != 1 or len(next(iter(keys))) < 2:
+        return lambda a, b: latency_ratio(latencies[a], latencies[b], 0.95, alpha, seed)
+    arrays = {n: np.fromiter(found.values(), dtype=np.float64) for n, found in latencies.items()}
+    draws = Draws(len(next(iter(keys))), 0.95, seed)
+    resampled = {n: draws.of(array) for n, array in arrays.items()}
+    return lambda a, b: draws.ratio(arrays[a], arrays[b], resampled[a], resampled[b], alpha)
 
 
 def dominates(
