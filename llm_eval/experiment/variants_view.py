@@ -155,6 +155,10 @@ def quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[fl
     return nice_bounds(min(values), max(values))
 
 
+NAMED = 40
+"""The most variants named in the Pareto picture."""
+
+
 def _name_points(
     figure: Any,
     axes: Any,
@@ -162,10 +166,12 @@ def _name_points(
     groups: list[list[str]],
 ) -> list[Any]:
     """Each variant's name beside its point, front variants first, clear of the other
-    names and of every point; joined to its point by a line when placed farther out."""
+    names and of every point; joined to its point by a line when placed farther out.
+    A large sweep names its first `NAMED` in that order (the table names them all): each
+    name is placed clear of every name before it."""
     tied = {name for group in groups for name in group}
     renderer = figure.canvas.get_renderer()
-    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))
+    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))[:NAMED]
     texts, sizes, spots = [], [], []
     for row, latency, quality in ordered:
         text = axes.text(
