@@ -30,3 +30,6 @@ MAX_BUILDS = 50
 """The most builds a config or `--builds` may ask for (`builds:` under `retriever:`)."""
 MAX_SHARDS = 256
 """The most shards `init --shards` writes a matrix of: GitHub's limit of jobs a matrix makes."""
+EXPERIMENT_GROUP = 16
+"""Variants `experiment` builds and runs in turns together, besides the reference: memory
+holds one group's retrievers and runs (`llm_eval.experiment.sweep`)."""

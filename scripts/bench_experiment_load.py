@@ -71,29 +71,19 @@ def interleaved(out: Path) -> dict[str, Any]:
 def sequential(out: Path) -> dict[str, Any]:
     """The experiment with each variant's whole run after the other's (the old way),
     compared and written as the command does; its experiment.json."""
-    from llm_eval.commands.experiment import compare_runs, plan
-    from llm_eval.experiment.latency_clock import choose_clock
+    from llm_eval.commands.experiment import compare_runs, prepare
     from llm_eval.experiment.variants import recommendation
     from llm_eval.experiment.variants_view import to_json
-    from llm_eval.gold_io import load_gold
     from llm_eval.pipeline import scoring_for
-    from llm_eval.retrieval import RetrieveOptions, retrieve_gold, searched_elsewhere
+    from llm_eval.retrieval import RetrieveOptions, retrieve_gold
 
-    experiment = plan([DEMO])
-    base = experiment.base
-    gold = load_gold(base.gold)
-    clock = choose_clock(
-        CLOCK["latency"],
-        [(v.name, searched_elsewhere(v.retriever)) for v in experiment.variants],
-    )
+    setup = prepare([DEMO], quality="recall@5", latency=CLOCK["latency"])
+    base = setup.plan.base
     runs = {}
-    for variant in experiment.variants:
+    for variant in setup.plan.variants:
         config = replace(base, retriever=variant.retriever, top_k=variant.top_k)
-        runs[variant.name] = retrieve_gold(config, gold.queries, RetrieveOptions(False)).run
-    reference = base.experiment.reference or experiment.variants[0].name
-    result = compare_runs(
-        experiment, gold, scoring_for(base), runs, list(base.metrics), reference, "recall@5", clock
-    )
+        runs[variant.name] = retrieve_gold(config, setup.gold.queries, RetrieveOptions(False)).run
+    result = compare_runs(setup, scoring_for(base), runs)
     document: dict[str, Any] = json.loads(to_json(result, recommendation(result), {}))
     return document
 

@@ -4,6 +4,7 @@ listings."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from llm_eval.cli.root import (
     config_options,
     echo,
 )
+
+if TYPE_CHECKING:
+    from llm_eval.experiment.sweep import Shard
 
 
 @cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
@@ -97,6 +101,27 @@ def compare_command(
     show_default=True,
     help="The gold queries (the first ones) --consistency asks about.",
 )
+@click.option(
+    "--group",
+    "group_size",
+    type=click.IntRange(min=1),
+    default=defaults.EXPERIMENT_GROUP,
+    show_default=True,
+    help="Variants built and run in turns together, besides the reference (which runs in "
+    "every group): memory holds one group's indexes and runs; latencies are compared "
+    "within a group only.",
+)
+@click.option(
+    "--shard",
+    help="Run only part I of N of the variants (by a hash of their names, the reference "
+    "in every part) and write experiment-part-I-of-N.json for --merge.",
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="The arguments are the N parts that --shard wrote: join them into the table, "
+    "words and picture of one run over all variants.",
+)
 def experiment_command(
     configs: tuple[Path, ...],
     reference: str | None,
@@ -108,15 +133,27 @@ def experiment_command(
     out_dir: Path | None,
     consistency_repeats: int | None,
     consistency_queries: int,
+    group_size: int,
+    shard: str | None,
+    merge: bool,
 ) -> None:
     """Run each retriever variant over the gold set and compare them with the gate's
     paired tests: one config with `variants:`, or several configs (one variant each).
     Writes experiment.md, experiment.csv, experiment.json and, with matplotlib
     (`llm-eval-ci[plots]`), the quality-versus-latency Pareto picture."""
-    from llm_eval.commands.experiment import run_experiment
+    from llm_eval.commands.experiment import merge_experiment, run_experiment
     from llm_eval.output import terminal_width
     from llm_eval.progress import Progress
 
+    if merge and (shard or consistency_repeats):
+        raise click.UsageError(
+            "--merge joins parts already run: leave out --shard and --consistency"
+        )
+    if shard and consistency_repeats:
+        raise click.UsageError("--consistency is asked of a whole run, not of a --shard")
+    if merge:
+        echo(merge_experiment(configs, out_dir=out_dir, width=terminal_width()))
+        return
     with Progress() as progress:
         text = run_experiment(
             list(configs) or [Path(defaults.CONFIG)],
@@ -132,8 +169,22 @@ def experiment_command(
             consistency=None
             if consistency_repeats is None
             else (consistency_repeats, consistency_queries),
+            group_size=group_size,
+            shard=_shard(shard),
         )
     echo(text)
+
+
+def _shard(text: str | None) -> Shard | None:
+    """`--shard I/N` read, or a usage error."""
+    from llm_eval.experiment.sweep import parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
 @cli.group()

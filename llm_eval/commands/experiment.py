@@ -16,10 +16,28 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_eval import defaults
 from llm_eval.config import EvalConfig, Variant, variant_name_from
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock
+from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock, without_cpu
+from llm_eval.experiment.parts_io import (
+    check_part_inputs,
+    part_fingerprints,
+    part_header,
+    part_name,
+    part_text,
+    read_parts,
+)
+from llm_eval.experiment.sweep import (
+    Scored,
+    Shard,
+    grouping_words,
+    in_shard,
+    split_reference,
+    turn_groups,
+    without_cpu_time,
+)
 from llm_eval.experiment.variants import (
     Experiment,
     Measured,
@@ -44,8 +62,9 @@ from llm_eval.retrieval import (
     searched_elsewhere,
 )
 from llm_eval.runs import Run
-from llm_eval.scoring import Scoring, score_run
+from llm_eval.scoring import Scoring, score_run, service_records
 from llm_eval.textio import write_atomic
+from llm_eval.wording.english import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +115,29 @@ def _unique(taken: set[str], stem: str, path: str) -> str:
     return f"{variant_name_from(path)} ({number})"
 
 
-def run_experiment(
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """An experiment's plan and options, checked before any retrieval."""
+
+    plan: Plan
+    gold: GoldSet
+    scope: str
+    metrics: tuple[str, ...]
+    reference: str
+    quality: str
+    clock: tuple[str, str]
+    """The clock asked for or chosen, and why (`choose_clock`), before the run."""
+
+
+def prepare(
     config_paths: Sequence[Path],
-    *,
-    out_dir: Path | None = None,
     reference: str | None = None,
     quality: str | None = None,
-    use_cache: bool | None = None,
-    alpha: float = 0.05,
     tier: str | None = None,
     latency: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    width: int = 80,
-    consistency: tuple[int, int] | None = None,
-) -> str:
-    """Retrieve and score every variant, compare, write the files; the terminal text.
-    `latency` is the clock (`auto`, `cpu`, `wall`; None: the config's). `consistency`
-    (repeats, queries): each llm reranker's consistency over the first gold queries,
-    after the comparison (`llm_eval.commands.rerank`)."""
-    started = time.perf_counter()
+) -> Setup:
+    """The plan, its gold set and the options an experiment runs with; InputError when
+    they do not fit together."""
     experiment_plan = plan(config_paths)
     base = experiment_plan.base
     names = [v.name for v in experiment_plan.variants]
@@ -136,95 +159,199 @@ def run_experiment(
                     path=base.path,
                 )
     gold, scope = in_scope(load_gold(base.gold), tier)
-    scoring = scoring_for(base)
-    contenders = [
-        Contender(variant.name, replace(base, retriever=variant.retriever, top_k=variant.top_k))
-        for variant in experiment_plan.variants
-    ]
-    clock, reason = choose_clock(
+    clock = choose_clock(
         latency or base.experiment.latency,
         [(v.name, searched_elsewhere(v.retriever)) for v in experiment_plan.variants],
     )
+    return Setup(experiment_plan, gold, scope, tuple(metrics), reference, quality, clock)
+
+
+def run_experiment(
+    config_paths: Sequence[Path],
+    *,
+    out_dir: Path | None = None,
+    reference: str | None = None,
+    quality: str | None = None,
+    use_cache: bool | None = None,
+    alpha: float = 0.05,
+    tier: str | None = None,
+    latency: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    width: int = 80,
+    consistency: tuple[int, int] | None = None,
+    group_size: int = defaults.EXPERIMENT_GROUP,
+    shard: Shard | None = None,
+) -> str:
+    """Retrieve and score every variant, group by group, compare, write the files; the
+    terminal text. `latency` is the clock (`auto`, `cpu`, `wall`; None: the config's).
+    `consistency` (repeats, queries): each llm reranker's consistency over the first
+    gold queries, after the comparison (`llm_eval.commands.rerank`). With `shard`, only
+    that part of the variants is run and written as a part for `merge_experiment`."""
+    started = time.perf_counter()
+    setup = prepare(config_paths, reference, quality, tier, latency)
+    base = setup.plan.base
+    scoring = scoring_for(base)
     timings: dict[str, float] = {}
-    retrievals = retrieve_interleaved(
-        contenders, gold.queries, RetrieveOptions(use_cache, 1, progress), timings=timings
-    )
-    runs = {name: retrieval.run for name, retrieval in retrievals.items()}
-    result = compare_runs(
-        experiment_plan,
-        gold,
-        scoring,
-        runs,
-        metrics,
-        reference,
-        quality,
-        (clock, reason),
-        alpha=alpha,
-        scope=scope,
-    )
+    names = in_shard([v.name for v in setup.plan.variants], setup.reference, shard)
+    groups = turn_groups(names, setup.reference, group_size)
+    scored = run_groups(setup, scoring, groups, RetrieveOptions(use_cache, 1, progress), timings)
     folder = out_dir or base.output / "experiment"
+    if shard is not None:
+        options = {
+            "reference": setup.reference,
+            "quality": setup.quality,
+            "tier": tier,
+            "latency": latency,
+            "alpha": alpha,
+            "group_size": group_size,
+        }
+        header = part_header(config_paths, shard, options, setup.gold)
+        path = folder / part_name(shard)
+        write_atomic(path, part_text(header, scored, timings))
+        return (
+            f"llm-eval experiment: part {shard}, {plural(len(names), 'variant', 'variants')} "
+            f"in {plural(len(groups), 'group', 'groups')}, written to {path}; join the parts "
+            "with `llm-eval experiment --merge PART...`"
+        )
+    grouping = grouping_words(len(groups), group_size)
+    result = compare_scored(setup, scored, alpha, grouping)
+    text = _write_files(result, folder, timings, time.perf_counter() - started, width)
+    if consistency is not None:
+        from llm_eval.commands.rerank import experiment_section
+
+        repeats, first = consistency
+        queries = setup.gold.queries[:first]
+        text += "\n\n" + experiment_section(base, setup.plan.variants, queries, repeats)
+    return text
+
+
+def merge_experiment(
+    part_paths: Sequence[Path], *, out_dir: Path | None = None, width: int = 80
+) -> str:
+    """Join the parts `--shard` wrote into the table, words and picture of the single run
+    over all variants (its timings apart); InputError naming a part that is missing,
+    given twice, unreadable or of another config or gold set."""
+    started = time.perf_counter()
+    merged = read_parts(part_paths)
+    options = merged.header["options"]
+    configs = [Path(p) for p in merged.header["configs"]]
+    setup = prepare(
+        configs, options["reference"], options["quality"], options["tier"], options["latency"]
+    )
+    check_part_inputs(merged, part_fingerprints(configs, options, setup.gold))
+    grouping = grouping_words(merged.groups, options["group_size"], merged.shards)
+    result = compare_scored(setup, merged.scored, options["alpha"], grouping)
+    folder = out_dir or setup.plan.base.output / "experiment"
+    return _write_files(result, folder, merged.timings, time.perf_counter() - started, width)
+
+
+def run_groups(
+    setup: Setup,
+    scoring: Scoring,
+    groups: Sequence[Sequence[str]],
+    options: RetrieveOptions,
+    timings: dict[str, float],
+) -> list[Scored]:
+    """Each group built, run in turns and scored before the next is built, so that
+    memory holds one group's retrievers and runs; `timings` sums each variant's
+    seconds over its groups. Groups are numbered from 0 in the order given."""
+    base = setup.plan.base
+    by_name = {v.name: v for v in setup.plan.variants}
+    total = len(setup.gold.queries) * sum(len(g) for g in groups)
+    scored: list[Scored] = []
+    done = 0
+    for number, group in enumerate(groups):
+        contenders = [
+            Contender(n, replace(base, retriever=by_name[n].retriever, top_k=by_name[n].top_k))
+            for n in group
+        ]
+        told = _offset(options.progress, done, total)
+        clock: dict[str, float] = {}
+        runs = retrieve_interleaved(
+            contenders, setup.gold.queries, replace(options, progress=told), timings=clock
+        )
+        for name, retrieval in runs.items():
+            timings[name] = timings.get(name, 0.0) + clock[name]
+            scored.append(
+                measure_run(setup, scoring, name, retrieval.run, (number, by_name[name].top_k))
+            )
+        done += len(setup.gold.queries) * len(group)
+    return scored
+
+
+def _offset(
+    progress: Callable[[int, int], None] | None, done: int, total: int
+) -> Callable[[int, int], None] | None:
+    """A group's progress told as the sweep's."""
+    if progress is None:
+        return None
+    return lambda finished, _: progress(done + finished, total)
+
+
+def measure_run(
+    setup: Setup, scoring: Scoring, name: str, run: Run, place: tuple[int, int]
+) -> Scored:
+    """A variant's run scored and reduced to what the comparison reads; `place` is (its
+    group, its top_k)."""
+    gold = setup.gold
+    measurement = score_run(gold, run, setup.metrics, setup.plan.base.relevance_level, scoring)
+    cpu = None if without_cpu({name: run}) else service_records(gold, on_clock(run, "cpu"))
+    group, top_k = place
+    clocks = clock_percentiles(run, gold)
+    return Scored(name, group, top_k, measurement.per_query, measurement.service, cpu, clocks)
+
+
+def compare_runs(
+    setup: Setup, scoring: Scoring, runs: Mapping[str, Run], alpha: float = 0.05
+) -> Experiment:
+    """Every variant's run (all taken in turns together) scored and compared."""
+    scored = [measure_run(setup, scoring, n, run, (0, _top_k(setup, n))) for n, run in runs.items()]
+    return compare_scored(setup, scored, alpha)
+
+
+def _top_k(setup: Setup, name: str) -> int:
+    return next(v.top_k for v in setup.plan.variants if v.name == name)
+
+
+def compare_scored(
+    setup: Setup, scored: Sequence[Scored], alpha: float = 0.05, grouping: str = ""
+) -> Experiment:
+    """The scored variants compared, in the plan's order: on the chosen clock, or wall
+    time when a variant lacks CPU times; `grouping` says how the variants took turns
+    when they did so in groups (it joins the clock's reason)."""
+    base = setup.plan.base
+    chosen, reason = fall_back(without_cpu_time(scored), *setup.clock)
+    variants, anchors = split_reference(scored, setup.reference)
+    order = {v.name: number for number, v in enumerate(setup.plan.variants)}
+    variants.sort(key=lambda one: order[one.name])
+    measured = [Measured(v.name, v.measurement(chosen), v.top_k, v.group) for v in variants]
+    lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
+    return compare_variants(
+        setup.gold,
+        measured,
+        setup.metrics,
+        setup.reference,
+        setup.quality,
+        lifts,
+        alpha=alpha,
+        scope=setup.scope,
+        clock=chosen,
+        clock_reason=f"{reason}; {grouping}" if grouping else reason,
+        clocks={v.name: v.clocks for v in variants},
+        anchors={group: one.measurement(chosen) for group, one in anchors.items()},
+    )
+
+
+def _write_files(
+    result: Experiment, folder: Path, timings: Mapping[str, float], elapsed: float, width: int
+) -> str:
+    """experiment.md, .csv, .json and the picture written; the terminal text."""
     words = recommendation(result)
     picture = draw_pareto(result, folder)
     write_atomic(folder / "experiment.md", to_markdown(result, words, picture))
     write_atomic(folder / "experiment.csv", to_csv(result))
     write_atomic(folder / "experiment.json", to_json(result, words, timings))
-    elapsed = time.perf_counter() - started
-    text = terminal_text(result, words, folder, picture, elapsed, width)
-    if consistency is not None:
-        from llm_eval.commands.rerank import experiment_section
-
-        repeats, first = consistency
-        variants = experiment_plan.variants
-        text += "\n\n" + experiment_section(base, variants, gold.queries[:first], repeats)
-    return text
-
-
-def compare_runs(
-    experiment_plan: Plan,
-    gold: GoldSet,
-    scoring: Scoring,
-    runs: Mapping[str, Run],
-    metrics: Sequence[str],
-    reference: str,
-    quality: str,
-    clock: tuple[str, str],
-    *,
-    alpha: float = 0.05,
-    scope: str = "all tiers",
-) -> Experiment:
-    """Every variant's run scored and compared: on the chosen clock (`clock` is it and
-    its reason), or wall time when a run lacks CPU times. `scoring` is read before the
-    retrieval, so that a bad versions file stops the run before the work."""
-    base = experiment_plan.base
-    chosen, reason = fall_back(runs, *clock)
-    measured = [
-        Measured(
-            variant.name,
-            score_run(
-                gold,
-                on_clock(runs[variant.name], chosen),
-                metrics,
-                base.relevance_level,
-                scoring,
-            ),
-            variant.top_k,
-        )
-        for variant in experiment_plan.variants
-    ]
-    lifts = [(x.name, x.metric, x.base, x.variant) for x in base.experiment.lifts]
-    return compare_variants(
-        gold,
-        measured,
-        metrics,
-        reference,
-        quality,
-        lifts,
-        alpha=alpha,
-        scope=scope,
-        clock=chosen,
-        clock_reason=reason,
-        clocks={name: clock_percentiles(run, gold) for name, run in runs.items()},
-    )
+    return terminal_text(result, words, folder, picture, elapsed, width)
 
 
 def clock_percentiles(run: Run, gold: GoldSet) -> dict[str, dict[str, float]]:

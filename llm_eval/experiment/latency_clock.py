@@ -61,13 +61,11 @@ def without_cpu(runs: Mapping[str, Run]) -> str | None:
     return None
 
 
-def fall_back(runs: Mapping[str, Run], clock: str, reason: str) -> tuple[str, str]:
+def fall_back(missing: str | None, clock: str, reason: str) -> tuple[str, str]:
     """The clock and reason after the run: CPU time only when every variant recorded it
-    for every answered query, else wall time saying why."""
-    if clock != "cpu":
-        return clock, reason
-    missing = without_cpu(runs)
-    if missing is None:
+    for every answered query (`missing` names the first that did not), else wall time
+    saying why."""
+    if clock != "cpu" or missing is None:
         return clock, reason
     return "wall", (
         f"wall time, since `{missing}` has no CPU time for every query (several queries at once "

@@ -71,20 +71,48 @@ def paired_ratio(
         raise ValueError(f"needs two latency arrays of one length, got {a.shape} and {b.shape}")
     if not 0.0 < quantile < 1.0 or not 0.0 < alpha < 1.0:
         raise ValueError(f"needs 0 < quantile < 1 and 0 < alpha < 1, got {quantile}, {alpha}")
-    n = a.size
-    if n < 2:
+    if a.size < 2:
         return None
-    point_base = float(np.percentile(b, quantile * 100))
-    if point_base <= 0.0:
-        return None
-    picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    tops = np.percentile(a[picks], quantile * 100, axis=1)
-    bottoms = np.percentile(b[picks], quantile * 100, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0), np.inf)
-    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
-    point = float(np.percentile(a, quantile * 100)) / point_base
-    return Ratio(quantile, point, float(low), float(high), n)
+    draws = Draws(a.size, quantile, seed, resamples)
+    return draws.ratio(a, b, draws.of(a), draws.of(b), alpha)
+
+
+@dataclass(frozen=True, slots=True)
+class Draws:
+    """The bootstrap's resamples of `n` paired queries: the same for every array of that
+    length, so that an array's resampled quantiles, computed once, serve every pair it
+    is in (an experiment's front pairs each variant with every other of its group)."""
+
+    n: int
+    quantile: float
+    seed: int = 0
+    resamples: int = RESAMPLES
+
+    def of(self, latencies: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The quantile of each resample of `latencies` (n of them)."""
+        picks = np.random.default_rng(self.seed).integers(0, self.n, size=(self.resamples, self.n))
+        found: npt.NDArray[np.float64] = np.percentile(
+            latencies[picks], self.quantile * 100, axis=1
+        )
+        return found
+
+    def ratio(
+        self,
+        a: npt.NDArray[np.float64],
+        b: npt.NDArray[np.float64],
+        tops: npt.NDArray[np.float64],
+        bottoms: npt.NDArray[np.float64],
+        alpha: float,
+    ) -> Ratio | None:
+        """`paired_ratio` of `a` over `b` from their resampled quantiles (`of`)."""
+        point_base = float(np.percentile(b, self.quantile * 100))
+        if point_base <= 0.0:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(bottoms > 0, tops / np.where(bottoms > 0, bottoms, 1.0), np.inf)
+        low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+        point = float(np.percentile(a, self.quantile * 100)) / point_base
+        return Ratio(self.quantile, point, float(low), float(high), self.n)
 
 
 def times(number: float, *others: float) -> str:

@@ -35,10 +35,12 @@ front depends on the scores alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_eval.experiment.latency_ratio import Ratio, paired_ratio, ratio_words
+import numpy as np
+
+from llm_eval.experiment.latency_ratio import Draws, Ratio, paired_ratio, ratio_words
 from llm_eval.experiment.pairs import Row, compare_pair, compare_runs, winner
 from llm_eval.gold import GoldSet
 from llm_eval.metrics import parse_metric
@@ -57,6 +59,9 @@ class Measured:
     name: str
     measurement: Measurement
     top_k: int
+    group: int = 0
+    """The group of variants it took turns with (`llm_eval.experiment.sweep`): its
+    latencies are compared only with theirs and the reference's run in that group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +162,15 @@ def compare_variants(
     clock: str = "wall",
     clock_reason: str = "",
     clocks: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
+    anchors: Mapping[int, Measurement] | None = None,
 ) -> Experiment:
     """Measure and pair every variant; `lifts` are (name, metric, base, variant); `scope`
     names the gold queries given (all of them, or one tier's). The measurements'
     latencies are on `clock` (`cpu` or `wall`, chosen for `clock_reason`): the ratios,
     the intervals and the front use them as they are. `clocks` holds per variant its
-    p50 and p95 on each clock recorded, for the files."""
+    p50 and p95 on each clock recorded, for the files. Latencies are compared within a
+    variant's group only; `anchors` holds the reference's run in each group other than
+    its own, whose latencies the group's ratios and front use."""
     by_name = {v.name: v for v in variants}
     ref = by_name[reference]
     pairable = tuple(m for m in metrics if parse_metric(m).testable)
@@ -183,7 +191,13 @@ def compare_variants(
     values = {v.name: _values(v.measurement, ids, shown) for v in variants}
     intervals = {v.name: _latency_interval(v.measurement, ids, alpha) for v in variants}
     latencies = {v.name: query_latencies(v.measurement, ids) for v in variants}
-    standings = _standings(variants, values, latencies, quality, ids, alpha, seed)
+    anchored = {
+        group: query_latencies(m, ids) for group, m in (anchors or {}).items() if group != ref.group
+    }
+    anchored[ref.group] = latencies[reference]
+    standings = _grouped_standings(
+        variants, values, latencies, anchored, reference, (quality, ids, alpha, seed)
+    )
     rows = []
     for variant in variants:
         overall = {r.metric: r for r in rows_of.get(variant.name, []) if r.slice == "overall"}
@@ -209,7 +223,7 @@ def compare_variants(
                 intervals[variant.name],
                 {}
                 if variant.name == reference
-                else _ratios(latencies[variant.name], latencies[reference], alpha, seed),
+                else _ratios(latencies[variant.name], anchored[variant.group], alpha, seed),
                 (clocks or {}).get(variant.name, {}),
             )
         )
@@ -220,7 +234,7 @@ def compare_variants(
             values,
             (name, metric, base, over),
             rows_of.get(over, []) if base == reference else [],
-            latencies,
+            _paired_latencies(by_name[base], by_name[over], latencies, anchored, reference),
             alpha,
             seed,
         )
@@ -351,6 +365,52 @@ def _better_pairs(
     return better
 
 
+def _paired_latencies(
+    base: Measured,
+    over: Measured,
+    latencies: Mapping[str, Mapping[str, float]],
+    anchored: Mapping[int, Mapping[str, float]],
+    reference: str,
+) -> tuple[Mapping[str, float], Mapping[str, float]] | None:
+    """The two variants' latencies measured in turns (base's, then over's): in one group,
+    or the reference's run in the other's group; None when they ran at other times."""
+    if base.name == reference:
+        return anchored[over.group], latencies[over.name]
+    if over.name == reference:
+        return latencies[base.name], anchored[base.group]
+    if base.group == over.group:
+        return latencies[base.name], latencies[over.name]
+    return None
+
+
+def _grouped_standings(
+    variants: Sequence[Measured],
+    values: Mapping[str, Mapping[str, float | None]],
+    latencies: Mapping[str, Mapping[str, float]],
+    anchored: Mapping[int, Mapping[str, float]],
+    reference: str,
+    quality: tuple[str, Sequence[str], float, int],
+) -> dict[str, tuple[bool | None, tuple[str, ...]]]:
+    """`_standings` within each group, the reference's run in that group among them (it
+    may dominate a variant there); the reference's own standing and ties are those of
+    its own group, so that every tie lies within one group. `quality` is (metric, gold
+    ids, alpha, seed)."""
+    own = next(v.group for v in variants if v.name == reference)
+    out: dict[str, tuple[bool | None, tuple[str, ...]]] = {}
+    for group in dict.fromkeys(v.group for v in variants):
+        members = [v for v in variants if v.group == group or v.name == reference]
+        timed = {**latencies, reference: anchored[group]}
+        found = _standings(members, values, timed, *quality)
+        if group != own:  # the reference stands, and is tied, in its own group only
+            found.pop(reference, None)
+            found = {
+                n: (front, tuple(t for t in ties if t != reference))
+                for n, (front, ties) in found.items()
+            }
+        out.update(found)
+    return out
+
+
 def _standings(
     variants: Sequence[Measured],
     values: Mapping[str, Mapping[str, float | None]],
@@ -369,9 +429,10 @@ def _standings(
     better = _better_pairs(measured, points, quality, ids, alpha, seed)
     names = list(measured)
     faster = set()
+    ratio_of = _pair_ratios({n: latencies[n] for n in names}, alpha, seed)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            ratio = latency_ratio(latencies[a], latencies[b], 0.95, alpha, seed)
+            ratio = ratio_of(a, b)
             if ratio is not None and ratio.faster:
                 faster.add((a, b))
             elif ratio is not None and not ratio.tied:
@@ -381,6 +442,21 @@ def _standings(
         n: (front[n], tuple(o for o in names if o != n and tied(n, o, better, faster)))
         for n in names
     }
+
+
+def _pair_ratios(
+    latencies: Mapping[str, Mapping[str, float]], alpha: float, seed: int
+) -> Callable[[str, str], Ratio | None]:
+    """`latency_ratio` at p95 of any two of the variants; each variant's resampled p95s
+    computed once when all answered the same queries (the usual case), so that a group's
+    pairs cost one bootstrap a variant, not one a pair. The same numbers either way."""
+    keys = {tuple(found) for found in latencies.values()}
+    if len(keys) != 1 or len(next(iter(keys))) < 2:
+        return lambda a, b: latency_ratio(latencies[a], latencies[b], 0.95, alpha, seed)
+    arrays = {n: np.fromiter(found.values(), dtype=np.float64) for n, found in latencies.items()}
+    draws = Draws(len(next(iter(keys))), 0.95, seed)
+    resampled = {n: draws.of(array) for n, array in arrays.items()}
+    return lambda a, b: draws.ratio(arrays[a], arrays[b], resampled[a], resampled[b], alpha)
 
 
 def dominates(
@@ -411,13 +487,14 @@ def _lift(
     values: Mapping[str, Mapping[str, float | None]],
     lift: tuple[str, str, str, str],
     paired: Sequence[Row],
-    latencies: Mapping[str, Mapping[str, float]],
+    latencies: tuple[Mapping[str, float], Mapping[str, float]] | None,
     alpha: float,
     seed: int,
 ) -> LiftRow:
     """`lift` is (name, metric, base, variant); `paired` the rows already computed for
     that variant against the reference, reused when the base is the reference (each
-    metric's overall row is the same test whatever else was compared with it)."""
+    metric's overall row is the same test whatever else was compared with it);
+    `latencies` the base's and the variant's taken in turns, None when they were not."""
     name, metric, base, over = lift
     overall = next((r for r in paired if r.slice == "overall" and r.metric == metric), None)
     if overall is None:
@@ -430,7 +507,7 @@ def _lift(
             seed=seed,
         )
         overall = next((r for r in rows if r.slice == "overall"), None)
-    ratio = latency_ratio(latencies[over], latencies[base], 0.95, alpha, seed)
+    ratio = None if latencies is None else latency_ratio(*latencies[::-1], 0.95, alpha, seed)
     return LiftRow(name, base, over, overall, _ratio(values[over], values[base]), ratio)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,10 @@ def quality_axis(metric: str, scale: float, values: Sequence[float]) -> tuple[fl
     return nice_bounds(min(values), max(values))
 
 
+NAMED = 40
+"""The most variants named in the Pareto picture."""
+
+
 def _name_points(
     figure: Any,
     axes: Any,
@@ -162,10 +166,12 @@ def _name_points(
     groups: list[list[str]],
 ) -> list[Any]:
     """Each variant's name beside its point, front variants first, clear of the other
-    names and of every point; joined to its point by a line when placed farther out."""
+    names and of every point; joined to its point by a line when placed farther out.
+    A large sweep names its first `NAMED` in that order (the table names them all): each
+    name is placed clear of every name before it."""
     tied = {name for group in groups for name in group}
     renderer = figure.canvas.get_renderer()
-    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))
+    ordered = sorted(points, key=lambda p: (not p[0].on_front, -p[2], p[1], p[0].name))[:NAMED]
     texts, sizes, spots = [], [], []
     for row, latency, quality in ordered:
         text = axes.text(
@@ -539,7 +545,7 @@ def _blank(number: float | None) -> float | str:
     return "" if number is None else number
 
 
-def to_json(result: Experiment, words: str, timings: dict[str, float]) -> str:
+def to_json(result: Experiment, words: str, timings: Mapping[str, float]) -> str:
     """Everything, raw numbers."""
 
     def row_json(r: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from conftest import gold_query
 from llm_eval.commands.experiment import clock_percentiles, plan
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock
+from llm_eval.experiment.latency_clock import choose_clock, fall_back, on_clock, without_cpu
 from llm_eval.experiment.variants import Measured, compare_variants, recommendation
 from llm_eval.experiment.variants_view import terminal_text, to_csv, to_json, to_markdown
 from llm_eval.gold import GoldSet
@@ -117,11 +117,11 @@ def test_a_variant_without_cpu_time_for_every_query_falls_back_to_wall_time() ->
     whole = Run({"q1": _answer("q1", 5.0, 1.0), "q2": _answer("q2", 6.0, 2.0)})
     failed = QueryResults("q3", (), None, "timeout")  # a failure has no time to miss
     partial = Run({"q1": _answer("q1", 5.0, 1.0), "q3": failed, "q2": _answer("q2", 6.0, None)})
-    assert fall_back({"a": whole}, "cpu", "why") == ("cpu", "why")
-    clock, reason = fall_back({"a": whole, "pool": partial}, "cpu", "why")
+    assert fall_back(without_cpu({"a": whole}), "cpu", "why") == ("cpu", "why")
+    clock, reason = fall_back(without_cpu({"a": whole, "pool": partial}), "cpu", "why")
     assert clock == "wall"
     assert reason.startswith("wall time, since `pool` has no CPU time for every query")
-    assert fall_back({"pool": partial}, "wall", "as asked") == ("wall", "as asked")
+    assert fall_back(without_cpu({"pool": partial}), "wall", "as asked") == ("wall", "as asked")
     # On the CPU clock each latency is the CPU time; on the wall clock the run is as it was.
     assert [a.latency_ms for a in on_clock(whole, "cpu").queries.values()] == [1.0, 2.0]
     assert on_clock(whole, "wall") is whole

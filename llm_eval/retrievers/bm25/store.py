@@ -7,6 +7,7 @@ bytes, the index settings, the bm25s version and the index format below.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import tempfile
@@ -85,6 +86,38 @@ def index_corpus(
 ) -> Index:
     """Read and index the corpus; an empty corpus is an InputError. `progress` is told
     (documents analysed, documents in all) as the corpus is read."""
+    doc_ids, documents, terms = analysed_corpus(corpus, config, analyzer, progress)
+    model = build_model(documents, len(terms), config)
+    model.vocab_dict = terms
+    return Index.of(model, doc_ids)
+
+
+_ANALYSED: dict[tuple[Any, ...], tuple[list[str], list[list[int]], dict[str, int]]] = {}
+"""The last corpus analysed, by `analysed_corpus`'s key."""
+
+
+def analysed_corpus(
+    corpus: Path,
+    config: BM25Config,
+    analyzer: Analyzer,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[str], list[list[int]], dict[str, int]]:
+    """The corpus's doc ids, each document as term ids, and the terms by id. Kept for
+    the next index of the same corpus bytes, fields and analysis: the variants of a
+    sweep over k1, b or the method analyse the corpus once. Read only by callers."""
+    key = (file_digest(corpus), config.fields, config.stemmer, config.stopwords)
+    if key not in _ANALYSED:
+        _ANALYSED.clear()  # one corpus's analysis at a time
+        _ANALYSED[key] = _analyse(corpus, config, analyzer, progress)
+    return _ANALYSED[key]
+
+
+def _analyse(
+    corpus: Path,
+    config: BM25Config,
+    analyzer: Analyzer,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[str], list[list[int]], dict[str, int]]:
     vocabulary = Vocabulary(analyzer)
     doc_ids: list[str] = []
     documents: list[list[int]] = []
@@ -98,9 +131,7 @@ def index_corpus(
         progress(len(doc_ids), len(doc_ids))
     if not doc_ids:
         raise InputError("the corpus has no documents", path=corpus)
-    model = build_model(documents, len(vocabulary.ids), config)
-    model.vocab_dict = vocabulary.ids
-    return Index.of(model, doc_ids)
+    return doc_ids, documents, vocabulary.ids
 
 
 def load_index(folder: Path) -> Index | None:
@@ -224,12 +255,20 @@ def save_texts(corpus: Path, doc_ids: Sequence[str], folder: Path) -> None:
     np.save(folder / _TEXT_ENDS_FILE, ends, allow_pickle=False)
 
 
+@functools.lru_cache(maxsize=64)
+def _text_ends(path: str, mtime_ns: int, size: int) -> Any:
+    """The text offsets file, read once while it is unchanged (by time and size): an
+    experiment's variants ask for a few texts at a time, query by query."""
+    return _load_array(Path(path))
+
+
 def texts_of(folder: Path, corpus: Path, index: Index, numbers: Iterable[int]) -> dict[str, str]:
     """The `text` of the documents at these index positions: from the texts saved beside
     the index when they are there and whole, else read from the corpus."""
     wanted = sorted(set(numbers))
     try:
-        ends = _load_array(folder / _TEXT_ENDS_FILE)
+        stat = (folder / _TEXT_ENDS_FILE).stat()
+        ends = _text_ends(str(folder / _TEXT_ENDS_FILE), stat.st_mtime_ns, stat.st_size)
         if ends.shape != (len(index.doc_ids),) or ends.dtype != np.int64:
             raise ValueError("the text offsets do not match the index")
         with open_regular(folder / _TEXTS_FILE) as texts:
