@@ -85,6 +85,8 @@ def check_reranker(value: Any) -> str | None:
     try:
         _reranker_record(value)
     except InputError as exc:
+        if exc.path is not None:  # about another file (a prompt's text): it names it
+            raise
         return f"{exc.key}: {exc.reason}" if exc.key else exc.reason
     return None
 
@@ -142,6 +144,8 @@ class RerankSettings:
         try:
             type_, reranker = _reranker_record(values["reranker"])
         except InputError as exc:
+            if exc.path is not None:
+                raise
             where = f"{exc.key}: " if exc.key else ""
             raise InputError(f"{where}{exc.reason}", key="reranker") from None
         return cls(

@@ -149,24 +149,24 @@ def test_unreadable_answers_say_why(name: str, answer: str, reason: str) -> None
 
 
 @pytest.mark.parametrize(
-    ("text", "reason"),
+    ("text", "where", "reason"),
     [
-        ("Is {document} relevant?", "the prompt has no {query} placeholder"),
-        ("Does it answer {query}?", "the prompt has no {document} placeholder"),
+        ("Is {document} relevant?", "", "the prompt has no {query} placeholder"),
+        ("Does it answer {query}?", "", "the prompt has no {document} placeholder"),
         (
-            "{query} {document} {passage}",
+            "{query}\n{document}\nRate {passage} {x}.\n{passage}",
+            ":3",
             "unknown placeholder {passage} in the prompt (valid: {query}, {document}, {scale})",
         ),
     ],
 )
 def test_a_prompt_without_its_placeholders_is_refused_naming_the_file(
-    tmp_path: Path, text: str, reason: str
+    tmp_path: Path, text: str, where: str, reason: str
 ) -> None:
     path = write_prompt(tmp_path, text)
     with pytest.raises(InputError) as caught:
         read_prompt(str(path))
-    assert caught.value.reason == f"{path}: {reason}"
-    assert caught.value.key == "prompt"
+    assert str(caught.value) == f"{path}{where}: {reason}"
 
 
 def test_a_prompt_is_filled_in_one_pass_and_told_the_scale(tmp_path: Path) -> None:
@@ -175,18 +175,39 @@ def test_a_prompt_is_filled_in_one_pass_and_told_the_scale(tmp_path: Path) -> No
     assert filled == 'Q: {document}?\nD: text\n{"x": 1}\n\nReply 0-100.'
 
 
-def test_a_bad_prompt_is_a_config_error_naming_the_line_key_and_file(
-    tmp_path: Path, chat: LocalServer
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ("Does it answer {query}?", "", "the prompt has no {document} placeholder"),
+        (
+            "Query: {query}\nPassage: {passage}\nDocument: {document}\n",
+            ":2",
+            "unknown placeholder {passage} in the prompt (valid: {query}, {document}, {scale})",
+        ),
+    ],
+)
+def test_a_bad_prompt_is_one_line_naming_the_prompt_file_not_the_config(
+    tmp_path: Path, chat: LocalServer, cli: Cli, text: str, where: str, reason: str
 ) -> None:
-    prompt = write_prompt(tmp_path, "Does it answer {query}?")
+    """The prompt's text is at fault, not the config line that names the file."""
+    prompt = write_prompt(tmp_path, text)
     project = write_project(tmp_path, rerank_section(llm(chat, prompt)))
+    code, out, err = cli("retrieve", "--config", project.config, "--out", tmp_path / "run.jsonl")
+    assert (code, out) == (3, "")
+    assert err == f"llm-eval: error: {prompt}{where}: {reason}\n"
+    assert chat.requests == []
+
+
+def test_a_missing_prompt_file_is_the_configs_error(tmp_path: Path, chat: LocalServer) -> None:
+    """The config names a file that is not there: the config's line is at fault."""
+    project = write_project(tmp_path, rerank_section(llm(chat, tmp_path / "nowhere.txt")))
     with pytest.raises(InputError) as caught:
         load_config(project.config)
     lines = project.config.read_text(encoding="utf-8").splitlines()
     line = lines.index("  reranker:") + 2  # the mapping under it
     assert str(caught.value) == (
-        f"{project.config}:{line}: retriever.reranker: prompt: {prompt}: the prompt has no "
-        "{document} placeholder"
+        f"{project.config}:{line}: retriever.reranker: prompt: no such prompt file: "
+        f"{tmp_path / 'nowhere.txt'}"
     )
 
 
