@@ -18,7 +18,7 @@ from rerank_servers import (
     root_of,
     write_prompt,
 )
-from servers import CORPUS, LocalServer, serve, write_project
+from servers import CORPUS, LocalServer, Reply, serve, write_project
 
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
@@ -505,3 +505,42 @@ def test_the_http_reranker_runs_through_retrieve_gate_and_experiment_on_the_demo
     assert "rerank (http): 80 pairs, 0 scored now and 80 from the cache; 80 of 80 scored" in err
     table = json.loads((tmp_path / "experiment" / "experiment.json").read_text())
     assert {row["name"] for row in table["variants"]} == {"bm25", "reranked"}
+
+
+def test_pairs_the_reranker_failed_on_are_counted_in_report_json_and_report_md(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A chat endpoint that answers no score: every pair fails, every query keeps BM25's
+    order, and the report says so with the first reason, as it does a retriever's."""
+    answer = {"choices": [{"message": {"content": "I cannot rate this."}}]}
+    with serve(lambda request: Reply(payload=answer)) as server:
+        reranker = llm(server, write_prompt(tmp_path), retries=0)
+        project = write_project(tmp_path, rerank_section(reranker), queries=4)
+        code, out, err = cli(
+            "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+        )
+    assert code == 0, out + err
+    reason = "unreadable answer: not JSON: 'I cannot rate this.'"
+    assert project.report()["queries"]["rerank_failed"] == {
+        "pairs": 80,
+        "queries": [q["query_id"] for q in project.queries],
+        "by_kind": {"unreadable answer": 80},
+        "causes": [{"pairs": 80, "cause": reason}],
+    }
+    markdown = (project.out / "report.md").read_text(encoding="utf-8")
+    assert (
+        "The reranker could not score 80 pairs (80 unreadable answer) on 4 gold queries, "
+        f"which kept the first stage's order; the first reason: {reason}."
+    ) in " ".join(markdown.split())
+
+
+def test_a_run_the_reranker_scored_whole_has_no_rerank_failures(
+    tmp_path: Path, chat: LocalServer, cli: Cli
+) -> None:
+    project = write_project(tmp_path, rerank_section(llm(chat, write_prompt(tmp_path))), queries=2)
+    code, out, err = cli(
+        "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+    )
+    assert code == 0, out + err
+    assert project.report()["queries"]["rerank_failed"] is None
+    assert "reranker could not" not in (project.out / "report.md").read_text(encoding="utf-8")
