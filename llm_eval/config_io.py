@@ -315,6 +315,8 @@ def _configured(
     try:
         settings = kind.checked({**base.settings, **given}, frozenset(base.settings) - set(given))
     except InputError as exc:
+        if exc.path is not None:  # a file the setting names is at fault: the error names it
+            raise
         where = node.find(exc.key) if exc.key is not None else None
         raise (where or node).error(exc.reason) from None
     if kind.needs_corpus and corpus is None:

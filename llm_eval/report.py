@@ -561,6 +561,7 @@ def build_report(
             ),
             "missing_from_run": list(measurement.missing),
             "failed": dict(measurement.failed),
+            "rerank_failed": rerank_failures(measurement.rerank_failed),
             "rejection": len(measurement.rejection),
             "not_in_gold": measurement.not_in_gold,
         },
@@ -702,6 +703,27 @@ def _repeat_notes(
         f"these over {judge.repeats}: on chunks that did not change the judge's noise does "
         f"not cancel. Refresh the baseline with --judge-repeat {judge.repeats}."
     ]
+
+
+RERANK_CAUSES = 3
+"""Distinct reasons a reranker failed that the report keeps, the most frequent first."""
+
+
+def rerank_failures(failed: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
+    """The pairs a reranker could not score, for report.json: how many, on which queries
+    (each kept the first stage's order), by kind (the text before ': ', most first) and
+    the first `RERANK_CAUSES` distinct reasons counted; None when every pair was scored."""
+    reasons = [reason for query in failed.values() for reason in query]
+    if not reasons:
+        return None
+    kinds = Counter(reason.partition(": ")[0] for reason in reasons)
+    causes = Counter(reasons).most_common(RERANK_CAUSES)
+    return {
+        "pairs": len(reasons),
+        "queries": list(failed),
+        "by_kind": dict(kinds.most_common()),
+        "causes": [{"pairs": n, "cause": cause} for cause, n in causes],
+    }
 
 
 def _cache_notes(from_cache: int, answers: int) -> list[str]:

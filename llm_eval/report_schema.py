@@ -268,6 +268,15 @@ _GOLD_CHANGES = record(
         "accept_commands": list_of(text),
     }
 )
+_RERANK_FAILED = record(
+    {
+        "pairs": _count,
+        "queries": list_of(text),
+        "by_kind": map_of(_count),
+        "causes": list_of(record({"pairs": _count, "cause": text}, frozenset({"pairs", "cause"}))),
+    },
+    frozenset({"pairs", "queries", "by_kind", "causes"}),
+)
 _QUERIES = record(
     {
         "gold": _count,
@@ -276,6 +285,7 @@ _QUERIES = record(
         "missing_from_run": list_of(text),
         "rejection": _count,
         "not_in_gold": _count,
+        "rerank_failed": optional(_RERANK_FAILED),
     }
 )
 _TREND = record(

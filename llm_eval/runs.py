@@ -42,6 +42,9 @@ class QueryResults:
     """The CPU time this process spent answering (all its threads), when the retriever
     ran here one query at a time; None otherwise (a service, a run file, a pool of
     threads, where process time would mix queries). Not written to run files."""
+    rerank_failures: tuple[str, ...] = ()
+    """Why a second stage (a reranker) could not score pairs of this query, one reason a
+    pair; the query kept the first stage's order. Not written to run files."""
 
     @property
     def doc_ids(self) -> tuple[str, ...]:
@@ -65,3 +68,7 @@ class Run:
     def failed(self) -> dict[str, str]:
         """`{query_id: error}` for the queries the retriever failed on."""
         return {qid: q.error for qid, q in self.queries.items() if q.error is not None}
+
+    def rerank_failed(self) -> dict[str, tuple[str, ...]]:
+        """`{query_id: reasons}` for the queries with a pair the reranker could not score."""
+        return {qid: q.rerank_failures for qid, q in self.queries.items() if q.rerank_failures}

@@ -68,6 +68,9 @@ class Measurement:
     builds: tuple[Mapping[str, Mapping[str, float]], ...] = ()
     """Each build's per-query scores when the retriever was built more than once;
     `per_query` then holds their means, and the other fields are the first build's."""
+    rerank_failed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """`{query_id: reasons}`: gold queries with pairs a reranker could not score (each
+    kept the first stage's order, and is scored on it)."""
 
     @property
     def table(self) -> ScoreTable:
@@ -114,6 +117,7 @@ def score_run(
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
         failed={q: e for q, e in failed.items() if q in gold_ids},
+        rerank_failed={q: r for q, r in run.rerank_failed().items() if q in gold_ids},
         matched_by=matched.matched_by,
         credited=matched.credited,
         ambiguous=matched.ambiguous,

@@ -34,6 +34,14 @@ $GITHUB_OUTPUT: besides exit 5 and tracebacks, a run that ends with exit 0 and p
 anything but its three `key=`, `restore-key=` and `path=` lines (or nothing) counts as
 a forged output line (`_forged`); `\nkey=forged-key/cache` is among the tokens put in.
 
+The embedding retriever's vector store (`embedding cache`) is read by `retrieve` over
+the fake endpoint: one batch file of the store the first retrieval wrote is mutated as
+bytes, or, a quarter of the time, replaced by a FIFO, a folder, a symbolic link to
+itself or a dangling one; the store is put back after each input.
+
+Every input runs under a watchdog (`CASE_SECONDS`): SIGALRM interrupts a command still
+running then, and the input is counted as a hang.
+
 The history file is read by `history` and `dashboard`, and recorded into; besides
 exit 5 and tracebacks, these count a line lost (`_lines_lost`): read, every non-blank
 line must be an entry, a point or a gap, and the command must end with exit 0; recorded
@@ -59,6 +67,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +95,15 @@ DASHBOARD = ["dashboard", "--out", "site", "--history-file", "history.jsonl"]
 EXPERIMENT = ["config/experiment.yaml", "--out", "exp"]
 KEPT_REPORTS = 6
 """Lines of the history file: the gate's report kept as if at so many commits."""
+STORE = Path("out-endpoint/cache/embedding")
+"""Where the embedding retriever of config/embedding.yaml keeps its vector stores."""
+STORE_COPY = "embedding-store"
+"""A copy of that folder as the first retrieval left it, put back before each case."""
+SPECIALS = ("fifo", "folder", "symlink loop", "dangling symlink")
+"""What the `embedding cache` inputs put in place of a batch file, a quarter of the time."""
+CASE_SECONDS = 60.0
+"""How long one input may run in this process before it is counted as a hang (a FIFO
+opened for reading waits for a writer forever): a guard, not a measure."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +120,9 @@ class Target:
     """An answer of the fake MCP server (`path` names the method), not a file."""
     endpoint: bool = False
     """An answer of the fake OpenAI-compatible server (`path` names the endpoint)."""
+    store: bool = False
+    """A batch file of the embedding retriever's vector store (`path` names the folder
+    of the store's pristine copy), mutated or put in place of by a special file."""
 
 
 TARGETS = (
@@ -174,6 +195,12 @@ TARGETS = (
         ),
         json_document=True,
         endpoint=True,
+    ),
+    Target(
+        "embedding cache",
+        STORE_COPY,
+        ("retrieve", "--config", "config/embedding.yaml", "--out", "out-endpoint/run.jsonl"),
+        store=True,
     ),
 )
 FUZZ_KEY = "sk-fuzz/key+echo&0123456789"
@@ -670,6 +697,8 @@ class Tally:
     or recorded into with a line lost, changed or miscounted."""
     forged: int = 0
     """`cache-key` runs that printed a line other than its three `name=value` outputs."""
+    hangs: int = 0
+    """Inputs still running after `CASE_SECONDS` (stopped by the watchdog)."""
 
     @property
     def total(self) -> int:
@@ -704,10 +733,13 @@ def fuzz(
         build_project(project)
         write_mcp_config(project, mcp.url)
         write_endpoint_configs(project, openai.url)
-        files = [t for t in TARGETS if not (t.served or t.endpoint)]
+        files = [t for t in TARGETS if not (t.served or t.endpoint or t.store)]
         originals = {t.path: (project / t.path).read_bytes() for t in files}
         deadline = time.monotonic() + seconds
         with contextlib.chdir(project):
+            with _quiet():  # the vector store the `embedding cache` inputs break
+                _build(list(TARGETS[-1].argv))
+            shutil.copytree(STORE, STORE_COPY)
             for number in range(count):
                 if time.monotonic() > deadline:
                     break
@@ -716,6 +748,8 @@ def fuzz(
                     data, code, printed = _run_endpoint(target, openai, rng, tally)
                 elif target.served:
                     data, code, printed = _run_served(target, mcp, rng)
+                elif target.store:
+                    data, code, printed = _run_store(target, rng)
                 else:
                     data = mutate(originals[target.path], target, rng)
                     code, printed, lost = _run(target, data, originals)
@@ -727,6 +761,10 @@ def fuzz(
                     if lost:
                         print(f"a history line lost on {target.kind}: exit {code}", file=sys.stderr)
                         tally.crashes.append(_keep(keep, number, target, data))
+                if code == HUNG:
+                    tally.hangs += 1
+                    print(f"a hang on {target.kind}", file=sys.stderr)
+                    tally.crashes.append(_keep(keep, number, target, data))
                 tally.codes[code] += 1
                 tally.by_kind[target.kind][code] += 1
                 tally.tracebacks += "Traceback" in printed
@@ -739,6 +777,64 @@ def fuzz(
     return tally
 
 
+HUNG = -1
+"""The exit code counted for an input stopped by the watchdog."""
+
+
+class _Hung(BaseException):
+    """Raised by SIGALRM in a command past `CASE_SECONDS`; not an Exception, so that the
+    command line's own handler lets it through."""
+
+
+def _watched(argv: Sequence[str]) -> int:
+    """`llm-eval ARGV` in this process, its exit code; `HUNG` when still running after
+    `CASE_SECONDS`."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    try:
+        return main(list(argv))
+    except _Hung:
+        return HUNG
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_store(target: Target, rng: random.Random) -> tuple[bytes, int, str]:
+    """`retrieve` with one batch file of the pristine store mutated, or a special file
+    in its place; the store is put back afterwards. What is kept: the mutated bytes, or
+    the special file's name."""
+    shutil.rmtree(STORE, ignore_errors=True)
+    shutil.copytree(target.path, STORE)
+    batch = rng.choice(sorted(STORE.glob("*/batch-*.npz")))
+    if rng.random() < 0.25:
+        special = rng.choice(SPECIALS)
+        data = special.encode()
+        batch.unlink()
+        if special == "fifo":
+            os.mkfifo(batch)
+        elif special == "folder":
+            batch.mkdir()
+        elif special == "symlink loop":
+            batch.symlink_to(batch.name)
+        else:
+            batch.symlink_to(batch.parent / "gone" / batch.name)
+    else:
+        data = mutate(batch.read_bytes(), target, rng)
+        batch.write_bytes(data)
+    try:
+        with _quiet() as captured:
+            code = _watched(target.argv)
+    finally:
+        shutil.rmtree(STORE, ignore_errors=True)
+        shutil.copytree(target.path, STORE)
+    return data, code, captured.getvalue()
+
+
 def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> tuple[int, str, bool]:
     """The target's command on `data`: its exit code, what it printed, and whether it
     lost a line of the history file (`_lines_lost`)."""
@@ -746,7 +842,7 @@ def _run(target: Target, data: bytes, originals: dict[str, bytes]) -> tuple[int,
     path.write_bytes(data)
     try:
         with _quiet() as captured:
-            code = main(list(target.argv))
+            code = _watched(target.argv)
         lost = _lines_lost(target, data, code, captured.getvalue())
     finally:
         path.write_bytes(originals[target.path])
@@ -824,7 +920,7 @@ def _run_served(target: Target, mcp: FakeMcp, rng: random.Random) -> tuple[bytes
     mcp.mutate = mutated
     try:
         with _quiet() as captured:
-            code = main(list(target.argv))
+            code = _watched(target.argv)
     finally:
         mcp.method = ""
     return (first[0] if first else b""), code, captured.getvalue()
@@ -859,7 +955,7 @@ def _run_endpoint(
     openai.rewrite = rewrite
     try:
         with _quiet() as captured:
-            code = main(list(target.argv))
+            code = _watched(target.argv)
     finally:
         openai.rewrite = None
     printed = captured.getvalue()
@@ -895,6 +991,7 @@ def report(tally: Tally, elapsed: float) -> str:
     lines.append(f"endpoint runs with the API key in their output or files: {tally.key_shown}")
     lines.append(f"history files with a line lost or miscounted: {tally.lines_lost}")
     lines.append(f"cache-key outputs with a forged line: {tally.forged}")
+    lines.append(f"inputs still running after {CASE_SECONDS:g} s (hangs): {tally.hangs}")
     lines += [f"exit 5, traceback or line lost, kept: {crash}" for crash in tally.crashes]
     return "\n".join(lines)
 
@@ -926,6 +1023,7 @@ def _main() -> int:
         or tally.key_shown
         or tally.lines_lost
         or tally.forged
+        or tally.hangs
     )
     return 1 if failed else 0
 

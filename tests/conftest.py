@@ -1,7 +1,8 @@
 """What the test modules share: a gold-query builder, copies of the demo project, and
 the scripts some tests load as modules (`scripts/` is not part of the package).
 
-`gold_query` and `script` are imported by name (`from conftest import gold_query`);
+`gold_query`, `script` and `no_hang` are imported by name (`from conftest import
+gold_query`);
 the fixtures are found by pytest (`cli`: the command line in this process, `minilm`:
 the real model of the `real_model` tier).
 """
@@ -9,13 +10,16 @@ the real model of the `real_model` tier).
 from __future__ import annotations
 
 import compileall
+import contextlib
+import faulthandler
 import importlib.util
 import os
 import shutil
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 import pytest
@@ -167,3 +171,32 @@ def minilm() -> Path:
         required=os.environ.get("LLM_EVAL_REAL_MODEL") == "required",
     )
     return minilm_folder()
+
+
+class Hung(BaseException):
+    """A block that ran past its `no_hang` limit. Not an Exception: the command line's
+    handler of unexpected errors lets it through, so that the test fails with it."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds: float = 120.0) -> Iterator[None]:
+    """Fail the block rather than wait forever: opening a FIFO for reading waits for a
+    writer that never comes, so a test that opens one in this process would hang the
+    suite if the code regressed. Past `seconds`, SIGALRM interrupts the wait in the main
+    thread and raises `Hung`; past twice that (a wait in another thread, or one that
+    swallowed the signal), faulthandler prints every thread's traceback and ends the
+    process. A guard against a hang, not a measure of time."""
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        raise Hung(f"still running after {seconds:g} s (a special file opened and waited on?)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The process's own stderr: a test's captured one has no file descriptor to write to.
+    faulthandler.dump_traceback_later(2 * seconds, exit=True, file=sys.__stderr__)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        faulthandler.cancel_dump_traceback_later()

@@ -1,8 +1,9 @@
 """A short, fixed-seed run of scripts/fuzz_inputs.py (20 inputs of each kind): mutated
 demo files, history files, experiment inputs, MCP answers and answers of an
-OpenAI-compatible endpoint never crash the tool nor print a traceback; an endpoint's
-faults are never scored silently and its echoed API key is shown nowhere; no line of a
-history file is lost."""
+OpenAI-compatible endpoint, and batch files of the embedding retriever's vector store
+(mutated, or a FIFO in their place) never crash the tool, hang, nor print a traceback;
+an endpoint's faults are never scored silently and its echoed API key is shown nowhere;
+no line of a history file is lost."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def test_20_mutated_inputs_of_each_kind_end_in_no_exit_5_no_traceback_no_line_lo
     assert (tally.silently_scored, tally.key_shown, tally.forged) == (0, 0, 0)
     # cache-key's output is appended to $GITHUB_OUTPUT: refused (3) or its three lines.
     assert set(tally.by_kind["cache-key config"]) <= {0, 3}
+    # A batch file of the vector store broken or replaced by a special file: embedded
+    # again (0) or refused (3), never waited on.
+    assert tally.hangs == 0 and set(tally.by_kind["embedding cache"]) <= {0, 3}
     # Whatever a line of the history file holds, it is a gap, never a failed reading.
     for kind in ("history", "history record", "dashboard history"):
         assert set(tally.by_kind[kind]) == {0}, kind

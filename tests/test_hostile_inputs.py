@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import script
+from conftest import no_hang, script
 from fake_github import FakeGitHub
 from fake_github import serve as serve_github
 from servers import Received, Reply
@@ -293,7 +293,8 @@ def _run_in_process(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
-            code = main(shlex.split(case["command"]))
+            with no_hang():  # a special file opened (a FIFO) would wait forever
+                code = main(shlex.split(case["command"]))
         except SystemExit as exc:  # read as the interpreter reads it
             code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     out, err = capsys.readouterr()

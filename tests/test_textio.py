@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import no_hang
 
 from llm_eval import textio
 from llm_eval.errors import ExitCode, InputError
@@ -504,7 +505,7 @@ def test_a_folder_that_refuses_files_is_named_by_the_target(
 
 def test_a_fifo_or_a_socket_is_refused_before_it_is_opened(tmp_path: Path) -> None:
     """Opening a FIFO for reading waits for a writer; none is ever started here, so a
-    reader that opened it would never return."""
+    reader that opened it would never return (`no_hang` fails it instead)."""
     fifo = tmp_path / "gold.jsonl"
     os.mkfifo(fifo)
     for read in (
@@ -512,7 +513,7 @@ def test_a_fifo_or_a_socket_is_refused_before_it_is_opened(tmp_path: Path) -> No
         lambda: read_text(fifo),
         lambda: file_digest(fifo),
     ):
-        with pytest.raises(InputError) as raised:
+        with pytest.raises(InputError) as raised, no_hang():
             read()
         assert str(raised.value) == f"{fifo}: is a FIFO, expected a regular file"
     with socket.socket(socket.AF_UNIX) as server:

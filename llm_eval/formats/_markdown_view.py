@@ -637,7 +637,22 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
             f"The retriever failed on {plural(len(failed), 'gold query', 'gold queries')}: "
             "not scored, counted in error_rate."
         )
+    reranked = report["queries"].get("rerank_failed")
+    if reranked:
+        notes.append(rerank_failure_line(reranked))
     return notes + detail_lines(report) + list(report["notes"])
+
+
+def rerank_failure_line(failed: Mapping[str, Any]) -> str:
+    """The reranker's failed pairs, counted by kind, with the first reason."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in failed["by_kind"].items())
+    queries = len(failed["queries"])
+    first = failed["causes"][0]["cause"] if failed["causes"] else ""
+    return (
+        f"The reranker could not score {plural(failed['pairs'], 'pair', 'pairs')} ({kinds}) "
+        f"on {plural(queries, 'gold query', 'gold queries')}, which kept the first stage's "
+        f"order" + (f"; the first reason: {first}" if first else "") + "."
+    )
 
 
 def _footer(report: Mapping[str, Any], links: Links) -> list[Any]:

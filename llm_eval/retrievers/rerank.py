@@ -16,7 +16,8 @@ candidate text) pair, and the candidates are ordered by score, ties in the first
 stage's order, and cut to top_k: the reranked list is the retriever's answer, so every
 metric, the gate and the comment work on it unchanged. A query on which any pair could
 not be scored keeps the first stage's order whole, and the failure is counted with its
-reason on stderr (`rerank (llm): … 3 unreadable answer`); a query the first stage
+reason on stderr (`rerank (llm): … 3 unreadable answer`) and kept with the query's
+results (`QueryResults.rerank_failures`) for the report; a query the first stage
 failed fails with its error (`timeout (from first): …`).
 
 Scores are cached on disk under `<output>/cache/rerank/`, keyed by the reranker's
@@ -85,6 +86,8 @@ def check_reranker(value: Any) -> str | None:
     try:
         _reranker_record(value)
     except InputError as exc:
+        if exc.path is not None:  # about another file (a prompt's text): it names it
+            raise
         return f"{exc.key}: {exc.reason}" if exc.key else exc.reason
     return None
 
@@ -142,6 +145,8 @@ class RerankSettings:
         try:
             type_, reranker = _reranker_record(values["reranker"])
         except InputError as exc:
+            if exc.path is not None:
+                raise
             where = f"{exc.key}: " if exc.key else ""
             raise InputError(f"{where}{exc.reason}", key="reranker") from None
         return cls(
@@ -285,8 +290,13 @@ class OpenRerank:
         results = reranked(candidates, [s.score for s in scores])[:top_k]
         cost = sum(s.cost_ms for s in scores)
         latency = None if answer.latency_ms is None else answer.latency_ms + cost
+        failures = tuple(s.failure for s in scores if s.failure is not None)
         return QueryResults(
-            query.query_id, results, latency, abstained=answer.abstained and not results
+            query.query_id,
+            results,
+            latency,
+            abstained=answer.abstained and not results,
+            rerank_failures=failures,
         )
 
     def scores(self, query: str, candidates: Sequence[RankedResult]) -> list[Scored]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli, copy_demo
+from conftest import REPO, Cli, copy_demo, no_hang
 
 from llm_eval.history.series import SPARK_BARS, SPARK_GAP, sparkline
 
@@ -575,7 +575,8 @@ def test_a_lock_file_that_cannot_be_used_is_named_not_the_history_file(
     report.write_bytes(compact(kept_report("a" * 40, "2026-01-05T10:00:00+00:00")))
     lock = tmp_path / ".history.jsonl.lock"
     make(lock)
-    code, out, err = record(report, kept)
+    with no_hang():  # a FIFO opened would wait for a writer forever
+        code, out, err = record(report, kept)
     assert (code, out) == (3, "")
     assert err == f"llm-eval: error: {lock}: {reason}\n"
     assert not kept.exists() and not (tmp_path / "elsewhere").exists()

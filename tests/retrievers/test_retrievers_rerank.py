@@ -18,7 +18,7 @@ from rerank_servers import (
     root_of,
     write_prompt,
 )
-from servers import CORPUS, LocalServer, serve, write_project
+from servers import CORPUS, LocalServer, Reply, serve, write_project
 
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
@@ -149,24 +149,24 @@ def test_unreadable_answers_say_why(name: str, answer: str, reason: str) -> None
 
 
 @pytest.mark.parametrize(
-    ("text", "reason"),
+    ("text", "where", "reason"),
     [
-        ("Is {document} relevant?", "the prompt has no {query} placeholder"),
-        ("Does it answer {query}?", "the prompt has no {document} placeholder"),
+        ("Is {document} relevant?", "", "the prompt has no {query} placeholder"),
+        ("Does it answer {query}?", "", "the prompt has no {document} placeholder"),
         (
-            "{query} {document} {passage}",
+            "{query}\n{document}\nRate {passage} {x}.\n{passage}",
+            ":3",
             "unknown placeholder {passage} in the prompt (valid: {query}, {document}, {scale})",
         ),
     ],
 )
 def test_a_prompt_without_its_placeholders_is_refused_naming_the_file(
-    tmp_path: Path, text: str, reason: str
+    tmp_path: Path, text: str, where: str, reason: str
 ) -> None:
     path = write_prompt(tmp_path, text)
     with pytest.raises(InputError) as caught:
         read_prompt(str(path))
-    assert caught.value.reason == f"{path}: {reason}"
-    assert caught.value.key == "prompt"
+    assert str(caught.value) == f"{path}{where}: {reason}"
 
 
 def test_a_prompt_is_filled_in_one_pass_and_told_the_scale(tmp_path: Path) -> None:
@@ -175,18 +175,39 @@ def test_a_prompt_is_filled_in_one_pass_and_told_the_scale(tmp_path: Path) -> No
     assert filled == 'Q: {document}?\nD: text\n{"x": 1}\n\nReply 0-100.'
 
 
-def test_a_bad_prompt_is_a_config_error_naming_the_line_key_and_file(
-    tmp_path: Path, chat: LocalServer
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ("Does it answer {query}?", "", "the prompt has no {document} placeholder"),
+        (
+            "Query: {query}\nPassage: {passage}\nDocument: {document}\n",
+            ":2",
+            "unknown placeholder {passage} in the prompt (valid: {query}, {document}, {scale})",
+        ),
+    ],
+)
+def test_a_bad_prompt_is_one_line_naming_the_prompt_file_not_the_config(
+    tmp_path: Path, chat: LocalServer, cli: Cli, text: str, where: str, reason: str
 ) -> None:
-    prompt = write_prompt(tmp_path, "Does it answer {query}?")
+    """The prompt's text is at fault, not the config line that names the file."""
+    prompt = write_prompt(tmp_path, text)
     project = write_project(tmp_path, rerank_section(llm(chat, prompt)))
+    code, out, err = cli("retrieve", "--config", project.config, "--out", tmp_path / "run.jsonl")
+    assert (code, out) == (3, "")
+    assert err == f"llm-eval: error: {prompt}{where}: {reason}\n"
+    assert chat.requests == []
+
+
+def test_a_missing_prompt_file_is_the_configs_error(tmp_path: Path, chat: LocalServer) -> None:
+    """The config names a file that is not there: the config's line is at fault."""
+    project = write_project(tmp_path, rerank_section(llm(chat, tmp_path / "nowhere.txt")))
     with pytest.raises(InputError) as caught:
         load_config(project.config)
     lines = project.config.read_text(encoding="utf-8").splitlines()
     line = lines.index("  reranker:") + 2  # the mapping under it
     assert str(caught.value) == (
-        f"{project.config}:{line}: retriever.reranker: prompt: {prompt}: the prompt has no "
-        "{document} placeholder"
+        f"{project.config}:{line}: retriever.reranker: prompt: no such prompt file: "
+        f"{tmp_path / 'nowhere.txt'}"
     )
 
 
@@ -484,3 +505,42 @@ def test_the_http_reranker_runs_through_retrieve_gate_and_experiment_on_the_demo
     assert "rerank (http): 80 pairs, 0 scored now and 80 from the cache; 80 of 80 scored" in err
     table = json.loads((tmp_path / "experiment" / "experiment.json").read_text())
     assert {row["name"] for row in table["variants"]} == {"bm25", "reranked"}
+
+
+def test_pairs_the_reranker_failed_on_are_counted_in_report_json_and_report_md(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A chat endpoint that answers no score: every pair fails, every query keeps BM25's
+    order, and the report says so with the first reason, as it does a retriever's."""
+    answer = {"choices": [{"message": {"content": "I cannot rate this."}}]}
+    with serve(lambda request: Reply(payload=answer)) as server:
+        reranker = llm(server, write_prompt(tmp_path), retries=0)
+        project = write_project(tmp_path, rerank_section(reranker), queries=4)
+        code, out, err = cli(
+            "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+        )
+    assert code == 0, out + err
+    reason = "unreadable answer: not JSON: 'I cannot rate this.'"
+    assert project.report()["queries"]["rerank_failed"] == {
+        "pairs": 80,
+        "queries": [q["query_id"] for q in project.queries],
+        "by_kind": {"unreadable answer": 80},
+        "causes": [{"pairs": 80, "cause": reason}],
+    }
+    markdown = (project.out / "report.md").read_text(encoding="utf-8")
+    assert (
+        "The reranker could not score 80 pairs (80 unreadable answer) on 4 gold queries, "
+        f"which kept the first stage's order; the first reason: {reason}."
+    ) in " ".join(markdown.split())
+
+
+def test_a_run_the_reranker_scored_whole_has_no_rerank_failures(
+    tmp_path: Path, chat: LocalServer, cli: Cli
+) -> None:
+    project = write_project(tmp_path, rerank_section(llm(chat, write_prompt(tmp_path))), queries=2)
+    code, out, err = cli(
+        "gate", "--config", project.config, "--criteria", project.criteria, "--out", project.out
+    )
+    assert code == 0, out + err
+    assert project.report()["queries"]["rerank_failed"] is None
+    assert "reranker could not" not in (project.out / "report.md").read_text(encoding="utf-8")
