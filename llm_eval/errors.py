@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm_eval.failures import FailureSummary
 
 
 class ExitCode(IntEnum):
@@ -75,3 +79,12 @@ class ExternalError(LlmEvalError):
     """The retriever or an external service (GitHub, an HTTP endpoint) failed."""
 
     exit_code = ExitCode.EXTERNAL
+
+
+class RetrieverFailed(ExternalError):
+    """More of a run's queries failed than the retriever's `max_error_rate` allows; the
+    summary is what the gate's report keeps of them."""
+
+    def __init__(self, message: str, summary: FailureSummary) -> None:
+        self.summary = summary
+        super().__init__(message)

@@ -55,12 +55,14 @@ Reason = Literal[
     "within",
     "no_data",
     "drift",
+    "retriever_failed",
 ]
 """Why a gate or slice has its status: its floor missed, its regression limit exceeded,
 both, one of its tag slices beyond the limit, the data cannot tell, or it passed:
 improved, unchanged (no query's score moved), within its limits; `no_data`: no scored
 query; `drift`: its own checks pass but its cumulative change since the reference
-baseline is beyond `drift_max` or cannot be told."""
+baseline is beyond `drift_max` or cannot be told; `retriever_failed`: not measured, the
+retriever failed on more queries than `max_error_rate` allows."""
 _RANK: dict[Status, int] = {"pass": 0, "warn": 1, "inconclusive": 2, "fail": 3}
 
 
@@ -448,6 +450,14 @@ def decide(
         _on_inconclusive(gate, exceeded),
         reason,
         corrected,
+    )
+
+
+def unmeasured(gate: Gate) -> GateResult:
+    """A gate left unmeasured because the retriever failed: it cannot tell, and blocks
+    nothing itself (the failed retriever stops the run, exit 4)."""
+    return GateResult(
+        gate, math.nan, 0, None, None, None, "inconclusive", reason="retriever_failed"
     )
 
 

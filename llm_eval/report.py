@@ -17,8 +17,9 @@ from llm_eval.against_baseline import Comparison, RankChange, describe_diff, ran
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Statistics
 from llm_eval.errors import ExitCode
+from llm_eval.failures import CAUSES_SHOWN, FailureSummary
 from llm_eval.fingerprint import GoldDiff
-from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, verdict
+from llm_eval.gate import GateResult, SliceResult, blocks, delta_interval, unmeasured, verdict
 from llm_eval.gate import Power as ScopePower
 from llm_eval.gold import GoldQuery
 from llm_eval.history.series import History, trend_entry
@@ -585,6 +586,84 @@ def build_report(
             "repo_folder": repo_folder,
         },
         "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
+    }
+
+
+def failed_report(
+    inputs: Inputs,
+    failure: FailureSummary,
+    message: str,
+    baseline: Baseline | None,
+    *,
+    baseline_path: str,
+    fingerprints: Mapping[str, str | None],
+    head_commit: str | None,
+    timings: Mapping[str, float],
+    tool_version: str,
+    now: datetime,
+    repo_folder: str | None = None,
+) -> Report:
+    """The report of a run refused because the retriever failed on more queries than
+    `max_error_rate` allows (`message` is the error line): verdict `retriever_failed`,
+    exit code 4, the failures summarised, and every gate unmeasured."""
+    metrics = list(inputs.metrics)
+    no_changes: list[dict[str, Any]] = []
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool_version": tool_version,
+        "verdict": "retriever_failed",
+        "exit_code": int(ExitCode.EXTERNAL),
+        "summary": [message],
+        "gates": [gate_entry(unmeasured(gate)) for gate in inputs.criteria.gates],
+        "metrics": metrics,
+        "metric_labels": {m: parse_metric(m).label for m in metrics},
+        "slices": [],
+        "changes": {
+            "k": inputs.gating_k,
+            "hit_to_miss_count": 0,
+            "miss_to_hit_count": 0,
+            "hit_to_miss": no_changes,
+            "miss_to_hit": no_changes,
+        },
+        "queries": {
+            "gold": len(inputs.gold.queries),
+            "evaluated": 0,
+            "compared": 0,
+            "missing_from_run": [],
+            "failed": dict(failure.failed),
+            "rejection": 0,
+            "not_in_gold": 0,
+        },
+        "matching": {},
+        "rejections": {},
+        "context": None,
+        "gold_changes": None,
+        "judge": None,
+        "retriever_failure": retriever_failure_entry(failure, message),
+        "notes": [],
+        "retrieval": {"from_cache": 0},
+        "provenance": {
+            **_provenance(baseline, baseline_path, fingerprints, head_commit, now),
+            "repo_folder": repo_folder,
+        },
+        "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
+    }
+
+
+def retriever_failure_entry(failure: FailureSummary, message: str) -> dict[str, Any]:
+    """The failures as report.json keeps them: counts by reason, the first distinct
+    causes (as the error line shows them) and how many more there are."""
+    causes = failure.causes
+    return {
+        "message": message,
+        "where": failure.where,
+        "failed": len(failure.failed),
+        "queries": failure.queries,
+        "share": failure.share,
+        "max_error_rate": failure.max_error_rate,
+        "by_reason": dict(failure.by_kind),
+        "causes": [{"cause": cause, "count": n} for cause, n in causes[:CAUSES_SHOWN]],
+        "other_causes": max(len(causes) - CAUSES_SHOWN, 0),
     }
 
 

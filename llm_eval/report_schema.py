@@ -28,7 +28,7 @@ from llm_eval.schema import (
 
 STATUSES = ("pass", "warn", "fail", "inconclusive")
 DECISIONS = ("pass", "fail", "inconclusive")
-VERDICTS = ("pass", "warn", "inconclusive", "fail", "gold_changed")
+VERDICTS = ("pass", "warn", "inconclusive", "fail", "gold_changed", "retriever_failed")
 
 _count = whole(0)
 _maybe_number = optional(number)
@@ -305,12 +305,26 @@ _TREND = record(
     },
     frozenset({"metric", "label", "points", "value"}),
 )
+_RETRIEVER_FAILURE = record(
+    {
+        "message": text,
+        "where": _maybe_text,
+        "failed": _count,
+        "queries": _count,
+        "share": number,
+        "max_error_rate": number,
+        "by_reason": map_of(_count),
+        "causes": list_of(record({"cause": text, "count": whole(1)})),
+        "other_causes": _count,
+    },
+    frozenset({"message", "failed", "queries", "share", "max_error_rate", "by_reason", "causes"}),
+)
 REPORT: Check = record(
     {
         "schema_version": one_of(1),
         "tool_version": text,
         "verdict": one_of(*VERDICTS),
-        "exit_code": one_of(0, 1, 3),
+        "exit_code": one_of(0, 1, 3, 4),
         "summary": list_of(text),
         "gates": list_of(_GATE, non_empty=True),
         "metrics": list_of(text, non_empty=True),
@@ -321,6 +335,7 @@ REPORT: Check = record(
         "gold_changes": optional(_GOLD_CHANGES),
         "judge": optional(_JUDGE),
         "trend": optional(_TREND),
+        "retriever_failure": optional(_RETRIEVER_FAILURE),
         "notes": list_of(text),
         "provenance": _PROVENANCE,
         "timings": map_of(_maybe_number),

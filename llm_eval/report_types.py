@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 Status = Literal["pass", "warn", "fail", "inconclusive"]
-Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed"]
+Verdict = Literal["pass", "warn", "fail", "inconclusive", "gold_changed", "retriever_failed"]
 
 
 class Power(TypedDict):
@@ -79,6 +79,8 @@ class Report(TypedDict):
     gold_changes: dict[str, Any] | None
     judge: dict[str, Any] | None
     trend: NotRequired[dict[str, Any] | None]
+    retriever_failure: NotRequired[dict[str, Any]]
+    """Only when the verdict is `retriever_failed`: the failures summarised."""
     notes: list[str]
     retrieval: dict[str, int]
     provenance: dict[str, Any]

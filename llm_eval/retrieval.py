@@ -6,7 +6,7 @@ A precomputed run file (`--run`) is used as it is, and the parts of a sharded ru
 (`retrieve --shard`) are checked and joined into one; otherwise the configured
 retriever answers every gold query, through the retrieval cache when the kind is
 cached, and the run is refused (exit 4) when more queries failed than
-`max_error_rate` allows.
+`max_error_rate` allows (RetrieverFailed, with the failures summarised).
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import random
-import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from llm_eval.config import EvalConfig, RetrieverConfig
-from llm_eval.errors import ExternalError, InputError, LlmEvalError
+from llm_eval.errors import ExternalError, InputError, LlmEvalError, RetrieverFailed
+from llm_eval.failures import CAUSES_SHOWN, FailureSummary, distinct_causes, error_kinds
 from llm_eval.fingerprint_io import run_fingerprints
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
@@ -111,7 +110,7 @@ def _joined(inputs: Inputs, files: Sequence[Path]) -> Retrieval:
     joined = join_parts(files, expected, [q.query_id for q in queries])
     retriever = inputs.config.retriever
     limit = retriever.max_error_rate if retriever is not None else 0.0
-    check_error_rate(joined.run, queries, limit, f"{len(files)} parts joined: ")
+    check_error_rate(joined.run, queries, limit, f"{len(files)} parts joined")
     return Retrieval(joined.run, joined.from_cache, parts=len(files))
 
 
@@ -183,7 +182,7 @@ def _built_times(
         else:
             retriever = build_retriever(config, number)
             run = retriever.retrieve(queries, config.top_k, None, finished)
-        where = f"build {number + 1} of {count}: "
+        where = f"build {number + 1} of {count}"
         check_error_rate(run, queries, config.retriever.max_error_rate, where)
         runs.append(run)
     return Retrieval(runs[0], builds=tuple(runs), builds_asked=asked)
@@ -344,47 +343,47 @@ def checked_run(path: Path, inputs: Inputs) -> Run:
         )
     retriever = inputs.config.retriever
     limit = retriever.max_error_rate if retriever is not None else 0.0
-    check_error_rate(run, queries, limit, f"{path}: ")
+    check_error_rate(run, queries, limit, str(path))
     return run
 
 
-def check_error_rate(run: Run, queries: Sequence[GoldQuery], limit: float, where: str = "") -> None:
-    """ExternalError summarising the errors when more queries failed than `limit` allows."""
-    answers = [run.queries.get(q.query_id) for q in queries]
-    errors = [a.error for a in answers if a is not None and a.error is not None]
-    share = len(errors) / len(queries) if queries else 0.0
-    if share > limit:
-        shown = f"{share * 100:.1f}".removesuffix(".0")
-        raise ExternalError(
-            f"{where}retriever failed on {len(errors)} of "
-            f"{plural(len(queries), 'query', 'queries')} "
-            f"({shown}% > max_error_rate {limit * 100:g}%): {count_errors(errors)}"
-            f"{first_causes(errors, len(queries))}"
-        )
+def check_error_rate(
+    run: Run, queries: Sequence[GoldQuery], limit: float, where: str | None = None
+) -> None:
+    """RetrieverFailed summarising the errors when more queries failed than `limit`
+    allows; `where` names the run (a run file, a build) at the head of the message."""
+    answers = [(q.query_id, run.queries.get(q.query_id)) for q in queries]
+    failed = tuple((q, a.error) for q, a in answers if a is not None and a.error is not None)
+    summary = FailureSummary(len(queries), limit, failed, where)
+    if summary.share > limit:
+        raise RetrieverFailed(failure_line(summary), summary)
+
+
+def failure_line(summary: FailureSummary) -> str:
+    """`retriever failed on 3 of 10 queries (30% > max_error_rate 20%): 2 http 503, …`."""
+    errors = [error for _, error in summary.failed]
+    shown = f"{summary.share * 100:.1f}".removesuffix(".0")
+    head = f"{summary.where}: " if summary.where else ""
+    return (
+        f"{head}retriever failed on {len(errors)} of "
+        f"{plural(summary.queries, 'query', 'queries')} "
+        f"({shown}% > max_error_rate {summary.max_error_rate * 100:g}%): {count_errors(errors)}"
+        f"{first_causes(errors, summary.queries)}"
+    )
 
 
 def count_errors(errors: Iterable[str]) -> str:
     """`9 timeout, 3 http 503`: failures by kind (the text before ': '), most first."""
-    kinds = Counter(error.split(": ", 1)[0] for error in errors)
-    ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
-    return ", ".join(f"{count} {kind}" for kind, count in ordered)
-
-
-_POSITION = re.compile(r"\[\d+\]")
-CAUSES_SHOWN = 3
-"""Distinct causes a failure summary shows in full, the most frequent first."""
+    return ", ".join(f"{count} {kind}" for kind, count in error_kinds(errors))
 
 
 def first_causes(errors: Sequence[str], total: int, unit: tuple[str, str] = QUERIES) -> str:
     """`; the cause: 29 of 29 queries: malformed result: hits[].doc_id missing (…)`, to
-    follow `count_errors`: the distinct errors that say more than their kind, counted,
-    most first (ties in the order met), the first `CAUSES_SHOWN` in full; a hit's
-    position is left out (`hits[]`), so that one cause met at another rank in each query
-    is counted once. Empty when no error says more than its kind (`3 timeout`)."""
-    causes = Counter(_POSITION.sub("[]", error) for error in errors if ": " in error)
-    if not causes:
+    follow `count_errors`: `distinct_causes`, the first `CAUSES_SHOWN` in full. Empty
+    when no error says more than its kind (`3 timeout`)."""
+    ordered = distinct_causes(errors)
+    if not ordered:
         return ""
-    ordered = sorted(causes.items(), key=lambda item: -item[1])
     shown = [f"{n} of {plural(total, *unit)}: {cause}" for cause, n in ordered[:CAUSES_SHOWN]]
     if len(ordered) > CAUSES_SHOWN:
         shown.append(plural(len(ordered) - CAUSES_SHOWN, "other cause", "other causes"))

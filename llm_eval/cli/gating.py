@@ -223,6 +223,10 @@ def gate(
             ),
             judge_options=JudgeOptions(judge_repeat, max_cost),
         )
+    if outcome.failure is not None:  # the report says so; the error line is the output
+        for line in publish(outcome.report, os.environ, Path.cwd()):
+            echo(line, err=True)
+        raise outcome.failure
     for_tools = output_format != "text"
     if for_tools:
         echo(get_format(output_format).render(outcome.report, RenderOptions()).rstrip("\n"))

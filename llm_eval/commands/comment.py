@@ -36,8 +36,8 @@ _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 When = Literal["always", "on_change", "on_fail"]
 """When a new comment is posted (`llm_eval.defaults.COMMENT_WHEN_CHOICES`)."""
-FAILING_VERDICTS = ("fail", "gold_changed")
-"""Verdicts whose check fails (exit 1 or 3): a comment is posted under every `when`."""
+FAILING_VERDICTS = ("fail", "gold_changed", "retriever_failed")
+"""Verdicts whose check fails (exit 1, 3 or 4): a comment is posted under every `when`."""
 
 
 @dataclass(frozen=True, slots=True)

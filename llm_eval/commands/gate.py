@@ -14,6 +14,7 @@ from llm_eval import __version__
 from llm_eval.against_baseline import compare
 from llm_eval.baseline_io import load_baseline
 from llm_eval.docs_address import docs_address
+from llm_eval.errors import RetrieverFailed
 from llm_eval.fingerprint_io import fingerprints
 from llm_eval.formats import RenderOptions, get_format, written_formats
 from llm_eval.formats._markup import NO_LINKS, Links
@@ -24,7 +25,7 @@ from llm_eval.inputs import JudgeOptions
 from llm_eval.installation_io import installed_source
 from llm_eval.pipeline import check_labels, load_inputs, measure_builds
 from llm_eval.power_io import PowerCache
-from llm_eval.report import build_report
+from llm_eval.report import build_report, failed_report
 from llm_eval.report_schema import validate_report
 from llm_eval.report_types import Report
 from llm_eval.retrieval import RetrieveOptions, obtain_retrieval, retrieval_notes
@@ -42,6 +43,8 @@ class GateOutcome:
     notes: tuple[str, ...]
     report_path: Path
     exit_code: int
+    failure: RetrieverFailed | None = None
+    """The retriever failed (the report says so): the command ends with this error."""
 
     def text(self, width: int = 80, coloured: bool = False, ascii: bool = False) -> str:
         """The terminal rendering at this width, with the retrieval notes and, last, the
@@ -66,7 +69,8 @@ def run_gate(
     """The gate end to end; writes the report in every written format (report.json,
     report.md, report.junit.xml) to the output folder, whose cache keeps the power
     statements' figures (`power_io.py`). `run_paths`: a run file, or the parts of a
-    sharded run, in the retriever's place."""
+    sharded run, in the retriever's place. When the retriever fails on more queries
+    than `max_error_rate` allows, the report says so, and the outcome holds the error."""
     started = time.perf_counter()
     inputs = load_inputs(config_path, criteria_path)
     out = out_dir or inputs.config.output
@@ -76,7 +80,23 @@ def run_gate(
     references = load_references(inputs.criteria.gates, baseline_file)
     history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()
-    retrieval = obtain_retrieval(inputs, run_paths, retrieve_options)
+    try:
+        retrieval = obtain_retrieval(inputs, run_paths, retrieve_options)
+    except RetrieverFailed as failure:
+        report = failed_report(
+            inputs,
+            failure.summary,
+            str(failure),
+            baseline,
+            baseline_path=str(baseline_file),
+            fingerprints=fingerprints(inputs, run_paths[0] if len(run_paths) == 1 else None),
+            head_commit=head_commit(),
+            timings={"load_s": loaded - started, "total_s": time.perf_counter() - started},
+            tool_version=__version__,
+            now=datetime.now(UTC),
+            repo_folder=folder_in_repository(),
+        )
+        return _written(report, out, (), failure)
     run_file = retrieval.run_file
     retrieved = time.perf_counter()
     measurement = measure_builds(inputs, retrieval.each_build, judge_options)
@@ -105,14 +125,20 @@ def run_gate(
         repo_folder=folder_in_repository(),
         history=history,
     )
+    return _written(report, out, notes)
+
+
+def _written(
+    report: Report, out: Path, notes: tuple[str, ...], failure: RetrieverFailed | None = None
+) -> GateOutcome:
+    """The report checked and written in every format to `out`, as the outcome."""
     validate_report(report, out / "report.json")  # every rendering reads this record
     docs = docs_address(os.environ, installed_source())
     write_together(rendered_whole(report, out, Links(docs=docs)))
-    report_path = out / "report.json"
     ignore = out / ".gitignore"
     if not ignore.exists():  # the reports are outputs, never to be committed by accident
         write_atomic(ignore, "*\n")
-    return GateOutcome(report, notes, report_path, report["exit_code"])
+    return GateOutcome(report, notes, out / "report.json", report["exit_code"], failure)
 
 
 def rendered_whole(report: Report, out: Path, links: Links = NO_LINKS) -> list[tuple[Path, str]]:

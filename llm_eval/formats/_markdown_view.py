@@ -29,6 +29,8 @@ from llm_eval.wording.report_lines import (
     coverage_lines,
     deciding_p,
     detail_lines,
+    failed_share,
+    failure_lines,
     headline,
     judge_lines,
     missing_lines,
@@ -47,6 +49,7 @@ STATUS_ICON = {
     "fail": "❌",
     "inconclusive": "❓",
     "gold_changed": "📝",
+    "retriever_failed": "🛑",
 }
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 """How the footer names a fingerprint whose key is not its name."""
@@ -66,6 +69,7 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     trend = _trend(report.get("trend"), links)
     if trend:
         trend["text"] = glossary.link(trend["text"])
+    failed = report["verdict"] == "retriever_failed"
     problems = [_problem(gate) for gate in gates if gate["status"] != "pass"]
     for problem in problems:
         problem["sentence"] = glossary.link(problem["sentence"])
@@ -79,6 +83,7 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "headline": _title(report),
         "lead": lead,
         "trend": trend,
+        "failure": failure_lines(report) if failed else [],
         "next_steps": _next_steps(report),
         "gold_changes": _gold_change_lists(report.get("gold_changes")),
         "problems": problems,
@@ -90,7 +95,9 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
             "rows": tier_rows[:1] + _worst_first(tier_rows[1:]),
         },
         "tag_tables": tag_tables,
-        "drilldown": _drilldown(
+        "drilldown": []
+        if failed
+        else _drilldown(
             report["changes"], report["provenance"].get("baseline"), _gold_blob(report, links)
         ),
         "everything": Link("report artifact", links.artifact) if links.artifact else None,
@@ -209,6 +216,11 @@ def _title(report: Mapping[str, Any]) -> str:
 def _lead(report: Mapping[str, Any]) -> list[str]:
     """The reason in plain words: a sentence per gate that is not passing, or the gated
     numbers when all pass."""
+    if report["verdict"] == "retriever_failed":
+        return [
+            f"{STATUS_ICON['fail']} The check is red: the retriever failed "
+            f"{failed_share(report)}, so no gate was measured. What failed, and why:"
+        ]
     changes = report.get("gold_changes")
     if report["verdict"] == "gold_changed" and changes:
         counts = [
@@ -320,6 +332,15 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What the reader can do about it, with the commands."""
     verdict = report["verdict"]
     changes = report.get("gold_changes") or {}
+    if verdict == "retriever_failed":
+        return [
+            {
+                "text": "Fix the cause (the retriever's settings or its service) and run "
+                "the gate again; each failed query's error is in report.json "
+                "(queries.failed).",
+                "commands": [],
+            }
+        ]
     if verdict == "gold_changed":
         commands = changes.get("accept_commands") or ["llm-eval baseline refresh"]
         return [
@@ -632,7 +653,7 @@ def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
 def _notes(report: Mapping[str, Any]) -> list[str]:
     notes = [*judge_lines(report), *coverage_lines(report), *missing_lines(report)]
     failed = report["queries"].get("failed") or {}
-    if failed:
+    if failed and report["verdict"] != "retriever_failed":
         notes.append(
             f"The retriever failed on {plural(len(failed), 'gold query', 'gold queries')}: "
             "not scored, counted in error_rate."

@@ -5,8 +5,9 @@ suite. A gate or slice that blocks the merge is a `<failure>`; one that cannot
 tell and does not block is `<skipped>`; a warning gate that missed a limit passes
 with the sentence in `<system-out>` (it does not block, and CI tabs count every
 failure as red). A changed gold set is an `<error>` case of its own: the report
-was not compared with the baseline. The shape is the one these tools read (the
-Jenkins/Ant schema): `testsuites` > `testsuite` > `testcase` > `failure` |
+was not compared with the baseline; so is a retriever that failed on more queries
+than `max_error_rate` allows (its gates, unmeasured, are skipped). The shape is the
+one these tools read (the Jenkins/Ant schema): `testsuites` > `testsuite` > `testcase` > `failure` |
 `error` | `skipped`, `system-out`.
 """
 
@@ -55,6 +56,9 @@ def _cases(report: Mapping[str, Any]) -> list[ET.Element]:
     if report["verdict"] == "gold_changed":
         why = (report["summary"] or ["the gold set changed since the baseline"])[0]
         cases.append(_case("gold set unchanged since the baseline", "llm-eval", "error", why))
+    if report["verdict"] == "retriever_failed":
+        why = (report["summary"] or ["the retriever failed"])[0]
+        cases.append(_case("retriever within max_error_rate", "llm-eval", "error", why))
     for gate in report["gates"]:
         title = f"{gate['name']}: {gate['metric_label']} ({gate['scope']})"
         outcome = _gate_outcome(gate)

@@ -26,6 +26,7 @@ from llm_eval.wording.report_lines import (
     coverage_lines,
     deciding_p,
     detail_lines,
+    failure_lines,
     headline,
     judge_lines,
     missing_lines,
@@ -35,6 +36,7 @@ from llm_eval.wording.report_lines import (
 _STATUS_WORD = {status: word.upper() for status, word in STATUS_WORDS.items()}
 _STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
 _STATUS_COLOUR = {"pass": "green", "warn": "yellow", "fail": "red", "inconclusive": "magenta"}
+_VERDICT_COLOUR = {**_STATUS_COLOUR, "retriever_failed": "red"}
 
 _GATE_COLUMNS = ("gate", "metric", "scope", "baseline", "now", "Δ", "CI", "limits", "severity")
 _DROP_ORDER = ("CI", "severity", "scope", "metric", "limits", "baseline", "Δ")
@@ -169,9 +171,26 @@ def render_text(
     if ascii:
         title = in_ascii(title)
     if coloured:  # wrapped first: a line with colour codes is not wrapped later
-        paint = _STATUS_COLOUR.get(report["verdict"], "bold")
+        paint = _VERDICT_COLOUR.get(report["verdict"], "bold")
         title = "\n".join(colour(row, paint) for row in _fit(title, width))
     lines = [title, ""]
+    if report["verdict"] == "retriever_failed":
+        names = ", ".join(gate["name"] for gate in report["gates"])
+        lines += [*failure_lines(report), "", f"Not measured: {names}."]
+    else:
+        lines += _measured_lines(report, width, coloured, ascii)
+    lines += [f"Note: {note}" for note in report["notes"]]
+    spell = in_ascii if ascii else str
+    rows = (spell(row) for line in lines for row in line.split("\n"))
+    return "\n".join(fitted for row in rows for fitted in _fit(row, width))
+
+
+def _measured_lines(
+    report: Mapping[str, Any], width: int, coloured: bool, ascii: bool
+) -> list[str]:
+    """What follows the title when the gates were measured: the judge, the gates table,
+    a sentence per gate not passing, the crossings and the details."""
+    lines: list[str] = []
     if report.get("judge"):
         lines += [*judge_lines(report), ""]
     if report["verdict"] == "gold_changed":
@@ -206,10 +225,7 @@ def render_text(
     lines += ["", *covered] if covered else []
     lines += missing_lines(report)
     lines += detail_lines(report)
-    lines += [f"Note: {note}" for note in report["notes"]]
-    spell = in_ascii if ascii else str
-    rows = (spell(row) for line in lines for row in line.split("\n"))
-    return "\n".join(fitted for row in rows for fitted in _fit(row, width))
+    return lines
 
 
 def _fit(line: str, width: int) -> list[str]:

@@ -288,7 +288,14 @@ def _cannot_be_told(gate: Gate, before: float | None) -> str:
 
 def main_check_failed(result: GateResult) -> bool:
     """Whether the gate's own scope (not its tag slices) misses a limit or cannot tell."""
-    return result.reason in ("floor", "regression", "both", "cannot_tell", "no_data")
+    return result.reason in (
+        "floor",
+        "regression",
+        "both",
+        "cannot_tell",
+        "no_data",
+        "retriever_failed",
+    )
 
 
 def sentence(result: GateResult) -> str | None:
@@ -340,10 +347,13 @@ def _drift_suffix(result: GateResult) -> str:
 def _own_sentence(result: GateResult) -> str:
     gate = result.gate
     metric = gate.metric
+    if result.reason == "retriever_failed":  # the failure, not the gate, stops the run
+        return f"{subject(metric, gate.scope.label())} was not measured: the retriever failed"
     if _blocks_unsure(result):
         return _blocking_cannot_tell(result)
     if result.reason == "no_data":
         clauses = ["could not be computed: no scored query in its scope"]
+
     else:
         clauses = []
         clauses += _floor_clause(result)

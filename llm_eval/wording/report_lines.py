@@ -41,6 +41,8 @@ def headline(report: Mapping[str, Any]) -> str:
     verdict = report["verdict"]
     if verdict == "gold_changed":
         return "GOLD SET CHANGED: not compared with the baseline (see below)"
+    if verdict == "retriever_failed":
+        return f"RETRIEVER FAILED: {failed_share(report)}; no gate was measured"
     if report["exit_code"] == 1 or verdict == "fail":
         return "FAIL: " + ", ".join(blocked + reported) + _settled_by(gates)
     if verdict == "inconclusive":
@@ -54,6 +56,36 @@ def headline(report: Mapping[str, Any]) -> str:
     if len(gates) == 2:
         return "PASS: both gates pass"
     return f"PASS: all {len(gates):,} gates pass"
+
+
+def failed_share(report: Mapping[str, Any]) -> str:
+    """`on 29 of 29 queries (100% > max_error_rate 0%)`, from the report's
+    `retriever_failure`; `on more queries than max_error_rate allows` without it."""
+    failure = report.get("retriever_failure")
+    if not failure:
+        return "on more queries than max_error_rate allows"
+    shown = f"{failure['share'] * 100:.1f}".removesuffix(".0")
+    return (
+        f"on {failure['failed']} of {plural(failure['queries'], 'query', 'queries')} "
+        f"({shown}% > max_error_rate {failure['max_error_rate'] * 100:g}%)"
+    )
+
+
+def failure_lines(report: Mapping[str, Any]) -> list[str]:
+    """The retriever's failures by reason, then its first distinct causes, a line each
+    (`29 of 29 queries: malformed result: hits[].doc_id missing …`); the error line
+    when the report has no summary of them."""
+    failure = report.get("retriever_failure")
+    if not failure:
+        return list(report["summary"])
+    reasons = ", ".join(f"{n} {reason}" for reason, n in failure["by_reason"].items())
+    lines = [f"Failed queries by reason: {reasons}."]
+    total = plural(failure["queries"], "query", "queries")
+    lines += [f"{c['count']} of {total}: {c['cause']}" for c in failure["causes"]]
+    others = failure.get("other_causes") or 0
+    if others:
+        lines.append(f"…and {plural(others, 'other cause', 'other causes')} (report.json).")
+    return lines
 
 
 def unchanged(stats: Mapping[str, Any]) -> bool:

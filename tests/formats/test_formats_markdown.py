@@ -92,6 +92,7 @@ def huge() -> dict[str, Any]:
         "hostile",
         "inconclusive",
         "gold_changed",
+        "retriever_failed",
     ],
 )
 def test_comment_matches_the_golden_file(name: str) -> None:

@@ -4,7 +4,10 @@ corpus, and misbehaving ones that prove retries, timeouts and error accounting."
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -157,7 +160,68 @@ def test_an_error_rate_over_the_limit_exits_4_with_a_summary(
         code, out, err = gate(cli, project)
     assert (code, out) == (4, "")
     assert "retriever failed on 3 of 10 queries" in err
-    assert not (project.out / "report.json").exists()
+    assert project.report()["verdict"] == "retriever_failed"
+
+
+def test_a_gate_whose_retriever_fails_writes_the_report_saying_why(tmp_path: Path) -> None:
+    """A service answering hits without the configured doc id field: `llm-eval gate`, in a
+    process of its own, exits 4 with its one error line, and report.json and report.md
+    say the retriever failed, with the failures by reason and their first causes."""
+
+    def hits_without_doc_ids(request: Any) -> Reply:
+        return Reply(payload={"results": [{"id": "sorting#0", "score": 2.0}, {"id": "x"}]})
+
+    with serve(hits_without_doc_ids) as server:
+        project = write_project(tmp_path, {"kind": "http", "url": server.url, **FAST}, queries=4)
+        command = ["gate", "--config", str(project.config), "--criteria", str(project.criteria)]
+        done = subprocess.run(
+            [sys.executable, "-m", "llm_eval.cli", *command],
+            env={k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    cause = (
+        "malformed result: hits[].doc_id missing (the service's hits have: id, score); "
+        "set fields.doc_id: id"
+    )
+    message = (
+        "retriever failed on 4 of 4 queries (100% > max_error_rate 0%): 4 malformed result; "
+        f"the cause: 4 of 4 queries: {cause}"
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (4, "", f"llm-eval: error: {message}\n")
+    report = project.report()
+    assert (report["verdict"], report["exit_code"], report["summary"]) == (
+        "retriever_failed",
+        4,
+        [message],
+    )
+    assert report["retriever_failure"] == {
+        "message": message,
+        "where": None,
+        "failed": 4,
+        "queries": 4,
+        "share": 1.0,
+        "max_error_rate": 0.0,
+        "by_reason": {"malformed result": 4},
+        "causes": [{"cause": cause, "count": 4}],
+        "other_causes": 0,
+    }
+    error = cause.replace("hits[]", "hits[0]")
+    assert report["queries"]["failed"] == {q["query_id"]: error for q in project.queries}
+    assert [(g["name"], g["status"], g["reason"], g["value"]) for g in report["gates"]] == [
+        ("retrieval_recall_at_5", "inconclusive", "retriever_failed", None),
+        ("retrieval_error_rate", "inconclusive", "retriever_failed", None),
+    ]
+    markdown = (project.out / "report.md").read_text(encoding="utf-8")
+    assert markdown.startswith(
+        "## 🛑 Retrieval quality: RETRIEVER FAILED: on 4 of 4 queries (100% &gt; "
+        "max\\_error\\_rate 0%); no gate was measured\n"
+    )
+    assert (
+        "- 4 of 4 queries: malformed result: hits\\[\\].doc\\_id missing (the service's hits "
+        "have: id, score); set fields.doc\\_id: id\n" in markdown
+    )
 
 
 def test_under_the_limit_the_gate_reports_the_failed_queries(
