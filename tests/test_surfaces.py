@@ -597,9 +597,14 @@ def scope_slice(gate: Mapping[str, Any]) -> str | None:
 
 def headline_agrees(text: str, report: Mapping[str, Any]) -> bool:
     """The headline leads with the verdict: FAIL exactly when the exit code is 1, GOLD SET
-    CHANGED exactly when the comparison was refused (exit 3), else the verdict's status
-    word (PASS, WARNING, CANNOT TELL; exit 0)."""
+    CHANGED exactly when the comparison was refused (exit 3), RETRIEVER FAILED exactly
+    when the retriever failed (exit 4), else the verdict's status word (PASS, WARNING,
+    CANNOT TELL; exit 0)."""
     verdict, code = report["verdict"], report["exit_code"]
+    if (verdict == "retriever_failed") != text.startswith("RETRIEVER FAILED: "):
+        return False
+    if verdict == "retriever_failed":
+        return code == 4
     if (verdict == "gold_changed") != text.startswith("GOLD SET CHANGED: "):
         return False
     if (code == 1) != text.startswith("FAIL: "):
@@ -651,8 +656,14 @@ def check_terminal(report: Mapping[str, Any], plain: str, coloured: str, ascii: 
         spell = in_ascii if rendering is ascii else str
         assert title == spell(f"llm-eval gate: {' '.join(headline(report).split())}")
         assert headline_agrees(title.removeprefix("llm-eval gate: "), report), title
+        if report["verdict"] == "retriever_failed":  # no gate measured: no table, named
+            names = ", ".join(spell(g["name"]) for g in gates)
+            assert f"Not measured: {names}." in " ".join(visible.split())
+            continue
         rows = terminal_table(rendering, len(gates))
         assert rows == [(spell(g["name"]), STATUS_WORDS[g["status"]].upper()) for g in gates]
+    if report["verdict"] == "retriever_failed":
+        return  # every gate's sentence is "not measured": the one line above names them
     # a sentence carries its record's mark; a tag that cannot tell is not a warning
     text = squashed(plain)
     marks = {"pass": "✓", "warn": "!", "fail": "✗", "inconclusive": "?"}
@@ -678,6 +689,12 @@ def check_markdown(report: Mapping[str, Any], markdown: str, complete: bool) -> 
     assert lines[0].startswith(heading), lines[0]
     assert lines[0] == heading + escape_markdown(headline(report))
     assert headline_agrees(lines[0].removeprefix(heading), report), lines[0]
+    if report["verdict"] == "retriever_failed":  # no gate measured: the failure leads
+        said = " ".join(markdown.split())
+        assert "so no gate was measured" in said
+        for cause in report["retriever_failure"]["causes"]:
+            assert squashed(escape_markdown(cause["cause"])) in squashed(said), cause
+        return
     if report["verdict"] != "gold_changed":
         # the lead: a line per gate that is not passing (or per gate when all pass)
         lead_end = next(
@@ -752,6 +769,8 @@ def expected_junit(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     cases = []
     if report["verdict"] == "gold_changed":
         cases.append(("gold set unchanged since the baseline", "error"))
+    if report["verdict"] == "retriever_failed":  # the failed retriever is the error
+        cases.append(("retriever within max_error_rate", "error"))
     for gate in report["gates"]:
         outcome = "pass"
         if blocking(gate):
@@ -795,7 +814,8 @@ def check_junit(report: Mapping[str, Any], xml: str) -> None:
         assert element.get("failures") == str(failures)
         assert element.get("tests") == str(len(testcases))
         assert element.get("skipped") == str(sum(1 for _, o in got if o == "skipped"))
-        assert element.get("errors") == str(int(report["verdict"] == "gold_changed"))
+        errors = report["verdict"] in ("gold_changed", "retriever_failed")
+        assert element.get("errors") == str(int(errors))
     for skipped in suite.iter("skipped"):
         message = skipped.get("message") or ""
         assert message.startswith("cannot tell: ") and message.removeprefix("cannot tell: ").strip()
@@ -829,7 +849,8 @@ def check_action(report: Mapping[str, Any], annotations: Sequence[str]) -> None:
     assert output in VERDICTS
     assert (output == "fail") == (report["exit_code"] == 1)
     assert (output == "gold_changed") == (report["exit_code"] == 3)
-    assert report["exit_code"] in (0, 1, 3)
+    assert (output == "retriever_failed") == (report["exit_code"] == 4)
+    assert report["exit_code"] in (0, 1, 3, 4)
     gates = report["gates"]
     lost = report["changes"]["hit_to_miss"]
     if all(g["status"] == "pass" for g in gates):
