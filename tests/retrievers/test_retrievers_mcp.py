@@ -28,7 +28,7 @@ SERVER = Path(__file__).parent.parent / "mcp_search_server.py"
 STDIO = [sys.executable, str(SERVER), "stdio"]
 SERVICE = SearchService(CORPUS)
 
-PROGRESS = re.compile(r"^\[[#-]+\] \d+/\d+ queries ")
+PROGRESS = re.compile(r"^\[[#-]+\]\s+\d+/\d+ queries ")
 """A progress line of `llm_eval.progress`: `[####----] 11/12 queries  1.0/s  ETA 1s`."""
 
 
