@@ -187,6 +187,14 @@ def averaged(builds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, d
     return {q: {m: float(math.fsum(v) / len(v)) for m, v in row.items()} for q, row in sums.items()}
 
 
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
+    """The degrees of freedom of a sum of variance estimates, each (variance, its degrees
+    of freedom): Satterthwaite's approximation (inf when no part varies)."""
+    denominator = sum(v * v / f for v, f in parts if v > 0.0 and f > 0)
+    total = sum(v for v, _ in parts)
+    return total * total / denominator if denominator > 0.0 else math.inf
+
+
 class BuildsT(ColumnTest):
     """Student's t on the mean worsening (`worsening`: per query, before less after,
     each averaged over its side's builds), its variance the queries' plus the builds'
@@ -199,9 +207,7 @@ class BuildsT(ColumnTest):
         queries = float(worsening.var(ddof=1)) / n if n > 1 else 0.0
         shifts, shift_degrees = spread.shift_variance()
         self.variance = queries + shifts
-        parts = [(queries, n - 1), (shifts, shift_degrees)]
-        denominator = sum(v * v / f for v, f in parts if v > 0.0 and f > 0)
-        self.degrees = self.variance**2 / denominator if denominator > 0.0 else math.inf
+        self.degrees = satterthwaite([(queries, n - 1), (shifts, shift_degrees)])
 
     def p_beyond(self, delta: float) -> float:
         return self._upper(self.mean - delta)

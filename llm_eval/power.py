@@ -37,7 +37,7 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_eval import __version__
-from llm_eval.builds import BuildSpread, t_quantile
+from llm_eval.builds import BuildSpread, satterthwaite, t_quantile
 from llm_eval.criteria import Gate
 from llm_eval.digest import digest
 from llm_eval.gate import Power, worsening_pair
@@ -329,9 +329,8 @@ def _satterthwaite(
 ) -> tuple[float, float]:
     """(the standard error of the mean worsening, its Satterthwaite degrees of freedom)
     from the queries' and the builds' shifts' variances of it."""
-    total = queries + shifts
-    parts = sum(v * v / f for v, f in ((queries, queries_degrees), (shifts, shifts_degrees)) if v)
-    return math.sqrt(total), (total * total / parts if parts else math.inf)
+    parts = [(queries, queries_degrees), (shifts, shifts_degrees)]
+    return math.sqrt(queries + shifts), satterthwaite(parts)
 
 
 def _scaled(spread: BuildSpread, builds: int) -> tuple[float, float]:
