@@ -17,10 +17,11 @@ from llm_eval.cli.root import (
     cli,
     config_options,
     echo,
+    shard_option,
 )
 
 if TYPE_CHECKING:
-    from llm_eval.experiment.sweep import Shard
+    from llm_eval.shards import Shard
 
 
 @cli.command("compare", short_help="A/B comparison of two runs with paired tests.")
@@ -111,9 +112,8 @@ def compare_command(
     "every group): memory holds one group's indexes and runs; latencies are compared "
     "within a group only.",
 )
-@click.option(
-    "--shard",
-    help="Run only part I of N of the variants (by a hash of their names, the reference "
+@shard_option(
+    "Run only part I of N of the variants (by a hash of their names, the reference "
     "in every part) and write experiment-part-I-of-N.json for --merge.",
 )
 @click.option(
@@ -134,7 +134,7 @@ def experiment_command(
     consistency_repeats: int | None,
     consistency_queries: int,
     group_size: int,
-    shard: str | None,
+    shard: Shard | None,
     merge: bool,
 ) -> None:
     """Run each retriever variant over the gold set and compare them with the gate's
@@ -170,21 +170,9 @@ def experiment_command(
             if consistency_repeats is None
             else (consistency_repeats, consistency_queries),
             group_size=group_size,
-            shard=_shard(shard),
+            shard=shard,
         )
     echo(text)
-
-
-def _shard(text: str | None) -> Shard | None:
-    """`--shard I/N` read, or a usage error."""
-    from llm_eval.experiment.sweep import parse_shard
-
-    if text is None:
-        return None
-    try:
-        return parse_shard(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
 @cli.group()

@@ -20,6 +20,7 @@ from llm_eval.cli.root import (
     config_options,
     echo,
     retrieval_options,
+    shard_option,
 )
 from llm_eval.errors import ExitCode
 from llm_eval.formats import format_names
@@ -299,18 +300,6 @@ def baseline_show(baseline_path: Path | None, config_path: Path) -> None:
     echo(show(baseline_path or load_config(config_path).baseline))
 
 
-def _shard(context: click.Context, parameter: click.Parameter, value: str | None) -> Shard | None:
-    """`--shard I/N` parsed (a usage error otherwise)."""
-    from llm_eval.shards import parse_shard
-
-    if value is None:
-        return None
-    try:
-        return parse_shard(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
 @cli.command("retrieve", short_help="Run the retriever over the gold set; write a run.")
 @CONFIG_OPTION
 @click.option(
@@ -333,11 +322,8 @@ def _shard(context: click.Context, parameter: click.Parameter, value: str | None
 )
 @retrieval_options
 @BUILDS_OPTION
-@click.option(
-    "--shard",
-    metavar="I/N",
-    callback=_shard,
-    help="Retrieve only shard I of N: the queries whose id hashes to I, the same at every "
+@shard_option(
+    "Retrieve only shard I of N: the queries whose id hashes to I, the same at every "
     "run whatever the gold file's order. Writes a part (JSONL, its header first); gate, "
     "baseline refresh and evaluate join all N parts into the run.",
 )

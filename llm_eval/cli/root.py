@@ -108,6 +108,22 @@ ALPHA_OPTION = click.option(
 )
 
 
+def shard_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--shard I/N`, parsed into a `llm_eval.shards.Shard` (a usage error otherwise)."""
+    return click.option("--shard", metavar="I/N", callback=_parse_shard, help=help_text)
+
+
+def _parse_shard(context: click.Context, parameter: click.Parameter, value: str | None) -> Any:
+    from llm_eval.shards import parse_shard
+
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def echo(message: str, err: bool = False) -> None:
     """click.echo to this process's own stdout or stderr.
 

@@ -31,7 +31,6 @@ from llm_eval.experiment.parts_io import (
 )
 from llm_eval.experiment.sweep import (
     Scored,
-    Shard,
     grouping_words,
     in_shard,
     split_reference,
@@ -63,6 +62,7 @@ from llm_eval.retrieval import (
 )
 from llm_eval.runs import Run
 from llm_eval.scoring import Scoring, score_run, service_records
+from llm_eval.shards import Shard
 from llm_eval.textio import write_atomic
 from llm_eval.wording.english import plural
 

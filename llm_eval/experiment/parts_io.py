@@ -17,10 +17,11 @@ from typing import Any
 
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
-from llm_eval.experiment.sweep import Scored, Shard, parse_shard
+from llm_eval.experiment.sweep import Scored
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
 from llm_eval.gold import GoldSet
 from llm_eval.service_metrics import ServiceRecord
+from llm_eval.shards import Shard, parse_shard
 from llm_eval.textio import file_digest, read_json_file
 
 KIND = "llm-eval experiment part"
@@ -29,7 +30,7 @@ VERSION = 1
 
 def part_name(shard: Shard) -> str:
     """`experiment-part-2-of-4.json`."""
-    return f"experiment-part-{shard.number}-of-{shard.count}.json"
+    return f"experiment-part-{shard.index}-of-{shard.count}.json"
 
 
 def part_fingerprints(
@@ -114,11 +115,11 @@ def read_parts(paths: Sequence[Path]) -> Merged:
         document = first if path == first_path else _read_part(path)
         shard = parse_shard(document["shard"])
         _check_same_sweep(path, document, first_path, first, count)
-        if shard.number in parts:
+        if shard.index in parts:
             raise InputError(
-                f"part {shard} is given twice (also {parts[shard.number][0]})", path=path
+                f"part {shard} is given twice (also {parts[shard.index][0]})", path=path
             )
-        parts[shard.number] = (path, document)
+        parts[shard.index] = (path, document)
     missing = [n for n in range(1, count + 1) if n not in parts]
     if missing:
         name = part_name(Shard(missing[0], count))

@@ -7,55 +7,27 @@ reference takes turns in every group, so that every variant's latency is paired 
 the reference's measured under the same load; latencies are compared only within a
 group, never across groups that ran at other times.
 
-A shard (`--shard I/N`) is the variants whose name hashes to it, with the reference
-always; `--merge` joins the shards' parts (`llm_eval.experiment.parts_io`) into the
-one table a single run writes.
+A shard (`--shard I/N`, `llm_eval.shards`) is the variants whose name hashes to it,
+with the reference always; `--merge` joins the shards' parts
+(`llm_eval.experiment.parts_io`) into the one table a single run writes.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llm_eval.scoring import Measurement
 from llm_eval.service_metrics import ServiceRecord
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """Part `number` (from 1) of `count`."""
-
-    number: int
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.number}/{self.count}"
-
-
-def parse_shard(text: str) -> Shard:
-    """`I/N` with 1 <= I <= N; ValueError saying what is wrong."""
-    number, slash, count = text.partition("/")
-    if not slash or not number.isdigit() or not count.isdigit():
-        raise ValueError(f"expected I/N (as 2/4), got {text!r}")
-    shard = Shard(int(number), int(count))
-    if not 1 <= shard.number <= shard.count:
-        raise ValueError(f"expected 1 <= I <= N, got {text!r}")
-    return shard
-
-
-def shard_of(name: str, count: int) -> int:
-    """The shard (from 1) a variant's name falls in: stable across runs, machines and
-    the other variants of the sweep."""
-    hashed = hashlib.sha256(name.encode("utf-8")).digest()
-    return int.from_bytes(hashed[:8], "big") % count + 1
+from llm_eval.shards import Shard
 
 
 def in_shard(names: Sequence[str], reference: str, shard: Shard | None) -> list[str]:
-    """The variants a shard runs, in sweep order: those hashed to it, and the reference."""
+    """The variants a shard runs, in sweep order: those whose name hashes to it (as a
+    query's id does, `llm_eval.shards`), and the reference."""
     if shard is None:
         return list(names)
-    return [n for n in names if n == reference or shard_of(n, shard.count) == shard.number]
+    return [n for n in names if n == reference or shard.holds(n)]
 
 
 def turn_groups(names: Sequence[str], reference: str, size: int) -> list[tuple[str, ...]]:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from conftest import Cli
 
-from llm_eval.experiment.sweep import Shard, in_shard, parse_shard, shard_of, turn_groups
+from llm_eval.experiment.sweep import in_shard, turn_groups
+from llm_eval.shards import Shard, parse_shard, shard_number
 from llm_eval.stats import holm
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,34 +21,19 @@ LATENCY = ("latency_p50", "latency_p95")
 """The values that are timings: they differ between any two runs."""
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("1/1", Shard(1, 1)),
-        ("2/4", Shard(2, 4)),
-        ("4/4", Shard(4, 4)),
-        ("0/4", "expected 1 <= I <= N, got '0/4'"),
-        ("5/4", "expected 1 <= I <= N, got '5/4'"),
-        ("1-4", "expected I/N (as 2/4), got '1-4'"),
-        ("a/4", "expected I/N (as 2/4), got 'a/4'"),
-        ("1/", "expected I/N (as 2/4), got '1/'"),
-        ("-1/4", "expected I/N (as 2/4), got '-1/4'"),
-    ],
-)
-def test_a_shard_is_i_of_n(text: str, expected: Shard | str) -> None:
-    if isinstance(expected, Shard):
-        assert parse_shard(text) == expected
-        assert str(parse_shard(text)) == text
-    else:
-        with pytest.raises(ValueError) as caught:
-            parse_shard(text)
-        assert str(caught.value) == expected
+def test_experiment_reads_its_shard_as_retrieve_does() -> None:
+    # One parser serves every --shard; its table of bad values is tests/test_shards.py's.
+    assert parse_shard("2/4") == Shard(2, 4)
+    with pytest.raises(ValueError) as caught:
+        parse_shard("5/4")
+    assert str(caught.value) == "shard 5/4: I must be from 1 to N"
 
 
 def test_a_variant_falls_in_one_shard_by_its_name_alone() -> None:
     # Pinned: a shard must hold the same variants on every machine and in every run.
-    assert [shard_of(n, 2) for n in ("lucene", "k1=1.2 b=0.75", "no title")] == [1, 2, 2]
-    assert [shard_of(n, 7) for n in ("lucene", "k1=1.2 b=0.75", "no title")] == [5, 7, 3]
+    # A variant's name is hashed as a query's id is (`llm_eval.shards.shard_number`).
+    assert [shard_number(n, 2) for n in ("lucene", "k1=1.2 b=0.75", "no title")] == [1, 2, 2]
+    assert [shard_number(n, 7) for n in ("lucene", "k1=1.2 b=0.75", "no title")] == [4, 7, 2]
     names = ["lucene", *NAMES]
     parts = [in_shard(names, "lucene", Shard(i, 3)) for i in (1, 2, 3)]
     assert all(part[0] == "lucene" for part in parts)  # the reference runs in each part
@@ -170,7 +156,7 @@ def test_a_part_has_its_shard_and_the_fingerprints(sweep: dict[str, Any]) -> Non
     assert set(part["fingerprints"]) == {"config", "gold"}
     names = [s["name"] for s in part["scored"]]
     assert names[0] == "lucene"
-    assert sorted(set(names) - {"lucene"}) == sorted(n for n in NAMES if shard_of(n, 2) == 2)
+    assert sorted(set(names) - {"lucene"}) == sorted(n for n in NAMES if shard_number(n, 2) == 2)
 
 
 def test_a_missing_part_is_refused(sweep: dict[str, Any], cli: Cli) -> None:
@@ -236,4 +222,4 @@ def test_shard_and_merge_are_not_asked_together(sweep: dict[str, Any], cli: Cli)
     assert "--merge joins parts already run: leave out --shard and --consistency" in err
     code, _, err = cli("experiment", sweep["config"], "--shard", "3/2")
     assert code == 2
-    assert "expected 1 <= I <= N, got '3/2'" in err
+    assert "shard 3/2: I must be from 1 to N" in err
