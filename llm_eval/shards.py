@@ -16,7 +16,38 @@ from llm_eval.digest import digest
 
 PART_FINGERPRINTS = ("gold", "corpus", "retriever")
 """What a part's run depends on, named as in a baseline's fingerprints."""
-_WHAT = {"gold": "gold set", "corpus": "corpus", "retriever": "retriever configuration"}
+_WHAT = {
+    "gold": "gold set",
+    "corpus": "corpus",
+    "retriever": "retriever configuration",
+    "judge": "judge configuration",
+    "embedding": "embedding model or document fields",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PartKind:
+    """What the parts of one kind split, and what their work depends on: the words and
+    the fingerprints their checks use."""
+
+    item: str
+    """One unit of the work (`query`)."""
+    items: str
+    """All of them (`gold queries`)."""
+    one: str
+    """What one set of parts makes together (`a run`)."""
+    the: str
+    """The same, named (`the run`)."""
+    fingerprints: tuple[str, ...]
+
+
+RUN_PARTS = PartKind("query", "gold queries", "a run", "the run", PART_FINGERPRINTS)
+JUDGMENT_PARTS = PartKind(
+    "query", "gold queries", "judgments", "the judgments", (*PART_FINGERPRINTS, "judge")
+)
+VECTOR_PARTS = PartKind(
+    "document", "corpus documents", "vectors", "the vectors", ("corpus", "embedding")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,49 +102,51 @@ class Part:
     path: str
     header: PartHeader
     query_ids: tuple[str, ...]
+    """The items it holds: queries' ids (documents' for vectors)."""
 
 
 def part_problem(
     parts: Sequence[Part],
     expected: Mapping[str, str | None] | None,
     gold_ids: Sequence[str] | None,
+    kind: PartKind = RUN_PARTS,
 ) -> tuple[str | None, str] | None:
     """(file, what is wrong) for the first reason the parts are not the N parts of one
-    run: parts of different N, fingerprints that differ from `expected` (else from the
-    first part's), a shard given twice or missing, a query in the wrong shard, a gold
-    query (of `gold_ids`, when given) missing from its shard's part; the file is None
-    for a shard that no file is. None when they are the whole run."""
+    whole (a run, by default): parts of different N, fingerprints that differ from
+    `expected` (else from the first part's), a shard given twice or missing, an item in
+    the wrong shard, an item (of `gold_ids`, when given) missing from its shard's part;
+    the file is None for a shard that no file is. None when they are the whole."""
     first = parts[0]
     reference = expected if expected is not None else first.header.fingerprints
     whose = "this config's" if expected is not None else f"{first.path}'s"
     for part in parts:
-        problem = _header_problem(part, first, reference, whose)
+        problem = _header_problem(part, first, reference, whose, kind)
         if problem is not None:
             return part.path, problem
-    return _coverage_problem(parts, first.header.shard.count, gold_ids)
+    return _coverage_problem(parts, first.header.shard.count, gold_ids, kind)
 
 
 def _header_problem(
-    part: Part, first: Part, reference: Mapping[str, str | None], whose: str
+    part: Part, first: Part, reference: Mapping[str, str | None], whose: str, kind: PartKind
 ) -> str | None:
     shard = part.header.shard
     if shard.count != first.header.shard.count:
         return f"is shard {shard}, but {first.path} is {first.header.shard}: parts of another split"
-    for name in PART_FINGERPRINTS:
+    for name in kind.fingerprints:
         found, wanted = part.header.fingerprints.get(name), reference.get(name)
         if found != wanted:
             return (
-                f"is a part of a run with another {_WHAT[name]} ({name} fingerprint {found}, "
-                f"{whose} {wanted})"
+                f"is a part of {kind.one} with another {_WHAT[name]} "
+                f"({name} fingerprint {found}, {whose} {wanted})"
             )
     return None
 
 
 def _coverage_problem(
-    parts: Sequence[Part], count: int, gold_ids: Sequence[str] | None
+    parts: Sequence[Part], count: int, gold_ids: Sequence[str] | None, kind: PartKind
 ) -> tuple[str | None, str] | None:
     seen: dict[int, str] = {}
-    # Each gold query's shard, hashed once for all the parts.
+    # Each item's shard, hashed once for all the parts.
     owners = None if gold_ids is None else {q: shard_number(q, count) for q in gold_ids}
     for part in parts:
         shard = part.header.shard
@@ -123,23 +156,29 @@ def _coverage_problem(
         stray = next((q for q in part.query_ids if not shard.holds(q)), None)
         if stray is not None:
             other = Shard(shard_number(stray, count), count)
-            return part.path, f"holds query {stray!r}, which is shard {other}'s, not {shard}'s"
+            return part.path, (
+                f"holds {kind.item} {stray!r}, which is shard {other}'s, not {shard}'s"
+            )
         if owners is not None:
-            problem = _missing_problem(part, owners)
+            problem = _missing_problem(part, owners, kind)
             if problem is not None:
                 return part.path, problem
     missing = [index for index in range(1, count + 1) if index not in seen]
     if missing:
         given = ", ".join(f"{path} ({index}/{count})" for index, path in sorted(seen.items()))
         absent = " and ".join(f"{index}/{count}" for index in missing)
-        said = "shard {} of the run is" if len(missing) == 1 else "shards {} of the run are"
+        said = (
+            f"shard {{}} of {kind.the} is"
+            if len(missing) == 1
+            else f"shards {{}} of {kind.the} are"
+        )
         return None, f"{said.format(absent)} missing; given: {given}"
     return None
 
 
-def _missing_problem(part: Part, owners: Mapping[str, int]) -> str | None:
-    """What is wrong with a part lacking gold queries of its shard (`owners`: each gold
-    query's shard); None when it lacks none."""
+def _missing_problem(part: Part, owners: Mapping[str, int], kind: PartKind) -> str | None:
+    """What is wrong with a part lacking items of its shard (`owners`: each item's
+    shard); None when it lacks none."""
     shard = part.header.shard
     owned = [q for q, index in owners.items() if index == shard.index]
     held = set(part.query_ids)
@@ -147,6 +186,6 @@ def _missing_problem(part: Part, owners: Mapping[str, int]) -> str | None:
     if not lacking:
         return None
     return (
-        f"lacks {len(lacking)} of shard {shard}'s {len(owned)} gold queries (first "
+        f"lacks {len(lacking)} of shard {shard}'s {len(owned)} {kind.items} (first "
         f"{lacking[0]!r}): a part cut short?"
     )

@@ -18,22 +18,23 @@ from typing import Any
 from llm_eval.errors import InputError
 from llm_eval.runs import QueryResults, Run
 from llm_eval.runs_io import PART_KEY, load_run, part_header
-from llm_eval.shards import PART_FINGERPRINTS, Part, PartHeader, parse_shard, part_problem
+from llm_eval.shards import RUN_PARTS, Part, PartHeader, PartKind, parse_shard, part_problem
 
 
-def header_line(header: PartHeader) -> str:
-    """The header as the part's first line (with its newline)."""
+def header_line(header: PartHeader, kind: PartKind = RUN_PARTS) -> str:
+    """The header as the part's first line (with its newline): a run's part by default,
+    else one of `kind`, with its fingerprints."""
     record = {
         PART_KEY: str(header.shard),
-        "fingerprints": {name: header.fingerprints.get(name) for name in PART_FINGERPRINTS},
+        "fingerprints": {name: header.fingerprints.get(name) for name in kind.fingerprints},
         "from_cache": header.from_cache,
     }
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def expand_runs(values: Sequence[Path]) -> tuple[Path, ...]:
-    """The run files given: each value as it is, or a glob's matches in sorted order
-    (InputError naming a glob that matches nothing)."""
+def expand_runs(values: Sequence[Path], what: str = "run file") -> tuple[Path, ...]:
+    """The run files (or other `what`) given: each value as it is, or a glob's matches
+    in sorted order (InputError naming a glob that matches nothing)."""
     found: list[Path] = []
     for value in values:
         if not glob.has_magic(str(value)):
@@ -41,7 +42,7 @@ def expand_runs(values: Sequence[Path]) -> tuple[Path, ...]:
             continue
         matches = sorted(Path(p) for p in glob.glob(str(value)))  # noqa: PTH207 (absolute too)
         if not matches:
-            raise InputError("matches no run file", path=value)
+            raise InputError(f"matches no {what}", path=value)
         found += matches
     return tuple(found)
 
@@ -88,19 +89,24 @@ def _read_part(path: Path) -> tuple[Part, Run]:
             path=path,
         )
     line, record = found
-    header = _parse_header(record, path, line)
+    header = parse_header(record, path, line)
     run = load_run(path, "jsonl", part=True)
     return Part(str(path), header, tuple(run.queries)), run
 
 
-def _parse_header(record: Mapping[str, Any], path: Path, line: int) -> PartHeader:
+def parse_header(
+    record: Mapping[str, Any], path: Path, line: int, kind: PartKind = RUN_PARTS
+) -> PartHeader:
+    """A part's header (of a run's part by default) from its JSON; InputError naming the
+    file, line and key of what is wrong."""
+
     def fail(key: str, reason: str) -> InputError:
         return InputError(reason, path=path, line=line, key=key)
 
     unknown = sorted(set(record) - {PART_KEY, "fingerprints", "from_cache"})
     if unknown:
         raise fail(unknown[0], "unknown key in a part's header")
-    value = record[PART_KEY]
+    value = record.get(PART_KEY)
     try:
         shard = parse_shard(value if isinstance(value, str) else json.dumps(value))
     except ValueError as exc:
@@ -108,10 +114,10 @@ def _parse_header(record: Mapping[str, Any], path: Path, line: int) -> PartHeade
     prints = record.get("fingerprints")
     if not isinstance(prints, dict):
         raise fail("fingerprints", "missing or not an object")
-    for name in PART_FINGERPRINTS:
+    for name in kind.fingerprints:
         if name not in prints or not isinstance(prints[name], str | None):
             raise fail(f"fingerprints.{name}", "missing or not a string (or null)")
     from_cache = record.get("from_cache", 0)
     if isinstance(from_cache, bool) or not isinstance(from_cache, int) or from_cache < 0:
         raise fail("from_cache", f"must be a whole number of queries, got {from_cache!r}")
-    return PartHeader(shard, {name: prints[name] for name in PART_FINGERPRINTS}, from_cache)
+    return PartHeader(shard, {name: prints[name] for name in kind.fingerprints}, from_cache)

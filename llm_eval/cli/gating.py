@@ -356,3 +356,40 @@ def retrieve_command(
             shard=shard,
         )
     echo(summary)
+
+
+@cli.command("embed", short_help="Embed the corpus in shards; join the shards' vectors.")
+@CONFIG_OPTION
+@shard_option(
+    "Embed only shard I of N of the corpus: the documents whose id hashes to I, whatever "
+    "the corpus's order. Adds them to the vector store and writes them as a part in --out."
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="The folder a shard's part is written to."
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="The arguments are the N part folders that --shard wrote (or globs): check them "
+    "and add their vectors to the vector store.",
+)
+@click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
+def embed_command(
+    config_path: Path, shard: Shard | None, out: Path | None, merge: bool, parts: tuple[Path, ...]
+) -> None:
+    """Embed the corpus of the configured `embedding` retriever in N shards (a CI
+    matrix), then join the shards' vectors into its vector store, so that `retrieve`
+    and `gate` embed nothing. Exit 3 for a part missing, given twice or of another
+    corpus or model."""
+    from llm_eval.commands.embed import embed_shard, merge_vectors
+    from llm_eval.shards_io import expand_runs
+
+    if merge == (shard is not None):
+        raise click.UsageError("give --shard I/N (with --out) or --merge PART...")
+    if merge:
+        echo(merge_vectors(config_path=config_path, parts=expand_runs(parts, "part")))
+        return
+    assert shard is not None
+    if out is None or parts:
+        raise click.UsageError("--shard writes one part: give --out DIR and no arguments")
+    echo(embed_shard(config_path=config_path, shard=shard, out=out))

@@ -254,8 +254,7 @@ def corpus_matrix(
 ) -> Matrix:
     """The documents' unit vectors: those of texts the store holds read from it, the
     others embedded now, a batch file at a time, and added to it."""
-    if any(key not in store for key in corpus.keys):
-        _embed_missing(path, corpus, embedding, store, written)
+    embed_missing(path, corpus, embedding, store, written, corpus.keys)
     dimension = store.dimension
     assert dimension is not None or not corpus.keys
     matrix = np.empty((len(corpus.keys), dimension or 0), dtype=np.float32)
@@ -268,24 +267,27 @@ def corpus_matrix(
     return matrix
 
 
-def _embed_missing(
+def embed_missing(
     path: Path,
     corpus: Corpus,
     embedding: Embedding,
     store: VectorStore,
     written: Callable[[Document], str],
+    keys: Sequence[bytes],
 ) -> None:
-    """A second pass over the corpus, embedding the texts the store lacks and writing
-    them to it a batch file at a time; InputError when the corpus changed since the
-    first pass."""
+    """Of `keys` (texts of the corpus's documents, one a document), embed those the
+    store lacks, in a second pass over the corpus, writing them to it a batch file at a
+    time; InputError when the corpus changed since the first pass."""
     # Each text not stored, and how many documents have it (a text is embedded once).
-    wanted = Counter(key for key in corpus.keys if key not in store)
+    wanted = Counter(key for key in keys if key not in store)
+    if not wanted:
+        return
     count = sum(wanted.values())
-    cached = len(corpus.keys) - count
+    cached = len(keys) - count
     changed = InputError("the corpus changed while it was embedded; run again", path=path)
     if embedding.progress is not None:
         said = (
-            f"embedding {count:,} of {len(corpus.keys):,} documents ({cached:,} cached) "
+            f"embedding {count:,} of {len(keys):,} documents ({cached:,} cached) "
             f"with {embedding.model}"
         )
         embedding.progress.heading = _fitted(said, len(embedding.model))
@@ -351,8 +353,38 @@ def _fitted(line: str, tail: int) -> str:
     return line[: _LINE - 3] + "..."
 
 
-def build(settings: EmbeddingRetrieverSettings, context: RetrieverContext) -> PooledRetriever:
-    """Embed the corpus (the texts not in the store) and the searcher over it."""
+@dataclass(frozen=True, slots=True)
+class CorpusVectors:
+    """The corpus read once, the store its vectors are kept in, and how a text missing
+    from the store is embedded."""
+
+    path: Path
+    corpus: Corpus
+    store: VectorStore
+    written: Callable[[Document], str]
+    """What is embedded for a document."""
+    endpoint: EmbeddingSettings
+    model: Mapping[str, Any]
+    """What the vectors depend on: the model's files, or the endpoint and model name."""
+    written_as: Mapping[str, Any]
+    """The fields, the document prefix and the cache key."""
+
+    def embedding(self, progress: Progress | None) -> Embedding:
+        """How missing texts are embedded: a model on disk's batch at a time, or a batch
+        file at a time for an endpoint."""
+        from llm_eval.endpoints.embedders import embedder
+
+        local = self.endpoint.model_path is not None
+        name = str(self.endpoint.model_path if local else self.endpoint.model)
+        step = self.endpoint.batch_size if local else BATCH_FILE_ROWS
+        return Embedding(embedder(self.endpoint, None), step, name, progress)
+
+
+def corpus_vectors(
+    settings: EmbeddingRetrieverSettings, context: RetrieverContext
+) -> CorpusVectors:
+    """The corpus (ids, texts, keys) and its store under the cache folder, the folder
+    named by a digest of what a vector depends on besides its text."""
     from llm_eval.endpoints.embedders import embedder
     from llm_eval.endpoints.local import LocalEmbeddingClient
 
@@ -366,33 +398,42 @@ def build(settings: EmbeddingRetrieverSettings, context: RetrieverContext) -> Po
         return prefix + field_text(document, fields)
 
     corpus = read_corpus(context.corpus_path, written)
-    # A model on disk embeds each query afresh: a vector from the cache would take no
-    # time, and the latency gates would measure the cache instead of the model.
-    local = endpoint.model_path is not None
-    queries = embedder(endpoint, None if local else context.cache_dir / "embeddings")
+    client = embedder(endpoint, None)
     model = (
-        queries.identity()
-        if isinstance(queries, LocalEmbeddingClient)
+        client.identity()
+        if isinstance(client, LocalEmbeddingClient)
         else {"url": str(endpoint.base_url).rstrip("/"), "model": endpoint.model}
     )
     cache_key = resolved_cache_key(settings.cache_key, os.environ)
     written_as = {"fields": fields, "document_prefix": prefix, "cache_key": cache_key}
     store_key = {**model, **written_as, "format": STORE_FORMAT}
     store = VectorStore.open(context.cache_dir / "embedding" / digest(store_key))
+    return CorpusVectors(context.corpus_path, corpus, store, written, endpoint, model, written_as)
+
+
+def build(settings: EmbeddingRetrieverSettings, context: RetrieverContext) -> PooledRetriever:
+    """Embed the corpus (the texts not in the store) and the searcher over it."""
+    from llm_eval.endpoints.embedders import embedder
+
+    source = corpus_vectors(settings, context)
+    endpoint = source.endpoint
+    # A model on disk embeds each query afresh: a vector from the cache would take no
+    # time, and the latency gates would measure the cache instead of the model.
+    local = endpoint.model_path is not None
+    queries = embedder(endpoint, None if local else context.cache_dir / "embeddings")
     concurrency = 1 if local else endpoint.concurrency
-    name = str(endpoint.model_path if local else endpoint.model)
-    step = endpoint.batch_size if local else BATCH_FILE_ROWS
     with Progress(unit="documents") as progress:
-        embedding = Embedding(embedder(endpoint, None), step, name, progress)
-        matrix = corpus_matrix(context.corpus_path, corpus, embedding, store, written)
+        matrix = corpus_matrix(
+            source.path, source.corpus, source.embedding(progress), source.store, source.written
+        )
     identity = {
         "kind": "embedding",
-        **model,
-        **written_as,
+        **source.model,
+        **source.written_as,
         "query_prefix": settings.query_prefix,
     }
     searcher = EmbeddingSearcher(
-        queries, corpus.doc_ids, corpus.texts, matrix, settings.query_prefix
+        queries, source.corpus.doc_ids, source.corpus.texts, matrix, settings.query_prefix
     )
     return PooledRetriever(searcher, concurrency, identity)
 
