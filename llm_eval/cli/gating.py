@@ -393,3 +393,71 @@ def embed_command(
     if out is None or parts:
         raise click.UsageError("--shard writes one part: give --out DIR and no arguments")
     echo(embed_shard(config_path=config_path, shard=shard, out=out))
+
+
+@cli.command("judge", short_help="Judge a run in shards; join the shards' answers.")
+@CONFIG_OPTION
+@click.option(
+    "--criteria",
+    "criteria_path",
+    type=click.Path(path_type=Path),
+    default=defaults.CRITERIA,
+    show_default=True,
+    help="Ship criteria (the gates, whose judged metrics are asked too).",
+)
+@click.option(
+    "--run",
+    "run_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="The run to judge: the whole run, or parts of it with the shard's (`retrieve "
+    "--shard`); repeatable, or a glob.",
+)
+@shard_option(
+    "Judge only shard I of N: the queries whose id hashes to I, as `retrieve --shard` "
+    "splits them. Writes the judge's answers as a part (JSONL, its header first) to --out."
+)
+@click.option("--out", type=click.Path(path_type=Path), help="The part file a shard writes.")
+@JUDGE_REPEAT_OPTION
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="The arguments are the N parts that --shard wrote (or globs): check them and "
+    "write their answers into the judge's call cache, from which the gate then judges.",
+)
+@click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
+def judge_command(
+    config_path: Path,
+    criteria_path: Path,
+    run_paths: tuple[Path, ...],
+    shard: Shard | None,
+    out: Path | None,
+    judge_repeat: int,
+    merge: bool,
+    parts: tuple[Path, ...],
+) -> None:
+    """Ask the judge about a run's queries in N shards (a CI matrix), then join the
+    shards' answers into its call cache, so that `gate` (with the same --judge-repeat)
+    asks nothing and reports the single process's judged values. Exit 3 for a part
+    missing, given twice or of another gold set, retriever or judge."""
+    from llm_eval.commands.judge import judge_shard, merge_judgments
+    from llm_eval.shards_io import expand_runs
+
+    if merge == (shard is not None):
+        raise click.UsageError("give --shard I/N (with --run and --out) or --merge PART...")
+    if merge:
+        found = expand_runs(parts, "part")
+        echo(merge_judgments(config_path=config_path, criteria_path=criteria_path, parts=found))
+        return
+    assert shard is not None
+    if out is None or not run_paths or parts:
+        raise click.UsageError("--shard writes one part: give --run RUN, --out FILE, no arguments")
+    summary = judge_shard(
+        config_path=config_path,
+        criteria_path=criteria_path,
+        run_paths=expand_runs(run_paths),
+        shard=shard,
+        out=out,
+        repeat=judge_repeat,
+    )
+    echo(summary)

@@ -327,6 +327,23 @@ def plan_calls(
     return JudgePlan(total, cached, prompt_tokens, answer_tokens, cost, measured)
 
 
+def call_keys(
+    gold: GoldSet, run: Run, metrics: Sequence[Metric], client: ChatClient, repeats: int = 1
+) -> dict[str, list[str]]:
+    """Per judged query, the call cache's keys of its calls, every repeat's (a call two
+    queries share is under both): where judging this run keeps its answers."""
+    calls, _ = _plan(gold, run, _chunks(metrics), {m.family.name for m in metrics})
+    keys: dict[str, list[str]] = {}
+    for call in calls:
+        template = prompt(call.prompt)
+        messages = template.messages(**call.values)
+        schema = template.schema(**call.values)
+        keys.setdefault(call.query_id, []).extend(
+            client.key(template.key, messages, repeat, schema) for repeat in range(repeats)
+        )
+    return keys
+
+
 def _chunks(metrics: Sequence[Metric]) -> int:
     """How many top chunks get a relevance verdict: the largest context_precision@k."""
     return max((m.k or 0 for m in metrics if m.family.name == "context_precision"), default=0)
