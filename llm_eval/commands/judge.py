@@ -38,9 +38,11 @@ def judge_shard(
 ) -> str:
     """Ask the judge about the queries of `shard` in the run (`run_paths`: the whole run,
     or parts of it, the shard's among them), `repeat` times each, and write the answers
-    as a part; return a summary. ExternalError when more calls failed than the judge's
-    max_error_rate allows."""
-    inputs = _judged_inputs(config_path, criteria_path)
+    as a part; return a summary (nothing is written without a judged metric).
+    ExternalError when more calls failed than the judge's max_error_rate allows."""
+    inputs = load_inputs(config_path, criteria_path)
+    if not judged_metrics(inputs):  # a sharded workflow judges wherever a config asks
+        return f"No judged metric is configured: nothing to judge, {out} not written."
     gold = replace(
         inputs.gold, queries=tuple(q for q in inputs.gold.queries if shard.holds(q.query_id))
     )

@@ -216,7 +216,7 @@ def test_a_part_of_another_judge_or_with_a_bad_key_is_refused(
     )
 
 
-def test_judging_needs_a_judged_metric_and_one_of_shard_or_merge(
+def test_without_a_judged_metric_a_shard_writes_nothing_and_a_merge_is_refused(
     tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_project(tmp_path, "http://127.0.0.1:9/v1")
@@ -228,6 +228,12 @@ def test_judging_needs_a_judged_metric_and_one_of_shard_or_merge(
     config = json.loads((root / "llm-eval.yaml").read_text())
     config["metrics"] = ["recall@2"]
     (root / "llm-eval.yaml").write_text(json.dumps(config))
+    code, out, _ = cli("judge", *args, "--run", "run.jsonl", "--shard", "1/2", "--out", "p.jsonl")
+    assert (code, out) == (
+        0,
+        "No judged metric is configured: nothing to judge, p.jsonl not written.\n",
+    )
+    assert not (root / "p.jsonl").exists()
     code, _, err = cli("judge", *args, "--merge", "run.jsonl")
     assert code == 3
     assert err == (
