@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import conftest
 import pytest
 from fake_github import FakeGitHub, serve
 from workflow_steps import (
@@ -48,6 +49,7 @@ WRITTEN = [
     "retrieval-gate-comment.yml",
     "retrieval-gate.yml",
 ]
+stub = conftest.script("stub_openai")
 TOKEN = "ghp_workflow-token-0123456789abcdefghijklmnopqrst"
 FORK_TOKEN = "ghp_fork-run-token-0123456789abcdefghijklmnopqrst"
 
@@ -384,14 +386,14 @@ class CachedRun:
 
 def cached_steps(
     document: dict[str, Any],
-    name: str,
+    names: str | tuple[str, ...],
     repo: Path,
     environ: dict[str, str],
     context: dict[str, str],
     cache: ActionsCache,
 ) -> CachedRun:
-    """The cache key, the restore, the step called `name` and the save, as the runner
-    runs them (the save step's `if:` evaluated as written: `always()` holds)."""
+    """The cache key, the restore, the steps called `names` in turn and the save, as the
+    runner runs them (the save step's `if:` evaluated as written: `always()` holds)."""
     runner = Path(context["runner.temp"])
     output = runner / "output"
     output.write_text("")
@@ -404,9 +406,10 @@ def cached_steps(
     restored = cache.step(document, "Restore the cache", context)
     context |= {f"steps.restore-cache.outputs.{k}": v for k, v in restored.items()}
     output.write_text("")
-    done = run_step(document, name, repo, environ, context)
-    assert done.returncode == 0, done.stderr
-    assert "::warning::" not in done.stdout
+    for name in (names,) if isinstance(names, str) else names:
+        done = run_step(document, name, repo, environ, context)
+        assert done.returncode == 0, done.stderr
+        assert "::warning::" not in done.stdout
     if restored["cache-hit"] != "true":
         cache.step(document, "Save the cache", context)
     assert (cache.root / key["key"] / "bm25").is_dir()  # the index is what is kept
@@ -628,7 +631,12 @@ def test_every_script_of_the_sharded_gate_is_run_below(sharded: Path, initialise
     one `installed` ran."""
     document = workflow(sharded, "retrieval-gate.yml")
     scripts = [step["name"] for step in steps(document) if "run" in step]
-    assert scripts == ["Install llm-eval", "Compute the cache key", "Retrieve this shard"]
+    assert scripts == [
+        "Install llm-eval",
+        "Compute the cache key",
+        "Retrieve this shard",
+        "Judge this shard",
+    ]
     assert named(document, "Install llm-eval")["run"] in install_scripts(initialised)
 
 
@@ -639,17 +647,66 @@ def without_timings(report: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def judged_repository(repo: Path, url: str) -> None:
+    """The repository's config with a judge (the stub at `url`) and a judged metric, its
+    gold questions with expected answers, and the baseline refreshed, on main."""
+    config = repo / "config" / "llm-eval.yaml"
+    text = config.read_text().replace("metrics: [", "metrics: [context_precision@3, ")
+    config.write_text(text + f"judge: {{base_url: '{url}', model: stub, retries: 0}}\n")
+    gold = repo / "gold" / "gold-A.jsonl"
+    rows = [json.loads(line) for line in gold.read_text().splitlines()]
+    for row in rows:
+        row["expected_answer"] = row["query"]
+    gold.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    refreshed = subprocess.run(
+        [sys.executable, "-m", "llm_eval.cli", "baseline", "refresh", "--force"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refreshed.returncode == 0, refreshed.stderr
+    shutil.rmtree(repo / ".llm-eval")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--message", "a judge")
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["retrieved", "retrieved and judged"])
 def test_the_sharded_gate_gates_from_the_parts_its_matrix_uploaded(
-    sharded: Path, source: Source, installed: Path, action_bin: Path, tmp_path: Path
+    sharded: Path, source: Source, installed: Path, action_bin: Path, tmp_path: Path, judged: bool
 ) -> None:
-    """Each matrix job on a runner of its own (the cache restored, the shard retrieved,
-    the cache saved, the part uploaded), then the gate job: the parts downloaded as
-    download-artifact does (every artifact named llm-eval-part-*, merged in one folder)
-    and the action's steps on them. The artifacts GitHub keeps between the jobs are
-    folders here. The report is the one `llm-eval gate` gives in one process."""
+    """Each matrix job on a runner of its own (the cache restored, the shard retrieved
+    and judged, the cache saved, the parts uploaded), then the gate job: the parts
+    downloaded as download-artifact does (every artifact named llm-eval-part-*, merged
+    in one folder) and the action's steps on them. The artifacts GitHub keeps between
+    the jobs are folders here. The report is the one `llm-eval gate` gives in one
+    process; with a judge (the stub on 127.0.0.1), the gate job asks it nothing."""
     repo = Path(shutil.copytree(sharded, tmp_path / "repo", symlinks=True))
-    head = pull_request_branch(repo, change=False)
-    document = workflow(repo, "retrieval-gate.yml")
+    with stub.serve() as judge:
+        if judged:
+            judged_repository(repo, judge.url)
+        head = pull_request_branch(repo, change=False)
+        document = workflow(repo, "retrieval-gate.yml")
+        artifacts = upload_parts(repo, document, installed, tmp_path, judged)
+        asked = len(judge.requests)
+        report, single = gate_from_parts(
+            repo, document, source, action_bin, tmp_path, artifacts, head
+        )
+    # The gate job asked the judge nothing: every call after the parts is the single run's.
+    made = single["judge"]["calls"] if judged else 0
+    assert len(judge.requests) == asked + made
+    if judged:
+        assert report["judge"]["calls"] == 0
+        assert report["judge"]["cached"] == single["judge"]["calls"] > 0
+        for key in ("calls", "cached", "cost", "prompt_tokens", "completion_tokens"):
+            del report["judge"][key], single["judge"][key]
+    assert without_timings(report) == without_timings(single)
+
+
+def upload_parts(
+    repo: Path, document: dict[str, Any], installed: Path, tmp_path: Path, judged: bool
+) -> Path:
+    """The matrix's jobs, each on a new runner; the folder of the artifacts they uploaded."""
     cache = ActionsCache(tmp_path / "github-cache")
     artifacts = tmp_path / "artifacts"
     upload = named(document, "Upload the part")
@@ -659,13 +716,29 @@ def test_the_sharded_gate_gates_from_the_parts_its_matrix_uploaded(
         shutil.rmtree(repo / ".llm-eval", ignore_errors=True)  # a new runner
         context = runner_context(runner) | {"matrix.shard": str(shard)}
         environ = runner_environ(installed, RUNNER_TEMP=str(runner))
-        ran = cached_steps(document, "Retrieve this shard", repo, environ, context, cache)
+        names = ("Retrieve this shard", "Judge this shard")
+        ran = cached_steps(document, names, repo, environ, context, cache)
         assert ran.restored["cache-hit"] == ("false" if shard == 1 else "true")
         given = {key: resolve(str(value), context) for key, value in upload["with"].items()}
-        (artifacts / given["name"]).mkdir(parents=True)
-        shutil.copy2(given["path"], artifacts / given["name"])
+        shutil.copytree(given["path"], artifacts / given["name"])
+        made = sorted(p.name for p in (artifacts / given["name"]).iterdir())
+        judgments = [f"judged-{shard}.jsonl"] if judged else []
+        assert made == [*judgments, f"run-{shard}.jsonl"]
     assert sorted(p.name for p in artifacts.iterdir()) == [f"llm-eval-part-{i}" for i in (1, 2, 3)]
+    return artifacts
 
+
+def gate_from_parts(
+    repo: Path,
+    document: dict[str, Any],
+    source: Source,
+    action_bin: Path,
+    tmp_path: Path,
+    artifacts: Path,
+    head: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The gate job of pull request 7 (at `head`) on the downloaded parts, then `llm-eval
+    gate` in one process on a new runner: their report.json files."""
     runner = tmp_path / "gate-runner"
     runner.mkdir()
     shutil.rmtree(repo / ".llm-eval", ignore_errors=True)
@@ -681,6 +754,7 @@ def test_the_sharded_gate_gates_from_the_parts_its_matrix_uploaded(
         run = run_gate_workflow(repo, source, action_bin, runner, github)
     assert run.outputs["verdict"] == "pass"
     assert run.failed_with is None
+    shutil.rmtree(repo / ".llm-eval", ignore_errors=True)
     single = subprocess.run(
         [str(action_bin / "llm-eval"), "gate", "--out", str(tmp_path / "single")],
         cwd=repo,
@@ -689,8 +763,5 @@ def test_the_sharded_gate_gates_from_the_parts_its_matrix_uploaded(
         check=False,
     )
     assert single.returncode == 0, single.stderr
-    reports = [
-        json.loads(Path(path).read_text())
-        for path in (run.outputs["report"], tmp_path / "single" / "report.json")
-    ]
-    assert without_timings(reports[0]) == without_timings(reports[1])
+    merged = json.loads(Path(run.outputs["report"]).read_text())
+    return merged, json.loads((tmp_path / "single" / "report.json").read_text())

@@ -170,6 +170,7 @@ def test_the_action_is_a_composite_with_its_inputs_and_outputs() -> None:
         "criteria",
         "baseline",
         "run",
+        "judgments",
         "gate-args",
         "comment",
         "python-version",
