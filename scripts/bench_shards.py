@@ -13,6 +13,9 @@ retriever's, as in CI. The ship criteria gate recall@5 on every query and MRR pe
    CI wall time is the slowest shard's plus the merge's), then the merge: `llm-eval gate
    --run 'parts/*.jsonl'`, which checks the parts and gates their joined run.
 
+Between them, `llm-eval gate --run whole.jsonl`: the gate of the same run read from one
+file, so that what joining N parts adds is told from what reading a run file costs.
+
 Each command's wall time and CPU (user + system of the process and its children, as
 `os.wait4` reports a finished child) is printed, with the merge's CPU against the
 single process's, and whether the merged report's gates (value, baseline, status)
@@ -152,6 +155,11 @@ def main() -> None:
         single = llm_eval(folder, "gate", "--out", "out-single")
         print(f"{'one process (gate)':<22}{single.wall:>9.1f}{single.cpu:>9.1f}")
         expected = gates(folder / "out-single" / "report.json")
+        whole = llm_eval(folder, "gate", "--run", "whole.jsonl", "--out", "out-whole")
+        print(
+            f"{'gate of one run file':<22}{whole.wall:>9.1f}{whole.cpu:>9.1f}"
+            f"{whole.cpu / single.cpu:>11.2f}x"
+        )
         for count in counts:
             parts = folder / f"parts-{count}"
             for index in range(1, count + 1):
