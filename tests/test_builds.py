@@ -328,6 +328,9 @@ def test_three_builds_a_side_hold_the_spread_on_every_surface(noisy: Path, cli: 
     recall = next(g for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
     assert recall["stats"]["builds"]["before"] == 3 and recall["stats"]["builds"]["after"] == 3
     assert recall["stats"]["builds"]["sd"] > 0
+    values = recall["stats"]["builds"]["values"]
+    assert len(values) == 3 and len(set(values)) > 1  # each build's own value
+    assert min(values) <= recall["value"] <= max(values)
     assert recall["power"]["builds"] == [3, 3]
     assert recall["power"]["more_builds"]["builds"] == 5
     markdown = " ".join((noisy / ".llm-eval" / "report.md").read_text(encoding="utf-8").split())
