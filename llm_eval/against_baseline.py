@@ -362,7 +362,12 @@ def _tested(
     spread = piece.spread
     if spread is None:
         return margin
-    return replace(margin, builds=(len(spread.before), len(spread.after)), build_sd=spread.sd)
+    return replace(
+        margin,
+        builds=(len(spread.before), len(spread.after)),
+        build_sd=spread.sd,
+        build_values=spread.after,
+    )
 
 
 def _decide_gate(

@@ -216,7 +216,8 @@ def _builds_entry(margin: MarginTest) -> dict[str, Any]:
     if margin.builds == (1, 1):
         return {}
     before, after = margin.builds
-    return {"builds": {"before": before, "after": after, "sd": margin.build_sd}}
+    values = list(margin.build_values)
+    return {"builds": {"before": before, "after": after, "sd": margin.build_sd, "values": values}}
 
 
 def _open_ends(metric: str, margin: MarginTest) -> tuple[bool, bool]:

@@ -45,7 +45,16 @@ _STATS = record(
         "method": _maybe_text,
         "significant": optional(boolean),
         "alpha": _maybe_number,
-        "builds": optional(record({"before": whole(1), "after": whole(1), "sd": number})),
+        "builds": optional(
+            record(
+                {
+                    "before": whole(1),
+                    "after": whole(1),
+                    "sd": number,
+                    "values": list_of(number),
+                }
+            )
+        ),
     }
 )
 _GATE_SLICE = record(

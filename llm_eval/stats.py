@@ -183,6 +183,8 @@ class MarginTest:
     """Builds of the retriever (baseline, now) whose per-query means were compared."""
     build_sd: float = 0.0
     """Pooled standard deviation of a build's mean score (0 with one build a side)."""
+    build_values: tuple[float, ...] = ()
+    """Each of the run's builds' mean score over the compared queries, with several."""
 
 
 class ColumnTest:

@@ -67,6 +67,12 @@ def _with(key: str, value: Any) -> dict[str, Any]:
         ("gates.0.blocking", 1, "gates[0].blocking", "expected true or false, got 1"),
         ("gates.0.decision", "maybe", "gates[0].decision", "expected one of "),
         ("gates.0.stats", [], "gates[0].stats", "expected an object, got an array"),
+        (
+            "gates.0.stats.builds",
+            {"before": 3, "after": 3, "sd": 0.01, "values": [0.5, "high", 0.52]},
+            "gates[0].stats.builds.values[1]",
+            'expected a finite number, got "high"',
+        ),
         ("gates.0.power", {"queries_needed": -1}, "gates[0].power.queries_needed", "expected"),
         ("verdict", "great", "verdict", "expected one of "),
         ("exit_code", True, "exit_code", "expected one of 0, 1, 3, 4, got true"),

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from llm_eval.against_baseline import RankChange
 from llm_eval.criteria import Gate, Scope
-from llm_eval.history.series import Entry, Point, Skipped
+from llm_eval.history.series import BuildRange, Entry, Point, Skipped
 from llm_eval.metrics import parse_metric
 
 
@@ -41,6 +41,9 @@ class Series:
     moves: tuple[int, ...] = ()
     """The entries whose value moved beyond their interval from the point before:
     change points (`change_points`)."""
+    builds: tuple[BuildRange | None, ...] = ()
+    """Per entry, the lowest and highest of its builds' values, where it was measured on
+    several builds of its retriever (None: one build); empty when no entry was."""
 
     @property
     def empty(self) -> bool:
@@ -146,6 +149,7 @@ def _series(
     intervals = tuple(_interval(e, metric, slice_, reading) for e in entries)
     newest = next((v for v in reversed(values) if v is not None), None)
     limits = [lim for g in reading for lim in _limits(g, newest, entries, values, references)]
+    builds = tuple(_builds(e, reading) for e in entries)
     return Series(
         metric,
         slice_,
@@ -154,7 +158,17 @@ def _series(
         tuple(g.name for g in reading),
         intervals,
         change_points(values, intervals),
+        builds if any(builds) else (),
     )
+
+
+def _builds(entry: Entry, reading: Sequence[Gate]) -> BuildRange | None:
+    """The range of the entry's builds' values on the first gate that reads the series
+    and has one (the gates reading a series measure the same metric over the same
+    queries)."""
+    if not isinstance(entry, Point):
+        return None
+    return next((entry.builds[g.name] for g in reading if g.name in entry.builds), None)
 
 
 def _interval(

@@ -1,6 +1,7 @@
 """The dashboard's SVG drawing: a metric's chart (its line broken at gaps, each
-point's interval as a band, floors and limits with labels pushed apart, date ticks,
-the change points as triangles) and its sparkline, for `dashboard_view.py`'s page.
+point's interval as a band, the range of a point's builds as a whisker, floors and
+limits with labels pushed apart, date ticks, the change points as triangles) and its
+sparkline, for `dashboard_view.py`'s page.
 
 Where points are denser than pixels, a line keeps each pixel column's lowest and
 highest value and a band each column's widest interval, so a chart of thousands of
@@ -17,6 +18,7 @@ from typing import Any
 
 from llm_eval.formats._markup import visible
 from llm_eval.history.dashboard import Dashboard, Limit, Series, gap_runs
+from llm_eval.history.series import BuildRange
 from llm_eval.metrics import parse_metric
 from llm_eval.wording.gates import delta, value
 
@@ -97,8 +99,9 @@ def chart(board: Dashboard, index: int, series: Series, size: tuple[int, int]) -
     count = len(series.values)
     known = [v for v in series.values if v is not None]
     bands = [b for b in series.intervals if b is not None]
+    spreads = [e for b in series.builds if b is not None for e in (b.low, b.high)]
     low, high = _range(
-        [*known, *(lim.value for lim in series.limits), *(e for b in bands for e in b)]
+        [*known, *(lim.value for lim in series.limits), *(e for b in bands for e in b), *spreads]
     )
     ticks = nice_ticks(low, high)
     if parse_metric(series.metric).percent:  # a share stays within 0% and 100%
@@ -143,6 +146,7 @@ def chart(board: Dashboard, index: int, series: Series, size: tuple[int, int]) -
             f"<title>gap: {skipped} skipped</title></rect>"
         )
     parts.append(_bands(series.intervals, x, y))
+    parts += _whiskers(board, series, x, y)
     parts += _limits(series.limits, metric, left, plot_right, y, top, plot_bottom)
     parts.append(f'<path class="line" d="{_path(series.values, x, y)}"/>')
     parts += _moves(board, series, x, y)
@@ -265,6 +269,66 @@ def _bands(
     if not paths:
         return ""
     return f'<path class="band" d="{"".join(paths)}"/>'
+
+
+def whisker(cx: float, top: float, bottom: float) -> str:
+    """A range's marker: a vertical line from `top` to `bottom` with a cap at each end."""
+    return f"M{cx:.1f} {top:.1f}V{bottom:.1f}M{cx - 3:.1f} {top:.1f}h6M{cx - 3:.1f} {bottom:.1f}h6"
+
+
+def _whiskers(
+    board: Dashboard, series: Series, x: Callable[[int], float], y: Callable[[float], float]
+) -> list[str]:
+    """The lowest to the highest of the builds' values at each point measured on several
+    builds, with them in its title. Where points are denser than pixels, each column
+    draws its widest range."""
+    if not series.builds:
+        return []
+    out = []
+    at_points = [i for i, b in enumerate(series.builds) if b is not None]
+    for column in _columns(at_points, x):
+        ranges = [b for i in column if (b := series.builds[i]) is not None]
+        low, high = min(b.low for b in ranges), max(b.high for b in ranges)
+        centre = sum(x(i) for i in column) / len(column)
+        out.append(
+            f'<path class="builds" d="{whisker(centre, y(high), y(low))}">'
+            f"<title>{escaped(_whisker_words(board, series, column))}</title></path>"
+        )
+    return out
+
+
+def _whisker_words(board: Dashboard, series: Series, column: Sequence[int]) -> str:
+    """`2026-01-05 1a2b3c4: 48.2% (3 builds: 47.3–51.1%)`; for a column of several
+    points, the first's date and commit and the lowest and highest build of any."""
+    first = board.entries[column[0]]
+    where = f"{(first.date or '')[:10]} {(first.commit or '')[:7]}"
+    metric = series.metric
+    if len(column) == 1:
+        spread = series.builds[column[0]]
+        return f"{where}: {with_builds(metric, series.values[column[0]], spread)}"
+    ranges = [b for i in column if (b := series.builds[i]) is not None]
+    low, high = min(b.low for b in ranges), max(b.high for b in ranges)
+    return f"{where} and {len(column) - 1} more points: builds {builds_span(metric, low, high)}"
+
+
+def with_builds(metric: str, number: float | None, spread: BuildRange | None) -> str:
+    """A value as a reader gets it: `48.2%`, or, measured on several builds, `48.2% (3
+    builds: 47.3–51.1%)`, the lowest and the highest build (`0.530 (the same in all 3
+    builds)` where they do not differ as shown)."""
+    shown = value(metric, number)
+    if spread is None:
+        return shown
+    if value(metric, spread.low) == value(metric, spread.high):
+        every = "both" if spread.builds == 2 else f"all {spread.builds}"
+        return f"{shown} (the same in {every} builds)"
+    return f"{shown} ({spread.builds} builds: {builds_span(metric, spread.low, spread.high)})"
+
+
+def builds_span(metric: str, low: float, high: float) -> str:
+    """`47.3–51.1%`, `0.583–0.601` or `41.2–44.0 ms`: the unit once, at the end."""
+    high_text = value(metric, high)
+    unit = next((u for u in ("%", " ms") if high_text.endswith(u)), "")
+    return f"{value(metric, low).removesuffix(unit)}–{high_text}"
 
 
 def triangle(cx: float, cy: float, down: bool) -> str:

@@ -39,8 +39,10 @@ from llm_eval.history.dashboard_svg import (
     spark,
     step,
     triangle,
+    whisker,
+    with_builds,
 )
-from llm_eval.history.series import Point
+from llm_eval.history.series import BuildRange, Point
 from llm_eval.metrics import parse_metric
 from llm_eval.wording.english import plural
 from llm_eval.wording.gates import delta, value
@@ -53,7 +55,7 @@ def render_dashboard(board: Dashboard) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>llm-eval dashboard</title>",
-        f"<style>{_asset('dashboard.css')}</style></head><body>",
+        f"<style>{_styles(board)}</style></head><body>",
         "<h1>Retrieval quality over time</h1>",
         f"<p class=sub>{escaped(_subtitle(board))}</p>",
         *_first_screen(board),
@@ -67,6 +69,18 @@ def render_dashboard(board: Dashboard) -> str:
         "</body></html>",
     ]
     return "\n".join(page) + "\n"
+
+
+def _styles(board: Dashboard) -> str:
+    """The stylesheet; the whiskers' rules only on a page that draws one, so that a
+    history measured on one build at a time gives the page it always gave."""
+    builds = _asset("dashboard-builds.css") if _has_builds(board.series) else ""
+    return _asset("dashboard.css") + builds
+
+
+def _has_builds(series: Sequence[Series]) -> bool:
+    """Some point of these series was measured on several builds of its retriever."""
+    return any(b is not None for s in series for b in s.builds)
 
 
 def _asset(name: str) -> str:
@@ -111,6 +125,7 @@ def _first_screen(board: Dashboard) -> list[str]:
     out += [chart(board, i, s, size) for i, s in gated]
     out.append("</div>")
     out.append(_legend([s for _, s in gated]))
+    out += _builds_note(board)
     out += _latest(board, [s for _, s in gated])
     return [*out, "</section>"]
 
@@ -166,6 +181,7 @@ def _legend(gated: Sequence[Series]) -> str:
         *(["next change's regression limit"] if "limit" in kinds else []),
         *(["drift limit"] if "drift" in kinds else []),
         *(["moved beyond its interval"] if any(s.moves for s in gated) else []),
+        *([BUILDS_KEY] if _has_builds(gated) else []),
     }
     keys = [
         ('<path class="line" d="M2 8h26"/>', "value"),
@@ -174,6 +190,7 @@ def _legend(gated: Sequence[Series]) -> str:
         ('<path class="limit" d="M2 8h26"/>', "next change's regression limit"),
         ('<path class="drift" d="M2 8h26"/>', "drift limit"),
         (f'<path class="cp down" d="{triangle(15, 8, True)}"/>', "moved beyond its interval"),
+        (f'<path class="builds" d="{whisker(22, 2.5, 13.5)}"/>', BUILDS_KEY),
     ]
     items = "".join(
         f'<li><svg width="30" height="16" aria-hidden="true">{shape}</svg>{escaped(word)}</li>'
@@ -181,6 +198,20 @@ def _legend(gated: Sequence[Series]) -> str:
         if word in shown
     )
     return f'<ul class="legend" aria-label="Legend">{items}</ul>'
+
+
+BUILDS_KEY = "lowest to highest build"
+
+
+def _builds_note(board: Dashboard) -> list[str]:
+    """One line on what a whisker means, on a page that draws one."""
+    if not _has_builds(board.series):
+        return []
+    return [
+        '<p class="builds-note">A whisker spans the lowest to the highest of the '
+        "retriever's builds at that point: a rebuild alone, with nothing else changed, "
+        "moves the value that much.</p>"
+    ]
 
 
 def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
@@ -218,8 +249,9 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
         )
         rows.append(
             f"<tr><th scope=row>{escaped(chart_title(series).split(' — ')[0])}</th>"
-            f"<td class=num>{value(series.metric, then)}</td>"
-            f"<td class=num>{value(series.metric, now)}</td><td>{escaped(moved)}</td>"
+            f"<td class=num>{escaped(with_builds(series.metric, then, _spread(series, before)))}"
+            f"</td><td class=num>{escaped(with_builds(series.metric, now, _spread(series, after)))}"
+            f"</td><td>{escaped(moved)}</td>"
             f"<td class=num>{escaped(band)}</td></tr>"
         )
     out.append(
@@ -237,6 +269,11 @@ def _latest(board: Dashboard, gated: Sequence[Series]) -> list[str]:
             "below</a>).</p>"
         )
     return [*out, "</div>"]
+
+
+def _spread(series: Series, i: int) -> BuildRange | None:
+    """The range of the entry's builds on the series (None: one build)."""
+    return series.builds[i] if i < len(series.builds) else None
 
 
 def _commit_link(board: Dashboard, commit: str | None) -> str:
@@ -314,15 +351,17 @@ def _table(
                 f"{label} on {where}</td></tr>"
             )
             continue
-        known = [v for v in series.values if v is not None]
+        known = [(i, v) for i, v in enumerate(series.values) if v is not None]
+        newest, last = known[-1]
         good = _goodness(series)
-        change = "" if len(known) < 2 else delta(series.metric, known[-1] - known[-2])
+        change = "" if len(known) < 2 else delta(series.metric, last - known[-2][1])
         cls = "down" if good is not None and good < 0 else "up" if good else ""
+        shown = with_builds(series.metric, last, _spread(series, newest))
         body.append(
             f'<tr id="{_anchor(series)}" '
             f'data-change="{"" if good is None else f"{good:.6f}"}" data-order="{order}">'
             f"<th scope=row>{label}</th><td>{where}</td><td>{spark(series)}</td>"
-            f"<td class=num>{value(series.metric, known[-1])}</td>"
+            f"<td class=num>{escaped(shown)}</td>"
             f'<td class="num {cls}">{escaped(change)}</td>'
             f"<td><details><summary>chart</summary>{chart(board, index, series, FULL)}"
             "</details></td></tr>"

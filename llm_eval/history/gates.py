@@ -14,7 +14,15 @@ from llm_eval.criteria import Gate
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.fingerprint import gold_fingerprint, query_fingerprints
-from llm_eval.history.series import TREND_POINTS, History, merge, of_gold
+from llm_eval.history.series import (
+    TREND_POINTS,
+    BuildRange,
+    GateFigures,
+    History,
+    build_range,
+    merge,
+    of_gold,
+)
 from llm_eval.history.series_io import (
     PointCache,
     baseline_log,
@@ -24,7 +32,7 @@ from llm_eval.history.series_io import (
 )
 from llm_eval.inputs import Inputs
 from llm_eval.pipeline import load_inputs
-from llm_eval.slices import members, value_over
+from llm_eval.slices import ScoreTable, members, value_over
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +105,23 @@ class _GateValues:
         gates = sorted((name, metric, sorted(ids)) for name, (metric, ids) in self.scopes.items())
         return PointCache(inputs.config.output / "cache" / "history", digest(gates))
 
-    def __call__(self, baseline: Baseline) -> dict[str, float | None]:
+    def __call__(self, baseline: Baseline) -> GateFigures:
         values: dict[str, float | None] = {}
+        builds: dict[str, BuildRange] = {}
         for name, (metric, ids) in self.scopes.items():
             if metric not in baseline.metrics:
                 values[name] = None
                 continue
-            mean = value_over(baseline.table, ids, metric)
-            values[name] = mean.value if mean.n and math.isfinite(mean.value) else None
-        return values
+            values[name] = _value(baseline.table, ids, metric)
+            # Each build's per-query scores alone; service metrics have no builds.
+            each = [_value(ScoreTable(build), ids, metric) for build in baseline.builds]
+            spread = build_range([v for v in each if v is not None])
+            if spread is not None:
+                builds[name] = spread
+        return GateFigures(values, builds)
+
+
+def _value(table: ScoreTable, ids: list[str], metric: str) -> float | None:
+    """The metric over the queries `ids` in `table`; None when none of them has it."""
+    mean = value_over(table, ids, metric)
+    return mean.value if mean.n and math.isfinite(mean.value) else None

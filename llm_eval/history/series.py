@@ -22,6 +22,38 @@ SPARK_GAP = "·"
 
 
 @dataclass(frozen=True, slots=True)
+class BuildRange:
+    """How far apart the builds of one measurement lie on one gate: the retriever was
+    built `builds` times (an approximate index answers differently each build) and each
+    build's value of the gate's metric taken on its own."""
+
+    builds: int
+    low: float
+    """The lowest build's value."""
+    high: float
+    """The highest build's value."""
+
+
+def build_range(values: Sequence[float]) -> BuildRange | None:
+    """The lowest and highest of the builds' values; None with fewer than two finite
+    ones (one build has no spread to show)."""
+    known = [v for v in values if math.isfinite(v)]
+    if len(known) < 2:
+        return None
+    return BuildRange(len(known), min(known), max(known))
+
+
+@dataclass(frozen=True, slots=True)
+class GateFigures:
+    """What one measurement gives each gate, by gate name."""
+
+    values: Mapping[str, float | None]
+    """The gate's metric over its scope (None: the measurement does not have it)."""
+    builds: Mapping[str, BuildRange] = field(default_factory=dict)
+    """The range of its builds' values, for a gate measured on several builds."""
+
+
+@dataclass(frozen=True, slots=True)
 class Point:
     """One measurement of the default branch: a baseline refresh, or a kept report."""
 
@@ -42,6 +74,9 @@ class Point:
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per gate name, the interval a kept report gives its value: the baseline plus the
     paired interval of the change (`stats.ci_low`, `stats.ci_high`)."""
+    builds: Mapping[str, BuildRange] = field(default_factory=dict)
+    """Per gate name, the lowest and highest of its builds' values, where the point was
+    measured on several builds of its retriever (none for one build)."""
 
 
 @dataclass(frozen=True, slots=True)

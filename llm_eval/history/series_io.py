@@ -30,13 +30,21 @@ from llm_eval.criteria import Gate
 from llm_eval.digest import digest
 from llm_eval.errors import InputError
 from llm_eval.gitinfo import git, git_bytes
-from llm_eval.history.series import Entry, Point, Skipped
+from llm_eval.history.series import (
+    BuildRange,
+    Entry,
+    GateFigures,
+    Point,
+    Skipped,
+    build_range,
+)
 from llm_eval.metrics import parse_metric
 from llm_eval.report_schema import validate_report
 from llm_eval.textio import decode_line, iter_raw_lines, load_json, read_text, write_atomic
 
-Values = Callable[[Baseline], Mapping[str, float | None]]
-"""A baseline's value of each gate (the command knows the gates and their scopes)."""
+Values = Callable[[Baseline], GateFigures]
+"""A baseline's value of each gate, and of each of its builds (the command knows the
+gates and their scopes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +84,9 @@ class PointCache:
         return self.folder / f"points-{digest([_POINT_FORMAT, __version__, self.gates])}.json"
 
 
-_POINT_FORMAT = 2
-"""The layout of a cached point; a change makes older caches unseen."""
+_POINT_FORMAT = 3
+"""The layout of a cached point; a change makes older caches unseen (3: the builds'
+range of each gate, which a point of format 2 could not tell apart from one build)."""
 _POINTS_KEPT = 5000
 """Cached points per set of gates at most (the newest written kept)."""
 
@@ -168,6 +177,7 @@ def baseline_points(
                     point.gold,
                     point.values,
                     point.aggregates,
+                    builds=point.builds,
                 )
             )
     return entries
@@ -180,6 +190,7 @@ class _Found:
     gold: str | None = None
     values: Mapping[str, float | None] = field(default_factory=dict)
     aggregates: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    builds: Mapping[str, BuildRange] = field(default_factory=dict)
     skipped: str | None = None
     cacheable: bool = True
     """False when git could not give the file: another clone (or a deeper fetch) may."""
@@ -187,7 +198,13 @@ class _Found:
     def to_json(self) -> dict[str, Any]:
         if self.skipped is not None:
             return {"skipped": self.skipped}
-        return {"gold": self.gold, "values": self.values, "aggregates": self.aggregates}
+        builds = {name: [b.builds, b.low, b.high] for name, b in self.builds.items()}
+        return {
+            "gold": self.gold,
+            "values": self.values,
+            "aggregates": self.aggregates,
+            "builds": builds,
+        }
 
 
 def _point_of(text: str | InputError, rev: Revision, values: Values) -> _Found:
@@ -200,7 +217,9 @@ def _point_of(text: str | InputError, rev: Revision, values: Values) -> _Found:
     aggregates = {
         key: {m: _finite(v) for m, v in row.items()} for key, row in baseline.aggregates.items()
     }
-    return _Found(baseline.fingerprints.get("gold"), dict(values(baseline)), aggregates)
+    figures = values(baseline)
+    gold = baseline.fingerprints.get("gold")
+    return _Found(gold, dict(figures.values), aggregates, dict(figures.builds))
 
 
 def _read_objects(specs: Sequence[str]) -> dict[str, str | InputError]:
@@ -262,7 +281,17 @@ def _found_of(entry: Mapping[str, Any]) -> _Found:
         all(v is None or type(v) is float for v in row.values()) for row in rows
     ):
         raise ValueError("not a kept point")
-    return _Found(gold, values, aggregates)
+    builds = {name: _kept_range(kept) for name, kept in entry["builds"].items()}
+    return _Found(gold, values, aggregates, builds)
+
+
+def _kept_range(kept: Any) -> BuildRange:
+    """A builds' range as a cached point keeps it, `[builds, low, high]`; ValueError
+    for anything else."""
+    count, low, high = kept
+    if type(count) is not int or count < 2 or type(low) is not float or type(high) is not float:
+        raise ValueError("not a kept range")
+    return BuildRange(count, low, high)
 
 
 def _write_points(cache: PointCache, kept: dict[str, _Found], new: dict[str, _Found]) -> None:
@@ -361,12 +390,15 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
     provenance = report["provenance"]
     values: dict[str, float | None] = {}
     intervals: dict[str, tuple[float, float]] = {}
+    builds: dict[str, BuildRange] = {}
     for entry in report["gates"]:
         wanted = gates.get(entry["name"])
         if wanted == (entry.get("metric"), entry.get("scope_key")):
             values[entry["name"]] = entry.get("value")
             if (interval := _interval(entry)) is not None:
                 intervals[entry["name"]] = interval
+            if (spread := _builds(entry)) is not None:
+                builds[entry["name"]] = spread
     gold = (provenance.get("fingerprints") or {}).get("gold")
     date = str(provenance.get("generated_at") or "")
     aggregates = {
@@ -377,7 +409,9 @@ def _report_point(report: Mapping[str, Any], gates: Mapping[str, tuple[str, str]
         for row in report["slices"]
         if isinstance(row.get("metrics"), dict)
     }
-    return Point(provenance["head_commit"], date, "", "report", gold, values, aggregates, intervals)
+    return Point(
+        provenance["head_commit"], date, "", "report", gold, values, aggregates, intervals, builds
+    )
 
 
 def _interval(gate: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -393,6 +427,13 @@ def _interval(gate: Mapping[str, Any]) -> tuple[float, float] | None:
     if base is None or low is None or high is None:
         return None
     return base + low, base + high
+
+
+def _builds(gate: Mapping[str, Any]) -> BuildRange | None:
+    """The range of the run's builds' values of the gate (`stats.builds.values`); None
+    for one build, or a report written before it kept them."""
+    kept = ((gate.get("stats") or {}).get("builds") or {}).get("values") or []
+    return build_range([v for v in map(_finite, kept) if v is not None])
 
 
 def _finite(value: object) -> float | None:

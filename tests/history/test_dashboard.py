@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 from conftest import Cli, script
-from test_history import demo_baseline, fast_import, init_repo, with_misses
+from test_history import (
+    demo_baseline,
+    fast_import,
+    init_repo,
+    recall_a,
+    with_builds,
+    with_misses,
+)
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
@@ -138,6 +145,8 @@ def test_every_chart_draws_its_points(
         assert len(re.findall(r"<circle ", chart)) == expected, (metric[1], slice_[1])
     assert 'href="https://github.com/acme/rag/commit/' in dom
     assert "not json" not in dom and "invalid JSON" in dom  # the gap's reason is listed
+    # One build a point: no whisker, no word of builds, not even their style rules.
+    assert 'class="builds' not in text and "builds-note" not in text and "builds:" not in text
 
 
 # Bounding boxes at 1280 × 800, written into the DOM for --dump-dom to carry out.
@@ -438,6 +447,7 @@ def test_the_page_has_readable_text_and_names_every_picture(tmp_path: Path) -> N
     from llm_eval.history.dashboard_view import _asset, render_dashboard
 
     assert low_contrast(_asset("dashboard.css")) == []
+    assert low_contrast(_asset("dashboard-builds.css")) == []
     rows = [
         {"overall": {"recall@5": 0.5 + 0.01 * i, "n": 100}, "tag:x": {"mrr": 0.4}} for i in range(5)
     ]
@@ -579,3 +589,139 @@ def test_gaps_are_drawn_as_runs(skipped: tuple[int, ...], runs: list[tuple[int, 
         for i in range(10)
     ]
     assert gap_runs(entries) == runs
+
+
+# Points measured on several builds of the retriever
+
+
+def _builds_board(tmp_path: Path, spreads: dict[int, Any]) -> Any:
+    """Three points of recall@5 (gate g_recall), 50.0%, 49.0%, 48.2%, with the builds'
+    ranges of `spreads` by position."""
+    from llm_eval.history.dashboard import Dashboard, build_series
+
+    values = (0.50, 0.49, 0.482)
+    entries = tuple(
+        _point(i, {"overall": {"recall@5": v, "n": 400}}, builds=spreads.get(i, {}))
+        for i, v in enumerate(values)
+    )
+    return Dashboard(entries, build_series(entries, _gates(tmp_path, GATES)))
+
+
+def words(page: str) -> str:
+    """The page's text, without its style and script blocks."""
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", body).split())
+
+
+WHISKER = re.compile(r'<path class="builds" d="M([\d.]+) ([\d.]+)V([\d.]+)[^"]*"><title>([^<]*)<')
+
+
+def test_a_point_on_several_builds_shows_its_range_as_a_whisker_and_in_words(
+    tmp_path: Path,
+) -> None:
+    from llm_eval.history.dashboard_svg import FULL, PAD
+    from llm_eval.history.dashboard_view import render_dashboard
+    from llm_eval.history.series import BuildRange
+
+    spreads = {
+        1: {"g_recall": BuildRange(3, 0.47, 0.50)},
+        2: {"g_recall": BuildRange(3, 0.473, 0.511)},
+    }
+    board = _builds_board(tmp_path, spreads)
+    assert board.series[0].builds == (None, BuildRange(3, 0.47, 0.50), BuildRange(3, 0.473, 0.511))
+    page = render_dashboard(board)
+    text = words(page)
+    # The latest change (before, after) and the table's newest value, in words.
+    assert "49.0% (3 builds: 47.0–50.0%) 48.2% (3 builds: 47.3–51.1%)" in text
+    row = page[page.index('id="s-overall-recall-5"') :]
+    assert "<td class=num>48.2% (3 builds: 47.3–51.1%)</td>" in row[: row.index("</tr>")]
+    # A whisker at each point of several builds, on the first screen's chart and on the
+    # table's, each with its range in its title; the first point has none.
+    whiskers = WHISKER.findall(page)
+    assert [w[3] for w in whiskers] == 2 * [
+        "2026-01-02 0000000: 49.0% (3 builds: 47.0–50.0%)",
+        "2026-01-03 0000000: 48.2% (3 builds: 47.3–51.1%)",
+    ]
+    assert page.count('class="builds"') == len(whiskers) + 1  # and the legend's key
+    assert "lowest to highest build" in text
+    assert "a rebuild alone, with nothing else changed, moves the value that much" in text
+    assert "svg .builds {" in page
+
+    alike = {2: {"g_recall": BuildRange(2, 0.4821, 0.4823)}}
+    assert "48.2% (the same in both builds)" in words(
+        render_dashboard(_builds_board(tmp_path, alike))
+    )
+    # A range far past the values widens the axis: the whisker stays in the plot.
+    wide = render_dashboard(_builds_board(tmp_path, {2: {"g_recall": BuildRange(4, 0.2, 0.9)}}))
+    top, bottom = PAD[2], FULL[1] - PAD[3]
+    (_, high, low, _), *_ = WHISKER.findall(wide)
+    assert top <= float(high) < float(low) <= bottom
+
+    # Without a point of several builds, the page has none of it.
+    plain = render_dashboard(_builds_board(tmp_path, {}))
+    assert board.series[0].values == _builds_board(tmp_path, {}).series[0].values
+    assert 'class="builds' not in plain and "builds" not in words(plain)
+    assert "svg .builds" not in plain
+
+
+@pytest.fixture
+def builds_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli) -> tuple[Path, Any]:
+    """The dashboard of a git history of ten refreshes, the last five each measured on
+    three builds of the retriever, and of a kept report on three builds between the
+    eighth and the ninth; with the refreshes' baselines."""
+    repo = init_repo(tmp_path / "repo")
+    base = demo_baseline()
+    versions = [with_misses(base, i) for i in range(1, 6)]
+    versions += [with_builds(base, (i, i + 4, i + 1)) for i in range(1, 6)]
+    fast_import(repo, [json.dumps(v).encode() for v in versions])
+    report = json.loads((Path(__file__).parents[1] / "gold/reports/pass.json").read_text())
+    report["provenance"]["head_commit"] = "e" * 40
+    report["provenance"]["generated_at"] = "2025-10-17T11:00:00+00:00"  # after refresh 8
+    gate = next(g for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
+    gate["stats"]["builds"] = {"before": 3, "after": 3, "sd": 0.01, "values": [0.39, 0.42, 0.4]}
+    (repo / "history.jsonl").write_text(json.dumps(report) + "\n")
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    code, printed, _ = cli("dashboard", "--out", "site", "--history-file", "history.jsonl")
+    assert code == 0, printed
+    assert "12 entries (0 skipped, drawn as gaps)" in printed
+    return repo / "site" / "index.html", versions
+
+
+def test_a_history_with_builds_draws_their_ranges_and_says_them(
+    tmp_path: Path, builds_page: tuple[Path, Any]
+) -> None:
+    """Real git: each point of several builds (five baselines, one kept report) has its
+    whisker on the gate's chart and its range in words; the points of one build (the
+    demo's and the first five refreshes) have none. Opened in Chromium, the page draws
+    every marker and logs no error."""
+    from llm_eval.history.dashboard_svg import builds_span
+
+    page, versions = builds_page
+    text = page.read_text()
+    first = text[text.index('<section id="now"') : text.index("</section>")]
+    gate = re.search(r'<svg [^>]*data-slice="tier:A".*?</svg>', first, re.S)
+    assert gate and 'data-metric="recall@5"' in gate[0]
+    tips = [w[3] for w in WHISKER.findall(gate[0])]
+    assert len(tips) == 6  # the five baselines of three builds and the kept report
+    newest = [recall_a(with_misses(demo_baseline(), m)) for m in (5, 9, 6)]
+    span = builds_span("recall@5", min(newest), max(newest))
+    assert tips[-1].endswith(f"{recall_a(versions[-1]) * 100:.1f}% (3 builds: {span})")
+    assert "eeeeeee" in tips[-3] and tips[-3].endswith("(3 builds: 39.0–42.0%)")
+    said = words(first)
+    assert f"{recall_a(versions[-1]) * 100:.1f}% (3 builds: {span})" in said  # latest change
+    assert "a rebuild alone, with nothing else changed, moves the value that much" in said
+    assert "0.530 (the same in all 3 builds)" in said  # the builds agree on MRR
+    mrr = re.search(r'<svg [^>]*data-metric="mrr" data-slice="overall".*?</svg>', first, re.S)
+    assert mrr and len(WHISKER.findall(mrr[0])) == 5  # the report's MRR: one build
+    other = text[text.index('id="s-overall-recall-1"') :]
+    assert "builds" not in other[: other.index("</tr>")]  # no gate reads it: no range
+
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    dom, log = open_page(with_script(page, OPEN_ALL), tmp_path / "profile")
+    assert console_errors(log) == []
+    charts = re.findall(r"<svg [^>]*class=\"chart\"[^>]*>.*?</svg>", dom, re.S)
+    for chart in charts:
+        expected = re.search(r'data-expected="(\d+)"', chart)
+        assert expected and len(re.findall(r"<circle ", chart)) == int(expected[1])

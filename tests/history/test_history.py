@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +16,14 @@ from typing import Any
 import pytest
 from conftest import REPO, Cli, copy_demo, no_hang
 
-from llm_eval.history.series import SPARK_BARS, SPARK_GAP, sparkline
+from llm_eval.history.series import (
+    SPARK_BARS,
+    SPARK_GAP,
+    BuildRange,
+    Point,
+    build_range,
+    sparkline,
+)
 
 BASELINE = "gold/baseline.json"
 T0 = 1_760_000_000  # the generated commits are a day apart from here
@@ -110,6 +118,21 @@ def with_misses(base: Mapping[str, Any], misses: int) -> dict[str, Any]:
 def recall_a(data: Mapping[str, Any]) -> float:
     rows = [data["per_query"][q]["recall@5"] for q in tier_a() if q in data["per_query"]]
     return sum(rows) / len(rows)
+
+
+def with_builds(base: Mapping[str, Any], misses: Sequence[int]) -> dict[str, Any]:
+    """The baseline as a refresh over `len(misses)` builds writes it: build b misses
+    `misses[b]` tier-A hits (`with_misses`), `per_query` holds the builds' means and the
+    aggregates are recomputed from them."""
+    builds = [with_misses(base, m)["per_query"] for m in misses]
+    data = copy.deepcopy(dict(base))
+    data["per_query"] = {
+        q: {metric: sum(b[q][metric] for b in builds) / len(builds) for metric in row}
+        for q, row in builds[0].items()
+    }
+    data = with_misses(data, 0)  # no miss added: the aggregates of the means
+    data["builds"] = builds
+    return data
 
 
 Run = Callable[..., tuple[int, str]]
@@ -580,3 +603,93 @@ def test_a_lock_file_that_cannot_be_used_is_named_not_the_history_file(
     assert (code, out) == (3, "")
     assert err == f"llm-eval: error: {lock}: {reason}\n"
     assert not kept.exists() and not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        ([], None),
+        ([0.5], None),  # one build: no spread
+        ([0.5, math.nan], None),
+        ([0.5, 0.4, 0.6], BuildRange(3, 0.4, 0.6)),
+        ([0.5, math.inf, 0.4], BuildRange(2, 0.4, 0.5)),
+        ([0.5, 0.5], BuildRange(2, 0.5, 0.5)),  # builds that agree say so
+    ],
+)
+def test_build_range(values: list[float], found: BuildRange | None) -> None:
+    assert build_range(values) == found
+
+
+def _gate_points(repo: Path, monkeypatch: pytest.MonkeyPatch) -> list[Point]:
+    from llm_eval.history.gates import read_gate_history
+
+    monkeypatch.chdir(repo)
+    found = read_gate_history(
+        config_path=Path("config/llm-eval.yaml"),
+        criteria_path=Path("config/ship-criteria.yaml"),
+        history_file=Path("history.jsonl") if (repo / "history.jsonl").exists() else None,
+    )
+    return [e for e in found.history.entries if isinstance(e, Point)]
+
+
+def test_a_baseline_on_several_builds_gives_each_gate_its_builds_range_and_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each gate's value of each build, its lowest and highest; a point of one build has
+    none; the cache gives the same points back, and a cache of the format before (which
+    kept no range) is not read."""
+    repo = init_repo(tmp_path / "repo")
+    base = demo_baseline()
+    several = with_builds(base, (2, 6, 3))
+    fast_import(repo, [json.dumps(with_misses(base, 1)).encode(), json.dumps(several).encode()])
+    cold = _gate_points(repo, monkeypatch)
+    assert [p.subject for p in cold] == ["demo", "refresh 1", "refresh 2"]
+    assert cold[0].builds == {} and cold[1].builds == {}
+    recall = [recall_a(with_misses(base, m)) for m in (2, 6, 3)]
+    spread = cold[2].builds["retrieval_recall_at_5"]
+    assert spread.builds == 3
+    assert (spread.low, spread.high) == (pytest.approx(min(recall)), pytest.approx(max(recall)))
+    assert cold[2].values["retrieval_recall_at_5"] == pytest.approx(sum(recall) / 3)
+    mrr = cold[2].builds["retrieval_mrr"]  # the builds agree on MRR: a range of none
+    assert (mrr.builds, mrr.low) == (3, mrr.high)
+
+    kept = next((repo / ".llm-eval" / "cache" / "history").glob("points-*.json"))
+    assert _gate_points(repo, monkeypatch) == cold  # read back from the cache
+    # A cache written before ranges were kept holds the same points without them: it
+    # is not read (it would say "one build"), its name being of the format before.
+    from llm_eval.history import series_io
+    from llm_eval.history.gates import gate_values
+    from llm_eval.pipeline import load_inputs
+
+    inputs = load_inputs(Path("config/llm-eval.yaml"), Path("config/ship-criteria.yaml"))
+    points = json.loads(kept.read_text())["points"]
+    for point in points.values():
+        point.pop("builds", None)
+    kept.unlink()
+    with monkeypatch.context() as before:
+        before.setattr(series_io, "_POINT_FORMAT", 2)
+        gate_values(inputs).cache(inputs).path.write_text(json.dumps({"points": points}))
+    assert _gate_points(repo, monkeypatch) == cold
+    assert kept.exists()  # read afresh, and kept under the format's own name
+
+
+def test_a_kept_report_on_several_builds_gives_its_builds_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's builds' values of each gate (`stats.builds.values`); a report of one
+    build, or one written before they were kept, has none."""
+    repo = init_repo(tmp_path / "repo")
+    report = json.loads((REPO / "tests/gold/reports/pass.json").read_text())
+    report["provenance"]["head_commit"] = "f" * 40
+    recall = next(g for g in report["gates"] if g["name"] == "retrieval_recall_at_5")
+    older = json.loads(json.dumps(report))
+    recall["stats"]["builds"] = {"before": 3, "after": 3, "sd": 0.01, "values": [0.40, 0.43, 0.41]}
+    for gate in older["gates"]:
+        if gate["name"] == "retrieval_recall_at_5":
+            gate["stats"]["builds"] = {"before": 3, "after": 3, "sd": 0.01}
+    (repo / "history.jsonl").write_text(json.dumps(report) + "\n" + json.dumps(older) + "\n")
+    points = [p for p in _gate_points(repo, monkeypatch) if p.source == "report"]
+    assert [p.builds for p in points] == [
+        {"retrieval_recall_at_5": BuildRange(3, 0.40, 0.43)},
+        {},
+    ]
