@@ -44,7 +44,7 @@ from llm_eval.docs_address import Docs, Installed
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.formats import RenderOptions, get_format
-from llm_eval.formats._markdown_view import STATUS_ICON
+from llm_eval.formats._markdown_tables import STATUS_ICON
 from llm_eval.formats._markup import Links, escape_markdown
 from llm_eval.formats.markdown import COMMENT_MARKER, render_comment, render_markdown
 from llm_eval.formats.text import render_text
