@@ -293,8 +293,11 @@ def judge_columns(
     last_part = np.full(len(index.query_ids), -1, dtype=np.int64)
     other: set[str] = set()
     parts = [(np.zeros(0, np.int64),) * 3]
+    # Where the next part's queries start among the qrels' if both list them alike.
+    following = 0
     for number, chunk in enumerate(chunks):
-        queries = index.locate(chunk.query_ids)
+        queries = index.locate(chunk.query_ids, following)
+        following += len(chunk.query_ids)
         last_part[queries[queries >= 0]] = number
         other.update(itertools.compress(chunk.query_ids, (queries == -2).tolist()))
         for groups, piece in _slices(chunk):
