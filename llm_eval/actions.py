@@ -133,7 +133,7 @@ def _level(gates: Sequence[Mapping[str, Any]], change: Mapping[str, Any]) -> str
 
 
 def _annotation(level: str, change: Mapping[str, Any], k: int, cwd: Path, root: Path) -> str:
-    from llm_eval.formats._markdown_view import rank_words
+    from llm_eval.formats._markdown_tables import rank_words
     from llm_eval.formats._markup import clip
 
     message = (

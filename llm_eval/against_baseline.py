@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_eval.baseline import Baseline, Reference
+from llm_eval.bounds import ColumnTest
 from llm_eval.builds import BuildSpread, build_spread, joined_test
 from llm_eval.criteria import Gate, Scope
 from llm_eval.errors import ComparisonError
@@ -40,7 +41,6 @@ from llm_eval.power import gate_power
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
-    ColumnTest,
     MarginTest,
     column_test,
     holm,

@@ -40,12 +40,12 @@ from statistics import NormalDist
 
 import numpy as np
 
+from llm_eval.bounds import ColumnTest, FloatArray
 from llm_eval.criteria import Gate
 from llm_eval.gate import allowed_change
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
 from llm_eval.slices import members
-from llm_eval.stats import ColumnTest, FloatArray
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ every step runs over whole arrays:
   TREC file);
 - ranks follow trec_eval as `judge_scored` does (score descending, compared in single
   precision; ties broken by doc id in descending byte order), counting the scores that
-  beat each relevant document rather than sorting every list.
+  beat each relevant document rather than sorting every list; in a list already in
+  rank order (as TREC runs are written) a document's rank is its position.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy.typing as npt
 
 from llm_eval.errors import InputError
 from llm_eval.judgments import (
+    Float32Array,
     FloatArray,
     IntArray,
     Judgments,
@@ -177,18 +179,36 @@ def _text(item: object) -> str:
 
 
 def doc_hashes(docs: BytesArray, salt: IntArray, seed: int = 0) -> HashArray:
-    """A 64-bit hash of each doc id's bytes and its salt (its query, say): the bytes read
-    as machine words, each but the zero words of padding mixed in by a multiplication
-    and a shift."""
+    """A 64-bit hash of each doc id's bytes and its salt (its query, say)."""
+    return _mixed(docs, _salted(salt, seed))
+
+
+def _salted(salt: IntArray, seed: int) -> HashArray:
+    """The start of each hash, from its salt: taken per query and repeated per row, it
+    costs one pass over the rows where three would be needed per row."""
+    hashes = salt.astype(np.uint64)
+    hashes += np.uint64(seed + 1)
+    hashes *= _GOLDEN
+    return hashes
+
+
+def _mixed(docs: BytesArray, hashes: HashArray) -> HashArray:
+    """`hashes` (changed in place) with each doc id's bytes mixed in: read as machine
+    words, the first and every other word but the zero words of padding mixed in by a
+    multiplication and a shift, so that an id hashes alike in arrays of any width."""
     width = -(-max(docs.dtype.itemsize, 1) // 8) * 8
     padded = np.ascontiguousarray(docs, dtype=f"S{width}")
     words = padded.view(np.uint64).reshape(docs.size, width // 8)
-    hashes = (salt.astype(np.uint64) + np.uint64(seed + 1)) * _GOLDEN
-    for column in words.T:
-        mixed = (hashes ^ column) * _MULTIPLIER
-        mixed ^= mixed >> _SHIFT
-        # A word of padding changes nothing: an id hashes alike in arrays of any width.
-        hashes = np.where(column != 0, mixed, hashes)
+    mixed, shifted = np.empty_like(hashes), np.empty_like(hashes)
+    for number, column in enumerate(words.T):
+        np.bitwise_xor(hashes, column, out=mixed)
+        mixed *= _MULTIPLIER
+        np.right_shift(mixed, _SHIFT, out=shifted)
+        mixed ^= shifted
+        if number == 0:
+            hashes, mixed = mixed, hashes
+        else:
+            np.copyto(hashes, mixed, where=column != 0)
     return hashes
 
 
@@ -206,47 +226,54 @@ class _EntryKeys:
                 self.seed = seed
                 break
 
-    def match(
-        self, docs: BytesArray, query: IntArray, queries: IntArray
-    ) -> tuple[IntArray, IntArray]:
-        """Rows whose (query, doc id) is a qrels entry, and that entry.
+    def match(self, chunk: RunColumns, queries: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """Rows whose (query, doc id) is a qrels entry, that entry, and the row's group.
 
-        `query[i]` is row `i`'s evaluated query (negative for others); `queries` are
-        the evaluated queries among them. Rows are looked up among these queries'
-        entries only: a small table, in the processor's cache.
+        `queries[g]` is group `g`'s evaluated query (negative for others). Rows are
+        looked up among these queries' entries only: a small table, in the processor's
+        cache.
         """
-        entries = _ranges(self.index.start[queries], self.index.count[queries])
+        evaluated = queries[queries >= 0]
+        entries = _ranges(self.index.start[evaluated], self.index.count[evaluated])
         if entries.size == 0:
-            return entries[:0], entries[:0]
-        found = _lookup(self.keys[entries], doc_hashes(docs, query, self.seed))
-        found[query < 0] = -1
-        rows = np.flatnonzero(found >= 0)
-        entries = entries[found[rows]]
-        same = (self.index.query[entries] == query[rows]) & (self.docs[entries] == docs[rows])
-        return rows[same], entries[same]
+            return entries[:0], entries[:0], entries[:0]
+        hashes = _mixed(chunk.doc_ids, np.repeat(_salted(queries, self.seed), chunk.counts))
+        rows, found = _lookup(self.keys[entries], hashes)
+        entries = entries[found]
+        groups = np.searchsorted(np.cumsum(chunk.counts), rows, side="right")
+        same = (self.index.query[entries] == queries[groups]) & (
+            self.docs[entries] == chunk.doc_ids[rows]
+        )
+        return rows[same], entries[same], groups[same]
 
 
-def _lookup(table_keys: HashArray, keys: HashArray) -> IntArray:
-    """Per key: its index in `table_keys` (which are distinct), -1 when not there.
+_SHARED = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+"""What a slot of `_lookup`'s table that two keys share holds: no empty slot holds it."""
+
+
+def _lookup(table_keys: HashArray, keys: HashArray) -> tuple[IntArray, IntArray]:
+    """The keys found in `table_keys` (which are distinct): their indices among `keys`,
+    and in `table_keys`.
 
     An open table of 8 to 16 slots per key, indexed by the keys' top bits (they are
-    mixed): a lookup is a couple of reads where a binary search takes a dozen. The few
-    keys whose slot is shared are found by binary search.
+    mixed), holding the key itself: a lookup is one read and a comparison where a
+    binary search takes a dozen. An empty slot holds a value with other top bits, which
+    no key that reads it equals. The keys found, and the few that read a slot two keys
+    share (`_SHARED`), are then looked up by binary search.
     """
     bits = max(4, (table_keys.size * 8).bit_length())
     shift = np.uint64(64 - bits)
-    slots = (table_keys >> shift).view(np.int64)
-    table = np.full(1 << bits, -1, dtype=np.int64)
-    table[slots] = np.arange(table_keys.size)
-    table[np.bincount(slots, minlength=1 << bits) > 1] = -2
-    found = table[(keys >> shift).view(np.int64)]
-    shared = np.flatnonzero(found == -2)
-    found[table_keys[np.maximum(found, 0)] != keys] = -1
-    if shared.size:
-        order = np.argsort(table_keys)
-        where = np.minimum(np.searchsorted(table_keys[order], keys[shared]), order.size - 1)
-        found[shared] = np.where(table_keys[order[where]] == keys[shared], order[where], -1)
-    return found
+    slots = table_keys >> shift
+    table = (np.arange(1 << bits, dtype=np.uint64) ^ np.uint64(1)) << shift
+    table[slots] = table_keys
+    table[np.bincount(slots.view(np.int64), minlength=1 << bits) > 1] = _SHARED
+    read = table[(keys >> shift).view(np.int64)]  # signed: numpy casts unsigned indices
+    maybe = np.flatnonzero((read == keys) | (read == _SHARED))
+    order = np.argsort(table_keys)
+    ordered = table_keys[order]
+    where = np.minimum(np.searchsorted(ordered, keys[maybe]), ordered.size - 1)
+    found = ordered[where] == keys[maybe]
+    return maybe[found], order[where[found]]
 
 
 def judge_columns(
@@ -266,8 +293,11 @@ def judge_columns(
     last_part = np.full(len(index.query_ids), -1, dtype=np.int64)
     other: set[str] = set()
     parts = [(np.zeros(0, np.int64),) * 3]
+    # Where the next part's queries start among the qrels' if both list them alike.
+    following = 0
     for number, chunk in enumerate(chunks):
-        queries = index.locate(chunk.query_ids)
+        queries = index.locate(chunk.query_ids, following)
+        following += len(chunk.query_ids)
         last_part[queries[queries >= 0]] = number
         other.update(itertools.compress(chunk.query_ids, (queries == -2).tolist()))
         for groups, piece in _slices(chunk):
@@ -305,12 +335,10 @@ def _judge_chunk(
     chunk: RunColumns, queries: IntArray, keys: _EntryKeys
 ) -> tuple[IntArray, IntArray]:
     """The qrels entries retrieved in one part of a run, and their ranks."""
-    query = np.repeat(queries, chunk.counts)
-    rows, entries = keys.match(chunk.doc_ids, query, queries[queries >= 0])
+    rows, entries, groups = keys.match(chunk, queries)
     scores = chunk.scores.astype(np.float32)
     starts = np.cumsum(chunk.counts) - chunk.counts
-    groups = np.searchsorted(starts, rows, side="right") - 1
-    better, equal = _count_better_and_equal(scores, chunk.counts, groups, scores[rows])
+    better, equal = _better_and_equal(scores, starts, chunk.counts, rows, groups)
     ranks = better + 1
     # Every hit equals itself; a second equal score is a tie, broken by doc id.
     for i in np.flatnonzero(equal > 1).tolist():
@@ -319,6 +347,29 @@ def _judge_chunk(
         tied = chunk.scores[members].astype(np.float32) == scores[rows[i]]
         ranks[i] += int((tied & (chunk.doc_ids[members] > chunk.doc_ids[rows[i]])).sum())
     return entries, ranks
+
+
+def _better_and_equal(
+    scores: Float32Array, starts: IntArray, counts: IntArray, rows: IntArray, groups: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Per hit (row `rows[i]`, in group `groups[i]`): the scores of its group above its
+    score, and those equal to it. In a group listed best first (as TREC runs are), a hit
+    with no equal score beside it has its position for the first and one for the
+    second; the other hits are counted (`_count_better_and_equal`)."""
+    rising = scores[1:] > scores[:-1]
+    rising[starts[1:] - 1] = False  # from one group's last row to the next one's first
+    unordered = np.zeros(counts.size, dtype=np.bool_)
+    unordered[np.searchsorted(starts, np.flatnonzero(rising), side="right") - 1] = True
+    hit = scores[rows]
+    first, last = starts[groups], starts[groups] + counts[groups] - 1
+    tied = ((rows > first) & (scores[np.maximum(rows - 1, 0)] == hit)) | (
+        (rows < last) & (scores[np.minimum(rows + 1, scores.size - 1)] == hit)
+    )
+    slow = np.flatnonzero(unordered[groups] | tied)
+    better, equal = rows - first, np.ones(rows.size, dtype=np.int64)
+    if slow.size:
+        better[slow], equal[slow] = _count_better_and_equal(scores, counts, groups[slow], hit[slow])
+    return better, equal
 
 
 def refuse_repeats(chunk: RunColumns) -> RunColumns:

@@ -1,8 +1,8 @@
 """How large a drop the gate's own tests catch 4 times in 5, and how many queries
 catch a given one: the power simulation behind `power.py` (pure).
 
-The tests are `stats.py`'s: the exact test for 0/1 scores, whose rejection region
-(`rejection_threshold`) is summed over exactly below `LARGE_BINARY` queries and
+The tests are the gate's (`stats.column_test`): the exact test for 0/1 scores, whose
+rejection region (`rejection_threshold`) is summed over exactly below `LARGE_BINARY` queries and
 approximated by a normal law of Tango's statistic above; the betting test for graded
 scores, simulated below `LARGE_GRADED` queries and taken from a fixed-size summary of
 the scores above, so that the cost does not grow with the number of queries.
@@ -18,17 +18,11 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from llm_eval.betting import BET_CAP, BET_ORDERS, graded_rejects
+from llm_eval.bounds import FloatArray, IntArray, bisect
 from llm_eval.exact_power import catch_rate_over_churn, churn_posterior
-from llm_eval.stats import (
-    BET_CAP,
-    BET_ORDERS,
-    SIMULATION_ELEMENTS,
-    FloatArray,
-    IntArray,
-    bisect,
-    graded_rejects,
-    is_binary,
-)
+from llm_eval.exact_test import SIMULATION_ELEMENTS
+from llm_eval.stats import is_binary
 
 POWER_SIMULATIONS = 400
 

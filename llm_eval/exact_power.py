@@ -2,7 +2,7 @@
 `detection.py`'s 0/1 figures (pure).
 
 Of n queries, each goes bad with probability P(bad) and good with P(good); the exact
-test (`stats.ExactPairs`) finds a worsening beyond the margin when the bad count
+test (`exact_test.ExactPairs`) finds a worsening beyond the margin when the bad count
 reaches its rejection threshold for the changed count (`rejection_threshold`), found
 from the critical value of Tango's statistic at each nuisance share the test
 maximises over (`_critical_statistic`). The catch rate is the trinomial summed over
@@ -20,14 +20,12 @@ from statistics import NormalDist
 
 import numpy as np
 
-from llm_eval.stats import (
-    EDGE,
+from llm_eval.bounds import EDGE, FloatArray, IntArray
+from llm_eval.exact_test import (
     LIKELY,
     NUISANCE_GAMMA,
     SIMULATION_ELEMENTS,
     ExactPairs,
-    FloatArray,
-    IntArray,
     frozen,
     log_factorials,
     nuisance_shares,

@@ -205,18 +205,30 @@ class _QrelsIndex:
         self.start = np.cumsum(self.count) - self.count
 
     @functools.cached_property
-    def position(self) -> dict[str, int]:
-        """Per qrels query id: its index among the evaluated queries, -1 for a rejection query."""
+    def where(self) -> IntArray:
+        """Per qrels query: its index among the evaluated queries, -1 for a rejection query."""
         where = np.cumsum(self.evaluated) - 1
         where[~self.evaluated] = -1
-        return dict(zip(self.all_ids, where.tolist(), strict=True))
+        where.flags.writeable = False
+        return where
+
+    @functools.cached_property
+    def position(self) -> dict[str, int]:
+        """`where` by qrels query id."""
+        return dict(zip(self.all_ids, self.where.tolist(), strict=True))
 
     def not_in_qrels(self, run: Mapping[str, object], answered: int) -> int:
         """Run queries not in the qrels, given how many evaluated queries the run answers."""
         return len(run) - answered - sum(map(run.__contains__, self.rejection))
 
-    def locate(self, run_ids: Sequence[str]) -> IntArray:
-        """Per run query: its evaluated index, -1 for a rejection query, -2 when not in qrels."""
+    def locate(self, run_ids: Sequence[str], start: int = 0) -> IntArray:
+        """Per run query: its evaluated index, -1 for a rejection query, -2 when not in qrels.
+
+        Run queries that are the qrels queries from `start` on, in their order (a run
+        and its qrels are often written alike), are placed without a lookup each.
+        """
+        if self.all_ids[start : start + len(run_ids)] == list(run_ids):
+            return self.where[start : start + len(run_ids)]
         lookups = map(self.position.get, run_ids, itertools.repeat(-2))
         return np.fromiter(lookups, np.int64, len(run_ids))
 

@@ -74,7 +74,7 @@ Error rates and detection (section B)
     ("exact"): summed over every
     (bad, good) count of the trinomial P(bad) = flips/2 + limit, P(good) = flips/2,
     using that at each number of changed queries the exact p-value is a monotone
-    function of Tango's statistic (`stats.tango_z`), so the test rejects from a
+    function of Tango's statistic (`exact_test.tango_z`), so the test rejects from a
     threshold count up (`exact_power.rejection_threshold`), an ordering checked against every
     p-value the simulations computed. A cell is flagged FF when a false-fail rate's
     one-sided 95% Clopper-Pearson LOWER bound exceeds alpha (or an exact one does), FP when the pass
@@ -138,7 +138,8 @@ Usage:
         [--calibration-draws 2000000] [--markdown PATH] [--quick]
 
 `--quick` (smoke runs only) shrinks the grid, the trials and the calibration draws.
-Others edit `llm_eval/stats.py`: the output names the SHA-256 of the file measured.
+Others edit the tests (`llm_eval/stats.py`, `bounds.py`, `exact_test.py`, `betting.py`):
+the output names the SHA-256 of those files measured.
 """
 
 from __future__ import annotations
@@ -165,10 +166,11 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-from llm_eval import detection, exact_power, stats  # noqa: E402
+from llm_eval import betting, bounds, detection, exact_power, exact_test, stats  # noqa: E402
 from llm_eval.detection import detectable_worsening  # noqa: E402
 from llm_eval.exact_power import churn_posterior, exact_catch_rate, rejection_threshold  # noqa: E402
-from llm_eval.stats import ExactPairs, column_test, holm, holm_levels, tango_z, tested_margin  # noqa: E402
+from llm_eval.exact_test import ExactPairs, tango_z  # noqa: E402
+from llm_eval.stats import column_test, holm, holm_levels, tested_margin  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -195,8 +197,10 @@ CHUNK = 200_000
 RECHECK_FACTOR = 5
 
 FAIL, PASS, CANNOT, UNCHANGED = "fail", "pass", "cannot tell", "unchanged"
-STATS_SHA256 = hashlib.sha256(Path(stats.__file__).read_bytes()).hexdigest()
-"""The statistics measured (others edit `llm_eval/stats.py`): its hash when imported."""
+STATS_SHA256 = hashlib.sha256(
+    b"".join(Path(m.__file__).read_bytes() for m in (stats, bounds, exact_test, betting))
+).hexdigest()
+"""The statistics measured (others edit the tests' modules): their hash when imported."""
 
 
 # --- the retriever model -----------------------------------------------------------------
@@ -563,7 +567,7 @@ def exact_binary(
     over every pair of counts with probability above 1e-13, no Monte Carlo.
 
     At a fixed number of changed queries the exact p-value falls as Tango's statistic
-    at the limit rises (`stats.tango_z`; for p_within, the statistic with the roles
+    at the limit rises (`exact_test.tango_z`; for p_within, the statistic with the roles
     swapped), so the rejected pairs with that many changed are those from a threshold
     count up: `exact_power.rejection_threshold`, which finds it from the test's nuisance
     shares. Every p-value the simulations memoised for this n is checked against those
@@ -643,7 +647,7 @@ def whole_range_critical(n: int, limit: float, alpha: float) -> float:
     over every share of changed queries above the limit (the test's grid of shares and
     just above the limit), no gamma; one critical Tango statistic for every outcome, the
     test rejecting beyond it."""
-    shares = [limit + 1e-9, *(float(s) for s in stats.share_grid(n) if s > limit)]
+    shares = [limit + 1e-9, *(float(s) for s in exact_test.share_grid(n) if s > limit)]
     return max(exact_power._critical_statistic(n, limit, alpha, s) for s in shares)
 
 
@@ -1447,8 +1451,9 @@ def main() -> None:
         )
     report = Report()
     report.text(
-        f"llm_eval/stats.py SHA-256 {STATS_SHA256[:16]}, BET_CAP {stats.BET_CAP}, "
-        f"BET_ORDERS {stats.BET_ORDERS}, POWER_SIMULATIONS {detection.POWER_SIMULATIONS}"
+        f"llm_eval/stats.py, bounds.py, exact_test.py, betting.py SHA-256 {STATS_SHA256[:16]}, "
+        f"BET_CAP {betting.BET_CAP}, BET_ORDERS {betting.BET_ORDERS}, "
+        f"POWER_SIMULATIONS {detection.POWER_SIMULATIONS}"
     )
     gate = Gate(settings.alpha)
     seconds: list[tuple[str, float]] = []
@@ -1480,8 +1485,9 @@ def main() -> None:
             "# Gate soundness: error rates, power statement, speed",
             "",
             f"Produced by `{command}` on {datetime.date.today().isoformat()} "
-            f"({total:,.0f} CPU seconds), measuring `llm_eval/stats.py` with SHA-256 "
-            f"`{STATS_SHA256[:16]}` (BET_CAP {stats.BET_CAP}, BET_ORDERS {stats.BET_ORDERS}, "
+            f"({total:,.0f} CPU seconds), measuring `llm_eval/stats.py`, `bounds.py`, "
+            f"`exact_test.py` and `betting.py` with SHA-256 `{STATS_SHA256[:16]}` "
+            f"(BET_CAP {betting.BET_CAP}, BET_ORDERS {betting.BET_ORDERS}, "
             f"POWER_SIMULATIONS {detection.POWER_SIMULATIONS}). What every section means: the "
             "docstring of `scripts/bench_gate_soundness.py`.",
             "",

@@ -59,12 +59,14 @@ from bench_gate_soundness import (
     sample,
 )
 
-from llm_eval import stats
+from llm_eval import betting, bounds, exact_test, stats
 from llm_eval.detection import POWER, detectable_worsening
 from llm_eval.stats import column_test
 
 ALPHA = 0.05
-STATS_SHA256 = hashlib.sha256(Path(stats.__file__).read_bytes()).hexdigest()
+STATS_SHA256 = hashlib.sha256(
+    b"".join(Path(m.__file__).read_bytes() for m in (stats, bounds, exact_test, betting))
+).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         done = dict(zip(order, pool.map(run_cell, [jobs[i] for i in order]), strict=True))
     outcomes = [done[i] for i in range(len(jobs))]
-    print(f"llm_eval/stats.py sha256 {STATS_SHA256[:16]}")
+    print(f"llm_eval/stats.py, bounds.py, exact_test.py, betting.py sha256 {STATS_SHA256[:16]}")
     print(
         f"alpha {ALPHA}, claimed catch rate {POWER:.2f}; {args.observed} observed samples "
         f"per cell, {args.trials} fresh samples per statement, seed {args.seed}, "

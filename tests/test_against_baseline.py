@@ -11,8 +11,9 @@ from llm_eval.against_baseline import decide_gates
 from llm_eval.baseline import Baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
 from llm_eval.errors import ComparisonError
+from llm_eval.gate_entries import gate_entry
 from llm_eval.gold import GoldQuery
-from llm_eval.report import coverage_notes, gate_entry
+from llm_eval.report import coverage_notes
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, margin_tests
 

@@ -34,7 +34,7 @@ from test_pytrec_parity import all_metrics, assert_parity, qrels_and_runs
 
 import llm_eval
 from llm_eval import trec_columns_io as trec_columns
-from llm_eval.columns import RunColumns, judge_columns
+from llm_eval.columns import RunColumns, _lookup, judge_columns
 from llm_eval.errors import InputError
 from llm_eval.judgments import judge_scored
 from llm_eval.runs_io import load_trec_scores
@@ -98,6 +98,30 @@ def test_columns_match_pytrec_eval(data: tuple[dict, dict], level: int, shuffle:
     )
     runs_with_rows = {q: scored for q, scored in run.items() if scored}
     assert_parity(qrels, runs_with_rows, level, scores)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=qrels_and_runs(), level=st.sampled_from([1, 2]))
+def test_runs_listed_best_first_match_pytrec_eval(data: tuple[dict, dict], level: int) -> None:
+    """Rows in rank order, as TREC runs list them: a hit is ranked by its position,
+    unless a score beside it is equal (in single precision, as trec_eval compares)."""
+    qrels, run = data
+    rows = sorted(rows_of(run), key=lambda row: (row[0], -float(np.float32(row[2]))))
+    scores = llm_eval.evaluate_columns(
+        qrels, as_columns(rows), all_metrics(), relevance_level=level
+    )
+    runs_with_rows = {q: scored for q, scored in run.items() if scored}
+    assert_parity(qrels, runs_with_rows, level, scores)
+
+
+def test_keys_that_share_a_slot_are_found() -> None:
+    """The lookup table's slots are the keys' top bits: keys that share one, and a key
+    equal to what such a slot holds, are found (or not) by binary search."""
+    shared = 1 << 60
+    table = np.array([shared, shared + 1, shared + 2, 7, 2**64 - 1], dtype=np.uint64)
+    keys = np.array([shared + 2, 5, 7, shared + 3, 2**64 - 1, shared], dtype=np.uint64)
+    rows, found = _lookup(table, keys)
+    assert (rows.tolist(), found.tolist()) == ([0, 2, 4, 5], [2, 3, 4, 0])
 
 
 @settings(max_examples=150, deadline=None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_eval import detection, exact_power, stats
+from llm_eval import betting, detection, exact_power
 from llm_eval.authoring.plan import scope_power_before_run, scored_ids
 from llm_eval.baseline_io import load_baseline
 from llm_eval.criteria import Gate, Location, Scope, Statistics
@@ -272,7 +272,7 @@ def resampled_rate(
     churn = np.where(flips, after[rows] - before[rows], before[rows] - after[rows])
     worse = np.where(lose < share, whole_all[rows], churn)
     caught = sum(
-        int(stats.graded_rejects(worse[k : k + 25], margin, 0.05).sum())
+        int(betting.graded_rejects(worse[k : k + 25], margin, 0.05).sum())
         for k in range(0, simulations, 25)
     )
     return caught / simulations

@@ -15,20 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from llm_eval import detection, exact_power, stats
+from llm_eval import betting, detection, exact_power, exact_test
+from llm_eval.betting import Betting
 from llm_eval.detection import detectable_worsening, queries_to_catch
 from llm_eval.exact_power import exact_catch_rate, rejection_threshold
+from llm_eval.exact_test import ExactPairs, share_grid, tango_z
 from llm_eval.stats import (
-    Betting,
-    ExactPairs,
     format_p,
     holm,
     holm_levels,
     is_binary,
     margin_tests,
     quantile_interval,
-    share_grid,
-    tango_z,
 )
 
 # z_{0.975} and z_{0.8}, from tables, not from the code under test.
@@ -303,7 +301,7 @@ def plain_bets(x: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def plain_log_wealth(x: np.ndarray, bets: np.ndarray, m: float, side: float) -> np.ndarray:
-    capped = np.minimum(bets, stats.BET_CAP / (1.0 + side * m))
+    capped = np.minimum(bets, betting.BET_CAP / (1.0 + side * m))
     logs = np.log1p(capped * side * (x - m)).sum(axis=-1)
     top = logs.max(axis=-1)
     return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
@@ -337,7 +335,7 @@ def plain_detectable(
             for s, w in zip(world_still, worlds, strict=True)
         ]
     )
-    orders = stats._orders(n, 0)
+    orders = betting._orders(n, 0)
 
     def power(drop: float) -> float:
         share = np.empty((simulations, n))
@@ -385,7 +383,7 @@ def test_power_simulation_equals_every_sample_at_every_drop(
     before, after = graded_pair(n, changed, seed=n + changed)
     monkeypatch.setattr(detection, "LARGE_GRADED", n + 1)  # the simulation at every size here
     if batch == "one-sample":
-        monkeypatch.setattr(stats, "SIMULATION_ELEMENTS", 1)
+        monkeypatch.setattr(detection, "SIMULATION_ELEMENTS", 1)
     claimed = detectable_worsening(before, after, 0.05, 0.05, simulations=100)
     expected = plain_detectable(before, after, 0.05, 0.05, simulations=100)
     assert claimed == expected
@@ -401,9 +399,9 @@ def test_bets_and_wealth_computed_in_place_are_the_plain_formulas(
     values: list[float], alpha: float, m: float, side: float
 ) -> None:
     x = np.array([values, values[::-1]])[None]  # (1, 2 orders, n)
-    bets = stats._plug_in_bets(x, alpha)
+    bets = betting._plug_in_bets(x, alpha)
     assert np.array_equal(bets, plain_bets(x, alpha))
-    wealth = stats._log_mean_wealth(x, bets, m, side)
+    wealth = betting._log_mean_wealth(x, bets, m, side)
     assert np.array_equal(wealth, plain_log_wealth(x, bets, m, side))
 
 
@@ -556,7 +554,7 @@ def test_rejection_region_is_where_the_p_value_is_at_most_alpha(n: int, margin: 
     for changed in range(min(n, 60) + 1):
         k = rejection_threshold(n, changed, margin, 0.05)
         for bad in range(max(0, k - 2), min(changed, k + 1) + 1):
-            p = stats._exact_tail(n, bad, changed - bad, margin)
+            p = exact_test._exact_tail(n, bad, changed - bad, margin)
             assert (p <= 0.05) == (bad >= k), (changed, bad, k, p)
 
 
@@ -604,9 +602,9 @@ def test_restricted_exact_test_catches_more_than_the_whole_range_one(
 def test_grid_spans_are_the_grid_points_around_the_share_interval(n: int) -> None:
     """The grid indices counted from the binomial tails at each grid point are those
     `searchsorted` finds on the ends of the Clopper-Pearson interval, for every count."""
-    grid = stats.share_grid(n)
+    grid = exact_test.share_grid(n)
     for changed in range(n + 1):
-        low, high = stats.share_interval(n, changed)
+        low, high = exact_test.share_interval(n, changed)
         first = max(int(np.searchsorted(grid, low, side="right")) - 1, 0)
         last = min(int(np.searchsorted(grid, high, side="left")), grid.size - 1)
-        assert stats._grid_span(n, changed) == (first, last), changed
+        assert exact_test._grid_span(n, changed) == (first, last), changed

@@ -1,13 +1,14 @@
 """Every surface states what the core decided, and decides nothing itself.
 
 The verdict is decided once: `llm_eval.gate` (`decide`, `decide_slices`, `verdict`,
-`blocks`) and `llm_eval.report` (`gate_entry`, the report's verdict, exit code and
-summary). Here random decision records go through that core, are assembled into full
-reports the way `build_report` assembles them, and every report is rendered on every
-surface: the terminal (80 columns, with and without colour), report.json, the Markdown
-report and PR comment, JUnit XML and the GitHub Action's outputs and annotations. Each
-surface must show every gate and tag slice with the status of its record, agree with
-the verdict and exit code, show only finite numbers, and fit its medium.
+`blocks`), `llm_eval.gate_entries` (`gate_entry`) and `llm_eval.report` (the report's
+verdict, exit code and summary). Here random decision records go through that core,
+are assembled into full reports the way `build_report` assembles them, and every
+report is rendered on every surface: the terminal (80 columns, with and without
+colour), report.json, the Markdown report and PR comment, JUnit XML and the GitHub
+Action's outputs and annotations. Each surface must show every gate and tag slice
+with the status of its record, agree with the verdict and exit code, show only finite
+numbers, and fit its medium.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from llm_eval.docs_address import Docs, Installed
 from llm_eval.errors import ExitCode, InputError
 from llm_eval.fingerprint import GoldDiff
 from llm_eval.formats import RenderOptions, get_format
-from llm_eval.formats._markdown_view import STATUS_ICON
+from llm_eval.formats._markdown_tables import STATUS_ICON
 from llm_eval.formats._markup import Links, escape_markdown
 from llm_eval.formats.markdown import COMMENT_MARKER, render_comment, render_markdown
 from llm_eval.formats.text import render_text
@@ -58,6 +59,7 @@ from llm_eval.gate import (
     decide_slices,
     verdict,
 )
+from llm_eval.gate_entries import gate_entry
 from llm_eval.judged.arithmetic import Calibration, JudgeSummary
 from llm_eval.metrics import families, parse_metric
 from llm_eval.output import in_ascii
@@ -420,7 +422,7 @@ def assemble(
 ) -> dict[str, Any]:
     """A report around the gate results, its verdict, exit code, summary and gold-set
     changes made exactly as `build_report` makes them; the rest from `TEMPLATE`."""
-    gates = [core_report.gate_entry(r) for r in results]
+    gates = [gate_entry(r) for r in results]
     status: str = verdict(results)
     exit_code = ExitCode.GATE_FAILED if blocks(results) else ExitCode.PASS
     summary = core_report._summary(gates)

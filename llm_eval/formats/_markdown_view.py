@@ -1,7 +1,7 @@
 """The gate report in words for the Markdown templates (`templates/*.j2`): every
 number of `report.json` turned into the strings `markdown.py` renders, with
-`wording`'s sentences, the gate and slice tables worst first, the glossary's links,
-the drill-down and the footer.
+`wording`'s sentences, the glossary's links, the next steps and the footer; the
+tables and the drill-down are `_markdown_tables.py`'s.
 
 A report can come from another job (a `workflow_run` reads it from an artifact a
 pull request built), so every value in it is treated as untrusted text: the
@@ -10,47 +10,42 @@ templates escape each one they print.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from llm_eval.docs_address import Docs
 from llm_eval.errors import InputError
+from llm_eval.formats._markdown_tables import (
+    STATUS_ICON,
+    drilldown,
+    gate_row,
+    label,
+    loss_of,
+    methods,
+    slice_row,
+    tag_tables,
+    worst_first,
+)
 from llm_eval.formats._markup import Code, Link, Links, Parts
 from llm_eval.gate import worst_status
 from llm_eval.history.series import SPARK_BARS, SPARK_GAP, spark_scale, sparkline
 from llm_eval.metrics import Metric, parse_metric
-from llm_eval.stats import format_p
 from llm_eval.wording.english import plural
-from llm_eval.wording.gates import STATUS_WORDS, ci_range, delta, limits_text, subject, value
+from llm_eval.wording.gates import delta, subject, value
 from llm_eval.wording.report_lines import (
     coverage_lines,
-    deciding_p,
     detail_lines,
     failed_share,
     failure_lines,
     headline,
     judge_lines,
     missing_lines,
-    unchanged,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 CHANGES_SHOWN = 25
 """Queries listed in each drill-down (hit→miss, miss→hit) when there is room."""
-STATUS_ICON = {
-    "pass": "✅",
-    "warn": "⚠️",
-    "fail": "❌",
-    "inconclusive": "❓",
-    "gold_changed": "📝",
-    "retriever_failed": "🛑",
-}
 _FINGERPRINT_NAMES = {"gold": "gold set"}
 """How the footer names a fingerprint whose key is not its name."""
 
@@ -61,8 +56,8 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
     gating = gates[0] if gates else None
     metric = gating["metric"] if gating else report["metrics"][0]
     tiers = [e for e in report["slices"] if e["kind"] in ("overall", "tier")]
-    tier_rows = [_slice_row(entry, metric, gating, None) for entry in tiers]
-    tag_tables = _tag_tables(report, metric, gating)
+    tier_rows = [slice_row(entry, metric, gating, None) for entry in tiers]
+    tables = tag_tables(report, metric, gating)
     # In the order a reader meets them: each metric's name is linked the first time only.
     glossary = _Glossary(report, links.docs)
     lead = [glossary.link(sentence) for sentence in _lead(report)]
@@ -75,7 +70,7 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         problem["sentence"] = glossary.link(problem["sentence"])
         for item in problem["details"]:
             item["sentence"] = glossary.link(item["sentence"])
-    rows = [_gate_row(gate) for gate in gates]
+    rows = [gate_row(gate) for gate in gates]
     for row in rows:
         row["label"] = glossary.link(row["label"])
     return {
@@ -89,15 +84,15 @@ def report_view(report: Mapping[str, Any], links: Links) -> dict[str, Any]:
         "problems": problems,
         "gates": rows,
         "has_stats": any(gate.get("stats") for gate in gates),
-        "methods": _methods(gates),
+        "methods": methods(gates),
         "tiers": {
-            "label": _label(report, metric),
-            "rows": tier_rows[:1] + _worst_first(tier_rows[1:]),
+            "label": label(report, metric),
+            "rows": tier_rows[:1] + worst_first(tier_rows[1:]),
         },
-        "tag_tables": tag_tables,
+        "tag_tables": tables,
         "drilldown": []
         if failed
-        else _drilldown(
+        else drilldown(
             report["changes"], report["provenance"].get("baseline"), _gold_blob(report, links)
         ),
         "everything": Link("report artifact", links.artifact) if links.artifact else None,
@@ -293,7 +288,7 @@ def _plain(gate: Mapping[str, Any]) -> str:
 def _moved_words(metric: str, change: float | None, before: str, now: str) -> str:
     """`fell from 41.1% to 33.1%: 8.1 points`, `rose from 0.50 to 0.55`; empty when
     there is no change or no baseline."""
-    loss = _loss(metric, change)
+    loss = loss_of(metric, change)
     if loss is None or loss == 0 or change is None:
         return ""
     lower = parse_metric(metric).lower_is_better
@@ -391,10 +386,6 @@ def _next_steps(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def _label(report: Mapping[str, Any], metric: str) -> str:
-    return str(report["metric_labels"].get(metric) or metric)
-
-
 def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     """A gate that is not passing: its sentence, and the tags that missed its limit."""
     # an inconclusive tag is information, never a warning
@@ -414,240 +405,12 @@ def _problem(gate: Mapping[str, Any]) -> dict[str, Any]:
     return {"icon": icon, "sentence": gate["sentence"], "details": details}
 
 
-def _gate_row(gate: Mapping[str, Any]) -> dict[str, Any]:
-    metric = gate["metric"]
-    limits = limits_text(
-        metric,
-        gate["threshold"],
-        gate["regression_max"],
-        gate.get("regression_relative", False),
-        gate.get("drift"),
-    )
-    # Reports written before `blocking` was recorded: a failed error gate blocked.
-    blocks = gate.get("blocking", gate["severity"] == "error" and gate["status"] == "fail")
-    blocking = " (blocking)" if blocks else ""
-    return {
-        "name": gate["name"],
-        "label": gate["metric_label"],
-        "scope": gate["scope"],
-        "baseline": value(metric, gate["baseline"]),
-        "value": value(metric, gate["value"]),
-        "delta": delta(metric, gate["delta"]),
-        "stats": _stats_words(metric, gate.get("stats"), gate.get("decision")),
-        "limits": limits or "—",
-        "status": f"{STATUS_ICON[gate['status']]} {STATUS_WORDS[gate['status']]}{blocking}",
-    }
-
-
-def _stats_words(metric: str, stats: Mapping[str, Any] | None, decision: str | None) -> str:
-    """`90% CI −8.1 to −3.9 pp, p < 0.001` (the test against the limit, with the p-value
-    of the side that decided); `—` without it."""
-    # Reports written before `confidence` was recorded carried 95% intervals.
-    if not stats or stats.get("confidence", 0.95) is None:
-        return "—"
-    if unchanged(stats):
-        return "unchanged"
-    level = f"{stats.get('confidence', 0.95) * 100:g}%"
-    parts = [f"{level} CI {ci_range(metric, stats.get('ci_low'), stats.get('ci_high'))}"]
-    p = deciding_p(decision, stats)
-    if p is not None:
-        parts.append(format_p(p, stats.get("method")))
-    return ", ".join(parts)
-
-
-_METHOD_WORDS = {
-    "exact-unconditional": "an exact test for paired 0/1 scores",
-    "betting": "a betting test of a bounded mean",
-    # reports written by earlier versions
-    "tango-score": "Tango's score test for paired proportions",
-    "bootstrap-t": "the paired bootstrap-t test",
-    "sign-flip": "the paired sign-flip randomisation test",
-    "mcnemar-exact": "McNemar's exact test",
-}
-
-
-def _methods(gates: Iterable[Mapping[str, Any]]) -> str:
-    """`McNemar's exact test (recall@5), the paired sign-flip randomisation test (MRR)`."""
-    used: dict[str, list[str]] = {}
-    for gate in gates:
-        method = (gate.get("stats") or {}).get("method")
-        if method:
-            labels = used.setdefault(_METHOD_WORDS.get(method, str(method)), [])
-            labels.append(str(gate["metric_label"]))
-    return ", ".join(f"{m} ({', '.join(dict.fromkeys(ls))})" for m, ls in used.items())
-
-
-def _loss(metric: str, change: float | None) -> float | None:
-    """How much worse the metric got (negative: better), whichever way it points."""
-    if change is None or math.isnan(change):
-        return None
-    return change if parse_metric(metric).lower_is_better else -change
-
-
-def _tag_tables(
-    report: Mapping[str, Any], metric: str, gating: Mapping[str, Any] | None
-) -> list[dict[str, Any]]:
-    """The gating metric by tag, and the per-tag checks of every gate that has them."""
-    tags = [entry for entry in report["slices"] if entry["kind"] == "tag"]
-    if not tags:
-        return []
-    checked = [gate for gate in report["gates"] if gate.get("slices")]
-    tables = [] if any(g["metric"] == metric for g in checked) else [(metric, gating, None)]
-    tables += [(gate["metric"], gate, gate) for gate in checked]
-    return [_tag_table(report, tags, *table) for table in tables]
-
-
-def _tag_table(
-    report: Mapping[str, Any],
-    tags: list[Mapping[str, Any]],
-    metric: str,
-    limits: Mapping[str, Any] | None,
-    checker: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    checks = {c["slice"]: c for c in checker["slices"]} if checker else None
-    # A tag none of whose queries the metric scores (e.g. only rejection queries for a
-    # relevance metric) has nothing to show.
-    scored = [e for e in tags if (e["metrics"].get(metric) or {}).get("n", e["n"])]
-    rows = _worst_first(_slice_row(entry, metric, limits, checks) for entry in scored)
-    legend = _check_legend(checker) if checker else ""
-    return {
-        "label": _label(report, metric),
-        "checker": checker["name"] if checker else None,
-        "ranked": any(row["loss"] is not None for row in rows),
-        "rows": rows,
-        "legend": legend,
-    }
-
-
-def _slice_row(
-    entry: Mapping[str, Any],
-    metric: str,
-    limits: Mapping[str, Any] | None,
-    checks: Mapping[str, Mapping[str, Any]] | None,
-) -> dict[str, Any]:
-    """One tier or tag; `checks` are a gate's per-tag checks, else a drop is only flagged."""
-    cell = entry["metrics"].get(metric) or {}
-    loss = _loss(metric, cell.get("delta"))
-    check = (checks or {}).get(entry["slice"])
-    if checks is not None:
-        status = _check_status(check)
-    else:  # a tier row: the status of the gate that judges exactly this tier, if any
-        gated = limits is not None and _scope_slice(limits) == entry["slice"]
-        status = STATUS_ICON[limits["status"]] if gated and limits is not None else ""
-    return {
-        "name": entry["name"],
-        "n": cell.get("n", entry["n"]),
-        "baseline": value(metric, cell.get("baseline")),
-        "value": value(metric, cell.get("value")),
-        "delta": delta(metric, cell.get("delta")),
-        "status": status,
-        "ci": _check_interval(metric, check),
-        "p": format_p(check["p_adjusted"], _method(check, limits))
-        if check and check.get("p_adjusted") is not None and check["status"] in ("warn", "fail")
-        else "",
-        "loss": loss,
-    }
-
-
-def _method(check: Mapping[str, Any], gate: Mapping[str, Any] | None) -> str | None:
-    """The test behind a tag's check (reports written before slices recorded it: the
-    gate's)."""
-    return check.get("method") or ((gate or {}).get("stats") or {}).get("method")
-
-
-def _check_interval(metric: str, check: Mapping[str, Any] | None) -> str:
-    """A tag's interval with its level (Holm-adjusted levels differ by tag); `unchanged`
-    when no query of the tag moved."""
-    if not check:
-        return ""
-    if check.get("reason") == "unchanged":
-        return "unchanged"
-    interval = ci_range(metric, check.get("ci_low"), check.get("ci_high"))
-    level = check.get("confidence")
-    return interval if level is None else f"{interval} ({level * 100:.3g}%)"
-
-
-def _scope_slice(gate: Mapping[str, Any]) -> str:
-    """The slice name of a gate's scope: `overall` or `tier:A` (tags are checked apart)."""
-    key = str(gate.get("scope_key") or "all")
-    if key == "all":
-        return "overall"
-    return key.replace("=", ":", 1) if key.startswith("tier=") and ";" not in key else ""
-
-
-def _check_status(check: Mapping[str, Any] | None) -> str:
-    if check is None:
-        return ""
-    if check.get("judged") is False:
-        return "too few"
-    return STATUS_ICON[check["status"]]
-
-
-def _worst_first(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Largest loss first; rows without a comparison last; ties by name."""
-    return sorted(rows, key=lambda r: (r["loss"] is None, -(r["loss"] or 0.0), str(r["name"])))
-
-
-def _check_legend(gate: Mapping[str, Any]) -> str:
-    smallest = (gate.get("statistics") or {}).get("min_n")
-    few = f"fewer than {smallest} queries" if smallest else "too few queries"
-    return (
-        f"Status: the per-tag checks of the gate {gate['name']}: {STATUS_ICON['pass']} within "
-        f"the limit or unchanged, {STATUS_ICON['inconclusive']} cannot tell, "
-        f"{STATUS_ICON['warn']}/{STATUS_ICON['fail']} beyond it. Each interval is drawn at "
-        "the level (in brackets) that corrects for the number of tags checked, and p, "
-        f"adjusted the same way, is shown where a tag is beyond the limit; “too few”: {few}, "
-        "not judged."
-    )
-
-
-def _drilldown(changes: Mapping[str, Any], baseline: Any, blob: str | None) -> list[dict[str, Any]]:
-    """The hit→miss and miss→hit lists; empty without a baseline (nothing to compare)."""
-    if baseline is None:
-        return []
-    k = changes["k"]
-    lost, gained = changes["hit_to_miss_count"], changes["miss_to_hit_count"]
-    return [
-        {
-            "title": f"🔻 {plural(lost, 'query', 'queries')} lost "
-            f"their relevant result from the top {k} (hit → miss)",
-            "count": lost,
-            "rows": [_change_row(c, blob) for c in changes["hit_to_miss"]],
-        },
-        {
-            "title": f"🔺 {plural(gained, 'query', 'queries')} gained "
-            f"a relevant result in the top {k} (miss → hit)",
-            "count": gained,
-            "rows": [_change_row(c, blob) for c in changes["miss_to_hit"]],
-        },
-    ]
-
-
-def rank_words(rank: int) -> str:
-    """A rank of the first relevant document; 0 means it was not retrieved at all."""
-    return "not retrieved" if rank == 0 else str(rank)
-
-
 def _gold_blob(report: Mapping[str, Any], links: Links) -> str | None:
     """The link prefix of gold files: the repository's blob URL at the head commit, and
     the folder the gate ran in (gold paths in the report are relative to it)."""
     if links.blob is None:
         return None
     return links.blob + quote(str(report["provenance"].get("repo_folder") or ""))
-
-
-def _change_row(change: Mapping[str, Any], blob: str | None) -> dict[str, Any]:
-    """A query that crossed the cutoff; its id links to its line in the gold file."""
-    where = None
-    if blob and change.get("file") and change.get("line"):
-        where = f"{blob}{quote(str(change['file']))}#L{int(change['line'])}"
-    return {
-        "id": Link(Code(change["query_id"]), where),
-        "query": change["query"],
-        "tags": ", ".join(map(str, change["tags"])) or "—",
-        "ranks": f"{rank_words(change['rank_before'])} → {rank_words(change['rank_after'])}",
-        "relevant": [Code(doc) for doc in change["relevant"]],
-    }
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:

@@ -1,10 +1,10 @@
 """Markdown renderings of `report.json` for people: `report.md`, the job summary, the PR comment.
 
 The layout lives in `templates/*.j2`, the report's numbers in words in
-`_markdown_view.py`. This module renders them, escapes every value a template prints
-(`escape_markdown`), and shortens the body to GitHub's size limits: the query
-drill-down goes first, then the tag table. jinja2 is imported on first use, so
-`llm-eval --help` stays fast.
+`_markdown_view.py` and `_markdown_tables.py`. This module renders them, escapes every
+value a template prints (`escape_markdown`), and shortens the body to GitHub's size
+limits: the query drill-down goes first, then the tag table. jinja2 is imported on
+first use, so `llm-eval --help` stays fast.
 
 A report can come from another job (a `workflow_run` reads it from an artifact a
 pull request built), so every value in it is treated as untrusted text.

@@ -12,7 +12,7 @@ The interval is the paper's general construction: a confidence set for the recti
 mean at level δ plus one for the predictions' mean at α − δ, here δ = α/2 (a union
 bound, so no independence between the two is needed). Each set here is the
 finite-sample betting bound of a bounded mean that the gate's statistics use for graded
-scores (`stats.Betting`, Waudby-Smith & Ramdas 2024), not the paper's normal
+scores (`betting.Betting`, Waudby-Smith & Ramdas 2024), not the paper's normal
 approximation, so the interval is valid at every n from 1 up, for every distribution
 in [0, 1]. With N = 0 (every judged query is
 labelled) the estimate is the labels' mean and its bound is at α. The guarantee assumes
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_eval.stats import Betting
+from llm_eval.betting import Betting
 
 
 @dataclass(frozen=True, slots=True)

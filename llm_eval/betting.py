@@ -1,0 +1,110 @@
+"""The betting test of a bounded mean, for graded scores (MRR, nDCG, recall with
+several relevant documents): Waudby-Smith & Ramdas 2024, JRSS-B 86:1-27, "hedged
+capital" with the predictable plug-in bets of their section 5.1. The wealth process is
+a non-negative supermartingale under the null, so by Ville's inequality 1 / wealth is
+a p-value. The wealth is averaged over a few fixed orders of the queries (an average of
+e-values is an e-value).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_eval.bounds import EDGE, ColumnTest, FloatArray, IntArray
+
+BET_CAP = 0.75
+"""The largest share of the wealth bet on one query (c in Waudby-Smith & Ramdas)."""
+BET_ORDERS = 16
+"""Fixed orders of the queries over which the betting wealth is averaged."""
+
+
+class Betting(ColumnTest):
+    """Differences scaled to [-1, 1]; the wealth of betting against each null, averaged
+    over `BET_ORDERS` fixed orders of the queries. The bets are the predictable plug-in
+    of Waudby-Smith & Ramdas (2024), sqrt(2 log(1/alpha) / (n sigma^2)), from the
+    running variance of the queries seen before in that order; they do not depend on
+    the tested value except through the cap c / (1 -+ m), which keeps the wealth
+    monotone in m, so the bounds are intervals."""
+
+    def __init__(self, scaled: FloatArray, alpha: float, seed: int, span: float) -> None:
+        self.span = span
+        self._x = scaled[_orders(scaled.size, seed)]
+        self._bets = _plug_in_bets(self._x, alpha)
+
+    def p_beyond(self, delta: float) -> float:
+        return _p_from_wealth(self._log_wealth(delta / self.span, +1.0))
+
+    def p_within(self, delta: float) -> float:
+        return _p_from_wealth(self._log_wealth(delta / self.span, -1.0))
+
+    def _log_wealth(self, m: float, side: float) -> float:
+        """log of the mean wealth betting that the mean is above m (side +1) or below."""
+        return float(_log_mean_wealth(self._x, self._bets, m, side))
+
+
+def _log_mean_wealth(x: FloatArray, bets: FloatArray, m: float, side: float) -> FloatArray:
+    """log of the wealth averaged over the orders (axis -2) of `x` (..., orders, n),
+    betting `bets` capped at c / (1 -+ m) that the mean is above m (side +1) or below."""
+    m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
+    factors = np.minimum(bets, BET_CAP / (1.0 + side * m))
+    if side < 0.0:
+        np.negative(factors, out=factors)  # capped * side, side being +-1: exact
+    factors *= x - m
+    logs = np.log1p(factors, out=factors).sum(axis=-1)
+    top = logs.max(axis=-1)
+    return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
+
+
+def _orders(n: int, seed: int) -> IntArray:
+    """`BET_ORDERS` fixed orders of n queries, from the seed alone."""
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((BET_ORDERS, n)), axis=1)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_orders(n: int, seed: int) -> IntArray:
+    """`_orders`, drawn once per (n, seed): the power simulation asks for them per batch."""
+    orders = _orders(n, seed)
+    orders.flags.writeable = False
+    return orders
+
+
+def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
+    """Bet i from the queries before it (in each order): running mean and variance with
+    a prior of mean 0 and variance 1 (the widest on [-1, 1]) counted as one query.
+    (Computed in place: the power simulation calls it on millions of numbers.)"""
+    n = x.shape[-1]
+    counted = np.arange(2, n + 2, dtype=np.float64)  # the queries seen, and the prior
+    deviations = np.cumsum(x, axis=-1)
+    deviations /= counted  # the running means
+    np.subtract(x, deviations, out=deviations)
+    np.square(deviations, out=deviations)
+    squares = np.cumsum(deviations, axis=-1, out=deviations)
+    bets = np.empty_like(squares)
+    bets[..., 0] = 1.0  # the prior's variance
+    np.add(1.0, squares[..., :-1], out=bets[..., 1:])
+    bets[..., 1:] /= counted[:-1]  # the variance of the queries before each one
+    bets *= n
+    np.divide(2.0 * math.log(1.0 / alpha), bets, out=bets)
+    return np.sqrt(bets, out=bets)
+
+
+def graded_rejects(
+    worse: FloatArray, margin: float, alpha: float, seed: int = 0
+) -> npt.NDArray[np.bool_]:
+    """Whether the gate's graded test (`column_test` with this seed) finds each sample's
+    mean worsening beyond the margin, p_beyond(margin) <= alpha: `worse` (samples,
+    queries) holds per-query worsenings scaled to [-1, 1], `margin` is scaled the same
+    way. The one place the power model runs the graded test (today the betting wealth
+    over the seed's fixed orders reaching 1 / alpha)."""
+    x = worse[:, _cached_orders(worse.shape[-1], seed)]  # (samples, orders, queries)
+    wealth = _log_mean_wealth(x, _plug_in_bets(x, alpha), margin, +1.0)
+    return np.asarray(wealth >= math.log(1.0 / alpha))
+
+
+def _p_from_wealth(log_wealth: float) -> float:
+    return 1.0 if log_wealth <= 0.0 else min(1.0, math.exp(-log_wealth))
