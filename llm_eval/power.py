@@ -129,22 +129,24 @@ def baseline_power(
     n: int,
     catch: float = CATCH,
     spread: BuildSpread | None = None,
+    known: MutableMapping[str, Power] | None = None,
 ) -> Power | None:
     """`gate_power` before any run (`gold stats`, `gold plan`): the baseline's per-query
     scores of the scope on both sides, no churn, as `llm-eval gate` sees them while the
     run equals the baseline. Without a baseline, n queries that all score 1 (0/1
     scores, the exact test), said so in the assumption. None: no paired test or no
     absolute limit to test against (a relative one without a baseline). `spread`: the
-    baseline's builds on both sides, when it holds several."""
+    baseline's builds on both sides, when it holds several. `known`: as `gate_power`'s,
+    so the figures a gate kept for the same scores are read, not computed again."""
     if not gate.regression_max or (scores is not None and not scores):
         return None
-    known = np.ones(n) if scores is None else np.asarray(scores, dtype=np.float64)
+    scored = np.ones(n) if scores is None else np.asarray(scores, dtype=np.float64)
     limit = gate.regression_max
     if gate.regression_relative:
         if scores is None:
             return None
-        limit *= float(known.mean())
-    power = gate_power(gate, known, known, limit, catch, spread=spread)
+        limit *= float(scored.mean())
+    power = gate_power(gate, scored, scored, limit, catch, known, spread)
     if power is None or scores is not None:
         return power
     return replace(power, assumption=NO_BASELINE)

@@ -105,10 +105,47 @@ def demo_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="module")
-def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shared_demo(tmp_path_factory: pytest.TempPathFactory, demo_powers: Path) -> Path:
     """One copy of the demo project for all the tests of a module, so that its BM25
-    index is built once; a test that edits a file puts it back."""
-    return copy_demo(tmp_path_factory.mktemp("demo"))
+    index is built once; a test that edits a file puts it back. Its output folder's
+    cache starts with `demo_powers`."""
+    root = copy_demo(tmp_path_factory.mktemp("demo"))
+    shutil.copytree(demo_powers, root / ".llm-eval" / "cache" / "power")
+    return root
+
+
+@pytest.fixture(scope="session")
+def demo_powers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of the power statement's figures (`power_io.PowerCache`) for every scope
+    the demo's gates check, from the committed baseline: what `gold stats` computes, and
+    the gate reads while its run equals the baseline. Made once for the whole run, by the
+    first worker that asks (the others wait for it). Copied as `<output>/cache/power`,
+    it spares a test that is not about these figures their simulation; the key of each is
+    everything it depends on, so a run whose scores differ computes its own."""
+    from dataclasses import replace
+
+    from llm_eval.baseline_io import load_baseline
+    from llm_eval.commands.gold import detectability
+    from llm_eval.pipeline import load_inputs
+    from llm_eval.textio import exclusive_lock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, which every worker's is in
+    made = root / "demo-powers"
+    with exclusive_lock(made):
+        if not (made / "done").exists():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.chdir(REPO)  # the demo's config names its files from the root
+                inputs = load_inputs(
+                    REPO / "config/llm-eval.yaml", REPO / "config/ship-criteria.yaml"
+                )
+            baseline = load_baseline(REPO / "gold" / "baseline.json")
+            assert baseline is not None
+            detectability(replace(inputs, config=replace(inputs.config, output=made)), baseline)
+            (made / "cache" / "power").mkdir(parents=True, exist_ok=True)
+            (made / "done").touch()
+    return made / "cache" / "power"
 
 
 INDEXED_CONFIGS = ("config/llm-eval.yaml", "config/examples/degraded.yaml")

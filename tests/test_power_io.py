@@ -198,3 +198,21 @@ def test_baseline_refresh_keeps_the_figures_the_gate_then_reads(
     assert len(refreshed) == 2
     assert surfaces(indexed_demo, ".llm-eval", cli) == computed
     assert entries(kept) == refreshed  # all read, none computed again
+
+
+def test_the_gold_commands_keep_the_figures_the_gate_and_each_other_read(
+    indexed_demo: Path, cli: Cli
+) -> None:
+    """`gold stats` computes each gated scope's figures into the output folder's cache
+    (a gate's own scopes and its tag slices); `gold validate`, `gold plan` and the gate
+    on a run equal to the baseline read them, computing and writing none, and each
+    command says the same again with every figure read."""
+    computed = {command: cli("gold", command)[:2] for command in ("stats", "validate", "plan")}
+    kept = indexed_demo / ".llm-eval" / FOLDER
+    stats_kept = entries(kept)
+    assert len(stats_kept) == 2 + 15  # recall@5's tier A, MRR's all queries and 15 tags
+    for command, said in computed.items():
+        assert cli("gold", command)[:2] == said, command
+    assert entries(kept) == stats_kept
+    assert cli("gate")[0] == 0
+    assert entries(kept) == stats_kept

@@ -4,7 +4,7 @@ gold set covers of the corpus, and the questions each gated scope still needs.""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 
 from llm_eval.authoring.corpus_coverage import NEIGHBOURS, Coverage, coverage
@@ -13,6 +13,7 @@ from llm_eval.config import EvalConfig
 from llm_eval.corpus import Document
 from llm_eval.corpus_io import iter_corpus
 from llm_eval.errors import InputError
+from llm_eval.gate import Power
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrievers import Retriever, RetrieverContext, retriever_kind
@@ -70,10 +71,12 @@ def make_plan(
     catch: float,
     scores: Mapping[str, Mapping[str, float]] | None,
     builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
+    known: MutableMapping[str, Power] | None = None,
 ) -> tuple[list[Need], Coverage]:
     """The plan for the loaded inputs, and the coverage it was made from; `scores` are
     the baseline's per-query scores (None: no baseline), `builds` its builds' when it
-    holds several."""
+    holds several, `known` the power figures already computed."""
     _, found = measure_coverage(inputs)
-    needs = plan(inputs.criteria, inputs.gold.queries, found, catch, scores=scores, builds=builds)
+    queries = inputs.gold.queries
+    needs = plan(inputs.criteria, queries, found, catch, scores=scores, builds=builds, known=known)
     return needs, found

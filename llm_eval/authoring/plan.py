@@ -12,7 +12,7 @@ the same figures.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from llm_eval.authoring.corpus_coverage import Coverage
@@ -88,10 +88,12 @@ def plan(
     regions: int = 5,
     scores: Mapping[str, Mapping[str, float]] | None = None,
     builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
+    known: MutableMapping[str, Power] | None = None,
 ) -> list[Need]:
     """Every gated scope's need, the largest first; `scores` are the baseline's per-query
     scores (None: no baseline, see `power.baseline_power`), `builds` each of its builds'
-    when it holds several (the figures then count builds as well as questions)."""
+    when it holds several (the figures then count builds as well as questions); `known`
+    the power figures already computed (`power.gate_power`'s)."""
     tag_areas = {t.tag: t.areas for t in found.tags}
     open_areas = tuple(a.name for a in found.areas if a.uncovered > 0)
     needs = []
@@ -100,7 +102,7 @@ def plan(
             ids = scored_ids(queries, scope, gate.metric)
             if not ids and scope != gate.scope:
                 continue  # a tag whose questions the metric does not score (rejection ones)
-            power = scope_power_before_run(gate, ids, scores, catch, builds)
+            power = scope_power_before_run(gate, ids, scores, catch, builds, known)
             areas = _areas(scope, tag_areas, open_areas, regions)
             needs.append(_need(gate, scope, len(ids), power, areas))
     needs.sort(key=lambda need: (-need.more, need.gate.name, need.scope.label()))
@@ -119,16 +121,18 @@ def scope_power_before_run(
     scores: Mapping[str, Mapping[str, float]] | None,
     catch: float = CATCH,
     builds: Sequence[Mapping[str, Mapping[str, float]]] = (),
+    known: MutableMapping[str, Power] | None = None,
 ) -> Power | None:
     """`power.baseline_power` over these questions: the baseline's scores of those it
-    holds, or none without a baseline; with its builds' spread when it holds several."""
+    holds, or none without a baseline; with its builds' spread when it holds several;
+    `known` the figures already computed."""
     if scores is None:
-        return baseline_power(gate, None, len(ids), catch)
+        return baseline_power(gate, None, len(ids), catch, known=known)
     metric = gate.metric
     held = [q for q in ids if metric in scores.get(q, {})]
-    known = [scores[q][metric] for q in held]
+    held_scores = [scores[q][metric] for q in held]
     spread = build_spread(builds, builds, held, metric)
-    return baseline_power(gate, known, len(known), catch, spread)
+    return baseline_power(gate, held_scores, len(held_scores), catch, spread, known)
 
 
 def _areas(

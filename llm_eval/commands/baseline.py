@@ -146,9 +146,10 @@ def gold_set_sight(inputs: Inputs, baseline: Baseline) -> str | None:
     first blocking gate's own scope (else the first gate's) that runs a paired test;
     None when no gate does."""
     gates = sorted(inputs.criteria.gates, key=lambda gate: gate.severity != "error")
+    powers = PowerCache.under(inputs.config.output)
     for gate in gates:
         ids = scored_ids(inputs.gold.queries, gate.scope, gate.metric)
-        power = scope_power_before_run(gate, ids, baseline.per_query)
+        power = scope_power_before_run(gate, ids, baseline.per_query, known=powers)
         if power is not None:
             return sight_of(gate, power)
     return None

@@ -17,6 +17,7 @@ from llm_eval.inputs import Inputs
 from llm_eval.output import render_table, wrap
 from llm_eval.pipeline import check_labels, load_inputs
 from llm_eval.power import MOST_QUERIES
+from llm_eval.power_io import PowerCache
 from llm_eval.rejection import ThresholdSuggestion, suggest_threshold, top_scores
 from llm_eval.retrieval import obtain_run
 from llm_eval.wording.english import plural
@@ -52,8 +53,10 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
     `gold_plan.gated_scopes`), what its gate's test can catch there, from the baseline's
     per-query scores (`gold_plan.scope_power_before_run`, as `gold plan` and `gate`). A
     slice the gate never checks has no row: its power would answer a question nobody
-    asks."""
+    asks. The figures are read from, and kept in, the output folder's cache, as the
+    gate's are (`power_io.py`)."""
     queries = inputs.gold.queries
+    powers = PowerCache.under(inputs.config.output)
     rows = []
     for gate in inputs.criteria.gates:
         if gate.metric not in baseline.metrics:
@@ -62,7 +65,7 @@ def detectability(inputs: Inputs, baseline: Baseline) -> list[Detectability]:
             ids = scored_ids(queries, scope, gate.metric)
             if any(gate.metric in baseline.per_query.get(q, {}) for q in ids):
                 power = scope_power_before_run(
-                    gate, ids, baseline.per_query, builds=baseline.builds
+                    gate, ids, baseline.per_query, builds=baseline.builds, known=powers
                 )
                 rows.append(Detectability(scope, gate, power))
     return rows

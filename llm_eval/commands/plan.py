@@ -11,6 +11,7 @@ from llm_eval.authoring.plan_view import plan_json, plan_text
 from llm_eval.baseline_io import load_baseline
 from llm_eval.errors import InputError
 from llm_eval.pipeline import load_inputs
+from llm_eval.power_io import PowerCache
 from llm_eval.textio import write_atomic
 
 
@@ -29,7 +30,7 @@ def run_plan(
     inputs = load_inputs(config_path, criteria_path)
     baseline = load_baseline(baseline_path or inputs.config.baseline)
     scores, builds = (None, ()) if baseline is None else (baseline.per_query, baseline.builds)
-    needs, found = make_plan(inputs, catch, scores, builds)
+    needs, found = make_plan(inputs, catch, scores, builds, PowerCache.under(inputs.config.output))
     path = out or inputs.config.output / "plan.json"
     write_atomic(path, plan_json(needs, catch, found.areas_by))
     return f"{plan_text(needs, catch, width, found.areas_by)}\n\nWrote {path}"

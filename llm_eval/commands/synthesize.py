@@ -52,6 +52,7 @@ from llm_eval.judge.prompts import prompt
 from llm_eval.judged.arithmetic import BadVerdict, answer_json, verdict
 from llm_eval.output import wrap
 from llm_eval.pipeline import load_inputs
+from llm_eval.power_io import PowerCache
 from llm_eval.progress import Progress
 from llm_eval.retrieval import count_errors, first_causes
 from llm_eval.textio import append_atomic, exclusive_lock
@@ -156,7 +157,8 @@ def run_synthesize(
     calls: list[Call] = []
     known = load_baseline(baseline or config.baseline)
     scores = None if known is None else known.per_query
-    needs = plan(inputs.criteria, inputs.gold.queries, found, scores=scores)
+    powers = PowerCache.under(config.output)
+    needs = plan(inputs.criteria, inputs.gold.queries, found, scores=scores, known=powers)
     for target in targets(needs, found, n, tag):
         if target.tag is not None:
             target = replace(target, pool=_tag_pool(inputs, target.tag, used))

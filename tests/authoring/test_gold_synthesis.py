@@ -95,10 +95,11 @@ def _judged_by(url: str) -> None:
 
 
 @pytest.fixture
-def project(demo_project: Path, demo_indexes: Path) -> Any:
+def project(demo_project: Path, demo_indexes: Path, demo_powers: Path) -> Any:
     """A copy of the demo whose judge is the stub, in a temporary folder, with the BM25
-    index of its settings (the demo's) in its cache."""
+    index of its settings (the demo's) and the power figures of its gates in its cache."""
     shutil.copytree(demo_indexes, demo_project / ".out" / "cache")
+    shutil.copytree(demo_powers, demo_project / ".out" / "cache" / "power")
     with stub.serve() as server:
         _judged_by(server.url)
         yield server

@@ -119,7 +119,7 @@ def test_a_document_line_names_its_id_once(document: Document | None, about: str
 def demo(shared_demo: Path, demo_indexes: Path) -> Path:
     """The demo's config and gold set with three candidates and its BM25 index."""
     root = shared_demo
-    shutil.copytree(demo_indexes, root / ".llm-eval" / "cache")
+    shutil.copytree(demo_indexes, root / ".llm-eval" / "cache", dirs_exist_ok=True)
     lines = [
         {**c, "tier": "candidate", "source": "synthetic", "reviewed": False} for c in CANDIDATES
     ]
