@@ -21,6 +21,7 @@ from llm_eval.metrics import parse_metric
 from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
+from llm_eval.score_columns import ScoreColumns
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.versions import ContextReport, Versions, inspect_run
@@ -110,7 +111,7 @@ def score_run(
     ranks = judgments.first_relevant_rank().tolist()
     gold_ids = gold.by_id()
     return Measurement(
-        per_query=per_query,
+        per_query=ScoreColumns.from_rows(per_query),
         service=service_records(gold, run),
         first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
         missing=judgments.missing,
