@@ -28,6 +28,7 @@ from llm_eval.schema import (
     text,
     whole,
 )
+from llm_eval.score_columns import ScoreColumns
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.textio import (
     json_type,
@@ -96,7 +97,7 @@ def parse_baseline(data: Any, path: str) -> Baseline:
         relevance_level=data["relevance_level"],
         gating_k=data["gating_k"],
         metrics=tuple(data["metrics"]),
-        per_query=data["per_query"],
+        per_query=ScoreColumns.from_rows(data["per_query"]),
         first_relevant_rank=data["first_relevant_rank"],
         aggregates=data["aggregates"],
         service={

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet
-from llm_eval.runs import RankedResult, Run
+from llm_eval.runs import RankedResult, Run, doc_ids_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ def match_ids(
 ) -> MatchedQuery:
     """The identity: units are document ids, as trec_eval judges them (documents judged
     not relevant too, so that judged@k counts them as labelled)."""
-    return MatchedQuery(query.relevant + query.non_relevant, tuple(r.doc_id for r in results))
+    return MatchedQuery(query.relevant + query.non_relevant, doc_ids_of(results))
 
 
 def reference_unit(index: int) -> str:

@@ -68,7 +68,7 @@ class RetrievalCache:
             return None
         with self._lock:
             self._hits += 1
-        return Hits(entry.results, entry.latency_ms, entry.answer)
+        return Hits(tuple(entry.results), entry.latency_ms, entry.answer)
 
     def put(self, query: str, top_k: int, hits: Hits) -> None:
         """Store the results of a query that succeeded (a failed write is no error)."""

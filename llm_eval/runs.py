@@ -5,9 +5,9 @@ These are the records; `llm_eval.runs_io` reads and writes run files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 RunFormat = Literal["auto", "jsonl", "trec"]
 
@@ -25,12 +25,59 @@ class RankedResult:
     """The page in that document."""
 
 
+class IdResults(Sequence[RankedResult]):
+    """Results that are document ids alone (a run file's `"results": ["id", ...]`),
+    kept as their ids: each `RankedResult` is made when it is read. A run of a million
+    queries of ten ids would otherwise hold ten million records it never needs."""
+
+    __slots__ = ("doc_ids",)
+
+    def __init__(self, doc_ids: tuple[str, ...]) -> None:
+        self.doc_ids = doc_ids
+
+    @overload
+    def __getitem__(self, index: int) -> RankedResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[RankedResult, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> RankedResult | tuple[RankedResult, ...]:
+        if isinstance(index, slice):
+            return tuple(map(RankedResult, self.doc_ids[index]))
+        return RankedResult(self.doc_ids[index])
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __iter__(self) -> Iterator[RankedResult]:
+        return map(RankedResult, self.doc_ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IdResults):
+            return self.doc_ids == other.doc_ids
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+def doc_ids_of(results: Sequence[RankedResult]) -> tuple[str, ...]:
+    """The results' document ids in rank order."""
+    if isinstance(results, IdResults):
+        return results.doc_ids
+    return tuple(r.doc_id for r in results)
+
+
 @dataclass(frozen=True, slots=True)
 class QueryResults:
     """The ranked results for one query, best first."""
 
     query_id: str
-    results: tuple[RankedResult, ...]
+    results: Sequence[RankedResult]
+    """A tuple, or `IdResults` when the run file gave ids alone."""
     latency_ms: float | None = None
     error: str | None = None
     """Why the retriever failed on this query; a failed query has no results."""
@@ -49,7 +96,7 @@ class QueryResults:
     @property
     def doc_ids(self) -> tuple[str, ...]:
         """Document ids in rank order."""
-        return tuple(r.doc_id for r in self.results)
+        return doc_ids_of(self.results)
 
 
 @dataclass(frozen=True, slots=True)

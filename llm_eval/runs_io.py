@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
-from llm_eval.runs import QueryResults, RankedResult, Run, RunFormat
+from llm_eval.runs import IdResults, QueryResults, RankedResult, Run, RunFormat
 from llm_eval.shards import parse_shard
 from llm_eval.textio import (
     iter_lines,
@@ -139,9 +139,9 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
     )
 
 
-def _parse_results(results: list[Any], fail: Any) -> tuple[RankedResult, ...]:
+def _parse_results(results: list[Any], fail: Any) -> Sequence[RankedResult]:
     if all(type(item) is str and item for item in results):  # ids alone: nothing to check
-        return tuple(map(RankedResult, results))
+        return IdResults(tuple(results))
     return tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_eval.evaluation import parse_metrics, score_judgments
+import numpy as np
+
+from llm_eval.evaluation import Scores, parse_metrics, score_judgments
 from llm_eval.gold import GoldSet
 from llm_eval.judged.arithmetic import JudgeSummary
 from llm_eval.judgments import judge_ranked
@@ -21,6 +23,7 @@ from llm_eval.metrics import parse_metric
 from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
+from llm_eval.score_columns import ScoreColumns
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.versions import ContextReport, Versions, inspect_run
@@ -99,14 +102,17 @@ def score_run(
     qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
     judgments = judge_ranked(qrels, matched.ranked, relevance_level)
     relevance = [m for m in metrics if parse_metric(m).kind == "relevance"]
-    per_query = score_judgments(judgments, parse_metrics(relevance)).to_dict()
+    scores = score_judgments(judgments, parse_metrics(relevance))
     rejections = rejection_outcomes(gold, run, scoring.rejection_score_threshold)
-    _join_rows(per_query, {o.query_id: rejection_values(o, metrics) for o in rejections})
-    _join_rows(per_query, ranking_values(run, qrels, matched.ranked, metrics))
+    joined = [
+        {o.query_id: rejection_values(o, metrics) for o in rejections},
+        ranking_values(run, qrels, matched.ranked, metrics),
+    ]
     context = None
     if scoring.versions is not None:
         rows, context = inspect_run(gold, run, scoring.versions, metrics)
-        _join_rows(per_query, rows)
+        joined.append(rows)
+    per_query = _per_query(scores, joined)
     ranks = judgments.first_relevant_rank().tolist()
     gold_ids = gold.by_id()
     return Measurement(
@@ -124,6 +130,20 @@ def score_run(
         rejections=rejections,
         context=context,
     )
+
+
+def _per_query(
+    scores: Scores, joined: Sequence[Mapping[str, dict[str, float]]]
+) -> Mapping[str, Mapping[str, float]]:
+    """The relevance scores with the other rows joined, as columns; made from the
+    scores' own columns, without a dict per query, when nothing joins them."""
+    if not any(any(rows.values()) for rows in joined):
+        present = np.ones(scores.values.shape, dtype=bool)
+        return ScoreColumns(scores.query_ids, scores.metric_names, scores.values, present)
+    per_query = scores.to_dict()
+    for rows in joined:
+        _join_rows(per_query, rows)
+    return ScoreColumns.from_rows(per_query)
 
 
 def _join_rows(

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from llm_eval.criteria import Scope
 from llm_eval.gold import GoldQuery
 from llm_eval.metrics import parse_metric
+from llm_eval.score_columns import ScoreColumns
 from llm_eval.service_metrics import ServiceRecord
 
 PerQuery = Mapping[str, Mapping[str, float]]
@@ -187,6 +188,10 @@ class _Column:
             records = [table.service.get(q) for q in ids]
             present = np.fromiter((r is not None for r in records), dtype=bool, count=len(ids))
             return cls(metric, present, np.zeros(len(ids)), None, records)
+        weight = parsed.weight_key
+        if weight is None and isinstance(table.per_query, ScoreColumns):
+            present, values = table.per_query.column(metric, ids)
+            return cls(metric, present, values, None, None)
         rows = [table.per_query.get(q) for q in ids]
         present = np.fromiter(
             (row is not None and metric in row for row in rows), dtype=bool, count=len(ids)
@@ -194,7 +199,6 @@ class _Column:
         chosen = [row for row in rows if row is not None and metric in row]
         values = np.zeros(len(ids))
         values[present] = [row[metric] for row in chosen]
-        weight = parsed.weight_key
         if weight is None:
             return cls(metric, present, values, None, None)
         weights = np.zeros(len(ids))

@@ -1,0 +1,151 @@
+"""Per-query scores held as columns: `{query_id: {metric: value}}` without a dict per query.
+
+A gate over a million queries keeps two such tables (the run's and the baseline's) of
+ten metrics each; as dicts of dicts they take about 700 bytes a query, as columns
+about 100 (a float and a flag per metric, and the query's place). `ScoreColumns` is a
+read-only `Mapping` of the same shape, so every reader of per-query scores takes it as
+it took the dicts; a query's row is a small view onto the columns, made when asked for.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class ScoreColumns(Mapping[str, Mapping[str, float]]):
+    """`{query_id: {metric: value}}` as one column of values per metric, and a flag
+    per metric and query saying whether the query has a value for it. A row's metrics
+    come in the table's order, which keeps every row's own order (`from_rows`)."""
+
+    __slots__ = ("_metrics", "_position", "_present", "_query_ids", "_values")
+
+    def __init__(
+        self,
+        query_ids: Sequence[str],
+        metrics: Sequence[str],
+        values: FloatArray,
+        present: BoolArray,
+    ) -> None:
+        """`values` and `present` have a row per metric and a column per query."""
+        self._query_ids = tuple(query_ids)
+        self._position = {query_id: i for i, query_id in enumerate(self._query_ids)}
+        self._metrics = {metric: i for i, metric in enumerate(metrics)}
+        self._values = values
+        self._present = present
+
+    @classmethod
+    def from_rows(
+        cls, rows: Mapping[str, Mapping[str, float]]
+    ) -> Mapping[str, Mapping[str, float]]:
+        """The rows as columns; the rows themselves when their metrics come in orders
+        that no one order of the table keeps (a row would then change its order)."""
+        if isinstance(rows, ScoreColumns):
+            return rows
+        order = _common_order(rows)
+        if order is None:
+            return rows
+        metrics = {metric: i for i, metric in enumerate(order)}
+        values = np.zeros((len(metrics), len(rows)))
+        present = np.zeros((len(metrics), len(rows)), dtype=bool)
+        for keys, (columns, values_of) in _grouped_rows(rows, metrics).items():
+            where = np.asarray(columns, dtype=np.int64)
+            at = np.asarray([metrics[m] for m in keys], dtype=np.int64)
+            values[at[:, None], where] = np.asarray(values_of, dtype=np.float64).T
+            present[at[:, None], where] = True
+        return cls(list(rows), order, values, present)
+
+    def __getitem__(self, query_id: str) -> Mapping[str, float]:
+        return _Row(self, self._position[query_id])
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._query_ids)
+
+    def __len__(self) -> int:
+        return len(self._query_ids)
+
+    def column(self, metric: str, query_ids: Sequence[str]) -> tuple[BoolArray, FloatArray]:
+        """Per listed query: whether it has a value for `metric`, and the value (0 when
+        not): what reading `row[metric]` of each row would give, in one pass."""
+        places = map(self._position.get, query_ids, itertools.repeat(-1))
+        at = np.fromiter(places, np.int64, len(query_ids))
+        row = self._metrics.get(metric)
+        if row is None:
+            return np.zeros(len(query_ids), dtype=bool), np.zeros(len(query_ids))
+        known = at >= 0
+        present = np.zeros(len(query_ids), dtype=bool)
+        present[known] = self._present[row, at[known]]
+        values = np.zeros(len(query_ids))
+        values[present] = self._values[row, at[present]]
+        return present, values
+
+
+def _common_order(rows: Mapping[str, Mapping[str, float]]) -> list[str] | None:
+    """One order of every metric that each row's own order follows; None if none does."""
+    orders = {tuple(row) for row in rows.values()}
+    after: dict[str, set[str]] = {}
+    for keys in orders:
+        for i, metric in enumerate(keys):
+            after.setdefault(metric, set()).update(keys[i + 1 :])
+    # Kahn's algorithm, taking metrics in the order they first appear.
+    first = list(dict.fromkeys(m for keys in sorted(orders, key=len, reverse=True) for m in keys))
+    before = {m: sum(m in later for later in after.values()) for m in first}
+    order: list[str] = []
+    ready = [m for m in first if before[m] == 0]
+    while ready:
+        metric = ready.pop(0)
+        order.append(metric)
+        for later in sorted(after[metric], key=first.index):
+            before[later] -= 1
+            if before[later] == 0:
+                ready.append(later)
+    return order if len(order) == len(first) else None
+
+
+def _grouped_rows(
+    rows: Mapping[str, Mapping[str, float]], metrics: Mapping[str, int]
+) -> dict[tuple[str, ...], tuple[list[int], list[list[float]]]]:
+    """Rows grouped by their metrics: per group its queries' places and their values."""
+    groups: dict[tuple[str, ...], tuple[list[int], list[list[float]]]] = {}
+    for place, row in enumerate(rows.values()):
+        columns, values = groups.setdefault(tuple(row), ([], []))
+        columns.append(place)
+        values.append(list(row.values()))
+    return groups
+
+
+class _Row(Mapping[str, float]):
+    """One query's scores: a view onto the table's columns."""
+
+    __slots__ = ("_at", "_table")
+
+    def __init__(self, table: ScoreColumns, at: int) -> None:
+        self._table = table
+        self._at = at
+
+    def __getitem__(self, metric: str) -> float:
+        table = self._table
+        row = table._metrics[metric]
+        if not table._present[row, self._at]:
+            raise KeyError(metric)
+        return float(table._values[row, self._at])
+
+    def __contains__(self, metric: object) -> bool:
+        row = self._table._metrics.get(metric)  # type: ignore[call-overload]
+        return row is not None and bool(self._table._present[row, self._at])
+
+    def __iter__(self) -> Iterator[str]:
+        present = self._table._present[:, self._at]
+        return (m for m, row in self._table._metrics.items() if present[row])
+
+    def __len__(self) -> int:
+        return int(self._table._present[:, self._at].sum())

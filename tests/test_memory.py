@@ -1,0 +1,59 @@
+"""What the gate's inputs hold per query, in bytes (tracemalloc: deterministic, no timing).
+
+The budgets are what lets a gate over a million queries fit in memory; each sits above
+what the code holds, and below what it held before (in brackets).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_eval.runs_io import load_run
+from llm_eval.score_columns import ScoreColumns
+
+QUERIES = 10_000
+
+
+@pytest.fixture
+def traced() -> Iterator[None]:
+    tracemalloc.start()
+    yield
+    tracemalloc.stop()
+
+
+def held_per_query(make: Callable[[], Any]) -> tuple[Any, float]:
+    """What `make` returns and the bytes it holds per query once made."""
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    made = make()
+    gc.collect()
+    return made, (tracemalloc.get_traced_memory()[0] - before) / QUERIES
+
+
+@pytest.mark.usefixtures("traced")
+def test_per_query_scores_take_a_fifth_of_their_dicts() -> None:
+    metrics = [f"metric-{j}" for j in range(10)]
+    rows = {f"q{i:06}": {m: (i * j % 7) / 7 for j, m in enumerate(metrics)} for i in range(QUERIES)}
+    table, held = held_per_query(lambda: ScoreColumns.from_rows(rows))
+    assert isinstance(table, ScoreColumns)
+    assert held < 200  # (dicts of ten floats: about 700)
+
+
+@pytest.mark.usefixtures("traced")
+def test_a_run_of_ids_holds_no_record_per_result(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    lines = (
+        json.dumps({"query_id": f"q{i:06}", "results": [f"doc-{i}-{r}" for r in range(10)]})
+        for i in range(QUERIES)
+    )
+    path.write_text("\n".join(lines) + "\n")
+    run, held = held_per_query(lambda: load_run(path))
+    assert len(run.queries) == QUERIES
+    assert held < 1_100  # (a record per result: about 1,700)

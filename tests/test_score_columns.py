@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import numpy as np
+
+from llm_eval.score_columns import ScoreColumns
+
+ROWS = {
+    "q1": {"recall@5": 1.0, "mrr": 0.5},
+    "q2": {"recall@5": 0.0, "mrr": -0.0},
+    "q3": {"rejected": 1.0},
+    "q4": {"recall@5": 0.25, "mrr": 0.125, "spearman@10": 0.75},
+}
+
+
+def test_columns_read_as_the_rows_they_were_made_from() -> None:
+    table = ScoreColumns.from_rows(ROWS)
+    assert isinstance(table, ScoreColumns)
+    assert table == ROWS
+    assert list(table) == list(ROWS)
+    assert [list(row) for row in table.values()] == [list(row) for row in ROWS.values()]
+    assert np.signbit(table["q2"]["mrr"])
+    assert "mrr" not in table["q3"]
+    assert table.get("q9") is None
+    assert table["q3"].get("mrr", 7.0) == 7.0
+
+
+def test_a_column_is_each_rows_value_where_it_has_one() -> None:
+    table = ScoreColumns.from_rows(ROWS)
+    assert isinstance(table, ScoreColumns)
+    present, values = table.column("mrr", ["q4", "q3", "q9", "q1"])
+    assert present.tolist() == [True, False, False, True]
+    assert values.tolist() == [0.125, 0.0, 0.0, 0.5]
+    assert not table.column("ndcg@10", ["q1"])[0].any()
+
+
+def test_rows_whose_orders_no_one_order_keeps_stay_as_they_are() -> None:
+    rows = {"q1": {"a": 1.0, "b": 2.0}, "q2": {"b": 3.0, "a": 4.0}}
+    assert ScoreColumns.from_rows(rows) is rows
+
+
+def test_no_rows_make_an_empty_table() -> None:
+    table = ScoreColumns.from_rows({})
+    assert len(table) == 0
+    assert table == {}
