@@ -103,9 +103,12 @@ def main() -> None:
     parser.add_argument(
         "--promise", action="store_true", help="Check the power statement's promise instead."
     )
+    parser.add_argument(
+        "--cells", default="", help="with --promise: the cells to try, by position (0-5), in turn"
+    )
     args = parser.parse_args()
     if args.promise:
-        promises(args.reps, args.seed)
+        promises(args.reps, args.seed, args.cells)
         return
     rng = np.random.default_rng(args.seed)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -177,7 +180,18 @@ def promised(
     return drop, bool(caught)
 
 
-def promises(reps: int, seed: int) -> None:
+PROMISE_CELLS = [
+    (300, 1, 3, 0.02, 0.1),
+    (300, 4, 3, 0.02, 0.1),
+    (1000, 1, 3, 0.01, 0.1),
+    (2000, 1, 3, 0.02, 0.05),
+    (300, 1, 5, 0.02, 0.1),
+    (300, 1, 3, 0.0, 0.1),
+]
+"""(queries, labels, builds a side, shift sd, share flipping) of each promise cell."""
+
+
+def promises(reps: int, seed: int, cells: str = "") -> None:
     """How often the drop the power statement promises (4 times in 5) is caught: each
     draw states a promise from a no-change draw of its own and tries it on a fresh
     draw whose true drop is the promised one, so the rate is the catch rate a team
@@ -188,14 +202,8 @@ def promises(reps: int, seed: int) -> None:
         "range), and how often the gate catches a true drop of the promised size "
         "(promised: 0.80)"
     )
-    for n, labels, k, tau, flip in [
-        (300, 1, 3, 0.02, 0.1),
-        (300, 4, 3, 0.02, 0.1),
-        (1000, 1, 3, 0.01, 0.1),
-        (2000, 1, 3, 0.02, 0.05),
-        (300, 1, 5, 0.02, 0.1),
-        (300, 1, 3, 0.0, 0.1),
-    ]:
+    chosen = [int(c) for c in cells.split(",")] if cells else range(len(PROMISE_CELLS))
+    for n, labels, k, tau, flip in (PROMISE_CELLS[c] for c in chosen):
         drops, caught = zip(
             *(promised(rng, n, labels, k, tau, flip) for _ in range(reps)), strict=True
         )
