@@ -77,7 +77,8 @@ def _scored_json(scored: Scored) -> dict[str, Any]:
         "name": scored.name,
         "group": scored.group,
         "top_k": scored.top_k,
-        "per_query": scored.per_query,
+        # per query, a plain dict of its metrics (the scores may be held as columns)
+        "per_query": {q: dict(row) for q, row in scored.per_query.items()},
         "wall": _service_json(scored.wall),
         "cpu": None if scored.cpu is None else _service_json(scored.cpu),
         "clocks": scored.clocks,
