@@ -8,12 +8,20 @@ settings, the tool's version), so they are kept in the output folder's cache
 `power.gate_power` takes as `known`: a file that is missing, unreadable, or not what
 this module writes is a miss (the figures are computed and the file written again),
 never an error; a folder that cannot be written only costs the next run the time.
+
+`LLM_EVAL_SHARED_CACHE`, when set, names a folder that several output folders share
+(checkouts of one repository, the pre-push hook's worktrees, a CI cache restored
+across jobs): a figure missing from the output folder's cache is looked up in its
+`power/` folder before it is computed, and a figure computed is kept in both. The key
+digests everything the figure depends on, so a shared figure is the one the
+simulation would give.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -23,18 +31,24 @@ from llm_eval.textio import write_atomic
 
 FOLDER = Path("cache") / "power"
 """Where the figures are kept, under the output folder."""
+SHARED = "LLM_EVAL_SHARED_CACHE"
+"""The environment variable naming a cache folder that output folders share."""
 
 
 class PowerCache(MutableMapping[str, Power]):
-    """The figures kept in `folder`, one file per key."""
+    """The figures kept in `folder`, one file per key; with `shared`, a second cache
+    read on a miss (the figure found is then kept in `folder` too) and written beside."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, shared: PowerCache | None = None) -> None:
         self.folder = folder
+        self.shared = shared
 
     @classmethod
     def under(cls, output: Path) -> PowerCache:
-        """The cache of the output folder `output`."""
-        return cls(output / FOLDER)
+        """The cache of the output folder `output`, backed by the shared folder that
+        `LLM_EVAL_SHARED_CACHE` names, if any."""
+        shared = os.environ.get(SHARED)
+        return cls(output / FOLDER, cls(Path(shared) / "power") if shared else None)
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
@@ -44,9 +58,18 @@ class PowerCache(MutableMapping[str, Power]):
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             return _power_of(data, key)
         except (OSError, UnicodeError, ValueError, LookupError, TypeError, AttributeError):
-            raise KeyError(key) from None
+            if self.shared is None:
+                raise KeyError(key) from None
+        power = self.shared[key]
+        self._keep(key, power)
+        return power
 
     def __setitem__(self, key: str, power: Power) -> None:
+        self._keep(key, power)
+        if self.shared is not None:
+            self.shared[key] = power
+
+    def _keep(self, key: str, power: Power) -> None:
         try:
             text = json.dumps({"key": key, **_fields(power)}, allow_nan=False)
         except ValueError:

@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from llm_eval.gold import GoldQuery
+from llm_eval.power_io import SHARED as SHARED_CACHE
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,6 +39,22 @@ def pytest_configure(config: pytest.Config) -> None:
     it starts the workers, so that no two processes write one file."""
     if not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "llm_eval", quiet=1)
+        share_power_figures(config)
+
+
+def share_power_figures(config: pytest.Config) -> None:
+    """One folder of the power statement's figures for the whole run
+    (`LLM_EVAL_SHARED_CACHE`, read by `power_io.PowerCache`): the demo's gates, run in
+    hundreds of fresh projects, each compute a figure once for the run instead of once
+    per project. Set by the controlling process before its workers start, so that they
+    and every command they start inherit it; a test about computing the figures unsets
+    it. The figures' keys digest all they depend on, so none is wrongly shared."""
+    if SHARED_CACHE in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="llm-eval-shared-")
+    os.environ[SHARED_CACHE] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    config.add_cleanup(lambda: os.environ.pop(SHARED_CACHE, None))
 
 
 def gold_query(

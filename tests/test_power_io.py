@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,9 +19,16 @@ from llm_eval.criteria import Gate
 from llm_eval.criteria_io import load_criteria
 from llm_eval.gate import Power
 from llm_eval.power import gate_power, power_key
-from llm_eval.power_io import FOLDER, PowerCache
+from llm_eval.power_io import FOLDER, SHARED, PowerCache
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def unshared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about computing and keeping the figures: no folder shared by the
+    test run (tests/conftest.py) answers for them, but where a test sets its own."""
+    monkeypatch.delenv(SHARED, raising=False)
 
 
 def demo_gate(name: str) -> Gate:
@@ -216,3 +224,31 @@ def test_the_gold_commands_keep_the_figures_the_gate_and_each_other_read(
     assert entries(kept) == stats_kept
     assert cli("gate")[0] == 0
     assert entries(kept) == stats_kept
+
+
+def test_a_shared_folder_gives_a_new_output_folder_the_figures_another_computed(
+    indexed_demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `LLM_EVAL_SHARED_CACHE` set, the figures a gate computes are kept in the
+    shared folder as well as in its output folder; a gate writing to another output
+    folder reads them from there, computes none, keeps them in its own folder and says
+    the same. Without it, that gate would have had to compute them."""
+    monkeypatch.setenv(SHARED, str(indexed_demo / "shared"))
+    first = surfaces(indexed_demo, "first", cli)
+    computed = entries(indexed_demo / "first" / FOLDER)
+    assert len(computed) == 2
+    assert set(entries(indexed_demo / "shared" / "power")) == set(computed)
+
+    real, calls = power.scope_power, []
+
+    def counted(*args: Any, **kwargs: Any) -> Power:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(power, "scope_power", counted)
+    assert surfaces(indexed_demo, "second", cli) == first
+    assert calls == []
+    assert set(entries(indexed_demo / "second" / FOLDER)) == set(computed)
+    monkeypatch.delenv(SHARED)
+    assert surfaces(indexed_demo, "third", cli) == first
+    assert len(calls) == 2

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from llm_eval.power_io import SHARED as SHARED_CACHE
+
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -72,8 +74,14 @@ def resolve(value: str, context: Mapping[str, str]) -> str:
 
 def runner_environ(bin_dir: Path = Path(sys.executable).parent, **values: str) -> dict[str, str]:
     """This process's environment without the GitHub and llm-eval variables of the run
-    it may itself be in, with `bin_dir` (the Python the steps use) first on PATH."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "LLM_EVAL_"))}
+    it may itself be in, with `bin_dir` (the Python the steps use) first on PATH. The
+    test run's shared cache of power figures (tests/conftest.py) is kept: it changes
+    what a step computes, never what it writes."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "LLM_EVAL_")) or k == SHARED_CACHE
+    }
     environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     return environ | values
 
