@@ -42,6 +42,37 @@ def pytest_configure(config: pytest.Config) -> None:
         share_power_figures(config)
 
 
+HEAVIEST_FIRST = (
+    "test_init_workflows.py",
+    "test_workflows.py",
+    "test_docs_pictures.py",
+    "test_gate_end_to_end.py",
+    "test_power.py",
+    "test_surfaces.py",
+    "test_builds.py",
+    "experiment/test_experiment.py",
+    "test_dashboard_inputs.py",
+    "authoring/test_gold_growth.py",
+    "test_plugins.py",
+    "test_fuzz_inputs.py",
+)
+"""The test files that take longest (`--durations`), run first: pytest-xdist hands each
+worker whole files in collection order (`--dist loadfile`), so a long file collected
+last keeps one worker busy while the other waits."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of `HEAVIEST_FIRST` first, in that order; the rest as collected."""
+    tests = Path(__file__).parent
+    rank = {name: place for place, name in enumerate(HEAVIEST_FIRST)}
+
+    def place(item: pytest.Item) -> int:
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        return rank.get(name, len(HEAVIEST_FIRST))
+
+    items.sort(key=place)
+
+
 def share_power_figures(config: pytest.Config) -> None:
     """One folder of the power statement's figures for the whole run
     (`LLM_EVAL_SHARED_CACHE`, read by `power_io.PowerCache`): the demo's gates, run in
