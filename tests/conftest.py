@@ -197,6 +197,14 @@ def demo_powers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made / "cache" / "power"
 
 
+@pytest.fixture(scope="module")
+def stub_endpoint() -> Iterator[Any]:
+    """The stub OpenAI-compatible endpoint (scripts/stub_openai.py) for a module: its
+    state (`url`, the `requests` it answered)."""
+    with script("stub_openai").serve() as state:
+        yield state
+
+
 INDEXED_CONFIGS = ("config/llm-eval.yaml", "config/examples/degraded.yaml")
 """The demo's configs whose BM25 index `demo_indexes` builds."""
 

@@ -9,17 +9,15 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, script
+from conftest import Cli
 
 from llm_eval.retrievers.vector_store import VectorStore, text_key
 from llm_eval.shards import shard_number
 
-stub = script("stub_openai")
 LLM_EVAL = [sys.executable, "-m", "llm_eval.cli"]
 
 DOCS = [
@@ -88,23 +86,16 @@ def embed_at_once(config: Path, parts: Path, count: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    """The stub endpoint for the module: a vector's store is named by its endpoint."""
-    with stub.serve() as state:
-        yield state
-
-
-@pytest.fixture(scope="module")
-def sharded(tmp_path_factory: pytest.TempPathFactory, server: Any) -> dict[str, Any]:
+def sharded(tmp_path_factory: pytest.TempPathFactory, stub_endpoint: Any) -> dict[str, Any]:
     """Three shards embedded at once into one cache folder; their parts; a single
     process's run."""
     root = tmp_path_factory.mktemp("embed")
-    config = project(root, server.url, "shared")
+    config = project(root, stub_endpoint.url, "shared")
     embed_at_once(config, root / "parts", 3)
-    single = project(root, server.url, "single")
+    single = project(root, stub_endpoint.url, "single")
     retrieve = ["retrieve", "--config", str(single), "--out", str(root / "single.jsonl")]
     subprocess.run([*LLM_EVAL, *retrieve], check=True, capture_output=True)
-    return {"root": root, "parts": root / "parts", "url": server.url}
+    return {"root": root, "parts": root / "parts", "url": stub_endpoint.url}
 
 
 def test_shards_embedding_at_once_into_one_cache_lose_no_vector(sharded: dict[str, Any]) -> None:
@@ -116,20 +107,20 @@ def test_shards_embedding_at_once_into_one_cache_lose_no_vector(sharded: dict[st
 
 
 def test_merged_parts_retrieve_as_one_process_without_embedding_a_document(
-    sharded: dict[str, Any], cli: Cli, server: Any
+    sharded: dict[str, Any], cli: Cli, stub_endpoint: Any
 ) -> None:
     root = sharded["root"]
-    config = project(root, server.url, "merged")
+    config = project(root, stub_endpoint.url, "merged")
     code, out, err = cli("embed", "--config", config, "--merge", sharded["parts"] / "*")
     assert (code, err) == (0, "")
     assert out == (
         f"Joined 3 parts into {store_of(root, 'merged').folder}: 80 vectors added, "
         "80 documents in the corpus.\n"
     )
-    before = len(server.requests)
+    before = len(stub_endpoint.requests)
     code, _, err = cli("retrieve", "--config", config, "--out", root / "merged.jsonl")
     assert code == 0, err
-    asked = [text for r in server.requests[before:] for text in r.get("input", [])]
+    asked = [text for r in stub_endpoint.requests[before:] for text in r.get("input", [])]
     assert sorted(asked) == sorted(q["query"] for q in GOLD)  # the queries only
     assert ranked(root / "merged.jsonl") == ranked(root / "single.jsonl")
 

@@ -9,16 +9,14 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, script
+from conftest import Cli
 
 from llm_eval.shards import shard_number
 
-stub = script("stub_openai")
 LLM_EVAL = [sys.executable, "-m", "llm_eval.cli"]
 
 GOLD = [
@@ -79,16 +77,10 @@ def judged(root: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    with stub.serve() as state:
-        yield state
-
-
-@pytest.fixture(scope="module")
-def sharded(tmp_path_factory: pytest.TempPathFactory, server: Any) -> dict[str, Any]:
+def sharded(tmp_path_factory: pytest.TempPathFactory, stub_endpoint: Any) -> dict[str, Any]:
     """Three shards judged at once into one call cache; then one process's gate."""
     base = tmp_path_factory.mktemp("judge")
-    root = write_project(base / "shards", server.url)
+    root = write_project(base / "shards", stub_endpoint.url)
     children = [
         subprocess.Popen(
             llm_eval(
@@ -112,11 +104,11 @@ def sharded(tmp_path_factory: pytest.TempPathFactory, server: Any) -> dict[str, 
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
         outs.append(out)
-    single = write_project(base / "single", server.url)
-    before = len(server.requests)
+    single = write_project(base / "single", stub_endpoint.url)
+    before = len(stub_endpoint.requests)
     done = subprocess.run(llm_eval("gate"), cwd=single, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    calls = len(server.requests) - before
+    calls = len(stub_endpoint.requests) - before
     return {"base": base, "root": root, "outs": outs, "single": single, "calls": calls}
 
 
@@ -140,9 +132,9 @@ def test_each_shard_judges_its_queries_and_the_shared_cache_loses_nothing(
 
 
 def test_the_gate_after_the_merge_asks_nothing_and_gives_the_single_run_values(
-    sharded: dict[str, Any], server: Any
+    sharded: dict[str, Any], stub_endpoint: Any
 ) -> None:
-    merged = write_project(sharded["base"] / "merged", server.url)
+    merged = write_project(sharded["base"] / "merged", stub_endpoint.url)
     shutil.copytree(sharded["root"] / "parts", merged / "parts")
     done = subprocess.run(
         llm_eval("judge", "--merge", "parts/judged-*.jsonl"),
@@ -155,10 +147,10 @@ def test_the_gate_after_the_merge_asks_nothing_and_gives_the_single_run_values(
         f"Joined 3 parts into out/cache/judge: {sharded['calls']} answers of the judge; the "
         "gate asks nothing it holds.\n"
     )
-    before = len(server.requests)
+    before = len(stub_endpoint.requests)
     gate = subprocess.run(llm_eval("gate"), cwd=merged, capture_output=True, text=True)
     assert gate.returncode == 0, gate.stderr
-    assert len(server.requests) == before
+    assert len(stub_endpoint.requests) == before
     assert judged(merged) == judged(sharded["single"])
     assert judged(merged)["overall"]["context_precision@2"] > 0
 
@@ -191,9 +183,9 @@ def test_a_missing_or_repeated_part_is_refused(
 
 
 def test_a_part_of_another_judge_or_with_a_bad_key_is_refused(
-    sharded: dict[str, Any], cli: Cli, monkeypatch: pytest.MonkeyPatch, server: Any
+    sharded: dict[str, Any], cli: Cli, monkeypatch: pytest.MonkeyPatch, stub_endpoint: Any
 ) -> None:
-    other = write_project(sharded["base"] / "other", server.url, model="another")
+    other = write_project(sharded["base"] / "other", stub_endpoint.url, model="another")
     shutil.copytree(sharded["root"] / "parts", other / "parts")
     monkeypatch.chdir(other)
     args = ["--config", "llm-eval.yaml", "--criteria", "criteria.yaml", "--merge"]
@@ -203,7 +195,7 @@ def test_a_part_of_another_judge_or_with_a_bad_key_is_refused(
         "llm-eval: error: parts/judged-1.jsonl: is a part of judgments with another judge "
         "configuration (judge fingerprint "
     )
-    write_project(other, server.url)
+    write_project(other, stub_endpoint.url)
     part = other / "parts" / "judged-3.jsonl"
     lines = part.read_text().splitlines()
     lines[1] = json.dumps({"query_id": "q0", "answers": {"../../escape": {}}})
