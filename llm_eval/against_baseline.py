@@ -7,7 +7,7 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np

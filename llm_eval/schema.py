@@ -135,9 +135,7 @@ def map_of(item: Check) -> Check:
             item(element, f"{key}.{name}" if key else name, fail)
 
     if passes is not None:
-        _PASSES[check] = lambda value: isinstance(value, dict) and all(
-            map(passes, value.values())
-        )
+        _PASSES[check] = lambda value: isinstance(value, dict) and all(map(passes, value.values()))
     return _described(check, {"type": "object", "additionalProperties": json_schema(item)})
 
 
