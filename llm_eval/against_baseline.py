@@ -7,7 +7,7 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,6 +38,7 @@ from llm_eval.judged.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
+from llm_eval.score_columns import column_of
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, value_over
 from llm_eval.stats import (
@@ -215,19 +216,16 @@ def _coverage(
     metric = coverage_metric(gate.metric, default_k)
     if metric is None or baseline is None or not _moved(result):
         return None
-    ids = [
-        q
-        for q in members(queries, gate.scope)
-        if (only is None or q in only)
-        and gate.metric in (row := now.per_query.get(q, {}))
-        and metric in row
-    ]
-    if not ids:
+    in_scope = [q for q in members(queries, gate.scope) if only is None or q in only]
+    gated, _ = column_of(now.per_query, gate.metric, in_scope)
+    measured, values = column_of(now.per_query, metric, in_scope)
+    chosen = gated & measured
+    if not chosen.any():
         return None
-    value = float(np.mean([now.per_query[q][metric] for q in ids]))
-    rows = [baseline.per_query.get(q, {}) for q in ids]
-    known = all(metric in row for row in rows)
-    before = float(np.mean([row[metric] for row in rows])) if known else None
+    ids = [in_scope[i] for i in np.flatnonzero(chosen).tolist()]
+    value = float(np.mean(values[chosen]))
+    known, before_values = column_of(baseline.per_query, metric, ids)
+    before = float(np.mean(before_values)) if known.all() else None
     by_id = {query.query_id: query for query in queries}
     readable = has_negatives(by_id[q] for q in ids if q in by_id)
     return LabelCoverage(metric, value, before, readable)
@@ -243,6 +241,8 @@ def _corrected(
     """The gate's judged metric over its scope corrected by the human labels, when the
     labels give it."""
     metric = gate.metric
+    if not labels:  # the common case: nothing to correct, and no row to read
+        return None
     ids = [q for q in members(queries, gate.scope) if only is None or q in only]
     predicted = {q: row[metric] for q in ids if metric in (row := now.per_query.get(q, {}))}
     given = {q: labels[q][metric] for q in predicted if metric in labels.get(q, {})}
@@ -283,17 +283,13 @@ def _scope(
     baseline: Baseline | None,
     only: frozenset[str] | None,
 ) -> _Scope:
-    paired = _paired_ids(now.per_query, baseline, ids, metric, only)
+    paired = _paired(now.per_query, baseline, ids, metric, only)
     if paired is None:
         current = value_over(now, ids, metric, only)
         return _Scope(tag, current.n, current.value, None)
     assert baseline is not None  # paired queries need one
-    both = np.asarray(
-        [(baseline.per_query[q][metric], now.per_query[q][metric]) for q in paired],
-        dtype=np.float64,
-    )
-    pairs = both[:, 0], both[:, 1]
-    spread = build_spread(baseline.table.each_build, now.each_build, paired, metric)
+    paired_ids, pairs = paired
+    spread = build_spread(baseline.table.each_build, now.each_build, paired_ids, metric)
     # Value and baseline over the same paired queries: a query the retriever failed
     # on now leaves both sides, never only one.
     return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs, spread)
@@ -431,16 +427,16 @@ def _baseline_value(
     return None if before.n == 0 else before.value
 
 
-def _paired_ids(
+def _paired(
     now: PerQuery,
     baseline: Baseline | None,
-    ids: Iterable[str],
+    ids: Sequence[str],
     metric: str,
     only: frozenset[str] | None,
-) -> list[str] | None:
-    """The queries scored now, each with its baseline score, or None without a baseline
-    or without such a query. Every query scored now must have its baseline score: a
-    baseline that lacks the metric or a query's row cannot be compared with
+) -> tuple[list[str], tuple[FloatArray, FloatArray]] | None:
+    """The queries scored now, and their (baseline, now) scores, or None without a
+    baseline or without such a query. Every query scored now must have its baseline
+    score: a baseline that lacks the metric or a query's row cannot be compared with
     (ComparisonError)."""
     if baseline is None:
         return None
@@ -449,15 +445,21 @@ def _paired_ids(
             f"{_baseline_name(baseline)}: metrics: the baseline has no {metric!r} "
             "(it was made with other ship criteria); refresh the baseline"
         )
-    scored = [q for q in ids if metric in now.get(q, {}) and (only is None or q in only)]
-    lacking = [q for q in scored if metric not in baseline.per_query.get(q, {})]
+    scored, after = column_of(now, metric, ids)
+    if only is not None:
+        scored &= np.fromiter((q in only for q in ids), dtype=bool, count=len(ids))
+    known, before = column_of(baseline.per_query, metric, ids)
+    lacking = [ids[i] for i in np.flatnonzero(scored & ~known).tolist()]
     if lacking:
         raise ComparisonError(
             f"{_baseline_name(baseline)}: per_query: no {metric!r} score for "
             f"{plural(len(lacking), 'query', 'queries')} in scope ({', '.join(lacking[:5])}"
             f"{', …' if len(lacking) > 5 else ''}); refresh the baseline"
         )
-    return scored or None
+    if not scored.any():
+        return None
+    paired_ids = [ids[i] for i in np.flatnonzero(scored).tolist()]
+    return paired_ids, (before[scored], after[scored])
 
 
 def _baseline_name(baseline: Baseline) -> str:

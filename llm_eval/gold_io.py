@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -209,13 +210,15 @@ def _tier(value: Any, file_tier: str | None, fail: Any) -> str:
         raise fail("tier", "must be a non-empty string")
     if file_tier is not None and value != file_tier:
         raise fail("tier", f"is {value!r} but the config lists this file as tier {file_tier!r}")
-    return value
+    return sys.intern(value)
 
 
 def _tags(value: Any, fail: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
         raise fail("tags", "must be a list of non-empty strings")
-    return tuple(dict.fromkeys(value))
+    # One string per tag name, not one per query naming it: a million queries name a
+    # few dozen tags.
+    return tuple(dict.fromkeys(map(sys.intern, value)))
 
 
 def _slice_fields(record: Mapping[str, Any], fail: Any) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 
 
 class ScoreColumns(Mapping[str, Mapping[str, float]]):
@@ -76,17 +77,41 @@ class ScoreColumns(Mapping[str, Mapping[str, float]]):
     def column(self, metric: str, query_ids: Sequence[str]) -> tuple[BoolArray, FloatArray]:
         """Per listed query: whether it has a value for `metric`, and the value (0 when
         not): what reading `row[metric]` of each row would give, in one pass."""
+        return self.column_at(metric, self.places(query_ids))
+
+    def places(self, query_ids: Sequence[str]) -> IntArray:
+        """Each listed query's place in the columns, -1 for a query without a row: what
+        `column_at` reads, found once for many metrics."""
         places = map(self._position.get, query_ids, itertools.repeat(-1))
-        at = np.fromiter(places, np.int64, len(query_ids))
+        return np.fromiter(places, np.int64, len(query_ids))
+
+    def column_at(self, metric: str, at: IntArray) -> tuple[BoolArray, FloatArray]:
+        """`column` of the queries at the `places` given."""
         row = self._metrics.get(metric)
         if row is None:
-            return np.zeros(len(query_ids), dtype=bool), np.zeros(len(query_ids))
+            return np.zeros(len(at), dtype=bool), np.zeros(len(at))
         known = at >= 0
-        present = np.zeros(len(query_ids), dtype=bool)
+        present = np.zeros(len(at), dtype=bool)
         present[known] = self._present[row, at[known]]
-        values = np.zeros(len(query_ids))
+        values = np.zeros(len(at))
         values[present] = self._values[row, at[present]]
         return present, values
+
+
+def column_of(
+    per_query: Mapping[str, Mapping[str, float]], metric: str, query_ids: Sequence[str]
+) -> tuple[BoolArray, FloatArray]:
+    """`ScoreColumns.column` of any per-query mapping: from the columns when it is
+    columns, else from each listed query's row."""
+    if isinstance(per_query, ScoreColumns):
+        return per_query.column(metric, query_ids)
+    present = np.zeros(len(query_ids), dtype=bool)
+    values = np.zeros(len(query_ids))
+    for i, query_id in enumerate(query_ids):
+        row = per_query.get(query_id)
+        if row is not None and metric in row:
+            present[i], values[i] = True, row[metric]
+    return present, values
 
 
 def _common_order(rows: Mapping[str, Mapping[str, float]]) -> list[str] | None:

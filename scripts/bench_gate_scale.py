@@ -128,11 +128,11 @@ def ranking(docs: dict[str, int], index: int, rng: np.random.Generator) -> list[
 
 
 def write_run(path: Path, rankings: list[list[str]]) -> None:
-    lines = (
-        json.dumps({"query_id": f"q{i:06}", "results": top, "latency_ms": 20.0})
-        for i, top in enumerate(rankings)
-    )
-    path.write_text("\n".join(lines) + "\n")
+    """One line a query, written as made (a million queries' text is never held whole)."""
+    with path.open("w") as file:
+        for i, top in enumerate(rankings):
+            record = {"query_id": f"q{i:06}", "results": top, "latency_ms": 20.0}
+            file.write(json.dumps(record) + "\n")
 
 
 def write_project(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 from conftest import gold_query
@@ -14,6 +14,7 @@ from llm_eval.errors import ComparisonError
 from llm_eval.gate_entries import gate_entry
 from llm_eval.gold import GoldQuery
 from llm_eval.report import coverage_notes
+from llm_eval.score_columns import ScoreColumns
 from llm_eval.slices import ScoreTable
 from llm_eval.stats import MarginTest, margin_tests
 
@@ -201,3 +202,32 @@ def test_one_query_with_a_negative_judgment_makes_judged_at_k_readable() -> None
     now = with_judged([1.0, 0.0, 1.0, 0.0], [0.4] * 4)
     (result,) = decide_gates(gold, [gate()], ScoreTable(now), baseline(before, ("recall@5",)), None)
     assert result.coverage is not None and result.coverage.readable
+
+
+def test_columns_and_dicts_of_the_same_scores_decide_alike() -> None:
+    """The comparison reads columns in one pass where they are columns and row by row
+    where they are dicts: the same scores must give the same results, bit for bit
+    (values, intervals, slices and judged@k), queries failed now and in `only` alike."""
+    gold = [
+        gold_query(f"q{i}", (("d", 1),), tags=(f"t{i % 3}",), line=i + 1, non_relevant=(("x", 0),))
+        for i in range(150)
+    ]
+    metrics = ("recall@5", "mrr", "judged@5")
+    before = {
+        q.query_id: {m: ((i * (j + 3)) % 7) / 6 for j, m in enumerate(metrics)}
+        for i, q in enumerate(gold)
+    }
+    now = {
+        qid: {m: (v if i % 9 else 1.0 - v) for m, v in row.items()}
+        for i, (qid, row) in enumerate(before.items())
+        if i % 31  # failed now: no row
+    }
+    gates = [gate("recall@5", per_tag=True, min_n=10), gate("mrr", per_tag=True, min_n=10)]
+    only = frozenset(f"q{i}" for i in range(150) if i % 13)
+    as_dicts = decide_gates(gold, gates, ScoreTable(now), baseline(before, metrics), only)
+    columns_baseline = replace(baseline(before, metrics), per_query=ScoreColumns.from_rows(before))
+    as_columns = decide_gates(
+        gold, gates, ScoreTable(ScoreColumns.from_rows(now)), columns_baseline, only
+    )
+    assert as_dicts == as_columns
+    assert all(result.coverage is not None for result in as_dicts)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from llm_eval.gold_io import load_gold
 from llm_eval.runs_io import load_run
 from llm_eval.score_columns import ScoreColumns
 
@@ -57,3 +58,24 @@ def test_a_run_of_ids_holds_no_record_per_result(tmp_path: Path) -> None:
     run, held = held_per_query(lambda: load_run(path))
     assert len(run.queries) == QUERIES
     assert held < 1_100  # (a record per result: about 1,700)
+
+
+@pytest.mark.usefixtures("traced")
+def test_a_gold_query_holds_no_string_of_its_own_per_tag(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    lines = (
+        json.dumps(
+            {
+                "query_id": f"q{i:06}",
+                "query": f"question {i}",
+                "tier": "A",
+                "tags": [f"tag-{i % 16:02}", f"tag-{i * 7 % 16:02}"],
+                "relevant": {f"d{i}-{j}": 1 for j in range(3)},
+            }
+        )
+        for i in range(QUERIES)
+    )
+    path.write_text("\n".join(lines) + "\n")
+    gold, held = held_per_query(lambda: load_gold([path]))
+    assert len(gold.queries) == QUERIES
+    assert held < 830  # (a string per tag and query: about 880)
