@@ -6,6 +6,7 @@ each reranker printed together, and a second run making no call."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -93,7 +94,10 @@ def test_two_prompts_and_two_depths_side_by_side_with_their_consistency(
         f"  stepwise top20: {same.replace('60 of 60', '120 of 120')}",
         "  not measured (no llm reranker): bm25",
     ]
-    assert "reranking: `minimal top20` " in out and "× slower than `bm25` at p95" in out
+    # Which way the latency ratio falls is the clock's (a busy machine can tie them):
+    # the sentence names the reranked variant and its ratio to bm25, whatever it is.
+    assert "reranking: `minimal top20` " in out
+    assert re.search(r"(× slower than|× faster than|as fast as) `bm25` at p95", out), out
     table = json.loads((tmp_path / "out" / "experiment" / "experiment.json").read_text())
     rows = {row["name"]: row for row in table["variants"]}
     assert set(rows) == {
