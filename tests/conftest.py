@@ -55,10 +55,29 @@ HEAVIEST_FIRST = (
     "authoring/test_gold_growth.py",
     "test_plugins.py",
     "test_fuzz_inputs.py",
+    "test_baseline.py",
+    "history/test_dashboard.py",
+    "history/test_history.py",
+    "test_power_io.py",
+    "test_shards_end_to_end.py",
+    "test_hook.py",
+    "test_pytrec_parity.py",
+    "test_tutorial.py",
+    "test_columns.py",
+    "authoring/test_gold_synthesis.py",
+    "experiment/test_experiment_sweep.py",
+    "judge/test_judge.py",
+    "judge/test_structured_answers.py",
+    "history/test_drift.py",
+    "authoring/test_review.py",
+    "retrievers/test_adapters.py",
+    "test_docs.py",
+    "retrievers/test_retrievers_mcp.py",
 )
-"""The test files that take longest (`--durations`), run first: pytest-xdist hands each
-worker whole files in collection order (`--dist loadfile`), so a long file collected
-last keeps one worker busy while the other waits."""
+"""The test files that take longest (`--durations`), longest first, run before the
+others: pytest-xdist hands each worker whole files in collection order (`--dist
+loadfile`), so a long file collected last keeps one worker busy while the other waits;
+the short files left for the end even the two out."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
