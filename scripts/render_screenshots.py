@@ -159,8 +159,14 @@ def run(
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without what GitHub Actions or llm-eval read from it (a job
-    summary, links, a dashboard URL), plus `extra`."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "LLM_EVAL_"))}
+    summary, links, a dashboard URL), plus `extra`. A shared cache of power figures
+    (`LLM_EVAL_SHARED_CACHE`) is kept: it changes what a command computes, never what
+    it writes."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "LLM_EVAL_")) or k == "LLM_EVAL_SHARED_CACHE"
+    }
     return {**kept, **extra}
 
 
