@@ -5,6 +5,7 @@ runs), a shallow clone, a repository of one commit, and bad points."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -73,9 +74,10 @@ def fast_import(repo: Path, versions: Sequence[bytes], start: int = 1) -> None:
     git(repo, "reset", "-q", "--hard", "main")
 
 
-def tier_a() -> list[str]:
+@functools.cache
+def tier_a() -> tuple[str, ...]:
     lines = (REPO / "gold" / "python-docs-A.jsonl").read_text().splitlines()
-    return [json.loads(line)["query_id"] for line in lines if line.strip()]
+    return tuple(json.loads(line)["query_id"] for line in lines if line.strip())
 
 
 def demo_baseline() -> dict[str, Any]:
@@ -83,13 +85,24 @@ def demo_baseline() -> dict[str, Any]:
     return data
 
 
-def gold_rows() -> list[dict[str, Any]]:
-    rows = []
-    for name, tier in (("python-docs-A.jsonl", "A"), ("python-docs-B.jsonl", "B")):
-        for line in (REPO / "gold" / name).read_text().splitlines():
-            if line.strip():
-                rows.append({**json.loads(line), "tier": tier})
-    return rows
+@functools.cache
+def members(key: str) -> tuple[str, ...]:
+    """The ids of the demo's gold queries an aggregate of the baseline (`overall:`,
+    `tier:A`, `tag:…`) is the mean over."""
+    kind, _, name = key.partition(":")
+    found = []
+    for file, tier in (("python-docs-A.jsonl", "A"), ("python-docs-B.jsonl", "B")):
+        for line in (REPO / "gold" / file).read_text().splitlines():
+            if not line.strip():
+                continue
+            query = json.loads(line)
+            if (
+                kind == "overall"
+                or (kind == "tier" and tier == name)
+                or (kind == "tag" and name in query.get("tags", []))
+            ):
+                found.append(query["query_id"])
+    return tuple(found)
 
 
 def with_misses(base: Mapping[str, Any], misses: int) -> dict[str, Any]:
@@ -101,15 +114,7 @@ def with_misses(base: Mapping[str, Any], misses: int) -> dict[str, Any]:
     for query in hits[:misses]:
         data["per_query"][query]["recall@5"] = 0.0
     for key, row in data["aggregates"].items():
-        kind, _, name = key.partition(":")
-        members = [
-            q["query_id"]
-            for q in gold_rows()
-            if kind == "overall"
-            or (kind == "tier" and q["tier"] == name)
-            or (kind == "tag" and name in q.get("tags", []))
-        ]
-        scores = [data["per_query"][q]["recall@5"] for q in members if q in data["per_query"]]
+        scores = [data["per_query"][q]["recall@5"] for q in members(key) if q in data["per_query"]]
         if scores:
             row["recall@5"] = sum(scores) / len(scores)
     return data
