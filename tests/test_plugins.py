@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -268,13 +269,22 @@ KERNEL_FAULTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def faulty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The faulty plugin pip-installed once, with a sound kernel; each test writes its
+    own kernel into the installed module."""
+    sound = FAULTY.format(body="return np.full(n, 0.5)")
+    return install(tmp_path_factory.mktemp("faulty"), "llm-eval-faulty", {"faulty": sound},
+                   "f = faulty\n")  # fmt: skip
+
+
 @pytest.mark.parametrize(("body", "reason"), KERNEL_FAULTS)
 def test_a_plugin_kernel_that_fails_or_gives_bad_values_is_one_line_exit_3(
-    tmp_path: Path, body: str, reason: str | None
+    tmp_path: Path, faulty_site: Path, body: str, reason: str | None
 ) -> None:
-    site = install(
-        tmp_path, "llm-eval-faulty", {"faulty": FAULTY.format(body=body)}, "f = faulty\n"
-    )
+    site = Path(shutil.copytree(faulty_site, tmp_path / "site"))
+    shutil.rmtree(site / "__pycache__", ignore_errors=True)
+    (site / "faulty.py").write_text(FAULTY.format(body=body), encoding="utf-8")
     project = write_project(
         tmp_path / "project", "  - {name: faulty, metric: faulty, threshold: 0.1}\n"
     )
