@@ -15,6 +15,8 @@ answers on disk, `llm_eval.endpoints.secret` keeps the API key out of them.
 
 from __future__ import annotations
 
+import functools
+import ssl
 import sys
 import threading
 from collections.abc import Iterator
@@ -158,8 +160,18 @@ def http_client(settings: Section) -> Iterator[httpx.Client]:
         headers["Authorization"] = f"Bearer {token}"
     concurrency = settings.concurrency
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    with httpx.Client(timeout=float(settings.timeout_s), limits=limits, headers=headers) as h:
+    with httpx.Client(
+        timeout=float(settings.timeout_s), limits=limits, headers=headers, verify=_tls()
+    ) as h:
         yield h
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context httpx makes for a client (certifi's authorities, or those of
+    `SSL_CERT_FILE` / `SSL_CERT_DIR`), made once: loading the authorities is most of the
+    cost of a client, and a retriever that embeds each query opens one per query."""
+    return httpx.create_ssl_context()
 
 
 def retry_policy(settings: Section) -> RetryPolicy:
