@@ -44,40 +44,52 @@ def pytest_configure(config: pytest.Config) -> None:
 
 HEAVIEST_FIRST = (
     "test_init_workflows.py",
-    "test_workflows.py",
-    "test_docs_pictures.py",
-    "test_gate_end_to_end.py",
-    "test_power.py",
-    "test_surfaces.py",
+    "test_real_model.py",
+    "test_real_model_rerank.py",
     "test_builds.py",
-    "experiment/test_experiment.py",
+    "examples/test_recipes_langchain.py",
+    "test_workflows.py",
+    "test_surfaces.py",
     "test_dashboard_inputs.py",
-    "authoring/test_gold_growth.py",
-    "test_plugins.py",
-    "test_fuzz_inputs.py",
-    "test_baseline.py",
-    "history/test_dashboard.py",
-    "history/test_history.py",
-    "test_power_io.py",
-    "test_shards_end_to_end.py",
-    "test_hook.py",
-    "test_pytrec_parity.py",
-    "test_tutorial.py",
+    "examples/test_recipes_lancedb.py",
+    "test_power.py",
+    "test_gate_end_to_end.py",
     "test_columns.py",
-    "authoring/test_gold_synthesis.py",
-    "experiment/test_experiment_sweep.py",
-    "judge/test_judge.py",
-    "judge/test_structured_answers.py",
-    "history/test_drift.py",
+    "test_docs_pictures.py",
+    "experiment/test_experiment.py",
+    "test_power_io.py",
+    "test_hook.py",
+    "test_fuzz_inputs.py",
+    "test_hostile_inputs.py",
+    "test_pytrec_parity.py",
+    "judge/test_endpoints_local.py",
     "authoring/test_review.py",
-    "retrievers/test_adapters.py",
+    "experiment/test_experiment_sweep.py",
+    "test_tutorial.py",
+    "test_plugins.py",
+    "test_stats.py",
+    "history/test_dashboard.py",
+    "judge/test_judge.py",
+    "test_baseline.py",
+    "history/test_history.py",
+    "retrievers/test_rerank_cross_encoder.py",
+    "test_memory.py",
     "test_docs.py",
+    "test_shards_end_to_end.py",
+    "authoring/test_gold_synthesis.py",
+    "retrievers/test_adapters.py",
+    "retrievers/test_retrievers_rerank.py",
+    "authoring/test_gold_growth.py",
+    "formats/test_formats_markdown.py",
+    "test_architecture.py",
+    "history/test_drift.py",
     "retrievers/test_retrievers_mcp.py",
 )
-"""The test files that take longest (`--durations`), longest first, run before the
-others: pytest-xdist hands each worker whole files in collection order (`--dist
-loadfile`), so a long file collected last keeps one worker busy while the other waits;
-the short files left for the end even the two out."""
+"""The test files that take longest (`--durations`; the recipes' and the real-model
+tier's as `.ci/run` runs them), longest first, run before the others: pytest-xdist
+hands each worker whole files in collection order (`--dist loadfile`), so a long file
+collected last keeps one worker busy while the other waits; the short files left for
+the end even the two out."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
