@@ -7,7 +7,7 @@ differs on every run, leaves the file as it is.
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_eval.baseline import SCHEMA_VERSION, Baseline
 from llm_eval.errors import InputError
+from llm_eval.json_indented import iter_indented
 from llm_eval.schema import (
     Check,
     Fail,
@@ -40,8 +41,9 @@ from llm_eval.textio import (
 
 
 def save_baseline(path: str | Path, baseline: Baseline) -> None:
-    """Write the baseline atomically."""
-    write_atomic(path, json.dumps(baseline.to_json(), indent=1, sort_keys=False) + "\n")
+    """Write the baseline atomically: `json.dumps(baseline.to_json(), indent=1)` and a
+    line end, written in pieces as they are made."""
+    write_atomic(path, itertools.chain(iter_indented(baseline.json_fields()), ["\n"]))
 
 
 def load_baseline(path: str | Path) -> Baseline | None:

@@ -19,6 +19,9 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
+_ROWS_READ = 4096
+"""Queries whose rows `row_items` reads from the columns at once."""
+
 
 class ScoreColumns(Mapping[str, Mapping[str, float]]):
     """`{query_id: {metric: value}}` as one column of values per metric, and a flag
@@ -73,6 +76,19 @@ class ScoreColumns(Mapping[str, Mapping[str, float]]):
 
     def __len__(self) -> int:
         return len(self._query_ids)
+
+    def row_items(self) -> Iterator[tuple[str, list[tuple[str, float]]]]:
+        """Each query and its row's `(metric, value)` items, as `items()` of every row
+        gives them, read from the columns a block of queries at a time."""
+        metrics = list(self._metrics)
+        for start in range(0, len(self._query_ids), _ROWS_READ):
+            stop = start + _ROWS_READ
+            values = self._values[:, start:stop].T.tolist()
+            present = self._present[:, start:stop].T.tolist()
+            for query_id, row, flags in zip(
+                self._query_ids[start:stop], values, present, strict=True
+            ):
+                yield query_id, list(itertools.compress(zip(metrics, row, strict=True), flags))
 
     def column(self, metric: str, query_ids: Sequence[str]) -> tuple[BoolArray, FloatArray]:
         """Per listed query: whether it has a value for `metric`, and the value (0 when

@@ -20,7 +20,7 @@ import shutil
 import stat
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -297,9 +297,9 @@ def json_type(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write `text` (or bytes, as they are) to `path` so that readers see the old file
-    or the new one, never half.
+def write_atomic(path: str | Path, text: str | bytes | Iterable[str]) -> None:
+    """Write `text` (or bytes, as they are, or the pieces of a text, written as they
+    come) to `path` so that readers see the old file or the new one, never half.
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
     renamed over the target (rename is atomic within one file system). Temporary files
@@ -433,7 +433,7 @@ def _missing_folders(folders: Sequence[Path]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
+def _staged(target: Path, text: str | bytes | Iterable[str]) -> Iterator[Path]:
     """A flushed temporary file next to `target` holding `text`; removed on the way out
     unless it was renamed."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -449,7 +449,11 @@ def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         temporary.chmod(_mode_for(target))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            if isinstance(text, str | bytes):
+                handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            else:
+                for piece in text:
+                    handle.write(piece.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         yield temporary
