@@ -50,7 +50,7 @@ query with `"category": "lookup"` is in the slice `category:lookup`."""
 
 def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
     """Read gold JSONL files; query ids must be unique across all of them."""
-    seen: dict[str, tuple[str, int]] = {}
+    seen: dict[str, GoldQuery] = {}
     queries: list[GoldQuery] = []
     for source in sources:
         if not isinstance(source, GoldSource):
@@ -65,12 +65,12 @@ def load_gold(sources: Iterable[GoldSource | str | Path]) -> GoldSet:
             first = seen.get(query.query_id)
             if first is not None:
                 raise InputError(
-                    f"duplicate query_id {query.query_id!r} (first at {first[0]}:{first[1]})",
+                    f"duplicate query_id {query.query_id!r} (first at {first.path}:{first.line})",
                     path=query.path,
                     line=query.line,
                     key="query_id",
                 )
-            seen[query.query_id] = (query.path, query.line)
+            seen[query.query_id] = query
             queries.append(query)
         if len(queries) == count:
             what = "the gold file has no queries"
@@ -135,8 +135,8 @@ def _parse_query(
     def fail(key: str, reason: str) -> InputError:
         return InputError(reason, path=path, line=line, key=key)
 
-    unknown = sorted(set(record) - _FIELDS)
-    if unknown:
+    if not _FIELDS.issuperset(record):
+        unknown = sorted(set(record) - _FIELDS)
         raise fail(unknown[0], f"unknown key (valid keys: {', '.join(sorted(_FIELDS))})")
     for key in ("query_id", "query"):
         if key not in record:
@@ -145,8 +145,8 @@ def _parse_query(
             raise fail(key, "must be a non-empty string")
     tier = _tier(record.get("tier"), file_tier, fail)
     relevant, non_relevant = _relevant(record.get("relevant", {}), fail)
-    references = _references(record.get("gold_references", []), fail)
-    passages = _passages(record.get("reference_passages", []), fail)
+    references = _references(record.get("gold_references", ()), fail)
+    passages = _passages(record.get("reference_passages", ()), fail)
     is_rejection = record.get("is_rejection", False)
     if not isinstance(is_rejection, bool):
         raise fail("is_rejection", "must be true or false")
@@ -162,9 +162,7 @@ def _parse_query(
         query_id=record["query_id"],
         query=record["query"],
         tier=tier,
-        tags=tuple(
-            dict.fromkeys(_tags(record.get("tags", []), fail) + _slice_fields(record, fail))
-        ),
+        tags=_query_tags(record, fail),
         relevant=relevant,
         is_rejection=is_rejection or not labelled,
         expected_answer=_optional_text(record, "expected_answer", fail)
@@ -211,6 +209,27 @@ def _tier(value: Any, file_tier: str | None, fail: Any) -> str:
     if file_tier is not None and value != file_tier:
         raise fail("tier", f"is {value!r} but the config lists this file as tier {file_tier!r}")
     return sys.intern(value)
+
+
+_SHARED_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""One tuple per set of tags the gold queries name, as `sys.intern` keeps one string per
+name: a million queries name a few hundred sets of a few dozen tags."""
+_SHARED_TAGS_MAX = 1 << 16
+"""Sets of tags kept at most (beyond, each query keeps its own tuple)."""
+
+
+def _query_tags(record: Mapping[str, Any], fail: Any) -> tuple[str, ...]:
+    """The query's tags, then its slice fields as tags, each once, in that order."""
+    tags = _tags(record.get("tags", []), fail)
+    if not _HAS_SLICE_FIELD.isdisjoint(record):
+        tags = tuple(dict.fromkeys(tags + _slice_fields(record, fail)))
+    shared = _SHARED_TAGS.get(tags)
+    if shared is None and len(_SHARED_TAGS) < _SHARED_TAGS_MAX:
+        shared = _SHARED_TAGS[tags] = tags
+    return shared or tags
+
+
+_HAS_SLICE_FIELD = frozenset(SLICE_FIELDS)
 
 
 def _tags(value: Any, fail: Any) -> tuple[str, ...]:
@@ -269,6 +288,8 @@ _REFERENCE_KEYS = ("document", "page", "relevance")
 
 
 def _references(value: Any, fail: Any) -> tuple[GoldReference, ...]:
+    if value == ():  # the key is absent: the usual case
+        return ()
     if not isinstance(value, list):
         raise fail(
             "gold_references",
@@ -304,6 +325,8 @@ def _whole(value: Any, minimum: int, maximum: int | None = None) -> bool:
 
 
 def _passages(value: Any, fail: Any) -> tuple[str, ...]:
+    if value == ():  # the key is absent: the usual case
+        return ()
     if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
         raise fail("reference_passages", "must be a list of non-empty strings")
     return tuple(dict.fromkeys(value))
