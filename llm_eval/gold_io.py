@@ -129,9 +129,59 @@ def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
         )
 
 
+_USUAL_FIELDS = frozenset({"query_id", "query", "tier", "tags", "relevant", "is_rejection"})
+"""The fields of most gold records, which `_usual_query` reads."""
+
+
+def _usual_query(
+    record: Mapping[str, Any], path: str, line: int, file_tier: str | None, matching: str
+) -> GoldQuery | None:
+    """The query of a record of the usual shape: no field beyond `_USUAL_FIELDS`, text
+    ids and tags, grades of 1 to `MAX_GRADE` by document id, and nothing `_parse_query`
+    would refuse; None for any other record, which `_parse_query` reads (and names what
+    is wrong with). Half the time of `_parse_query`, which a million queries feel."""
+    if matching not in ("auto", "id") or not _USUAL_FIELDS.issuperset(record):
+        return None
+    query_id, query = record.get("query_id"), record.get("query")
+    if type(query_id) is not str or type(query) is not str:
+        return None
+    tier, tags = record.get("tier", file_tier), record.get("tags", [])
+    relevant, is_rejection = record.get("relevant", {}), record.get("is_rejection", False)
+    if type(tier) is not str or (file_tier is not None and tier != file_tier):
+        return None
+    if type(relevant) is not dict or type(is_rejection) is not bool or type(tags) is not list:
+        return None
+    if (is_rejection and relevant) or not (query_id.strip() and query.strip() and tier.strip()):
+        return None
+    pairs = tuple(relevant.items())
+    for doc, grade in pairs:
+        if type(grade) is not int or not 0 < grade <= MAX_GRADE or not doc:
+            return None
+    for tag in tags:
+        if type(tag) is not str or not tag:
+            return None
+    return GoldQuery(
+        query_id=query_id,
+        query=query,
+        tier=sys.intern(tier),
+        tags=_shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
+        relevant=pairs,
+        is_rejection=not pairs,
+        expected_answer=None,
+        notes=None,
+        path=path,
+        line=line,
+        matching=matching,
+    )
+
+
 def _parse_query(
     record: Mapping[str, Any], path: str, line: int, file_tier: str | None, matching: str
 ) -> GoldQuery:
+    usual = _usual_query(record, path, line, file_tier, matching)
+    if usual is not None:
+        return usual
+
     def fail(key: str, reason: str) -> InputError:
         return InputError(reason, path=path, line=line, key=key)
 
@@ -223,6 +273,11 @@ def _query_tags(record: Mapping[str, Any], fail: Any) -> tuple[str, ...]:
     tags = _tags(record.get("tags", []), fail)
     if not _HAS_SLICE_FIELD.isdisjoint(record):
         tags = tuple(dict.fromkeys(tags + _slice_fields(record, fail)))
+    return _shared_tags(tags)
+
+
+def _shared_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """The one tuple of these tags (`_SHARED_TAGS`)."""
     shared = _SHARED_TAGS.get(tags)
     if shared is None and len(_SHARED_TAGS) < _SHARED_TAGS_MAX:
         shared = _SHARED_TAGS[tags] = tags
