@@ -195,8 +195,9 @@ _OPTIONAL = frozenset({"git_commit", "service", "judge_repeats", "builds"})
 # quarter of it. Here the top-level object is read key by key, `per_query` and
 # `service` a row at a time straight into columns and records, and the other sections
 # whole. A document this reading does not expect (a value of another type, a repeated
-# key, invalid JSON, deep nesting, an int in a score) is read whole instead, by
-# `json_document` and `parse_baseline`, which name its fault as they always have.
+# key, invalid JSON, deep nesting, a service row with other keys) is read whole
+# instead, by `json_document` and `parse_baseline`, which name its fault as they
+# always have.
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _CLOSE = re.compile(r"[ \t\n\r]*}")
@@ -204,6 +205,7 @@ _NEXT_PLAIN_KEY = re.compile(r'[ \t\n\r]*,[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r
 """After a row: the comma and the next key, when the key holds no escape or control
 character (`scanstring` reads any other)."""
 _NUMBERS = frozenset({float, int})
+_SERVICE_KEYS = frozenset({"latency_ms", "error"})
 
 
 class _Unexpected(Exception):
@@ -253,7 +255,7 @@ def _sections(content: str) -> tuple[dict[str, Any], _ScoreRows, dict[str, Servi
             data[key] = scalars.values
         else:
             data[key], end = scan(content, at)
-            if nesting_depth(content[at:end]) > MAX_JSON_DEPTH:
+            if nesting_depth(f"[{content[at:end]}]") > MAX_JSON_DEPTH:  # within the top
                 raise _Unexpected
             at = end
         at = _skip(content, at)
@@ -317,14 +319,17 @@ class _ServiceRows(_Rows):
         if query_id in self.records:
             raise _Unexpected
         if not _usual_service(row):
-            _SERVICE_ROW(row, query_id, _unexpected)
+            raise _Unexpected
         self.records[query_id] = ServiceRecord(row.get("latency_ms"), row.get("error", False))
 
 
 def _usual_service(row: Any) -> bool:
-    """A service row that `_SERVICE_ROW` passes, tested quickly: an object whose latency
-    is a finite float or null and whose `error` is a boolean (when given)."""
-    if type(row) is not dict or type(row.get("error", False)) is not bool:
+    """A service row that `_SERVICE_ROW` passes, of the keys it checks alone (another
+    key may nest too deep), tested quickly: an object whose latency is a finite float or
+    null and whose `error` is a boolean (when given)."""
+    if type(row) is not dict or not _SERVICE_KEYS.issuperset(row):
+        return False
+    if type(row.get("error", False)) is not bool:
         return False
     latency = row.get("latency_ms")
     return latency is None or (type(latency) is float and math.isfinite(latency))

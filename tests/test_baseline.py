@@ -94,6 +94,36 @@ def test_a_baseline_read_by_rows_leaves_anything_unusual_to_the_whole_reading(
     assert _read_by_rows(text, str(tmp_path)) is None
 
 
+@pytest.mark.parametrize(("levels", "read"), [(99, True), (100, False)])
+def test_a_baseline_read_by_rows_refuses_nesting_as_the_whole_reading_does(
+    tmp_path: Path, levels: int, read: bool
+) -> None:
+    from llm_eval.baseline_io import _read_by_rows
+
+    text = json.dumps({**sample().to_json(), "extra": "[" * levels + "]" * levels}, indent=1)
+    text = text.replace('"' + "[" * levels + "]" * levels + '"', "[" * levels + "]" * levels)
+    path = tmp_path / "baseline.json"
+    path.write_text(text)
+    assert (_read_by_rows(text, str(path)) is not None) == read
+    if read:
+        assert load_baseline(path) == sample()
+    else:
+        with pytest.raises(InputError, match="nested deeper than 100 levels"):
+            load_baseline(path)
+
+
+def test_a_service_row_with_other_keys_is_read_whole(tmp_path: Path) -> None:
+    from llm_eval.baseline_io import _read_by_rows
+
+    document = sample(service={"q1": ServiceRecord(1.5, False)}).to_json()
+    document["service"]["q1"]["note"] = [[1]]
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(document, indent=1))
+    assert _read_by_rows(path.read_text(), str(path)) is None
+    baseline = load_baseline(path)
+    assert baseline is not None and baseline.service == {"q1": ServiceRecord(1.5, False)}
+
+
 def test_a_missing_baseline_is_none(tmp_path: Path) -> None:
     assert load_baseline(tmp_path / "absent.json") is None
 
