@@ -6,10 +6,11 @@ queries that did not change. `llm_eval.baseline_io` reads and writes the file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_eval.json_indented import plain
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import ScoreTable
 
@@ -55,6 +56,11 @@ class Baseline:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document, schema_version first."""
+        return plain(self.json_fields())
+
+    def json_fields(self) -> dict[str, Any]:
+        """`to_json`'s document with its per-query sections left as the mappings they are
+        (columns, views): what `llm_eval.json_indented` writes without a dict per query."""
         return {
             "schema_version": SCHEMA_VERSION,
             "created_at": self.created_at,
@@ -65,19 +71,33 @@ class Baseline:
             "gating_k": self.gating_k,
             "metrics": list(self.metrics),
             "aggregates": {k: dict(v) for k, v in self.aggregates.items()},
-            "query_fingerprints": dict(self.query_fingerprints),
-            "first_relevant_rank": dict(self.first_relevant_rank),
-            "per_query": {q: dict(v) for q, v in self.per_query.items()},
-            "service": {
-                q: {"latency_ms": r.latency_ms, "error": r.error} for q, r in self.service.items()
-            },
+            "query_fingerprints": self.query_fingerprints,
+            "first_relevant_rank": self.first_relevant_rank,
+            "per_query": self.per_query,
+            "service": _ServiceRows(self.service),
             **({} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}),
-            **(
-                {"builds": [{q: dict(v) for q, v in b.items()} for b in self.builds]}
-                if self.builds
-                else {}
-            ),
+            **({"builds": list(self.builds)} if self.builds else {}),
         }
+
+
+class _ServiceRows(Mapping[str, Mapping[str, Any]]):
+    """The service records as the file's rows, `{"latency_ms": …, "error": …}`, each
+    made when read."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: Mapping[str, ServiceRecord]) -> None:
+        self._records = records
+
+    def __getitem__(self, query_id: str) -> Mapping[str, Any]:
+        record = self._records[query_id]
+        return {"latency_ms": record.latency_ms, "error": record.error}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,14 +7,21 @@ differs on every run, leaves the file as it is.
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
+import re
+from array import array
+from collections.abc import Mapping
 from datetime import datetime
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from llm_eval.baseline import SCHEMA_VERSION, Baseline
 from llm_eval.errors import InputError
+from llm_eval.json_indented import iter_indented
 from llm_eval.schema import (
     Check,
     Fail,
@@ -31,17 +38,23 @@ from llm_eval.schema import (
 from llm_eval.score_columns import ScoreColumns
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.textio import (
+    MAX_JSON_DEPTH,
+    holds_surrogate_escape,
+    json_document,
     json_type,
-    read_json_file,
+    nesting_depth,
+    read_text,
     require_file,
+    strict_decoder,
     sweep_stale_temporaries,
     write_atomic,
 )
 
 
 def save_baseline(path: str | Path, baseline: Baseline) -> None:
-    """Write the baseline atomically."""
-    write_atomic(path, json.dumps(baseline.to_json(), indent=1, sort_keys=False) + "\n")
+    """Write the baseline atomically: `json.dumps(baseline.to_json(), indent=1)` and a
+    line end, written in pieces as they are made."""
+    write_atomic(path, itertools.chain(iter_indented(baseline.json_fields()), ["\n"]))
 
 
 def load_baseline(path: str | Path) -> Baseline | None:
@@ -56,7 +69,11 @@ def load_baseline(path: str | Path) -> Baseline | None:
     sweep_stale_temporaries(file.parent)
     require_file(file)
     try:
-        data = read_json_file(file)
+        content = read_text(file)
+        read = _read_by_rows(content, str(path))
+        if read is not None:
+            return read
+        data = json_document(content, file)
     except InputError as exc:
         raise InputError(
             f"corrupt baseline: {exc.reason}", path=exc.path, line=exc.line, key=exc.key
@@ -82,12 +99,32 @@ def parse_baseline(data: Any, path: str) -> Baseline:
             f"version {version} is not supported (expected {SCHEMA_VERSION}); "
             "run `llm-eval baseline refresh`",
         )
+    _check_sections(data, fail)
+    service = {
+        qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
+        for qid, row in data.get("service", {}).items()
+    }
+    return _built(data, path, ScoreColumns.from_rows(data["per_query"]), service)
+
+
+def _check_sections(data: dict[str, Any], fail: Fail, read: frozenset[str] = frozenset()) -> None:
+    """Each section of the document against its schema, but those `read` checked."""
     for key, check in _SCHEMA.items():
         if key not in data:
             if key in _OPTIONAL:
                 continue
             raise fail(key, "missing required key")
-        check(data[key], key, fail)
+        if key not in read:
+            check(data[key], key, fail)
+
+
+def _built(
+    data: dict[str, Any],
+    path: str,
+    per_query: Mapping[str, Mapping[str, float]],
+    service: dict[str, ServiceRecord],
+) -> Baseline:
+    """The baseline of a checked document."""
     return Baseline(
         created_at=data["created_at"],
         git_commit=data.get("git_commit"),
@@ -97,13 +134,10 @@ def parse_baseline(data: Any, path: str) -> Baseline:
         relevance_level=data["relevance_level"],
         gating_k=data["gating_k"],
         metrics=tuple(data["metrics"]),
-        per_query=ScoreColumns.from_rows(data["per_query"]),
+        per_query=per_query,
         first_relevant_rank=data["first_relevant_rank"],
         aggregates=data["aggregates"],
-        service={
-            qid: ServiceRecord(row.get("latency_ms"), row.get("error", False))
-            for qid, row in data.get("service", {}).items()
-        },
+        service=service,
         judge_repeats=data.get("judge_repeats"),
         builds=tuple(data.get("builds", ())),
         source=path,
@@ -131,6 +165,8 @@ def _aggregate_row(value: Any, key: str, fail: Fail) -> None:
     map_of(_mean)({m: v for m, v in value.items() if m != "n"}, key, fail)
 
 
+_SERVICE_ROW = record({"latency_ms": optional(number), "error": boolean})
+
 _SCHEMA: dict[str, Check] = {
     "schema_version": whole(1),
     "created_at": _timestamp,
@@ -144,10 +180,190 @@ _SCHEMA: dict[str, Check] = {
     "query_fingerprints": map_of(text),
     "first_relevant_rank": map_of(whole(0)),
     "per_query": map_of(map_of(number)),
-    "service": map_of(record({"latency_ms": optional(number), "error": boolean})),
+    "service": map_of(_SERVICE_ROW),
     "judge_repeats": whole(1),
     "builds": list_of(map_of(map_of(number))),
 }
 """Every key of the document and how its value is checked."""
 
 _OPTIONAL = frozenset({"git_commit", "service", "judge_repeats", "builds"})
+
+
+# Reading a document a query's row at a time. Parsed whole, a baseline of a million
+# queries is a tree of millions of objects (a dict per query and section, each with its
+# keys) beside its text: about 1.7 KB a query at the peak, for tables that keep a
+# quarter of it. Here the top-level object is read key by key, `per_query` and
+# `service` a row at a time straight into columns and records, and the other sections
+# whole. A document this reading does not expect (a value of another type, a repeated
+# key, invalid JSON, deep nesting, a service row with other keys) is read whole
+# instead, by `json_document` and `parse_baseline`, which name its fault as they
+# always have.
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_CLOSE = re.compile(r"[ \t\n\r]*}")
+_NEXT_PLAIN_KEY = re.compile(r'[ \t\n\r]*,[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+"""After a row: the comma and the next key, when the key holds no escape or control
+character (`scanstring` reads any other)."""
+_NUMBERS = frozenset({float, int})
+_SERVICE_KEYS = frozenset({"latency_ms", "error"})
+
+
+class _Unexpected(Exception):
+    """What the reading by rows leaves to the whole reading."""
+
+
+def _unexpected(key: str, reason: str) -> InputError:
+    raise _Unexpected
+
+
+def _read_by_rows(content: str, path: str) -> Baseline | None:
+    """The baseline, read by rows; None when the document is to be read whole."""
+    if content.startswith("\ufeff") or holds_surrogate_escape(content):
+        return None
+    try:
+        data, scores, service = _sections(content)
+        version = data.get("schema_version")
+        if isinstance(version, int) and version != SCHEMA_VERSION:
+            return None
+        _check_sections(data, _unexpected, frozenset({"per_query", "service"}))
+        per_query = scores.table()
+    except Exception:  # any fault: the whole reading says what it is, as it always has
+        return None
+    return None if per_query is None else _built(data, path, per_query, service)
+
+
+def _sections(content: str) -> tuple[dict[str, Any], _ScoreRows, dict[str, ServiceRecord]]:
+    """The top-level object's sections; `per_query` and `service` read by rows."""
+    scan = strict_decoder().scan_once  # type: ignore[attr-defined]
+    unshared = strict_decoder(shared_floats=False).scan_once  # type: ignore[attr-defined]
+    shared: dict[str, str] = {}  # one string per query id, as a whole parse keeps
+    data: dict[str, Any] = {}
+    scores, service = _ScoreRows(), _ServiceRows()
+    rows: dict[str, _Rows] = {"per_query": scores, "service": service}
+    at = _after(content, _skip(content, 0), "{")
+    while True:
+        key, at = _key(content, _skip(content, at))
+        if key in data:
+            raise _Unexpected
+        if key in rows:  # scores go to columns: their floats need not be shared
+            reader = scan if key == "service" else unshared
+            at = _read_rows(content, at, reader, shared, rows[key])
+            data[key] = None
+        elif key in ("query_fingerprints", "first_relevant_rank"):
+            scalars = _Scalars()
+            at = _read_rows(content, at, scan, shared, scalars)
+            data[key] = scalars.values
+        else:
+            data[key], end = scan(content, at)
+            if nesting_depth(f"[{content[at:end]}]") > MAX_JSON_DEPTH:  # within the top
+                raise _Unexpected
+            at = end
+        at = _skip(content, at)
+        if content[at] == "}":
+            break
+        at = _after(content, at, ",")
+    if _skip(content, at + 1) != len(content):
+        raise _Unexpected
+    return data, scores, service.records
+
+
+class _Rows:
+    """Takes a section's rows as they are read."""
+
+    def take(self, query_id: str, row: Any) -> None:
+        raise NotImplementedError
+
+
+class _Scalars(_Rows):
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def take(self, query_id: str, row: Any) -> None:
+        if query_id in self.values:
+            raise _Unexpected
+        self.values[query_id] = row
+
+
+class _ScoreRows(_Rows):
+    """`per_query`'s rows, grouped by their metrics, as `ScoreColumns.from_groups` takes
+    them: per group its rows' places and their values one after the other."""
+
+    def __init__(self) -> None:
+        self.query_ids: list[str] = []
+        self.groups: dict[tuple[str, ...], tuple[array[int], array[float]]] = {}
+
+    def take(self, query_id: str, row: Any) -> None:
+        if type(row) is not dict or not _NUMBERS.issuperset(map(type, row.values())):
+            raise _Unexpected  # a bool, a string, a null: said by the whole reading
+        group = self.groups.get(keys := tuple(row))
+        if group is None:
+            group = self.groups[keys] = (array("q"), array("d"))
+        group[0].append(len(self.query_ids))
+        group[1].extend(row.values())
+        self.query_ids.append(query_id)
+
+    def table(self) -> ScoreColumns | None:
+        if len(set(self.query_ids)) != len(self.query_ids):
+            raise _Unexpected
+        for _, values in self.groups.values():
+            if not np.isfinite(np.frombuffer(values, dtype=np.float64)).all():
+                raise _Unexpected
+        return ScoreColumns.from_groups(self.query_ids, self.groups)
+
+
+class _ServiceRows(_Rows):
+    def __init__(self) -> None:
+        self.records: dict[str, ServiceRecord] = {}
+
+    def take(self, query_id: str, row: Any) -> None:
+        if query_id in self.records:
+            raise _Unexpected
+        if not _usual_service(row):
+            raise _Unexpected
+        self.records[query_id] = ServiceRecord(row.get("latency_ms"), row.get("error", False))
+
+
+def _usual_service(row: Any) -> bool:
+    """A service row that `_SERVICE_ROW` passes, of the keys it checks alone (another
+    key may nest too deep), tested quickly: an object whose latency is a finite float or
+    null and whose `error` is a boolean (when given)."""
+    if type(row) is not dict or not _SERVICE_KEYS.issuperset(row):
+        return False
+    if type(row.get("error", False)) is not bool:
+        return False
+    latency = row.get("latency_ms")
+    return latency is None or (type(latency) is float and math.isfinite(latency))
+
+
+def _read_rows(content: str, at: int, scan: Any, shared: dict[str, str], rows: _Rows) -> int:
+    """Read an object of rows from `at` into `rows`; where it ends."""
+    at = _after(content, at, "{")
+    if (end := _CLOSE.match(content, at)) is not None:
+        return end.end()
+    query_id, at = _key(content, _skip(content, at))
+    while True:
+        row, at = scan(content, at)
+        rows.take(shared.setdefault(query_id, query_id), row)
+        plain = _NEXT_PLAIN_KEY.match(content, at)
+        if plain is not None:  # a key without escapes, the usual one: read in one match
+            query_id, at = plain.group(1), plain.end()
+            continue
+        if (end := _CLOSE.match(content, at)) is not None:
+            return end.end()
+        query_id, at = _key(content, _skip(content, _after(content, _skip(content, at), ",")))
+
+
+def _key(content: str, at: int) -> tuple[str, int]:
+    """A key and its colon at `at`; where its value starts."""
+    key, at = scanstring(content, _after(content, at, '"'))
+    return key, _skip(content, _after(content, _skip(content, at), ":"))
+
+
+def _after(content: str, at: int, expected: str) -> int:
+    if content[at] != expected:
+        raise _Unexpected
+    return at + 1
+
+
+def _skip(content: str, at: int) -> int:
+    return _WHITESPACE.match(content, at).end()  # type: ignore[union-attr]

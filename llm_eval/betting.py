@@ -50,13 +50,27 @@ def _log_mean_wealth(x: FloatArray, bets: FloatArray, m: float, side: float) -> 
     """log of the wealth averaged over the orders (axis -2) of `x` (..., orders, n),
     betting `bets` capped at c / (1 -+ m) that the mean is above m (side +1) or below."""
     m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
+    if x.ndim == 2 and x.size > _ONE_PASS:  # a large scope: an order at a time
+        logs = np.array([_log_wealths(row, bet, m, side) for row, bet in zip(x, bets, strict=True)])
+    else:
+        logs = _log_wealths(x, bets, m, side)
+    top = logs.max(axis=-1)
+    return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
+
+
+_ONE_PASS = 1 << 20
+"""Numbers `_log_mean_wealth` takes in one pass: beyond, the orders of one scope go one
+at a time, so that its temporaries are an order's (at a million queries, one pass over
+16 orders makes two arrays of 128 MB). Each order's wealth is the same either way."""
+
+
+def _log_wealths(x: FloatArray, bets: FloatArray, m: float, side: float) -> FloatArray:
+    """log of the wealth of each order (the last axis summed), `m` within the edges."""
     factors = np.minimum(bets, BET_CAP / (1.0 + side * m))
     if side < 0.0:
         np.negative(factors, out=factors)  # capped * side, side being +-1: exact
     factors *= x - m
-    logs = np.log1p(factors, out=factors).sum(axis=-1)
-    top = logs.max(axis=-1)
-    return np.asarray(top + np.log(np.mean(np.exp(logs - top[..., None]), axis=-1)))
+    return np.log1p(factors, out=factors).sum(axis=-1)
 
 
 def _orders(n: int, seed: int) -> IntArray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,9 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+
+_ROWS_READ = 4096
+"""Queries whose rows `row_items` reads from the columns at once."""
 
 
 class ScoreColumns(Mapping[str, Mapping[str, float]]):
@@ -49,18 +53,29 @@ class ScoreColumns(Mapping[str, Mapping[str, float]]):
         that no one order of the table keeps (a row would then change its order)."""
         if isinstance(rows, ScoreColumns):
             return rows
-        order = _common_order(rows)
+        table = cls.from_groups(list(rows), _grouped_rows(rows))
+        return rows if table is None else table
+
+    @classmethod
+    def from_groups(
+        cls, query_ids: Sequence[str], groups: Mapping[tuple[str, ...], tuple[Any, Any]]
+    ) -> ScoreColumns | None:
+        """The table of rows given grouped by their metrics (in each row's order): per
+        group its rows' places among `query_ids` and their values, a row of values per
+        place; None when no one order of the table keeps every group's order."""
+        order = _common_order(set(groups))
         if order is None:
-            return rows
+            return None
         metrics = {metric: i for i, metric in enumerate(order)}
-        values = np.zeros((len(metrics), len(rows)))
-        present = np.zeros((len(metrics), len(rows)), dtype=bool)
-        for keys, (columns, values_of) in _grouped_rows(rows, metrics).items():
-            where = np.asarray(columns, dtype=np.int64)
+        values = np.zeros((len(metrics), len(query_ids)))
+        present = np.zeros((len(metrics), len(query_ids)), dtype=bool)
+        for keys, (places, values_of) in groups.items():
+            where = np.asarray(places, dtype=np.int64)
             at = np.asarray([metrics[m] for m in keys], dtype=np.int64)
-            values[at[:, None], where] = np.asarray(values_of, dtype=np.float64).T
+            rows = np.asarray(values_of, dtype=np.float64).reshape(where.size, len(keys))
+            values[at[:, None], where] = rows.T
             present[at[:, None], where] = True
-        return cls(list(rows), order, values, present)
+        return cls(query_ids, order, values, present)
 
     def __getitem__(self, query_id: str) -> Mapping[str, float]:
         return _Row(self, self._position[query_id])
@@ -73,6 +88,19 @@ class ScoreColumns(Mapping[str, Mapping[str, float]]):
 
     def __len__(self) -> int:
         return len(self._query_ids)
+
+    def row_items(self) -> Iterator[tuple[str, list[tuple[str, float]]]]:
+        """Each query and its row's `(metric, value)` items, as `items()` of every row
+        gives them, read from the columns a block of queries at a time."""
+        metrics = list(self._metrics)
+        for start in range(0, len(self._query_ids), _ROWS_READ):
+            stop = start + _ROWS_READ
+            values = self._values[:, start:stop].T.tolist()
+            present = self._present[:, start:stop].T.tolist()
+            for query_id, row, flags in zip(
+                self._query_ids[start:stop], values, present, strict=True
+            ):
+                yield query_id, list(itertools.compress(zip(metrics, row, strict=True), flags))
 
     def column(self, metric: str, query_ids: Sequence[str]) -> tuple[BoolArray, FloatArray]:
         """Per listed query: whether it has a value for `metric`, and the value (0 when
@@ -114,9 +142,8 @@ def column_of(
     return present, values
 
 
-def _common_order(rows: Mapping[str, Mapping[str, float]]) -> list[str] | None:
-    """One order of every metric that each row's own order follows; None if none does."""
-    orders = {tuple(row) for row in rows.values()}
+def _common_order(orders: set[tuple[str, ...]]) -> list[str] | None:
+    """One order of every metric that each of the rows' `orders` follows; None if none does."""
     after: dict[str, set[str]] = {}
     for keys in orders:
         for i, metric in enumerate(keys):
@@ -137,7 +164,7 @@ def _common_order(rows: Mapping[str, Mapping[str, float]]) -> list[str] | None:
 
 
 def _grouped_rows(
-    rows: Mapping[str, Mapping[str, float]], metrics: Mapping[str, int]
+    rows: Mapping[str, Mapping[str, float]],
 ) -> dict[tuple[str, ...], tuple[list[int], list[list[float]]]]:
     """Rows grouped by their metrics: per group its queries' places and their values."""
     groups: dict[tuple[str, ...], tuple[list[int], list[list[float]]]] = {}

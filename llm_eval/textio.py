@@ -20,7 +20,7 @@ import shutil
 import stat
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,10 +136,12 @@ def load_json(text: str, path: str | Path, line: int | None = None, *, strict: b
     double the time a large run line takes to parse, so machine-written files skip
     them; nothing the tool does with their values recurses.
     """
-    if strict and _nesting_depth(text) > MAX_JSON_DEPTH:
+    if strict and nesting_depth(text) > MAX_JSON_DEPTH:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path, line=line)
     try:
-        if strict:
+        if strict and line is not None:
+            value = _strict_line(text)
+        elif strict:
             value = json.loads(text, object_pairs_hook=_unique, parse_float=_shared_floats())
         else:
             value = json.loads(text)
@@ -166,6 +168,15 @@ def load_json(text: str, path: str | Path, line: int | None = None, *, strict: b
     return value
 
 
+def _strict_line(text: str) -> Any:
+    """`json.loads` of one line refusing a repeated key, by a decoder made once: `loads`
+    given a hook makes a decoder per call, which costs as much as a short line's parse.
+    (Its floats are not shared: a line holds few.)"""
+    if text.startswith("\ufeff"):  # as `json.loads` refuses it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _LINE_DECODER.decode(text)
+
+
 class _DuplicateKeyError(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
@@ -180,7 +191,10 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _nesting_depth(text: str) -> int:
+_LINE_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+def nesting_depth(text: str) -> int:
     """How deep arrays and objects nest in `text`, when that may exceed `MAX_JSON_DEPTH`
     (0 when there are too few brackets to; at most `MAX_JSON_DEPTH` + 1 passes).
 
@@ -267,9 +281,28 @@ def _shared_floats() -> Callable[[str], float]:
     return shared
 
 
+def strict_decoder(shared_floats: bool = True) -> json.JSONDecoder:
+    """The decoder `load_json` reads a whole document with when `strict`: a repeated key
+    is an error, and the document's floats are shared (unless not `shared_floats`, for
+    values that are not kept as objects). Only for a reader that checks the rest itself
+    (nesting, `holds_surrogate_escape`) and reads the document in parts."""
+    if not shared_floats:
+        return _LINE_DECODER
+    return json.JSONDecoder(object_pairs_hook=_unique, parse_float=_shared_floats())
+
+
+def holds_surrogate_escape(text: str) -> bool:
+    """Whether JSON text may hold a lone surrogate (`load_json` then looks further)."""
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
 def read_json_file(path: str | Path) -> Any:
     """Parse a whole JSON file (see `read_text`); an InputError when it is not JSON."""
-    text = read_text(path)
+    return json_document(read_text(path), path)
+
+
+def json_document(text: str, path: str | Path) -> Any:
+    """Parse a whole JSON file's text, as `read_json_file` does."""
     if not text.strip():
         raise InputError("empty file, expected JSON", path=path)
     return load_json(text, path, strict=True)
@@ -297,9 +330,9 @@ def json_type(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write `text` (or bytes, as they are) to `path` so that readers see the old file
-    or the new one, never half.
+def write_atomic(path: str | Path, text: str | bytes | Iterable[str]) -> None:
+    """Write `text` (or bytes, as they are, or the pieces of a text, written as they
+    come) to `path` so that readers see the old file or the new one, never half.
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
     renamed over the target (rename is atomic within one file system). Temporary files
@@ -433,7 +466,7 @@ def _missing_folders(folders: Sequence[Path]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
+def _staged(target: Path, text: str | bytes | Iterable[str]) -> Iterator[Path]:
     """A flushed temporary file next to `target` holding `text`; removed on the way out
     unless it was renamed."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -449,7 +482,11 @@ def _staged(target: Path, text: str | bytes) -> Iterator[Path]:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         temporary.chmod(_mode_for(target))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            if isinstance(text, str | bytes):
+                handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            else:
+                for piece in text:
+                    handle.write(piece.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         yield temporary

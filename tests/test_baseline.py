@@ -46,6 +46,84 @@ def test_round_trip(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["schema_version"] == 1
 
 
+def _whole_and_by_rows(text: str, path: Path) -> tuple[Baseline, Baseline | None]:
+    from llm_eval.baseline_io import _read_by_rows, parse_baseline
+
+    return parse_baseline(json.loads(text), str(path)), _read_by_rows(text, str(path))
+
+
+@pytest.mark.parametrize(
+    "per_query",
+    [
+        {"q1": {"recall@5": 1.0, "mrr": 0.5}, "q2": {"mrr": 0.25}, "q3": {}},
+        {'q "1",\\': {"recall@5": 1.0}, "é\n": {"mrr": 0.5, "recall@5": 0.0}},
+        {},
+    ],
+)
+@pytest.mark.parametrize("indent", [1, None, 4])
+def test_a_baseline_read_by_rows_is_the_baseline_read_whole(
+    tmp_path: Path, per_query: dict[str, dict[str, float]], indent: int | None
+) -> None:
+    service = {q: ServiceRecord(12.5 if i else None, bool(i)) for i, q in enumerate(per_query)}
+    document = sample(per_query=per_query, service=service).to_json()
+    text = json.dumps(document, indent=indent)
+    whole, by_rows = _whole_and_by_rows(text, tmp_path)
+    assert by_rows is not None
+    assert by_rows == whole
+    assert {q: dict(row) for q, row in by_rows.per_query.items()} == per_query
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        '"q2": {"recall@5": true, "mrr": 0.0}',
+        '"q2": {"recall@5": NaN, "mrr": 0.0}',
+        '"q2": {"mrr": 0.0, "recall@5": 1.0}',  # no one order: the rows stay dicts
+        '"q1": {"recall@5": 0.0, "mrr": 0.0}',  # a repeated query id
+        '"q2": {"recall@5": 0.0, "recall@5": 0.0}',
+    ],
+)
+def test_a_baseline_read_by_rows_leaves_anything_unusual_to_the_whole_reading(
+    tmp_path: Path, change: str
+) -> None:
+    text = json.dumps(sample().to_json(), indent=1)
+    text = text.replace('"q2": {\n   "recall@5": 0.0,\n   "mrr": 0.0\n  }', change)
+    assert change.split(":")[0] in text
+    from llm_eval.baseline_io import _read_by_rows
+
+    assert _read_by_rows(text, str(tmp_path)) is None
+
+
+@pytest.mark.parametrize(("levels", "read"), [(99, True), (100, False)])
+def test_a_baseline_read_by_rows_refuses_nesting_as_the_whole_reading_does(
+    tmp_path: Path, levels: int, read: bool
+) -> None:
+    from llm_eval.baseline_io import _read_by_rows
+
+    text = json.dumps({**sample().to_json(), "extra": "[" * levels + "]" * levels}, indent=1)
+    text = text.replace('"' + "[" * levels + "]" * levels + '"', "[" * levels + "]" * levels)
+    path = tmp_path / "baseline.json"
+    path.write_text(text)
+    assert (_read_by_rows(text, str(path)) is not None) == read
+    if read:
+        assert load_baseline(path) == sample()
+    else:
+        with pytest.raises(InputError, match="nested deeper than 100 levels"):
+            load_baseline(path)
+
+
+def test_a_service_row_with_other_keys_is_read_whole(tmp_path: Path) -> None:
+    from llm_eval.baseline_io import _read_by_rows
+
+    document = sample(service={"q1": ServiceRecord(1.5, False)}).to_json()
+    document["service"]["q1"]["note"] = [[1]]
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(document, indent=1))
+    assert _read_by_rows(path.read_text(), str(path)) is None
+    baseline = load_baseline(path)
+    assert baseline is not None and baseline.service == {"q1": ServiceRecord(1.5, False)}
+
+
 def test_a_missing_baseline_is_none(tmp_path: Path) -> None:
     assert load_baseline(tmp_path / "absent.json") is None
 

@@ -383,3 +383,35 @@ def test_documents_judged_not_relevant_are_kept_apart(tmp_path: Path) -> None:
     assert has_negatives([query])
     listed = load_one(tmp_path, {"query_id": "q", "query": "?", "relevant": ["good"]})
     assert listed.non_relevant == () and not has_negatives([listed])
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"query_id": "q", "query": "t", "tags": ["b", "a", "b"], "relevant": {"d": 2, "e": 1}},
+        {"query_id": "q", "query": "t", "tier": "A", "relevant": {}, "is_rejection": True},
+        {"query_id": "q", "query": "t"},
+        {"query_id": "q", "query": "t", "relevant": {"d": 0, "e": 1}},
+        {"query_id": "q", "query": "t", "relevant": ["d", "e", "d"]},
+        {"query_id": "q", "query": "t", "tags": ["a"], "category": "lookup"},
+        {"query_id": "q", "query": "t", "tier": None, "relevant": {"d": 1}},
+    ],
+)
+@pytest.mark.parametrize(("tier", "matching"), [(None, "auto"), ("A", "id"), (None, "page")])
+def test_the_usual_record_is_read_as_every_record_is(
+    record: dict[str, object],
+    tier: str | None,
+    matching: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llm_eval import gold_io
+
+    def read() -> object:
+        try:
+            return gold_io._parse_query(record, "gold.jsonl", 3, tier, matching)
+        except InputError as exc:
+            return str(exc)
+
+    usual = read()
+    monkeypatch.setattr(gold_io, "_usual_query", lambda *_: None)
+    assert usual == read()
