@@ -264,7 +264,7 @@ def _sections(content: str) -> tuple[dict[str, Any], _ScoreRows, dict[str, Servi
         at = _after(content, at, ",")
     if _skip(content, at + 1) != len(content):
         raise _Unexpected
-    return data, scores, service.records
+    return data, scores, service.values
 
 
 class _Rows:
@@ -275,6 +275,8 @@ class _Rows:
 
 
 class _Scalars(_Rows):
+    """A section's rows as they are, by query; a query twice is left to the whole reading."""
+
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
 
@@ -311,16 +313,13 @@ class _ScoreRows(_Rows):
         return ScoreColumns.from_groups(self.query_ids, self.groups)
 
 
-class _ServiceRows(_Rows):
-    def __init__(self) -> None:
-        self.records: dict[str, ServiceRecord] = {}
+class _ServiceRows(_Scalars):
+    """`service`'s rows as records, by query."""
 
     def take(self, query_id: str, row: Any) -> None:
-        if query_id in self.records:
-            raise _Unexpected
         if not _usual_service(row):
             raise _Unexpected
-        self.records[query_id] = ServiceRecord(row.get("latency_ms"), row.get("error", False))
+        super().take(query_id, ServiceRecord(row.get("latency_ms"), row.get("error", False)))
 
 
 def _usual_service(row: Any) -> bool:
