@@ -62,15 +62,15 @@ def escape_markdown(text: object) -> str:
     ``\\ ` * _ [ ] | ~ $`` get a backslash, and mentions, issue references and URLs
     get a zero-width joiner (see `_LINKABLE`).
     """
-    return _escaped(str(text))
+    return _escaped(clip(str(text), FIELD_MAX_CHARS))
 
 
 @functools.lru_cache(maxsize=1 << 14)
 def _escaped(text: str) -> str:
-    """`escape_markdown` of a string; kept, as a report's values recur (metric and gate
-    names, figures), and a comment is rendered again while it is fitted under GitHub's
-    size limit."""
-    line = visible(clip(text, FIELD_MAX_CHARS))
+    """`escape_markdown` of a clipped string; kept (a clipped key holds no long value),
+    as a report's values recur (metric and gate names, figures), and a comment is
+    rendered again while it is fitted under GitHub's size limit."""
+    line = visible(text)
     line = _HTML_SPECIAL.sub(lambda m: _HTML[m.group()], line)
     line = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), line)
     return _LINKABLE.sub(lambda m: m.group() + _ZWJ, line)
