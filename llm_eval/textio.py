@@ -482,8 +482,10 @@ def _staged(target: Path, text: str | bytes | Iterable[str]) -> Iterator[Path]:
         # mkstemp creates 0600; keep the old file's mode, or give a new file the umask's.
         temporary.chmod(_mode_for(target))
         with os.fdopen(fd, "wb") as handle:
-            if isinstance(text, str | bytes):
-                handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            if isinstance(text, str):
+                handle.write(text.encode("utf-8"))
+            elif isinstance(text, bytes):
+                handle.write(text)
             else:
                 for piece in text:
                     handle.write(piece.encode("utf-8"))
