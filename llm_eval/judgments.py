@@ -287,26 +287,33 @@ class _QrelsIndex:
 
 
 def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judgments:
-    """Judgments for runs whose lists are already in rank order."""
+    """Judgments for runs whose lists are already in rank order. Each list is looked
+    up once and let go once its query's entries are found in it, so a run whose lists
+    are made when read (`llm_eval.runs.Rankings`) is never held whole."""
     index = _QrelsIndex(qrels, relevance_level)
-    lists = list(map(run.get, index.query_ids))
+    ends = np.cumsum(np.bincount(index.query, minlength=len(index.query_ids))).tolist()
+    docs = index.docs
     hit_entries: list[int] = []
     hit_rank: list[int] = []
-    for entry, (query, doc) in enumerate(zip(index.query.tolist(), index.docs, strict=True)):
-        ranking = lists[query]
-        if ranking is None:
-            continue
-        try:
-            hit_rank.append(ranking.index(doc) + 1)
-        except ValueError:
-            continue
-        hit_entries.append(entry)
-    answered = np.fromiter(map(operator.is_not, lists, itertools.repeat(None)), np.bool_)
+    answered = bytearray(len(index.query_ids))
+    start = 0
+    for query, (query_id, end) in enumerate(zip(index.query_ids, ends, strict=True)):
+        ranking = run.get(query_id)
+        if ranking is not None:
+            answered[query] = 1
+            for entry in range(start, end):
+                try:
+                    hit_rank.append(ranking.index(docs[entry]) + 1)
+                except ValueError:
+                    continue
+                hit_entries.append(entry)
+        start = end
+    told = np.frombuffer(bytes(answered), dtype=np.uint8).astype(np.bool_)
     return index.freeze(
         np.asarray(hit_entries, dtype=np.int64),
         np.asarray(hit_rank, dtype=np.int64),
-        answered,
-        index.not_in_qrels(run, int(answered.sum())),
+        told,
+        index.not_in_qrels(run, int(told.sum())),
     )
 
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import Protocol
 
 from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet
-from llm_eval.runs import RankedResult, Run, doc_ids_of
+from llm_eval.runs import RankedResult, Rankings, Run, doc_ids_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,9 +263,9 @@ def matcher_for(query: GoldQuery) -> str | None:
 class MatchedRun:
     """A run and gold set in units: the input of `judge_ranked`, and who credited what."""
 
-    qrels: Mapping[str, Mapping[str, int]]
+    qrels: GoldQrels
     """Per gold query its units and grades (`{}` for a rejection query)."""
-    ranked: Mapping[str, tuple[str, ...]]
+    ranked: Rankings
     """Per run query that did not fail, its units in rank order (other run queries
     keep their doc ids, so that they are counted as not in the gold set)."""
     matched_by: Mapping[str, str]
@@ -276,27 +276,100 @@ class MatchedRun:
 
 
 def match_run(gold: GoldSet, run: Run, settings: MatchSettings = MatchSettings()) -> MatchedRun:
-    """Every gold query's results in units, by the matcher each query resolves to."""
-    ranked = run.ranked()
-    qrels: dict[str, dict[str, int]] = {}
+    """Every gold query's results in units, by the matcher each query resolves to.
+
+    A query matched by its ids is its own units: its qrels row and ranking are read
+    from the gold query and the run when they are looked up, so a gold set of a million
+    such queries holds no copy of either."""
+    units: dict[str, tuple[str, ...]] = {}
+    rows: dict[str, dict[str, int]] = {}
     matched_by: dict[str, str] = {}
     credited: dict[str, int] = {}
     ambiguous: list[Ambiguity] = []
     for query in gold.queries:
         name = matcher_for(query)
         if name is None:
-            qrels[query.query_id] = {}
             continue
         matched_by[query.query_id] = name
         answer = run.queries.get(query.query_id)
-        results = answer.results if answer is not None and answer.error is None else ()
+        answered = answer is not None and answer.error is None
+        results = answer.results if answer is not None and answered else ()
         matched = MATCHERS[name](query, results, settings)
-        qrels[query.query_id] = dict(matched.grades)
-        if query.query_id in ranked:
-            ranked[query.query_id] = matched.ranked
+        if name != "id":
+            rows[query.query_id] = dict(matched.grades)
+        if answered:
+            if name != "id":
+                units[query.query_id] = matched.ranked
             credited[query.query_id] = matched.credited
         ambiguous += matched.ambiguous
-    return MatchedRun(qrels, ranked, matched_by, credited, tuple(ambiguous))
+    return MatchedRun(
+        GoldQrels(gold.queries, rows),
+        Rankings(run.queries, units),
+        matched_by,
+        credited,
+        tuple(ambiguous),
+    )
+
+
+class GoldQrels(Mapping[str, Mapping[str, int]]):
+    """`{query_id: {unit: grade}}` of every gold query (`{}` for a rejection query), in
+    gold order: `rows` for the queries a matcher turned into units, and for the others
+    their ids and grades, read from the gold query when it is looked up."""
+
+    __slots__ = ("_position", "_queries", "_rows")
+
+    def __init__(self, queries: Sequence[GoldQuery], rows: Mapping[str, dict[str, int]]) -> None:
+        self._queries = queries
+        self._rows = rows
+        self._position: dict[str, int] | None = None
+
+    def without(self, left_out: Container[str]) -> GoldQrels:
+        """These qrels but for the queries `left_out` holds."""
+        kept = [q for q in self._queries if q.query_id not in left_out]
+        return GoldQrels(kept, self._rows)
+
+    def _row(self, query: GoldQuery) -> dict[str, int]:
+        row = self._rows.get(query.query_id)
+        if row is not None:
+            return row
+        if matcher_for(query) is None:
+            return {}
+        return dict(query.relevant + query.non_relevant)
+
+    def __getitem__(self, query_id: str) -> dict[str, int]:
+        if self._position is None:
+            self._position = {q.query_id: i for i, q in enumerate(self._queries)}
+        return self._row(self._queries[self._position[query_id]])
+
+    def __iter__(self) -> Iterator[str]:
+        return (q.query_id for q in self._queries)
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def values(self) -> ValuesView[Mapping[str, int]]:  # in order, without a lookup each
+        return _Rows(self)
+
+    def items(self) -> ItemsView[str, Mapping[str, int]]:
+        return _Items(self)
+
+
+class _Rows(ValuesView[Mapping[str, int]]):
+    def __init__(self, qrels: GoldQrels) -> None:
+        super().__init__(qrels)
+        self._qrels = qrels
+
+    def __iter__(self) -> Iterator[Mapping[str, int]]:
+        return map(self._qrels._row, self._qrels._queries)
+
+
+class _Items(ItemsView[str, Mapping[str, int]]):
+    def __init__(self, qrels: GoldQrels) -> None:
+        super().__init__(qrels)
+        self._qrels = qrels
+
+    def __iter__(self) -> Iterator[tuple[str, Mapping[str, int]]]:
+        return ((q.query_id, self._qrels._row(q)) for q in self._qrels._queries)
 
 
 def needs_matching(gold: GoldSet) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 RunFormat = Literal["auto", "jsonl", "trec"]
 
@@ -25,15 +25,29 @@ class RankedResult:
     """The page in that document."""
 
 
+_SEPARATOR = "\x00"
+"""What `IdResults` joins its ids with; ids that hold it are kept apart instead."""
+
+
 class IdResults(Sequence[RankedResult]):
     """Results that are document ids alone (a run file's `"results": ["id", ...]`),
     kept as their ids: each `RankedResult` is made when it is read. A run of a million
-    queries of ten ids would otherwise hold ten million records it never needs."""
+    queries of ten ids would otherwise hold ten million records it never needs. The ids
+    are held as one string, joined by a character no id holds (a tuple when one does):
+    ten ids cost about 200 bytes so, against 750 as ten strings and their tuple."""
 
-    __slots__ = ("doc_ids",)
+    __slots__ = ("_ids",)
 
-    def __init__(self, doc_ids: tuple[str, ...]) -> None:
-        self.doc_ids = doc_ids
+    def __init__(self, doc_ids: Sequence[str]) -> None:
+        joined = _SEPARATOR.join(doc_ids)
+        whole = len(doc_ids) > 0 and joined.count(_SEPARATOR) == len(doc_ids) - 1
+        self._ids: str | tuple[str, ...] = joined if whole else tuple(doc_ids)
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        """The ids in rank order."""
+        ids = self._ids
+        return ids if isinstance(ids, tuple) else tuple(ids.split(_SEPARATOR))
 
     @overload
     def __getitem__(self, index: int) -> RankedResult: ...
@@ -47,7 +61,8 @@ class IdResults(Sequence[RankedResult]):
         return RankedResult(self.doc_ids[index])
 
     def __len__(self) -> int:
-        return len(self.doc_ids)
+        ids = self._ids
+        return len(ids) if isinstance(ids, tuple) else ids.count(_SEPARATOR) + 1
 
     def __iter__(self) -> Iterator[RankedResult]:
         return map(RankedResult, self.doc_ids)
@@ -105,12 +120,13 @@ class Run:
 
     queries: Mapping[str, QueryResults]
 
-    def ranked(self) -> dict[str, tuple[str, ...]]:
-        """`{query_id: (doc_id, ...)}` in rank order, the input of `judge_ranked`.
+    def ranked(self) -> Rankings:
+        """`{query_id: (doc_id, ...)}` in rank order, the input of `judge_ranked`, read
+        from the results when a query is looked up (a million rankings are not held).
 
         Failed queries are left out: they have no ranking to judge.
         """
-        return {qid: q.doc_ids for qid, q in self.queries.items() if q.error is None}
+        return Rankings(self.queries)
 
     def failed(self) -> dict[str, str]:
         """`{query_id: error}` for the queries the retriever failed on."""
@@ -119,3 +135,47 @@ class Run:
     def rerank_failed(self) -> dict[str, tuple[str, ...]]:
         """`{query_id: reasons}` for the queries with a pair the reranker could not score."""
         return {qid: q.rerank_failures for qid, q in self.queries.items() if q.rerank_failures}
+
+
+class Rankings(Mapping[str, tuple[str, ...]]):
+    """`{query_id: (doc_id, ...)}` of a run's queries that did not fail, each ranking
+    made from its results when it is looked up; `units` stands in for the rankings of
+    the queries it holds (a matcher's units, `llm_eval.matching`)."""
+
+    __slots__ = ("_queries", "_size", "_units")
+
+    def __init__(
+        self,
+        queries: Mapping[str, QueryResults],
+        units: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self._queries = queries
+        self._units = units or {}
+        self._size: int | None = None
+
+    def get(self, query_id: str, default: Any = None) -> Any:  # the one lookup of a miss
+        unit = self._units.get(query_id)
+        if unit is not None:
+            return unit
+        answer = self._queries.get(query_id)
+        if answer is None or answer.error is not None:
+            return default
+        return answer.doc_ids
+
+    def __getitem__(self, query_id: str) -> tuple[str, ...]:
+        found = self.get(query_id)
+        if found is None:
+            raise KeyError(query_id)
+        return found
+
+    def __contains__(self, query_id: object) -> bool:
+        answer = self._queries.get(query_id) if isinstance(query_id, str) else None
+        return answer is not None and answer.error is None
+
+    def __iter__(self) -> Iterator[str]:
+        return (q for q, answer in self._queries.items() if answer.error is None)
+
+    def __len__(self) -> int:
+        if self._size is None:
+            self._size = sum(1 for answer in self._queries.values() if answer.error is None)
+        return self._size

@@ -141,7 +141,7 @@ def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) ->
 
 def _parse_results(results: list[Any], fail: Any) -> Sequence[RankedResult]:
     if all(type(item) is str and item for item in results):  # ids alone: nothing to check
-        return IdResults(tuple(results))
+        return IdResults(results)
     return tuple(_parse_result(item, f"results[{i}]", fail) for i, item in enumerate(results))
 
 

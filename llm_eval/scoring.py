@@ -99,7 +99,7 @@ def score_run(
     scoring = scoring or Scoring()
     failed = run.failed()
     matched = match_run(gold, run, scoring.matching)
-    qrels = {q: row for q, row in matched.qrels.items() if q not in failed}
+    qrels = matched.qrels.without(failed) if failed else matched.qrels
     judgments = judge_ranked(qrels, matched.ranked, relevance_level)
     relevance = [m for m in metrics if parse_metric(m).kind == "relevance"]
     scores = score_judgments(judgments, parse_metrics(relevance))
