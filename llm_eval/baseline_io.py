@@ -36,7 +36,7 @@ from llm_eval.schema import (
     whole,
 )
 from llm_eval.score_columns import ScoreColumns
-from llm_eval.service_metrics import ServiceRecord
+from llm_eval.service_metrics import ServiceColumns, ServiceRecord
 from llm_eval.textio import (
     MAX_JSON_DEPTH,
     holds_surrogate_escape,
@@ -122,7 +122,7 @@ def _built(
     data: dict[str, Any],
     path: str,
     per_query: Mapping[str, Mapping[str, float]],
-    service: dict[str, ServiceRecord],
+    service: Mapping[str, ServiceRecord],
 ) -> Baseline:
     """The baseline of a checked document."""
     return Baseline(
@@ -232,7 +232,9 @@ def _read_by_rows(content: str, path: str) -> Baseline | None:
     return None if per_query is None else _built(data, path, per_query, service)
 
 
-def _sections(content: str) -> tuple[dict[str, Any], _ScoreRows, dict[str, ServiceRecord]]:
+def _sections(
+    content: str,
+) -> tuple[dict[str, Any], _ScoreRows, Mapping[str, ServiceRecord]]:
     """The top-level object's sections; `per_query` and `service` read by rows."""
     scan = strict_decoder().scan_once  # type: ignore[attr-defined]
     unshared = strict_decoder(shared_floats=False).scan_once  # type: ignore[attr-defined]
@@ -313,13 +315,26 @@ class _ScoreRows(_Rows):
         return ScoreColumns.from_groups(self.query_ids, self.groups)
 
 
-class _ServiceRows(_Scalars):
-    """`service`'s rows as records, by query."""
+class _ServiceRows(_Rows):
+    """`service`'s rows as columns; a query twice is left to the whole reading."""
+
+    def __init__(self) -> None:
+        self.query_ids: list[str] = []
+        self.latencies: list[float | None] = []
+        self.errors: list[bool] = []
 
     def take(self, query_id: str, row: Any) -> None:
         if not _usual_service(row):
             raise _Unexpected
-        super().take(query_id, ServiceRecord(row.get("latency_ms"), row.get("error", False)))
+        self.query_ids.append(query_id)
+        self.latencies.append(row.get("latency_ms"))
+        self.errors.append(row.get("error", False))
+
+    @property
+    def values(self) -> ServiceColumns:
+        if len(set(self.query_ids)) != len(self.query_ids):
+            raise _Unexpected
+        return ServiceColumns(self.query_ids, self.latencies, self.errors)
 
 
 def _usual_service(row: Any) -> bool:

@@ -24,7 +24,7 @@ from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
 from llm_eval.score_columns import ScoreColumns
-from llm_eval.service_metrics import ServiceRecord
+from llm_eval.service_metrics import ServiceColumns, ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.versions import ContextReport, Versions, inspect_run
 
@@ -155,11 +155,15 @@ def _join_rows(
             per_query.setdefault(query_id, {}).update(row)
 
 
-def service_records(gold: GoldSet, run: Run) -> dict[str, ServiceRecord]:
+def service_records(gold: GoldSet, run: Run) -> ServiceColumns:
     """What each gold query the run answered cost (queries it did not answer have none)."""
-    records = {}
+    ids: list[str] = []
+    latencies: list[float | None] = []
+    errors: list[bool] = []
     for query in gold.queries:
         answer = run.queries.get(query.query_id)
         if answer is not None:
-            records[query.query_id] = ServiceRecord(answer.latency_ms, answer.error is not None)
-    return records
+            ids.append(query.query_id)
+            latencies.append(answer.latency_ms)
+            errors.append(answer.error is not None)
+    return ServiceColumns(ids, latencies, errors)

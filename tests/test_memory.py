@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from llm_eval.gold_io import load_gold
+from llm_eval.matching import match_run
 from llm_eval.runs_io import load_run
 from llm_eval.score_columns import ScoreColumns
+from llm_eval.scoring import service_records
 
 QUERIES = 10_000
 
@@ -57,7 +60,7 @@ def test_a_run_of_ids_holds_no_record_per_result(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     run, held = held_per_query(lambda: load_run(path))
     assert len(run.queries) == QUERIES
-    assert held < 1_100  # (a record per result: about 1,700)
+    assert held < 500  # (a record per result: about 1,700; ten strings and a tuple: 950)
 
 
 @pytest.mark.usefixtures("traced")
@@ -79,3 +82,43 @@ def test_a_gold_query_holds_no_string_of_its_own_per_tag(tmp_path: Path) -> None
     gold, held = held_per_query(lambda: load_gold([path]))
     assert len(gold.queries) == QUERIES
     assert held < 830  # (a string per tag and query: about 880)
+
+
+def id_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A gold set and a run of `QUERIES` queries labelled and answered by ids."""
+    gold, run = tmp_path / "gold.jsonl", tmp_path / "run.jsonl"
+    labels = (
+        {"query_id": f"q{i:06}", "query": f"question {i}", "relevant": {f"d{i}-0": 1, f"d{i}-1": 1}}
+        for i in range(QUERIES)
+    )
+    gold.write_text("\n".join(map(json.dumps, labels)) + "\n")
+    answers = (
+        {"query_id": f"q{i:06}", "results": [f"d{i}-{r}" for r in range(10)], "latency_ms": i / 3}
+        for i in range(QUERIES)
+    )
+    run.write_text("\n".join(map(json.dumps, answers)) + "\n")
+    return gold, run
+
+
+@pytest.mark.usefixtures("traced")
+def test_a_run_matched_by_ids_holds_no_row_or_ranking_per_query(tmp_path: Path) -> None:
+    gold_path, run_path = id_project(tmp_path)
+    gold, run = load_gold([gold_path]), load_run(run_path)
+    matched, held = held_per_query(lambda: match_run(gold, run))
+    assert matched.qrels["q000007"] == {"d7-0": 1, "d7-1": 1}
+    assert matched.ranked["q000007"] == tuple(f"d7-{r}" for r in range(10))
+    assert held < 80  # (a qrels row and a ranking per query: about 270)
+
+
+@pytest.mark.usefixtures("traced")
+def test_tables_of_the_same_queries_share_their_places(tmp_path: Path) -> None:
+    gold_path, run_path = id_project(tmp_path)
+    gold, run = load_gold([gold_path]), load_run(run_path)
+    service, held = held_per_query(lambda: service_records(gold, run))
+    assert service["q000003"].latency_ms == 1.0 and not service["q000003"].error
+    assert held < 90  # (a record per query and its float: about 70, and no places)
+    ids = [q.query_id for q in gold.queries]
+    values, present = np.zeros((1, QUERIES)), np.ones((1, QUERIES), dtype=bool)
+    table, held = held_per_query(lambda: ScoreColumns(list(ids), ["mrr"], values, present))
+    assert table["q000003"] == {"mrr": 0.0}
+    assert held < 20  # (places of its own: about 65)

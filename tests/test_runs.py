@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,20 @@ def test_jsonl_run_accepts_plain_doc_ids(tmp_path: Path) -> None:
         RankedResult("a"),
         RankedResult("c"),
     )
+
+
+@pytest.mark.parametrize(
+    "ids", [["b", "a", "c"], ["only"], [], ["a\u0000b", "c"], ["\u0000", "x\u0000"], ["é", "日本"]]
+)
+def test_jsonl_run_of_ids_reads_back_every_id_as_written(tmp_path: Path, ids: list[str]) -> None:
+    # The ids are held joined by NUL; an id holding NUL is kept apart, never split.
+    line = json.dumps({"query_id": "q1", "results": ids}) + "\n"
+    run = load_run(write(tmp_path / "run.jsonl", line))
+    results = run.queries["q1"].results
+    assert run.queries["q1"].doc_ids == tuple(ids)
+    assert len(results) == len(ids) and list(results) == [RankedResult(i) for i in ids]
+    assert results[-1:] == tuple(RankedResult(i) for i in ids[-1:])
+    assert run.ranked() == {"q1": tuple(ids)} and "q1" in run.ranked()
 
 
 def test_jsonl_run_mixes_plain_doc_ids_and_objects(tmp_path: Path) -> None:
