@@ -98,9 +98,15 @@ def _plug_in_bets(x: FloatArray, alpha: float) -> FloatArray:
     np.subtract(x, deviations, out=deviations)
     np.square(deviations, out=deviations)
     squares = np.cumsum(deviations, axis=-1, out=deviations)
-    bets = np.empty_like(squares)
+    if x.size > _ONE_PASS:  # a large scope: each bet made in its square's place
+        bets = squares
+        for row in bets.reshape(-1, n):
+            row[1:] = row[:-1]  # numpy copies an order's overlap: 8 MB at a million
+        bets += 1.0
+    else:
+        bets = np.empty_like(squares)
+        np.add(1.0, squares[..., :-1], out=bets[..., 1:])
     bets[..., 0] = 1.0  # the prior's variance
-    np.add(1.0, squares[..., :-1], out=bets[..., 1:])
     bets[..., 1:] /= counted[:-1]  # the variance of the queries before each one
     bets *= n
     np.divide(2.0 * math.log(1.0 / alpha), bets, out=bets)

@@ -202,6 +202,17 @@ def test_betting_keeps_its_level_on_a_small_skewed_scope() -> None:
     assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / trials)
 
 
+@pytest.mark.parametrize("shape", [(16, 7), (16, 3_000), (2, 16, 500)])
+def test_a_large_scopes_bets_made_in_place_are_the_bets_to_the_bit(
+    shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, size=shape)
+    apart = betting._plug_in_bets(x.copy(), 0.05)
+    monkeypatch.setattr(betting, "_ONE_PASS", 0)  # every scope "large": bets in place
+    in_place = betting._plug_in_bets(x.copy(), 0.05)
+    assert in_place.tobytes() == apart.tobytes()
+
+
 def test_betting_finds_a_clear_drop() -> None:
     rng = np.random.default_rng(2)
     before = rng.random(300)
