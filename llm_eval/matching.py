@@ -332,7 +332,7 @@ class GoldQrels(Mapping[str, Mapping[str, int]]):
         row = self._rows.get(query.query_id)
         if row is not None:
             return row
-        if matcher_for(query) is None:
+        if query.is_rejection:  # no matcher: `matcher_for` says None
             return {}
         return dict(query.relevant + query.non_relevant)
 

@@ -392,6 +392,8 @@ def first_causes(errors: Sequence[str], total: int, unit: tuple[str, str] = QUER
 
 def unstable_queries(runs: Sequence[Run]) -> tuple[str, ...]:
     """Queries whose ranked doc ids differ between runs (failed answers left out)."""
+    if len(runs) < 2:  # one run: nothing to differ from
+        return ()
     unstable = []
     for query_id in runs[0].queries:
         answers = [run.queries.get(query_id) for run in runs]

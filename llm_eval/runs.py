@@ -47,7 +47,7 @@ class IdResults(Sequence[RankedResult]):
     def doc_ids(self) -> tuple[str, ...]:
         """The ids in rank order."""
         ids = self._ids
-        return ids if isinstance(ids, tuple) else tuple(ids.split(_SEPARATOR))
+        return tuple(ids.split(_SEPARATOR)) if type(ids) is str else ids  # type: ignore[return-value]
 
     @overload
     def __getitem__(self, index: int) -> RankedResult: ...
@@ -154,13 +154,13 @@ class Rankings(Mapping[str, tuple[str, ...]]):
         self._size: int | None = None
 
     def get(self, query_id: str, default: Any = None) -> Any:  # the one lookup of a miss
-        unit = self._units.get(query_id)
-        if unit is not None:
+        if self._units and (unit := self._units.get(query_id)) is not None:
             return unit
         answer = self._queries.get(query_id)
         if answer is None or answer.error is not None:
             return default
-        return answer.doc_ids
+        results = answer.results  # ids alone, the usual run: read without a call between
+        return results.doc_ids if type(results) is IdResults else doc_ids_of(results)
 
     def __getitem__(self, query_id: str) -> tuple[str, ...]:
         found = self.get(query_id)
