@@ -457,3 +457,53 @@ def _solve(rate: Callable[[float], float], target: float) -> float:
         middle = (low + high) / 2.0
         low, high = (middle, high) if rate(middle) < target else (low, middle)
     return high
+
+
+def test_power_benchmark_draws_gold_sets_with_their_builds_rows(tmp_path: Path) -> None:
+    """`scripts/bench_builds_power.py` draws each gate's gold set with replacement: a
+    question drawn twice is asked under two ids, each build's run file is cut to the
+    same rows under the same ids, and the pool's own files are never written (a link
+    left in the gate's folder is replaced, not written through)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+    from bench_builds_power import Sampler
+
+    (tmp_path / "gold").mkdir()
+    rows = [
+        {"query_id": f"s-{i}", "query": f"question {i}", "tier": "A", "relevant": {f"d{i}": 1}}
+        for i in range(4)
+    ]
+    (tmp_path / "gold" / "synthetic-A.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8"
+    )
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    files = []
+    for build in range(2):
+        path = pool / f"base-build{build}.jsonl"
+        answers = [
+            {"query_id": f"s-{i}", "results": [{"doc_id": f"d{i}-{build}"}]} for i in range(4)
+        ]
+        path.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+        files.append(path)
+    pooled = {path: path.read_text(encoding="utf-8") for path in files}
+    (tmp_path / "sel").mkdir()
+    (tmp_path / "sel" / "base-build1.jsonl").symlink_to(files[0])
+
+    sampler = Sampler(tmp_path, 40)
+    sampler.draw(np.random.default_rng(3), {"base": files})
+
+    gold = [json.loads(line) for line in (tmp_path / "sel" / "gold.jsonl").open()]
+    assert len(gold) == 40 and len({row["query_id"] for row in gold}) == 40
+    assert len({row["query"] for row in gold}) == 40
+    source = [row["relevant"] for row in gold]
+    assert len({json.dumps(r) for r in source}) < 40  # drawn with replacement: repeats
+    for number in range(1, len(files) + 1):
+        cut = [json.loads(line) for line in (tmp_path / "sel" / f"base-build{number}.jsonl").open()]
+        assert [a["query_id"] for a in cut] == [row["query_id"] for row in gold]
+        for answer, row in zip(cut, gold, strict=True):
+            relevant = next(iter(row["relevant"]))
+            assert answer["results"] == [{"doc_id": f"{relevant}-{number - 1}"}]
+    assert not (tmp_path / "sel" / "base-build1.jsonl").is_symlink()
+    assert {path: path.read_text(encoding="utf-8") for path in files} == pooled
