@@ -22,6 +22,7 @@ Two front ends build them:
 
 from __future__ import annotations
 
+import array
 import functools
 import itertools
 import math
@@ -291,10 +292,13 @@ def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judg
     up once and let go once its query's entries are found in it, so a run whose lists
     are made when read (`llm_eval.runs.Rankings`) is never held whole."""
     index = _QrelsIndex(qrels, relevance_level)
-    ends = np.cumsum(np.bincount(index.query, minlength=len(index.query_ids))).tolist()
+    # Held as machine integers, not as Python ints: a million queries' ends and hits
+    # would otherwise hold an int object each (28 bytes) at the gate's peak.
+    counts = np.bincount(index.query, minlength=len(index.query_ids))
+    ends = array.array("q", np.cumsum(counts).astype(np.int64).tobytes())
     docs = index.docs
-    hit_entries: list[int] = []
-    hit_rank: list[int] = []
+    hit_entries = array.array("q")
+    hit_rank = array.array("q")
     answered = bytearray(len(index.query_ids))
     start = 0
     for query, (query_id, end) in enumerate(zip(index.query_ids, ends, strict=True)):
@@ -308,10 +312,10 @@ def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judg
                     continue
                 hit_entries.append(entry)
         start = end
-    told = np.frombuffer(bytes(answered), dtype=np.uint8).astype(np.bool_)
+    told = np.frombuffer(answered, dtype=np.uint8).astype(np.bool_)
     return index.freeze(
-        np.asarray(hit_entries, dtype=np.int64),
-        np.asarray(hit_rank, dtype=np.int64),
+        np.frombuffer(hit_entries, dtype=np.int64),
+        np.frombuffer(hit_rank, dtype=np.int64),
         told,
         index.not_in_qrels(run, int(told.sum())),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,25 +36,26 @@ class Places(dict[str, int]):
         self.query_ids = query_ids
 
 
-def _none() -> Places | None:
-    return None
-
-
-_last_places: Callable[[], Places | None] = _none
+_RECENT_PLACES = 4
+"""How many dicts of places `places_of` remembers (while tables still hold them)."""
+_recent_places: list[weakref.ReferenceType[Places]] = []
 
 
 def places_of(query_ids: Sequence[str]) -> Places:
-    """The places of these queries: the ones last made when they were for the same
-    queries in the same order and some table still holds them (a gate's run and
-    baseline tables list the same million queries: one dict of places, 100 MB, serves
-    both), else new ones."""
-    global _last_places
-    last = _last_places()
+    """The places of these queries: ones made before for the same queries in the same
+    order, while some table still holds them (a gate's run and baseline tables, and
+    their latency columns, list the same million queries: one dict of places, 100 MB,
+    serves them all), else new ones. The last few made are remembered, so that tables
+    of two sets of queries made in turn (the scored ones and all of them) each find
+    theirs."""
     ids = tuple(query_ids)
-    if last is not None and len(last.query_ids) == len(ids) and last.query_ids == ids:
-        return last
+    alive = [ref for ref in _recent_places if ref() is not None]
+    for ref in alive:
+        known = ref()
+        if known is not None and len(known.query_ids) == len(ids) and known.query_ids == ids:
+            return known
     made = Places(ids)
-    _last_places = weakref.ref(made)
+    _recent_places[:] = [*alive[-(_RECENT_PLACES - 1) :], weakref.ref(made)]
     return made
 
 

@@ -122,3 +122,39 @@ def test_tables_of_the_same_queries_share_their_places(tmp_path: Path) -> None:
     table, held = held_per_query(lambda: ScoreColumns(list(ids), ["mrr"], values, present))
     assert table["q000003"] == {"mrr": 0.0}
     assert held < 20  # (places of its own: about 65)
+
+
+@pytest.mark.usefixtures("traced")
+def test_tables_of_two_sets_of_queries_made_in_turn_each_share_their_places() -> None:
+    """A gate makes the baseline's latency columns (every query), its scores (the
+    scored queries), then the run's latency columns (every query again): the third
+    finds the first's places though the second came between."""
+    every = [f"q{i:06d}" for i in range(QUERIES)]
+    scored = every[: QUERIES - 500]
+
+    def table(ids: list[str]) -> ScoreColumns:
+        values, present = np.zeros((1, len(ids))), np.ones((1, len(ids)), dtype=bool)
+        return ScoreColumns(list(ids), ["mrr"], values, present)
+
+    first, second = table(every), table(scored)
+    third, held = held_per_query(lambda: table(every))
+    assert third["q000003"] == {"mrr": 0.0} and "q009999" in third and "q009999" not in second
+    assert held < 20  # (places of its own: about 65)
+    assert first["q009999"] == {"mrr": 0.0}
+
+
+@pytest.mark.usefixtures("traced")
+def test_judging_a_run_matched_by_ids_peaks_low(tmp_path: Path) -> None:
+    """Judging is where a large gate's memory peaks: what it holds on the way, above
+    the judgments it returns, stays small per query."""
+    from llm_eval.judgments import judge_ranked
+
+    gold_path, run_path = id_project(tmp_path)
+    matched = match_run(load_gold([gold_path]), load_run(run_path))
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    judgments = judge_ranked(matched.qrels, matched.ranked)
+    peak = (tracemalloc.get_traced_memory()[1] - before) / QUERIES
+    assert judgments.first_relevant_rank().tolist()[:2] == [1, 1]
+    assert peak < 400  # (an int object for each query's end and each hit: about 460)
