@@ -49,13 +49,13 @@ def places_of(query_ids: Sequence[str]) -> Places:
     of two sets of queries made in turn (the scored ones and all of them) each find
     theirs."""
     ids = tuple(query_ids)
-    alive = [ref for ref in _recent_places if ref() is not None]
-    for ref in alive:
-        known = ref()
-        if known is not None and len(known.query_ids) == len(ids) and known.query_ids == ids:
+    alive = [known for ref in _recent_places if (known := ref()) is not None]
+    for known in alive:
+        if len(known.query_ids) == len(ids) and known.query_ids == ids:
             return known
     made = Places(ids)
-    _recent_places[:] = [*alive[-(_RECENT_PLACES - 1) :], weakref.ref(made)]
+    kept = alive[-(_RECENT_PLACES - 1) :]
+    _recent_places[:] = [*map(weakref.ref, kept), weakref.ref(made)]
     return made
 
 

@@ -206,10 +206,10 @@ def shared_se(caught: np.ndarray, chosen: list[tuple[tuple[int, ...], tuple[int,
     independent: their gold sets and builds are drawn apart)."""
     centred = caught - caught.mean()
     total = float(np.sum(centred**2))
-    for i in range(len(chosen)):
+    builds = [(set(before), set(after)) for before, after in chosen]
+    for i, (before, after) in enumerate(builds):
         for j in range(i):
-            shares = any(set(chosen[i][side]) & set(chosen[j][side]) for side in (0, 1))
-            if shares:
+            if before & builds[j][0] or after & builds[j][1]:
                 total += 2.0 * centred[i] * centred[j]
     return math.sqrt(max(total, 0.0)) / caught.size
 
@@ -258,11 +258,8 @@ def main() -> None:
             pools(root, args.pool, missing)
             base, changed = pool_files(root, "base"), pool_files(root, name)
         base, changed = base[: args.pool], changed[: args.pool]
-        gold = root / "gold" / "synthetic-A.jsonl"
-        relevant = {
-            row["query_id"]: next(iter(row["relevant"]))
-            for row in map(json.loads, gold.read_text(encoding="utf-8").splitlines())
-        }
+        sampler = Sampler(root, args.sample or args.queries, args.fixed)
+        relevant = {row["query_id"]: next(iter(row["relevant"])) for row in sampler.rows}
         before = np.asarray([recall_at_5(p, relevant) for p in base])
         after = np.asarray([recall_at_5(p, relevant) for p in changed])
         drop = before.mean() - after.mean()
@@ -274,7 +271,6 @@ def main() -> None:
             flush=True,
         )
         rng = np.random.default_rng(args.seed)
-        sampler = Sampler(root, args.sample or args.queries, args.fixed)
         named, needed = [], []
         for _ in range(args.statements):
             six = rng.choice(len(base), size=6, replace=False)
