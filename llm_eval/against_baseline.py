@@ -7,6 +7,7 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -15,7 +16,7 @@ import numpy as np
 from llm_eval.baseline import Baseline, Reference
 from llm_eval.bounds import ColumnTest
 from llm_eval.builds import BuildSpread, build_spread, joined_test
-from llm_eval.criteria import Gate, Scope
+from llm_eval.criteria import Gate, Scope, Statistics
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
@@ -321,28 +322,40 @@ def _margin_tests(
         if gate.regression_max is None or not testable or not settings.significance:
             continue  # the point estimate decides: no test to run or to report
         span = parse_metric(gate.metric).span
-        family: list[tuple[_Scope, ColumnTest, FloatArray, FloatArray, float]] = []
+        test_of = functools.partial(_test_of, settings=settings, span=span)
+
+        # A slice of the family keeps its p-value until the family is adjusted, and its
+        # test is made again then: a betting test holds 256 bytes a query, and a family
+        # of tags over a million queries would hold every tag's at once.
+        family: list[tuple[_Scope, FloatArray, FloatArray, float]] = []
+        raw: list[float] = []
         for piece in scopes:
             if piece.pairs is None:
                 continue
             before, after = worsening_pair(gate.metric, *piece.pairs)
             limit = allowed_change(gate, float(piece.pairs[0].mean()))
-            queries_test = column_test(before, after, settings.alpha, settings.seed, span)
-            test = joined_test(queries_test, piece.spread, before - after)
             in_family = piece.tag is not None and piece.n >= settings.min_n
             if in_family and np.any(before != after):
-                family.append((piece, test, before, after, limit))
+                family.append((piece, before, after, limit))
+                raw.append(test_of(piece, before, after).p_beyond(limit))
                 continue
-            margin = _tested(piece, test, before, after, limit, settings.alpha)
+            margin = _tested(
+                piece, test_of(piece, before, after), before, after, limit, settings.alpha
+            )
             results[(gate.name, piece.tag)] = _Tested(margin)
-        raw = [test.p_beyond(limit) for _, test, _, _, limit in family]
         adjusted, levels = holm(raw), holm_levels(raw, settings.alpha)
-        for (piece, test, before, after, limit), p, level in zip(
-            family, adjusted, levels, strict=True
-        ):
-            margin = _tested(piece, test, before, after, limit, level)
+        for (piece, before, after, limit), p, level in zip(family, adjusted, levels, strict=True):
+            margin = _tested(piece, test_of(piece, before, after), before, after, limit, level)
             results[(gate.name, piece.tag)] = _Tested(margin, p, level)
     return results
+
+
+def _test_of(
+    piece: _Scope, before: FloatArray, after: FloatArray, settings: Statistics, span: float
+) -> ColumnTest:
+    """The test of a scope's pairs against its limit, its builds' spread joined."""
+    queries_test = column_test(before, after, settings.alpha, settings.seed, span)
+    return joined_test(queries_test, piece.spread, before - after)
 
 
 def _tested(

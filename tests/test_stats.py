@@ -619,3 +619,11 @@ def test_grid_spans_are_the_grid_points_around_the_share_interval(n: int) -> Non
         first = max(int(np.searchsorted(grid, low, side="right")) - 1, 0)
         last = min(int(np.searchsorted(grid, high, side="left")), grid.size - 1)
         assert exact_test._grid_span(n, changed) == (first, last), changed
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 70_001])
+def test_betting_orders_drawn_a_row_at_a_time_are_the_orders(n: int) -> None:
+    scaled = np.random.default_rng(n).uniform(-1.0, 1.0, n)
+    for seed in (0, 5):
+        expected = scaled[betting._orders(n, seed)]
+        assert np.array_equal(betting._ordered(scaled, seed), expected)
