@@ -11,7 +11,7 @@ import itertools
 import math
 import re
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
@@ -35,7 +35,7 @@ from llm_eval.schema import (
     text,
     whole,
 )
-from llm_eval.score_columns import ScoreColumns
+from llm_eval.score_columns import Column, ScoreColumns, hex_fingerprint
 from llm_eval.service_metrics import ServiceColumns, ServiceRecord
 from llm_eval.textio import (
     MAX_JSON_DEPTH,
@@ -57,11 +57,13 @@ def save_baseline(path: str | Path, baseline: Baseline) -> None:
     write_atomic(path, itertools.chain(iter_indented(baseline.json_fields()), ["\n"]))
 
 
-def load_baseline(path: str | Path) -> Baseline | None:
+def load_baseline(path: str | Path, query_ids: Iterable[str] = ()) -> Baseline | None:
     """Read a baseline; None when the file does not exist; InputError when it is corrupt.
 
     The whole document is checked against its schema here, so that nothing downstream
-    (the statistics, the report) meets a NaN, a string rank or a missing `n`.
+    (the statistics, the report) meets a NaN, a string rank or a missing `n`. The
+    baseline's queries among `query_ids` (the gold set's) keep those strings rather than
+    a copy each: at a million queries, 50 MB.
     """
     file = Path(path)
     if not file.exists() and not file.is_symlink():
@@ -70,7 +72,7 @@ def load_baseline(path: str | Path) -> Baseline | None:
     require_file(file)
     try:
         content = read_text(file)
-        read = _read_by_rows(content, str(path))
+        read = _read_by_rows(content, str(path), {query_id: query_id for query_id in query_ids})
         if read is not None:
             return read
         data = json_document(content, file)
@@ -216,16 +218,16 @@ def _unexpected(key: str, reason: str) -> InputError:
     raise _Unexpected
 
 
-def _read_by_rows(content: str, path: str) -> Baseline | None:
+def _read_by_rows(content: str, path: str, shared: dict[str, str] | None = None) -> Baseline | None:
     """The baseline, read by rows; None when the document is to be read whole."""
     if content.startswith("\ufeff") or holds_surrogate_escape(content):
         return None
     try:
-        data, scores, service = _sections(content)
+        data, scores, service = _sections(content, {} if shared is None else shared)
         version = data.get("schema_version")
         if isinstance(version, int) and version != SCHEMA_VERSION:
             return None
-        _check_sections(data, _unexpected, frozenset({"per_query", "service"}))
+        _check_sections(data, _unexpected, _READ_BY_ROWS)
         per_query = scores.table()
     except Exception:  # any fault: the whole reading says what it is, as it always has
         return None
@@ -233,12 +235,14 @@ def _read_by_rows(content: str, path: str) -> Baseline | None:
 
 
 def _sections(
-    content: str,
+    content: str, shared: dict[str, str]
 ) -> tuple[dict[str, Any], _ScoreRows, Mapping[str, ServiceRecord]]:
-    """The top-level object's sections; `per_query` and `service` read by rows."""
+    """The top-level object's sections; `per_query` and `service` read by rows, their
+    query ids those of `shared` when it holds them."""
     scan = strict_decoder().scan_once  # type: ignore[attr-defined]
     unshared = strict_decoder(shared_floats=False).scan_once  # type: ignore[attr-defined]
-    shared: dict[str, str] = {}  # one string per query id, as a whole parse keeps
+    # One string per query id, as a whole parse keeps (`shared` is the caller's: a
+    # query twice is still told by the rows, which list each id they take).
     data: dict[str, Any] = {}
     scores, service = _ScoreRows(), _ServiceRows()
     rows: dict[str, _Rows] = {"per_query": scores, "service": service}
@@ -251,8 +255,8 @@ def _sections(
             reader = scan if key == "service" else unshared
             at = _read_rows(content, at, reader, shared, rows[key])
             data[key] = None
-        elif key in ("query_fingerprints", "first_relevant_rank"):
-            scalars = _Scalars()
+        elif key in _SCALAR_ROWS:
+            scalars = _SCALAR_ROWS[key]()
             at = _read_rows(content, at, scan, shared, scalars)
             data[key] = scalars.values
         else:
@@ -277,15 +281,76 @@ class _Rows:
 
 
 class _Scalars(_Rows):
-    """A section's rows as they are, by query; a query twice is left to the whole reading."""
+    """A section's rows of one kind of number, by query, as a `Column`: rows another
+    reading would give as they are, and a query twice, are left to the whole reading."""
+
+    typecode: str = "q"
+    dtype: Any = np.int64
+    read: Any = int
 
     def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
+        self.query_ids: list[str] = []
+        self.items = array(self.typecode)
 
     def take(self, query_id: str, row: Any) -> None:
-        if query_id in self.values:
+        self.items.append(self.item(row))
+        self.query_ids.append(query_id)
+
+    def item(self, row: Any) -> int:
+        """The row as an array item (`_Unexpected` when it cannot be one)."""
+        if type(row) is not int or not 0 <= row < 1 << 62:
             raise _Unexpected
-        self.values[query_id] = row
+        return row
+
+    @property
+    def values(self) -> Column:
+        if len(set(self.query_ids)) != len(self.query_ids):
+            raise _Unexpected
+        return Column(self.query_ids, np.frombuffer(self.items, self.dtype), self.read)
+
+
+class _Fingerprints(_Scalars):
+    """`query_fingerprints`: 16 lowercase hex digits each (the ones `baseline refresh`
+    writes), held as their integer; any other text makes the section a dict of them."""
+
+    typecode = "Q"
+    dtype = np.uint64
+    read = staticmethod(hex_fingerprint)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: dict[str, str] | None = None
+        """The section as it is, once a row is not 16 hex digits."""
+
+    def take(self, query_id: str, row: Any) -> None:
+        if type(row) is not str:
+            raise _Unexpected
+        if self.texts is None and _HEX16.fullmatch(row) is not None:
+            super().take(query_id, row)
+            return
+        if self.texts is None:
+            self.texts = dict(zip(self.query_ids, map(hex_fingerprint, self.items), strict=True))
+        if query_id in self.texts or len(self.texts) != len(self.query_ids):
+            raise _Unexpected  # a query twice: said by the whole reading
+        self.texts[query_id] = row
+        self.query_ids.append(query_id)
+
+    def item(self, row: Any) -> int:
+        return int(row, 16)
+
+    @property
+    def values(self) -> Mapping[str, str]:  # type: ignore[override]
+        return super().values if self.texts is None else self.texts
+
+
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_READ_BY_ROWS = frozenset({"per_query", "service", "query_fingerprints", "first_relevant_rank"})
+"""The sections whose rows their readers check as they take them (no less strictly
+than the schema)."""
+_SCALAR_ROWS: dict[str, type[_Scalars]] = {
+    "query_fingerprints": _Fingerprints,
+    "first_relevant_rank": _Scalars,
+}
 
 
 class _ScoreRows(_Rows):

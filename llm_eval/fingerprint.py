@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from llm_eval.digest import digest
 from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.score_columns import Column, hex_fingerprint
 
 
 def query_fingerprint(query: GoldQuery) -> str:
@@ -34,13 +38,19 @@ def query_fingerprint(query: GoldQuery) -> str:
 
 
 def query_fingerprints(gold: GoldSet) -> Mapping[str, str]:
-    """`{query_id: fingerprint}` over the gold set.
+    """`{query_id: fingerprint}` over the gold set: a `Column` of their integers.
 
     The last gold set's are kept: a gate asks for them twice (the comparison with the
     baseline, the report's fingerprints), and each is a JSON text and a hash per query.
     """
     if _last_fingerprinted[0] is not gold.queries:
-        fingerprinted = {q.query_id: query_fingerprint(q) for q in gold.queries}
+        queries = gold.queries
+        held = map(int, map(query_fingerprint, queries), itertools.repeat(16))
+        fingerprinted = Column(
+            [q.query_id for q in queries],
+            np.fromiter(held, np.uint64, len(queries)),
+            hex_fingerprint,
+        )
         _last_fingerprinted[:] = [gold.queries, fingerprinted]
     fingerprints: Mapping[str, str] = _last_fingerprinted[1]
     return fingerprints
@@ -74,8 +84,20 @@ class GoldDiff:
         return set(current) - set(self.added) - set(self.changed)
 
 
+def _same_queries(first: Mapping[str, str], second: Mapping[str, str]) -> bool:
+    """Whether both are columns of the same queries in the same order (one `Places`)."""
+    if not (isinstance(first, Column) and isinstance(second, Column)):
+        return False
+    return first.places is second.places
+
+
 def diff_gold(baseline: Mapping[str, str], current: Mapping[str, str]) -> GoldDiff:
     """Added, removed and changed query ids, sorted."""
+    if _same_queries(baseline, current):
+        assert isinstance(baseline, Column) and isinstance(current, Column)
+        differ = np.flatnonzero(baseline.array != current.array).tolist()
+        ids = current.places.query_ids
+        return GoldDiff((), (), tuple(sorted(ids[i] for i in differ)))
     return GoldDiff(
         added=tuple(sorted(set(current) - set(baseline))),
         removed=tuple(sorted(set(baseline) - set(current))),

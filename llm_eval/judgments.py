@@ -139,8 +139,11 @@ def _kept(items: list[_K], keep: npt.NDArray[np.bool_]) -> list[_K]:
     return list(itertools.compress(items, keep.tolist()))
 
 
-def _flatten_qrels(judged: Iterable[Mapping[str, int]]) -> tuple[IntArray, IntArray, list[str]]:
-    """Per qrels query its number of entries; per entry its grade and doc id.
+def _flatten_qrels(
+    judged: Iterable[Mapping[str, int]], keep_docs: bool = True
+) -> tuple[IntArray, IntArray, list[str]]:
+    """Per qrels query its number of entries; per entry its grade and doc id (none
+    without `keep_docs`).
 
     Read a few queries at a time, for the reason `_read_scores` gives.
     """
@@ -153,7 +156,8 @@ def _flatten_qrels(judged: Iterable[Mapping[str, int]]) -> tuple[IntArray, IntAr
         sizes += batch_sizes
         values = itertools.chain.from_iterable(map(dict.values, batch))
         grades.append(np.fromiter(values, np.int64, sum(batch_sizes)))
-        docs += itertools.chain.from_iterable(batch)
+        if keep_docs:
+            docs += itertools.chain.from_iterable(batch)
     return np.array(sizes, dtype=np.int64), np.concatenate(grades), docs
 
 
@@ -161,8 +165,11 @@ class _QrelsIndex:
     """The qrels as arrays: evaluated queries and all their entries (any grade), grouped
     by query."""
 
-    def __init__(self, qrels: Qrels, relevance_level: int) -> None:
-        self._setup(list(qrels), *_flatten_qrels(qrels.values()), relevance_level)
+    def __init__(self, qrels: Qrels, relevance_level: int, keep_docs: bool = True) -> None:
+        """Without `keep_docs`, `docs` is empty: the entries' ids are read from the qrels
+        again where they are needed (a gold set's rows may be made when read, and holding
+        their ids would hold a string per entry)."""
+        self._setup(list(qrels), *_flatten_qrels(qrels.values(), keep_docs), relevance_level)
 
     @classmethod
     def from_arrays(
@@ -243,14 +250,17 @@ class _QrelsIndex:
 
     def ideal(self) -> tuple[IntArray, IntArray, IntArray]:
         """Per positive entry, by query then grade descending: query, position, grade."""
+        # Each step's arrays replace the last's (an entry's worth each, at the gate's peak).
         positive = self.grades > 0
         query, grades = self.query[positive], self.grades[positive]
+        del positive
         order = np.lexsort((-grades, query))
-        queries, grades = query[order], grades[order]
+        query, grades = query[order], grades[order]
+        del order
         count = np.bincount(query, minlength=len(self.query_ids))
-        start = np.cumsum(count) - count
-        positions = np.arange(queries.size, dtype=np.int64) - np.repeat(start, count)
-        return queries, positions + 1, grades
+        positions = np.arange(1, query.size + 1, dtype=np.int64)
+        positions -= np.repeat(np.cumsum(count) - count, count)
+        return query, positions, grades
 
     def freeze(
         self, hit_entries: IntArray, hit_rank: IntArray, answered: npt.NDArray[np.bool_], other: int
@@ -264,17 +274,28 @@ class _QrelsIndex:
         # One stable sort on a combined key orders the hits by query, then rank.
         key = hit_query * (int(hit_rank.max(initial=0)) + 1) + hit_rank
         order = np.argsort(key, kind="stable")
-        labelled_query, labelled_rank = hit_query[order], hit_rank[order].astype(np.int64)
-        positive = self.grades[hit_entries][order] > 0
-        order = order[positive]
+        del key
+        labelled_query = hit_query[order]
+        labelled_rank = hit_rank[order].astype(np.int64, copy=False)
+        hit_grade = self.grades[hit_entries][order]
+        positive = hit_grade > 0
+        if positive.all():  # no hit judged not relevant: the labelled hits are the hits
+            hits_query, hits_rank = labelled_query, labelled_rank
+        else:
+            hits_query, hits_rank, hit_grade = (
+                labelled_query[positive],
+                labelled_rank[positive],
+                hit_grade[positive],
+            )
+        del positive, order
         ideal_query, ideal_position, ideal_grade = self.ideal()
         relevant = self.grades >= self.relevance_level
         return Judgments(
             query_ids=tuple(self.query_ids),
             num_relevant=np.bincount(self.query[relevant], minlength=len(self.query_ids)),
-            hit_query=hit_query[order],
-            hit_rank=hit_rank[order].astype(np.int64),
-            hit_grade=self.grades[hit_entries][order],
+            hit_query=hits_query,
+            hit_rank=hits_rank,
+            hit_grade=hit_grade,
             ideal_query=ideal_query,
             ideal_position=ideal_position,
             ideal_grade=ideal_grade,
@@ -291,27 +312,27 @@ def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judg
     """Judgments for runs whose lists are already in rank order. Each list is looked
     up once and let go once its query's entries are found in it, so a run whose lists
     are made when read (`llm_eval.runs.Rankings`) is never held whole."""
-    index = _QrelsIndex(qrels, relevance_level)
-    # Held as machine integers, not as Python ints: a million queries' ends and hits
-    # would otherwise hold an int object each (28 bytes) at the gate's peak.
-    counts = np.bincount(index.query, minlength=len(index.query_ids))
-    ends = array.array("q", np.cumsum(counts).astype(np.int64).tobytes())
-    docs = index.docs
+    index = _QrelsIndex(qrels, relevance_level, keep_docs=False)
+    # Each evaluated query's row is read again, in the order its entries were numbered:
+    # a row made when read (a gold query's compact labels) is let go after its lookups.
+    rows = itertools.compress(qrels.values(), index.evaluated.tolist())
+    # Held as machine integers, not as Python ints: a million queries' hits would
+    # otherwise hold an int object each (28 bytes) at the gate's peak.
     hit_entries = array.array("q")
     hit_rank = array.array("q")
     answered = bytearray(len(index.query_ids))
     start = 0
-    for query, (query_id, end) in enumerate(zip(index.query_ids, ends, strict=True)):
+    for query, (query_id, row) in enumerate(zip(index.query_ids, rows, strict=True)):
         ranking = run.get(query_id)
         if ranking is not None:
             answered[query] = 1
-            for entry in range(start, end):
+            for entry, doc in enumerate(row, start):
                 try:
-                    hit_rank.append(ranking.index(docs[entry]) + 1)
+                    hit_rank.append(ranking.index(doc) + 1)
                 except ValueError:
                     continue
                 hit_entries.append(entry)
-        start = end
+        start += len(row)
     told = np.frombuffer(answered, dtype=np.uint8).astype(np.bool_)
     return index.freeze(
         np.frombuffer(hit_entries, dtype=np.int64),

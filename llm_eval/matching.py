@@ -24,6 +24,7 @@ result positions.
 
 from __future__ import annotations
 
+import array
 import bisect
 import re
 import unicodedata
@@ -31,8 +32,11 @@ from collections.abc import Container, ItemsView, Iterator, Mapping, Sequence, V
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet
 from llm_eval.runs import RankedResult, Rankings, Run, doc_ids_of
+from llm_eval.score_columns import Column
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,7 @@ def match_ids(
 ) -> MatchedQuery:
     """The identity: units are document ids, as trec_eval judges them (documents judged
     not relevant too, so that judged@k counts them as labelled)."""
-    return MatchedQuery(query.relevant + query.non_relevant, doc_ids_of(results))
+    return MatchedQuery((*query.relevant, *query.non_relevant), doc_ids_of(results))
 
 
 def reference_unit(index: int) -> str:
@@ -283,32 +287,44 @@ def match_run(gold: GoldSet, run: Run, settings: MatchSettings = MatchSettings()
     such queries holds no copy of either."""
     units: dict[str, tuple[str, ...]] = {}
     rows: dict[str, dict[str, int]] = {}
-    matched_by: dict[str, str] = {}
-    credited: dict[str, int] = {}
+    # Per labelled query, in gold order: its matcher's place in `MATCHERS` and how many
+    # units were credited (-1: not answered). Columns of them, not dicts: a million
+    # queries' two dicts would hold 70 MB at the gate's peak.
+    labelled: list[str] = []
+    matchers = array.array("B")
+    credits = array.array("q")
     ambiguous: list[Ambiguity] = []
     for query in gold.queries:
         name = matcher_for(query)
         if name is None:
             continue
-        matched_by[query.query_id] = name
+        labelled.append(query.query_id)
+        matchers.append(_MATCHER_PLACE[name])
         answer = run.queries.get(query.query_id)
         answered = answer is not None and answer.error is None
         results = answer.results if answer is not None and answered else ()
         matched = MATCHERS[name](query, results, settings)
         if name != "id":
             rows[query.query_id] = dict(matched.grades)
-        if answered:
-            if name != "id":
-                units[query.query_id] = matched.ranked
-            credited[query.query_id] = matched.credited
+        if answered and name != "id":
+            units[query.query_id] = matched.ranked
+        credits.append(matched.credited if answered else -1)
         ambiguous += matched.ambiguous
+    credited_column = np.frombuffer(credits, dtype=np.int64)
+    answered_all = bool((credited_column >= 0).all())
     return MatchedRun(
         GoldQrels(gold.queries, rows),
         Rankings(run.queries, units),
-        matched_by,
-        credited,
+        Column(labelled, np.frombuffer(matchers, dtype=np.uint8), _MATCHER_NAMES.__getitem__),
+        Column(labelled, credited_column, int)
+        if answered_all
+        else {q: c for q, c in zip(labelled, credits, strict=True) if c >= 0},
         tuple(ambiguous),
     )
+
+
+_MATCHER_NAMES = tuple(MATCHERS)
+_MATCHER_PLACE = {name: place for place, name in enumerate(_MATCHER_NAMES)}
 
 
 class GoldQrels(Mapping[str, Mapping[str, int]]):
@@ -334,7 +350,9 @@ class GoldQrels(Mapping[str, Mapping[str, int]]):
             return row
         if query.is_rejection:  # no matcher: `matcher_for` says None
             return {}
-        return dict(query.relevant + query.non_relevant)
+        if not query.non_relevant:
+            return dict(query.relevant)
+        return dict((*query.relevant, *query.non_relevant))
 
     def __getitem__(self, query_id: str) -> dict[str, int]:
         if self._position is None:

@@ -333,8 +333,8 @@ def checked_run(path: Path, inputs: Inputs) -> Run:
     """A precomputed run, held to the rules of a live one: it must answer some gold
     query (else InputError), and its recorded failures to the retriever's
     `max_error_rate` (0 without a retriever in the config; else ExternalError)."""
-    run = load_run(path)
     queries = inputs.gold.queries
+    run = load_run(path, query_ids=(q.query_id for q in queries))
     if not any(q.query_id in run.queries for q in queries):
         raise InputError(
             f"shares no query id with the gold set ({plural(len(run.queries), 'query', 'queries')}"

@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,9 +64,17 @@ def part_header(path: str | Path) -> tuple[int, dict[str, Any]] | None:
     return None
 
 
-def load_run(path: str | Path, run_format: RunFormat = "auto", *, part: bool = False) -> Run:
+def load_run(
+    path: str | Path,
+    run_format: RunFormat = "auto",
+    *,
+    part: bool = False,
+    query_ids: Iterable[str] = (),
+) -> Run:
     """Read a run file (JSONL or TREC) into ranked results; a part of a sharded run
-    only when `part` says so (alone, it is not the run), its header left out."""
+    only when `part` says so (alone, it is not the run), its header left out. A JSONL
+    run's queries among `query_ids` (the gold set's) keep those strings rather than a
+    copy each: at a million queries, 50 MB."""
     fmt = detect_format(path) if run_format == "auto" else run_format
     if fmt == "jsonl":
         header = part_header(path)
@@ -78,7 +86,8 @@ def load_run(path: str | Path, run_format: RunFormat = "auto", *, part: bool = F
                 path=path,
                 line=header[0],
             )
-        run = Run(_load_jsonl(path, header[0] if header is not None else 0))
+        after = header[0] if header is not None else 0
+        run = Run(_load_jsonl(path, after, {query_id: query_id for query_id in query_ids}))
     else:
         scored = load_trec_scores(path)
         run = Run({qid: _rank_scored(qid, docs) for qid, docs in scored.items()})
@@ -102,10 +111,17 @@ def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
     return QueryResults(query_id, tuple(RankedResult(doc, score) for doc, score in ordered))
 
 
-def _load_jsonl(path: str | Path, after: int) -> dict[str, QueryResults]:
-    records = iter_unique_records(
-        path, _parse_jsonl_line, lambda q: q.query_id, "query_id", after=after
-    )
+def _load_jsonl(path: str | Path, after: int, shared: dict[str, str]) -> dict[str, QueryResults]:
+    parse = _parse_jsonl_line
+    if shared:
+
+        def parse(record: Mapping[str, Any], path: str | Path, line: int) -> QueryResults:
+            query_id = record.get("query_id")
+            if type(query_id) is str and query_id in shared:  # an equal string, the gold's
+                record["query_id"] = shared[query_id]  # type: ignore[index]
+            return _parse_jsonl_line(record, path, line)
+
+    records = iter_unique_records(path, parse, lambda q: q.query_id, "query_id", after=after)
     return {query.query_id: query for query in records}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,13 @@ class Places(dict[str, int]):
 
     __slots__ = ("__weakref__", "query_ids")
 
-    def __init__(self, query_ids: tuple[str, ...]) -> None:
-        super().__init__(zip(query_ids, range(len(query_ids)), strict=True))
+    def __init__(self, query_ids: tuple[str, ...], numbers: Iterable[int] = ()) -> None:
+        """`numbers`: the int objects 0, 1, 2... of other places, as many or more, to
+        hold rather than a new one each (28 bytes a place past 256)."""
+        count = len(query_ids)
+        held = list(itertools.islice(numbers, count))
+        places = held if len(held) == count else range(count)
+        super().__init__(zip(query_ids, places, strict=True))
         self.query_ids = query_ids
 
 
@@ -53,7 +58,9 @@ def places_of(query_ids: Sequence[str]) -> Places:
     for known in alive:
         if len(known.query_ids) == len(ids) and known.query_ids == ids:
             return known
-    made = Places(ids)
+    # Places of distinct queries hold 0, 1, 2... in order: their ints serve these too.
+    larger = [k for k in alive if len(k) >= len(ids) and len(k) == len(k.query_ids)]
+    made = Places(ids, larger[0].values() if larger else ())
     kept = alive[-(_RECENT_PLACES - 1) :]
     _recent_places[:] = [*map(weakref.ref, kept), weakref.ref(made)]
     return made
@@ -159,6 +166,67 @@ class ScoreColumns(Mapping[str, Mapping[str, float]]):
         values = np.zeros(len(at))
         values[present] = self._values[row, at[present]]
         return present, values
+
+
+class Column(Mapping[str, Any]):
+    """`{query_id: value}` as one array over the queries' shared places (`places_of`):
+    a baseline's fingerprints and ranks of a million queries, a dict and an object per
+    query otherwise (about 100 bytes), take 8 bytes a query here. `read` makes a
+    value of an array item (a fingerprint's hex digits of its integer)."""
+
+    __slots__ = ("_position", "_read", "array")
+
+    def __init__(
+        self, query_ids: Sequence[str], values: npt.NDArray[Any], read: Callable[[Any], Any]
+    ) -> None:
+        self._position = places_of(query_ids)
+        self.array = values
+        """Per query, in the order of `places`."""
+        self._read = read
+
+    @property
+    def places(self) -> Places:
+        """The queries' places (the same object for columns of the same queries)."""
+        return self._position
+
+    def __getitem__(self, query_id: str) -> Any:
+        return self._read(self.array.item(self._position[query_id]))
+
+    def get(self, query_id: str, default: Any = None) -> Any:
+        place = self._position.get(query_id)
+        return default if place is None else self._read(self.array.item(place))
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._position.query_ids)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def items(self) -> ItemsView[str, Any]:
+        return _ColumnItems(self)
+
+
+class _ColumnItems(ItemsView[str, Any]):
+    """A column's items in order, read from the array a block at a time."""
+
+    def __init__(self, column: Column) -> None:
+        super().__init__(column)
+        self._column = column
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        column = self._column
+        ids = column.places.query_ids
+        for start in range(0, len(ids), _ROWS_READ):
+            values = column.array[start : start + _ROWS_READ].tolist()
+            yield from zip(ids[start : start + _ROWS_READ], map(column._read, values), strict=True)
+
+
+def hex_fingerprint(value: int) -> str:
+    """A 16-hex-digit fingerprint of its integer (`Column`'s `read` for fingerprints)."""
+    return f"{value:016x}"
 
 
 def column_of(

@@ -23,7 +23,7 @@ from llm_eval.metrics import parse_metric
 from llm_eval.ranking import ranking_values
 from llm_eval.rejection import RejectionOutcome, rejection_outcomes, rejection_values
 from llm_eval.runs import Run
-from llm_eval.score_columns import ScoreColumns
+from llm_eval.score_columns import Column, ScoreColumns
 from llm_eval.service_metrics import ServiceColumns, ServiceRecord
 from llm_eval.slices import ScoreTable
 from llm_eval.versions import ContextReport, Versions, inspect_run
@@ -113,17 +113,19 @@ def score_run(
         rows, context = inspect_run(gold, run, scoring.versions, metrics)
         joined.append(rows)
     per_query = _per_query(scores, joined)
-    ranks = judgments.first_relevant_rank().tolist()
-    gold_ids = gold.by_id()
+    rerank_failed = run.rerank_failed()
+    # Which failures are gold queries', asked only when there are some (a dict of a
+    # million gold ids would otherwise be made at the gate's peak).
+    gold_ids = gold.by_id() if failed or rerank_failed else {}
     return Measurement(
         per_query=per_query,
         service=service_records(gold, run),
-        first_relevant_rank=dict(zip(judgments.query_ids, ranks, strict=True)),
+        first_relevant_rank=Column(judgments.query_ids, judgments.first_relevant_rank(), int),
         missing=judgments.missing,
         rejection=judgments.rejection,
         not_in_gold=judgments.not_in_gold,
         failed={q: e for q, e in failed.items() if q in gold_ids},
-        rerank_failed={q: r for q, r in run.rerank_failed().items() if q in gold_ids},
+        rerank_failed={q: r for q, r in rerank_failed.items() if q in gold_ids},
         matched_by=matched.matched_by,
         credited=matched.credited,
         ambiguous=matched.ambiguous,

@@ -536,3 +536,39 @@ def test_a_metric_no_query_scores_has_no_row() -> None:
         text = moved(old, new)
         assert "rejection accuracy" not in text and "n/a" not in text
         assert "MRR" in text
+
+
+@pytest.mark.parametrize(
+    "fingerprints",
+    [
+        {"q1": "0123456789abcdef", "q2": "ffffffffffffffff"},
+        {"q1": "0123456789abcdef", "q2": "f2"},  # another text: the section stays as it is
+        {"q1": "f1", "q2": "0123456789abcdef"},
+        {},
+    ],
+)
+def test_fingerprints_and_ranks_read_by_rows_are_those_read_whole(
+    tmp_path: Path, fingerprints: dict[str, str]
+) -> None:
+    from llm_eval.score_columns import Column
+
+    ranks = {q: i * 3 for i, q in enumerate(fingerprints)}
+    document = sample(query_fingerprints=fingerprints, first_relevant_rank=ranks).to_json()
+    whole, by_rows = _whole_and_by_rows(json.dumps(document, indent=1), tmp_path)
+    assert by_rows is not None and by_rows == whole
+    assert dict(by_rows.query_fingerprints) == fingerprints
+    assert dict(by_rows.first_relevant_rank) == ranks
+    assert list(by_rows.query_fingerprints.items()) == list(fingerprints.items())
+    hexed = all(re.fullmatch("[0-9a-f]{16}", f) for f in fingerprints.values())
+    assert isinstance(by_rows.query_fingerprints, Column) == hexed
+    assert isinstance(by_rows.first_relevant_rank, Column)
+
+
+def test_a_baseline_read_with_the_gold_ids_holds_their_strings(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    save_baseline(path, sample())
+    ids = ["".join(["q", str(n)]) for n in (1, 2, 3)]  # made here: not the file's strings
+    read = load_baseline(path, ids)
+    assert read == sample()
+    for section in (read.per_query, read.query_fingerprints, read.first_relevant_rank):
+        assert [next(i for i in ids if i == q) is q for q in section] == [True, True]

@@ -42,3 +42,34 @@ def test_no_rows_make_an_empty_table() -> None:
     table = ScoreColumns.from_rows({})
     assert len(table) == 0
     assert table == {}
+
+
+def test_a_column_reads_as_the_dict_of_its_values() -> None:
+    from llm_eval.score_columns import Column, hex_fingerprint
+
+    ids = [f"q{i}" for i in range(10_000)]
+    values = np.arange(10_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    column = Column(ids, values, hex_fingerprint)
+    expected = {q: f"{int(v):016x}" for q, v in zip(ids, values.tolist(), strict=True)}
+    assert column == expected and dict(column) == expected
+    assert list(column.items()) == list(expected.items())  # read a block at a time
+    assert column["q9999"] == expected["q9999"] and column.get("q10000") is None
+    assert "q5" in column and "x" not in column and len(column) == 10_000
+    assert Column(list(ids), values, hex_fingerprint).places is column.places
+
+
+def test_the_gold_diff_of_columns_is_that_of_their_dicts() -> None:
+    from llm_eval.fingerprint import diff_gold
+    from llm_eval.score_columns import Column, hex_fingerprint
+
+    ids = [f"q{i}" for i in range(50)]
+    before = np.arange(50, dtype=np.uint64)
+    after = before.copy()
+    after[[3, 17, 40]] += np.uint64(1)
+    old, new = Column(ids, before, hex_fingerprint), Column(ids, after, hex_fingerprint)
+    assert old.places is new.places  # so the diff is read from the arrays
+    diff = diff_gold(old, new)
+    assert diff == diff_gold(dict(old), dict(new))
+    assert diff.changed == ("q17", "q3", "q40") and not diff.added and not diff.removed
+    shuffled = Column(ids[::-1], after[::-1].copy(), hex_fingerprint)
+    assert diff_gold(old, shuffled) == diff

@@ -76,7 +76,7 @@ def run_gate(
     out = out_dir or inputs.config.output
     check_labels(inputs)
     baseline_file = baseline_path or inputs.config.baseline
-    baseline = load_baseline(baseline_file)
+    baseline = load_baseline(baseline_file, (q.query_id for q in inputs.gold.queries))
     references = load_references(inputs.criteria.gates, baseline_file)
     history = recent_baselines(inputs, Path(baseline_file))
     loaded = time.perf_counter()

@@ -99,7 +99,8 @@ class RunFileRetriever(BatchRetriever):
                 f"matches {len(files)}",
                 key="path",
             )
-        return load_run(files[min(self.build, len(files) - 1)], self.run_format)
+        file = files[min(self.build, len(files) - 1)]
+        return load_run(file, self.run_format, query_ids=(q.query_id for q in queries))
 
 
 def build(settings: RunFileSettings, context: RetrieverContext) -> RunFileRetriever:
