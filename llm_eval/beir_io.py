@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_eval.errors import InputError
-from llm_eval.gold import DEFAULT_TIER, GoldQuery
+from llm_eval.gold import DEFAULT_TIER, GoldQuery, compact_labels
 from llm_eval.qrels_io import load_qrels
 from llm_eval.textio import iter_unique_records
 
@@ -82,7 +82,7 @@ def judged_queries(
             query=text,
             tier=tier or DEFAULT_TIER,
             tags=(),
-            relevant=relevant,
+            relevant=compact_labels(relevant),
             is_rejection=False,
             expected_answer=None,
             notes=None,

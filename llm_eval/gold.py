@@ -11,8 +11,9 @@ These are the records; `llm_eval.gold_io` reads and checks the files.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 DEFAULT_TIER = "A"
 MATCHINGS = ("auto", "id", "page", "text")
@@ -23,6 +24,89 @@ MAX_GRADE = 100
 nDCG's exponential gain 2^grade − 1 and the metric arrays need them bounded."""
 LABEL_OF = {"id": "relevant", "page": "gold_references", "text": "reference_passages"}
 """The gold field each matcher reads."""
+
+
+_JOIN = "\x00"
+"""What `Labels` joins its ids with; ids that hold it are kept as pairs instead."""
+_MOST_LABELS = 127
+"""The most labels `Labels` holds (their count is one ASCII character)."""
+
+
+class Labels(Sequence[tuple[str, int]]):
+    """A query's (doc_id, grade) pairs held as one string: their count as a character,
+    each grade as a character, then the ids joined by a character no id holds. A gold
+    set of a million queries of three or four labels would otherwise hold a tuple, a
+    pair and a string per label, about 440 bytes a query against 120 here. Made by
+    `compact_labels`, which keeps the pairs as a tuple when they cannot be held so;
+    reads as that tuple would."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def _pairs(self) -> tuple[tuple[str, int], ...]:
+        text = self._text
+        count = ord(text[0])
+        return tuple(
+            zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True)
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[tuple[str, int], ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._pairs()[index]
+
+    def __len__(self) -> int:
+        return ord(self._text[0])
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self._pairs())
+
+    def __add__(self, other: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+        return self._pairs() + tuple(other)
+
+    def __radd__(self, other: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+        return tuple(other) + self._pairs()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Labels):
+            return self._text == other._text
+        return isinstance(other, Sequence) and self._pairs() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._pairs())
+
+    def __repr__(self) -> str:
+        return repr(self._pairs())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Labels, (self._text,))
+
+
+def compact_labels(
+    pairs: Sequence[tuple[str, int]], checked: bool = False
+) -> Sequence[tuple[str, int]]:
+    """The pairs as `Labels` when there are 1 to `_MOST_LABELS` of them, each id a
+    non-empty string without the joining character and each grade 1 to `MAX_GRADE`
+    (`checked`: the caller made sure of all but the joining character); as a tuple
+    otherwise."""
+    if not 0 < len(pairs) <= _MOST_LABELS:
+        return tuple(pairs)
+    ids, grades = zip(*pairs, strict=True)
+    if not checked and not all(
+        type(doc) is str and doc and type(grade) is int and 0 < grade <= MAX_GRADE
+        for doc, grade in pairs
+    ):
+        return tuple(pairs)
+    joined = _JOIN.join(ids)
+    if joined.count(_JOIN) != len(ids) - 1:
+        return tuple(pairs)
+    return Labels("".join([chr(len(pairs)), *map(chr, grades), joined]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +128,9 @@ class GoldQuery:
     query: str
     tier: str
     tags: tuple[str, ...]
-    relevant: tuple[tuple[str, int], ...]
-    """(doc_id, grade) pairs; grade >= 1. Empty for rejection queries."""
+    relevant: Sequence[tuple[str, int]]
+    """(doc_id, grade) pairs; grade >= 1. Empty for rejection queries. A tuple, or
+    `Labels` when the gold file's reading made them compact."""
     is_rejection: bool
     expected_answer: str | None
     notes: str | None

@@ -19,6 +19,7 @@ from llm_eval.gold import (
     GoldReference,
     GoldSet,
     GoldSource,
+    compact_labels,
 )
 from llm_eval.qrels_io import BEIR_HEADER
 from llm_eval.textio import iter_lines, json_type, parse_json_object
@@ -157,6 +158,7 @@ def _usual_query(
     for doc, grade in pairs:
         if type(grade) is not int or not 0 < grade <= MAX_GRADE or not doc:
             return None
+    compact = compact_labels(pairs, checked=True)
     for tag in tags:
         if type(tag) is not str or not tag:
             return None
@@ -165,7 +167,7 @@ def _usual_query(
         query=query,
         tier=sys.intern(tier),
         tags=_shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
-        relevant=pairs,
+        relevant=compact,
         is_rejection=not pairs,
         expected_answer=None,
         notes=None,
@@ -213,7 +215,7 @@ def _parse_query(
         query=record["query"],
         tier=tier,
         tags=_query_tags(record, fail),
-        relevant=relevant,
+        relevant=compact_labels(relevant),
         is_rejection=is_rejection or not labelled,
         expected_answer=_optional_text(record, "expected_answer", fail)
         or _optional_text(record, "expected_answer_gist", fail),

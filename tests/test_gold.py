@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pytest
 
 from llm_eval.errors import ExitCode, InputError
-from llm_eval.gold import GoldQuery, GoldSet, GoldSource, has_negatives
+from llm_eval.gold import GoldQuery, GoldSet, GoldSource, Labels, compact_labels, has_negatives
 from llm_eval.gold_io import iter_gold_file, load_gold
 
 VALID_KEYS = (
@@ -415,3 +416,51 @@ def test_the_usual_record_is_read_as_every_record_is(
     usual = read()
     monkeypatch.setattr(gold_io, "_usual_query", lambda *_: None)
     assert usual == read()
+
+
+def test_compact_labels_read_as_their_pairs() -> None:
+    pairs = (("d1", 2), ("d2", 1), ("é-3", 100))
+    held = compact_labels(pairs)
+    assert isinstance(held, Labels)
+    assert held == pairs and pairs == held and hash(held) == hash(pairs)
+    assert tuple(held) == pairs and len(held) == 3 and bool(held)
+    assert held[1] == ("d2", 1) and held[-1] == ("é-3", 100) and held[:2] == pairs[:2]
+    assert held + (("x", 0),) == (*pairs, ("x", 0))  # noqa: RUF005 (its `+` is tested)
+    assert (("x", 0),) + held == (("x", 0), *pairs)  # noqa: RUF005
+    assert dict(held) == dict(pairs) and sorted(held) == sorted(pairs)
+    assert pickle.loads(pickle.dumps(held)) == held and repr(held) == repr(pairs)
+    assert held != compact_labels(pairs[:2]) and held == compact_labels(pairs)
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        (),
+        (("a\x00b", 1),),
+        (("d", 0),),
+        (("d", 101),),
+        (("d", True),),
+        (("", 1),),
+        tuple((f"d{i}", 1) for i in range(128)),  # more than one character counts
+    ],
+)
+def test_labels_that_cannot_be_held_compact_stay_a_tuple(
+    pairs: tuple[tuple[str, int], ...],
+) -> None:
+    held = compact_labels(pairs)
+    assert type(held) is tuple and held == pairs
+
+
+def test_a_gold_query_reads_the_same_with_compact_labels_or_not(tmp_path: Path) -> None:
+    """An id holding the character compact labels join with keeps its query's labels a
+    tuple; both read, compare and fingerprint as the labels they are."""
+    path = tmp_path / "gold.jsonl"
+    records = [
+        {"query_id": "a", "query": "x", "relevant": {"d\u00001": 2, "d2": 1}},
+        {"query_id": "b", "query": "x", "relevant": {"d1": 2, "d2": 1}},
+    ]
+    path.write_text("\n".join(map(json.dumps, records)) + "\n")
+    first, second = load_gold([path]).queries
+    assert type(first.relevant) is tuple and isinstance(second.relevant, Labels)
+    assert first.relevant == (("d\x001", 2), ("d2", 1))
+    assert second.relevant == (("d1", 2), ("d2", 1)) and second.grades == {"d1": 2, "d2": 1}
