@@ -44,7 +44,6 @@ from llm_eval.gate import Power, worsening_pair
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import parse_metric
 from llm_eval.stats import is_binary
-from llm_eval.wording.english import plural
 
 CATCH = 2.0
 """The multiple of the limit whose queries needed every surface prints."""
@@ -200,7 +199,7 @@ def assumption(before: FloatArray, after: FloatArray) -> str:
         return "assuming no other query's score changes"
     return (
         f"assuming the churn seen against the baseline "
-        f"({changed:,} of {plural(before.size, 'query', 'queries')} changed)"
+        f"({changed:,} of {before.size:,} {'query' if before.size == 1 else 'queries'} changed)"
     )
 
 

@@ -355,3 +355,13 @@ def test_0_1_catch_rates_are_those_recorded_before() -> None:
         n, churn, drop = row["n"], row["churn"], row["drop"]
         rate = exact_power.exact_catch_rate(n, churn / 2 + drop, churn / 2, 0.03, 0.05)
         assert rate == pytest.approx(row["rate"], abs=1e-9, rel=0), row
+
+
+def test_the_churn_clause_writes_large_counts_with_separators() -> None:
+    from llm_eval.power import assumption
+
+    before = np.zeros(105_424)
+    after = before.copy()
+    after[:4_332] = 1.0
+    assert assumption(before, after).endswith("(4,332 of 105,424 queries changed)")
+    assert assumption(np.zeros(1), np.ones(1)).endswith("(1 of 1 query changed)")
