@@ -330,8 +330,10 @@ class _Fingerprints(_Scalars):
             return
         if self.texts is None:
             self.texts = dict(zip(self.query_ids, map(hex_fingerprint, self.items), strict=True))
-        if query_id in self.texts or len(self.texts) != len(self.query_ids):
-            raise _Unexpected  # a query twice: said by the whole reading
+            if len(self.texts) != len(self.query_ids):
+                raise _Unexpected  # a query twice: said by the whole reading
+        if query_id in self.texts:
+            raise _Unexpected
         self.texts[query_id] = row
         self.query_ids.append(query_id)
 

@@ -84,17 +84,13 @@ class GoldDiff:
         return set(current) - set(self.added) - set(self.changed)
 
 
-def _same_queries(first: Mapping[str, str], second: Mapping[str, str]) -> bool:
-    """Whether both are columns of the same queries in the same order (one `Places`)."""
-    if not (isinstance(first, Column) and isinstance(second, Column)):
-        return False
-    return first.places is second.places
-
-
 def diff_gold(baseline: Mapping[str, str], current: Mapping[str, str]) -> GoldDiff:
     """Added, removed and changed query ids, sorted."""
-    if _same_queries(baseline, current):
-        assert isinstance(baseline, Column) and isinstance(current, Column)
+    if (
+        isinstance(baseline, Column)
+        and isinstance(current, Column)
+        and baseline.places is current.places  # the same queries in the same order
+    ):
         differ = np.flatnonzero(baseline.array != current.array).tolist()
         ids = current.places.query_ids
         return GoldDiff((), (), tuple(sorted(ids[i] for i in differ)))
