@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -34,16 +35,27 @@ class Betting(ColumnTest):
         self.span = span
         self._x = _ordered(scaled, seed)
         self._bets = _plug_in_bets(self._x, alpha)
+        self._seen: dict[tuple[float, float], float] = {}
 
     def p_beyond(self, delta: float) -> float:
-        return _p_from_wealth(self._log_wealth(delta / self.span, +1.0))
+        return _p_from_wealth(self._log_wealth(delta, +1.0))
 
     def p_within(self, delta: float) -> float:
-        return _p_from_wealth(self._log_wealth(delta / self.span, -1.0))
+        return _p_from_wealth(self._log_wealth(delta, -1.0))
 
-    def _log_wealth(self, m: float, side: float) -> float:
-        """log of the mean wealth betting that the mean is above m (side +1) or below."""
-        return float(_log_mean_wealth(self._x, self._bets, m, side))
+    def evidence(self, side: float) -> Callable[[float], float]:
+        return lambda delta: self._log_wealth(delta, side)
+
+    def _log_wealth(self, delta: float, side: float) -> float:
+        """log of the mean wealth betting that the mean worsening is above delta (side
+        +1) or below. Each is a pass over every order of the queries, and a bound's
+        search and the record of its test ask some values twice: they are kept."""
+        key = (delta, side)
+        value = self._seen.get(key)
+        if value is None:
+            value = float(_log_mean_wealth(self._x, self._bets, delta / self.span, side))
+            self._seen[key] = value
+        return value
 
 
 def _log_mean_wealth(x: FloatArray, bets: FloatArray, m: float, side: float) -> FloatArray:

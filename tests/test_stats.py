@@ -225,6 +225,50 @@ def test_betting_finds_a_clear_drop() -> None:
 # --- bounds and decisions ---------------------------------------------------------------
 
 
+class _Unsteered(Betting):
+    """The betting test searched by plain halving, as before the wealth steered it."""
+
+    def evidence(self, side: float) -> None:
+        return None
+
+
+def test_a_bound_steered_by_the_wealth_is_the_halvings_bound_in_fewer_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regula falsi on the log wealth only narrows where the halving asks the p-value: the
+    bounds are the plain halving's to the bit, on tiny, skewed, sparse and dense scopes,
+    and the passes over the queries fall to under half."""
+    passes = {"count": 0}
+    wealth = betting._log_mean_wealth
+
+    def counted(*args: object) -> object:
+        passes["count"] += 1
+        return wealth(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(betting, "_log_mean_wealth", counted)
+    rng = np.random.default_rng(11)
+    plain_passes = steered_passes = 0
+    for trial in range(120):
+        n = int(rng.choice([2, 3, 7, 40, 500, 5_000]))
+        if trial % 3 == 0:  # sparse: a few queries move a whole step
+            scaled = np.where(rng.random(n) < 0.05, rng.choice([-1.0, 1.0], n), 0.0)
+        elif trial % 3 == 1:  # skewed graded
+            scaled = np.clip(rng.exponential(0.1, n) - 0.05, -1.0, 1.0)
+        else:
+            scaled = rng.uniform(-1.0, 1.0, n)
+        span = float(rng.choice([1.0, 0.5]))
+        margin = float(rng.uniform(-0.2, 0.2)) * span
+        level = float(rng.choice([0.05, 0.0125]))
+        passes["count"] = 0
+        plain = _Unsteered(scaled, 0.05, 3, span).bounds(margin, level)
+        plain_passes += passes["count"]
+        passes["count"] = 0
+        steered = Betting(scaled, 0.05, 3, span).bounds(margin, level)
+        steered_passes += passes["count"]
+        assert steered == plain
+    assert steered_passes < plain_passes / 2
+
+
 def test_bounds_are_where_the_tests_decide() -> None:
     """The interval and the p-values come from one procedure: a bound lies beyond the
     margin exactly when that side's p-value is at most alpha."""
