@@ -497,18 +497,15 @@ def rank_changes(
 ) -> tuple[list[RankChange], list[RankChange]]:
     """Queries that went hit→miss and miss→hit at cutoff k, worst drop first."""
 
-    def hit(rank: int) -> bool:
-        return 0 < rank <= k
-
-    lost, gained = [], []
+    lost: list[RankChange] = []
+    gained: list[RankChange] = []
     for qid, rank_after in after.items():
-        if qid not in before or (only is not None and qid not in only):
+        rank_before = before.get(qid)
+        if rank_before is None or (only is not None and qid not in only):
             continue
-        change = RankChange(qid, before[qid], rank_after)
-        if hit(change.rank_before) and not hit(rank_after):
-            lost.append(change)
-        elif hit(rank_after) and not hit(change.rank_before):
-            gained.append(change)
+        hit_before = 0 < rank_before <= k
+        if hit_before != (0 < rank_after <= k):  # a change is made for these alone
+            (lost if hit_before else gained).append(RankChange(qid, rank_before, rank_after))
     lost.sort(key=lambda c: (c.rank_before, c.query_id))
     gained.sort(key=lambda c: (c.rank_after, c.query_id))
     return lost, gained

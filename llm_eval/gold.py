@@ -52,6 +52,17 @@ class Labels(Sequence[tuple[str, int]]):
             zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True)
         )
 
+    def ids(self) -> list[str]:
+        """The labels' ids, in order, without their pairs."""
+        text = self._text
+        return text[ord(text[0]) + 1 :].split(_JOIN)
+
+    def row(self) -> dict[str, int]:
+        """`{doc_id: grade}`, as `dict(labels)` but without the pairs between."""
+        text = self._text
+        count = ord(text[0])
+        return dict(zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True))
+
     @overload
     def __getitem__(self, index: int) -> tuple[str, int]: ...
 

@@ -34,7 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
-from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet
+from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet, Labels
 from llm_eval.runs import RankedResult, Rankings, Run, doc_ids_of
 from llm_eval.score_columns import Column
 
@@ -303,6 +303,9 @@ def match_run(gold: GoldSet, run: Run, settings: MatchSettings = MatchSettings()
         answer = run.queries.get(query.query_id)
         answered = answer is not None and answer.error is None
         results = answer.results if answer is not None and answered else ()
+        if name == "id":  # its own units: only the count credited is kept
+            credits.append(_credited_ids(query, results) if answered else -1)
+            continue
         matched = MATCHERS[name](query, results, settings)
         if name != "id":
             rows[query.query_id] = dict(matched.grades)
@@ -321,6 +324,14 @@ def match_run(gold: GoldSet, run: Run, settings: MatchSettings = MatchSettings()
         else {q: c for q, c in zip(labelled, credits, strict=True) if c >= 0},
         tuple(ambiguous),
     )
+
+
+def _credited_ids(query: GoldQuery, results: Sequence[RankedResult]) -> int:
+    """`match_ids(query, results, ...).credited`, without the matched query: how many of
+    the query's relevant ids were retrieved."""
+    relevant = query.relevant
+    ids = relevant.ids() if type(relevant) is Labels else [d for d, g in relevant if g > 0]
+    return len(set(ids).intersection(doc_ids_of(results)))
 
 
 _MATCHER_NAMES = tuple(MATCHERS)
@@ -351,7 +362,8 @@ class GoldQrels(Mapping[str, Mapping[str, int]]):
         if query.is_rejection:  # no matcher: `matcher_for` says None
             return {}
         if not query.non_relevant:
-            return dict(query.relevant)
+            relevant = query.relevant
+            return relevant.row() if type(relevant) is Labels else dict(relevant)
         return dict((*query.relevant, *query.non_relevant))
 
     def __getitem__(self, query_id: str) -> dict[str, int]:

@@ -189,6 +189,10 @@ class Column(Mapping[str, Any]):
         """The queries' places (the same object for columns of the same queries)."""
         return self._position
 
+    def read(self, item: Any) -> Any:
+        """The value an array item stands for."""
+        return self._read(item)
+
     def __getitem__(self, query_id: str) -> Any:
         return self._read(self.array.item(self._position[query_id]))
 

@@ -154,18 +154,21 @@ def _scope_masks(queries: Sequence[GoldQuery]) -> dict[str, BoolArray]:
         dtype=np.int64,
         count=len(queries),
     )
-    tag_of: dict[str, int] = {}
-    holders: list[int] = []
-    held: list[int] = []
-    for index, query in enumerate(queries):
-        for tag in query.tags:
-            holders.append(index)
-            held.append(tag_of.setdefault(tag, len(tag_of)))
-    by_tag = np.zeros((len(tag_of), len(queries)), dtype=bool)
-    by_tag[np.asarray(held, dtype=np.int64), np.asarray(holders, dtype=np.int64)] = True
+    # Queries share a few tuples of tags (the gold reader makes equal ones one): each
+    # query is coded by its tuple, and a tag's mask is the codes of the tuples holding it.
+    combination_codes: dict[tuple[str, ...], int] = {}
+    combinations = np.fromiter(
+        (combination_codes.setdefault(q.tags, len(combination_codes)) for q in queries),
+        dtype=np.int64,
+        count=len(queries),
+    )
+    holding: dict[str, list[int]] = {}
+    for combination, code in combination_codes.items():
+        for tag in dict.fromkeys(combination):
+            holding.setdefault(tag, []).append(code)
     masks = {"overall": np.ones(len(queries), dtype=bool)}
     masks |= {f"tier:{tier}": tiers == code for tier, code in tier_codes.items()}
-    return masks | {f"tag:{tag}": by_tag[tag_of[tag]] for tag in sorted(tag_of)}
+    return masks | {f"tag:{tag}": np.isin(combinations, holding[tag]) for tag in sorted(holding)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -428,6 +428,7 @@ def test_compact_labels_read_as_their_pairs() -> None:
     assert held + (("x", 0),) == (*pairs, ("x", 0))  # noqa: RUF005 (its `+` is tested)
     assert (("x", 0),) + held == (("x", 0), *pairs)  # noqa: RUF005
     assert dict(held) == dict(pairs) and sorted(held) == sorted(pairs)
+    assert held.ids() == ["d1", "d2", "é-3"] and held.row() == dict(pairs)
     assert pickle.loads(pickle.dumps(held)) == held and repr(held) == repr(pairs)
     assert held != compact_labels(pairs[:2]) and held == compact_labels(pairs)
 

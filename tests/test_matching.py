@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import gold_query
 from hypothesis import given, settings
@@ -14,12 +15,14 @@ from hypothesis import strategies as st
 import llm_eval
 from llm_eval.config_io import load_config
 from llm_eval.errors import InputError
-from llm_eval.gold import GoldReference, GoldSet, GoldSource
+from llm_eval.gold import GoldReference, GoldSet, GoldSource, compact_labels
 from llm_eval.gold_io import load_gold
 from llm_eval.matching import (
     Ambiguity,
     MatchedQuery,
     MatchSettings,
+    _credited_ids,
+    match_ids,
     match_pages,
     match_passages,
     match_run,
@@ -29,7 +32,7 @@ from llm_eval.matching import (
     token_f1,
     tokens,
 )
-from llm_eval.runs import QueryResults, RankedResult, Run
+from llm_eval.runs import IdResults, QueryResults, RankedResult, Run
 from llm_eval.scoring import score_run
 
 
@@ -553,3 +556,43 @@ def test_matching_config_errors(tmp_path: Path, text: str, message: str) -> None
 def test_matched_query_credits_count_distinct_units() -> None:
     matched = MatchedQuery((("d1", 1), ("d2", 2)), ("d1", "d9", "d1", "d2"))
     assert matched.credited == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from("abcdefg"), st.integers(1, 3), min_size=1, max_size=5),
+    st.lists(st.sampled_from("abcdefgxyz"), max_size=8),
+    st.lists(st.sampled_from("abcxyz"), max_size=2, unique=True),
+    st.booleans(),
+)
+def test_credited_ids_count_what_the_matched_query_counts(
+    labels: dict[str, int], ranked: list[str], judged_out: list[str], compact: bool
+) -> None:
+    """The id matcher's count, taken without its matched query, is the matched query's:
+    repeated results counted once, documents judged not relevant never."""
+    pairs = tuple(labels.items())
+    non_relevant = tuple((doc, 0) for doc in judged_out if doc not in labels)
+    relevant = compact_labels(pairs) if compact else pairs
+    query = gold_query("q", relevant, non_relevant=non_relevant)
+    for results in (IdResults(ranked), tuple(RankedResult(doc) for doc in ranked)):
+        expected = match_ids(query, results, MatchSettings()).credited
+        assert _credited_ids(query, results) == expected
+
+
+def test_matchers_counted_from_columns_are_those_counted_by_query() -> None:
+    """The report's `by_matcher` read from the matcher and credit columns equals the
+    count query by query, in the order the matchers first come."""
+    from llm_eval.report import _by_matcher
+    from llm_eval.score_columns import Column
+
+    ids = [f"q{i}" for i in range(40)]
+    rng = np.random.default_rng(4)
+    codes = rng.choice([2, 0, 1], size=40).astype(np.uint8)
+    credits = rng.integers(0, 4, size=40)
+    names = ("id", "page", "text")
+    matched_by = Column(ids, codes, names.__getitem__)
+    credited = Column(ids, credits, int)
+    expected = _by_matcher(dict(matched_by.items()), dict(credited.items()))
+    assert next(iter(expected)) == names[codes[0]]
+    assert _by_matcher(matched_by, credited) == expected
+    assert list(_by_matcher(matched_by, credited)) == list(expected)
