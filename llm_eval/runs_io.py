@@ -112,17 +112,34 @@ def _rank_scored(query_id: str, scored: Mapping[str, float]) -> QueryResults:
 
 
 def _load_jsonl(path: str | Path, after: int, shared: dict[str, str]) -> dict[str, QueryResults]:
-    parse = _parse_jsonl_line
-    if shared:
-
-        def parse(record: Mapping[str, Any], path: str | Path, line: int) -> QueryResults:
-            query_id = record.get("query_id")
-            if type(query_id) is str and query_id in shared:  # an equal string, the gold's
-                record["query_id"] = shared[query_id]  # type: ignore[index]
-            return _parse_jsonl_line(record, path, line)
+    def parse(record: dict[str, Any], path: str | Path, line: int) -> QueryResults:
+        query_id, results = record.get("query_id"), record.get("results")
+        if type(query_id) is str and type(results) is list and query_id:
+            query_id = shared.get(query_id, query_id)  # an equal string, the gold's
+            usual = _usual_line(record, query_id, results)
+            if usual is not None:
+                return usual
+            record["query_id"] = query_id
+        return _parse_jsonl_line(record, path, line)
 
     records = iter_unique_records(path, parse, lambda q: q.query_id, "query_id", after=after)
     return {query.query_id: query for query in records}
+
+
+_USUAL_KEYS = frozenset({"query_id", "results", "latency_ms"})
+"""The keys of most run lines, which `_usual_line` reads."""
+
+
+def _usual_line(record: dict[str, Any], query_id: str, results: list[Any]) -> QueryResults | None:
+    """The answer of a line of the usual shape (its id, ids alone as results, a float
+    latency or none), as `_parse_jsonl_line` reads it; None for any other line, which
+    that reads (and names what is wrong with): a million lines feel its checks."""
+    latency = record.get("latency_ms")
+    if latency is not None and (type(latency) is not float or not math.isfinite(latency)):
+        return None
+    if not _USUAL_KEYS.issuperset(record) or not all(type(i) is str and i for i in results):
+        return None
+    return QueryResults(query_id, IdResults(results), latency)
 
 
 def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) -> QueryResults:

@@ -353,3 +353,41 @@ def test_failure_and_page_field_errors(tmp_path: Path, line: str, message: str) 
     with pytest.raises(InputError) as info:
         load_run(path)
     assert str(info.value) == f"{path}:1: {message}"
+
+
+def test_usual_lines_read_as_every_line_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reading of a line of ids and a float latency is the full reading's, and any
+    other line goes to it: an integer latency, a null one, an answer, objects as
+    results, no results, a failure, an abstention."""
+    from llm_eval import runs_io
+
+    lines = [
+        {"query_id": "q1", "results": ["d1", "d2"], "latency_ms": 20.5},
+        {"query_id": "q2", "results": ["d3"], "latency_ms": 20},
+        {"query_id": "q3", "results": ["d1"], "latency_ms": None},
+        {"query_id": "q4", "results": ["d1"], "answer": "an answer"},
+        {"query_id": "q5", "results": [{"doc_id": "d1", "score": 1.5}, "d2"]},
+        {"query_id": "q6", "results": []},
+        {"query_id": "q7", "results": [], "error": "timeout"},
+        {"query_id": "q8", "results": ["d9"], "abstain": True},
+        {"query_id": "q9", "results": ["dé", "d\u0000x"]},
+    ]
+    path = write(tmp_path / "run.jsonl", "".join(json.dumps(r) + "\n" for r in lines))
+    gold_ids = [f"q{i}" for i in range(1, 10)]
+    usual = load_run(path, query_ids=gold_ids)
+    monkeypatch.setattr(runs_io, "_usual_line", lambda *_: None)
+    assert load_run(path, query_ids=gold_ids) == usual
+    assert all(usual.queries[q].query_id is q for q in gold_ids)  # the gold's strings
+    assert usual.queries["q2"].latency_ms == 20.0 and usual.queries["q8"].abstained
+
+
+@pytest.mark.parametrize("latency", ["NaN", "Infinity", '"fast"', "true"])
+def test_a_bad_latency_is_refused_on_the_usual_path_too(tmp_path: Path, latency: str) -> None:
+    path = write(
+        tmp_path / "run.jsonl",
+        f'{{"query_id": "q1", "results": ["d1"], "latency_ms": {latency}}}\n',
+    )
+    with pytest.raises(InputError, match="latency_ms: must be a number"):
+        load_run(path)
