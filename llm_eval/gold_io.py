@@ -162,18 +162,20 @@ def _usual_query(
     for tag in tags:
         if type(tag) is not str or not tag:
             return None
-    return GoldQuery(
-        query_id=query_id,
-        query=query,
-        tier=sys.intern(tier),
-        tags=_shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
-        relevant=compact,
-        is_rejection=not pairs,
-        expected_answer=None,
-        notes=None,
-        path=path,
-        line=line,
-        matching=matching,
+    return GoldQuery(  # by position: a million queries feel the keywords
+        query_id,
+        query,
+        sys.intern(tier),
+        _shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
+        compact,
+        not pairs,
+        None,
+        None,
+        path,
+        line,
+        (),
+        (),
+        matching,
     )
 
 
