@@ -553,7 +553,9 @@ def test_the_ci_script_fails_when_any_check_fails(tmp_path: Path, failing: str) 
     venv_maker = (
         f"#!/bin/sh\nmkdir -p .venv/bin\nprintf 'PATH={tools}:$PATH\\n' > .venv/bin/activate\n"
     )
-    for name in ("ruff", "mypy", "pytest", "pip", "python"):
+    # chromium is a stand-in too: where it is missing, the script would install Debian's
+    # with apt-get, for real and for a minute.
+    for name in ("ruff", "mypy", "pytest", "pip", "python", "chromium", "apt-get"):
         (tools / name).write_text(
             f'#!/bin/sh\nwhat="{name} $*"\necho "$what" >> {log}\n'
             f'case "$what" in "{failing}"*) exit 1;; esac\nexit 0\n'
