@@ -42,6 +42,8 @@ def ranking_values(
     """
     wanted = ranking_metrics(metrics)
     rows: dict[str, dict[str, float]] = {}
+    if not wanted:  # no row to make: each query's labels are not read for nothing
+        return rows
     for query_id, labels in qrels.items():
         answer = run.queries.get(query_id)
         if answer is None or answer.error is not None:
