@@ -8,6 +8,7 @@ differs on every run, leaves the file as it is.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from array import array
@@ -241,6 +242,7 @@ def _sections(
     query ids those of `shared` when it holds them."""
     scan = strict_decoder().scan_once  # type: ignore[attr-defined]
     unshared = strict_decoder(shared_floats=False).scan_once  # type: ignore[attr-defined]
+    unhooked = _UNHOOKED_SCAN
     # One string per query id, as a whole parse keeps (`shared` is the caller's: a
     # query twice is still told by the rows, which list each id they take).
     data: dict[str, Any] = {}
@@ -251,13 +253,17 @@ def _sections(
         key, at = _key(content, _skip(content, at))
         if key in data:
             raise _Unexpected
-        if key in rows:  # scores go to columns: their floats need not be shared
-            reader = scan if key == "service" else unshared
-            at = _read_rows(content, at, reader, shared, rows[key])
+        if key == "service":
+            at = _read_rows(content, at, scan, shared, rows[key])
+            data[key] = None
+        elif key in rows:  # scores go to columns: their floats need not be shared
+            at = _read_rows(content, at, unshared, shared, rows[key], unhooked)
             data[key] = None
         elif key in _SCALAR_ROWS:
+            # A row that is not a string or a number is refused by its reader, so no
+            # object in it goes unchecked: read without the hook.
             scalars = _SCALAR_ROWS[key]()
-            at = _read_rows(content, at, scan, shared, scalars)
+            at = _read_rows(content, at, unhooked, shared, scalars)
             data[key] = scalars.values
         else:
             data[key], end = scan(content, at)
@@ -345,6 +351,7 @@ class _Fingerprints(_Scalars):
         return super().values if self.texts is None else self.texts
 
 
+_UNHOOKED_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _READ_BY_ROWS = frozenset({"per_query", "service", "query_fingerprints", "first_relevant_rank"})
 """The sections whose rows their readers check as they take them (no less strictly
@@ -416,14 +423,25 @@ def _usual_service(row: Any) -> bool:
     return latency is None or (type(latency) is float and math.isfinite(latency))
 
 
-def _read_rows(content: str, at: int, scan: Any, shared: dict[str, str], rows: _Rows) -> int:
-    """Read an object of rows from `at` into `rows`; where it ends."""
+def _read_rows(
+    content: str, at: int, scan: Any, shared: dict[str, str], rows: _Rows, unhooked: Any = None
+) -> int:
+    """Read an object of rows from `at` into `rows`; where it ends. With `unhooked` (a
+    scanner without the hook that refuses a repeated key), a row is read by it first,
+    and kept when its keys are as many as its colons: each key in the text has one, so
+    then none was repeated; any other row is read again by `scan`."""
     at = _after(content, at, "{")
     if (end := _CLOSE.match(content, at)) is not None:
         return end.end()
     query_id, at = _key(content, _skip(content, at))
     while True:
-        row, at = scan(content, at)
+        if unhooked is None:
+            row, at = scan(content, at)
+        else:
+            start = at
+            row, at = unhooked(content, start)
+            if type(row) is not dict or len(row) != content.count(":", start, at):
+                row, at = scan(content, start)
         rows.take(shared.setdefault(query_id, query_id), row)
         plain = _NEXT_PLAIN_KEY.match(content, at)
         if plain is not None:  # a key without escapes, the usual one: read in one match

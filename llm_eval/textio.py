@@ -171,9 +171,19 @@ def load_json(text: str, path: str | Path, line: int | None = None, *, strict: b
 def _strict_line(text: str) -> Any:
     """`json.loads` of one line refusing a repeated key, by a decoder made once: `loads`
     given a hook makes a decoder per call, which costs as much as a short line's parse.
-    (Its floats are not shared: a line holds few.)"""
+    (Its floats are not shared: a line holds few.)
+
+    An object is read first without the hook, in C: every key in the text is followed
+    by a colon, so when the keys it holds (its own and its objects') are as many as
+    the line's colons, no key was repeated. Otherwise (a colon inside a string, objects
+    nested deeper) the hook reads it again and finds any repeated key."""
     if text.startswith("\ufeff"):  # as `json.loads` refuses it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    value = _PLAIN_DECODER.decode(text)
+    if type(value) is dict:
+        keys = len(value) + sum([len(item) for item in value.values() if type(item) is dict])
+        if keys == text.count(":"):
+            return value
     return _LINE_DECODER.decode(text)
 
 
@@ -192,6 +202,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _LINE_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
+_PLAIN_DECODER = json.JSONDecoder()
 
 
 def nesting_depth(text: str) -> int:

@@ -57,6 +57,7 @@ def _whole_and_by_rows(text: str, path: Path) -> tuple[Baseline, Baseline | None
     [
         {"q1": {"recall@5": 1.0, "mrr": 0.5}, "q2": {"mrr": 0.25}, "q3": {}},
         {'q "1",\\': {"recall@5": 1.0}, "é\n": {"mrr": 0.5, "recall@5": 0.0}},
+        {"q:1": {"recall@5": 1.0, "mrr": 0.5}, "q:2": {"recall@5": 0.0, "mrr": 1.0}},
         {},
     ],
 )

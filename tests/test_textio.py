@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import no_hang
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_eval import textio
 from llm_eval.errors import ExitCode, InputError
@@ -525,3 +528,36 @@ def test_a_fifo_or_a_socket_is_refused_before_it_is_opened(tmp_path: Path) -> No
     with pytest.raises(InputError) as raised:
         read_text("/dev/null")
     assert str(raised.value) == "/dev/null: is a device, expected a regular file"
+
+
+_KEYS = st.sampled_from(["a", "b", "c", "a:b", "é"])
+_LEAVES = st.one_of(st.integers(-5, 5), st.sampled_from(["x", "y:z", ":", ""]), st.booleans())
+
+
+@st.composite
+def _objects(draw: Any, depth: int = 0) -> str:
+    """JSON object text whose keys may repeat, at any level, colons in keys and values."""
+    members = []
+    for key in draw(st.lists(_KEYS, max_size=4)):
+        nested = depth < 2 and draw(st.booleans())
+        value = draw(_objects(depth + 1)) if nested else json.dumps(draw(_LEAVES))
+        if draw(st.booleans()):
+            value = f"[{value}]"
+        members.append(f"{json.dumps(key)}{draw(st.sampled_from([':', ' : ']))}{value}")
+    return "{" + ", ".join(members) + "}"
+
+
+@settings(max_examples=500, deadline=None)
+@given(_objects())
+def test_a_strict_line_read_by_counting_colons_is_the_hooks_reading(text: str) -> None:
+    """The line's keys counted against its colons accept only what the hook accepts,
+    and read it as the hook does: a repeated key at any depth is still refused."""
+    try:
+        expected: Any = json.loads(text, object_pairs_hook=textio._unique)
+    except textio._DuplicateKeyError as exc:
+        expected = ("duplicate", exc.key)
+    try:
+        got: Any = textio._strict_line(text)
+    except textio._DuplicateKeyError as exc:
+        got = ("duplicate", exc.key)
+    assert got == expected
