@@ -276,23 +276,33 @@ def _reciprocal_rank(j: Judgments, k: int | None) -> FloatArray:
 
 
 def _average_precision(j: Judgments, k: int | None) -> FloatArray:
-    relevant = j.hit_relevant
+    # The hits are in rank order within each query, so those within k are the first of
+    # each query's: they are kept before the counting, which they alone decide. The
+    # precision at each hit is made in one array, in place (these are the gate's
+    # largest temporaries: a few numbers per hit, at a million queries).
+    relevant = j.hit_relevant if k is None else j.hit_relevant & (j.hit_rank <= k)
     queries, ranks = j.hit_query[relevant], j.hit_rank[relevant]
+    del relevant
     starts = group_starts(queries)
-    group_start = np.repeat(starts, np.diff(np.append(starts, queries.size)))
-    relevant_so_far = np.arange(queries.size) - group_start + 1
-    precision_at_hit = relevant_so_far / ranks
-    keep = slice(None) if k is None else ranks <= k
-    total = np.bincount(queries[keep], precision_at_hit[keep], minlength=len(j.query_ids))
+    precision = np.arange(1, queries.size + 1, dtype=np.float64)  # relevant so far, then
+    precision -= np.repeat(starts, np.diff(np.append(starts, queries.size)))
+    precision /= ranks  # the precision at the hit
+    del ranks, starts
+    total = np.bincount(queries, precision, minlength=len(j.query_ids))
     return total / j.num_relevant
 
 
 def _dcg(
     queries: IntArray, ranks: IntArray, gains: FloatArray, k: int | None, size: int
 ) -> FloatArray:
-    keep = slice(None) if k is None else ranks <= k
-    discounted = gains[keep] / np.log2(ranks[keep] + 1.0)
-    return np.bincount(queries[keep], discounted, minlength=size).astype(np.float64)
+    # One array of the hits within k, made in place; the others are cut to those hits
+    # one at a time, as each is needed.
+    keep = None if k is None else ranks <= k
+    discounted = (ranks if keep is None else ranks[keep]) + 1.0
+    np.log2(discounted, out=discounted)
+    np.divide(gains if keep is None else gains[keep], discounted, out=discounted)
+    kept = queries if keep is None else queries[keep]
+    return np.bincount(kept, discounted, minlength=size).astype(np.float64)
 
 
 def _ndcg_with(gain: Callable[[IntArray], FloatArray]) -> Kernel:

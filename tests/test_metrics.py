@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 import llm_eval
 from llm_eval.errors import InputError
+from llm_eval.judgments import group_starts
 from llm_eval.metrics import Family, families, parse_metric, register
 
 LOG2 = math.log2
@@ -283,3 +286,47 @@ def test_the_api_points_to_where_other_metrics_are_computed(metric: str, hint: s
     with pytest.raises(InputError) as raised:
         llm_eval.evaluate({"q": {"d": 1}}, {"q": ["d"]}, [metric])
     assert str(raised.value) == f"llm_eval.evaluate computes relevance metrics; {metric} {hint}"
+
+
+def _plain_average_precision(j: Any, k: int | None) -> Any:
+    """MAP as the kernel computed it before its temporaries were made in place."""
+    relevant = j.hit_relevant
+    queries, ranks = j.hit_query[relevant], j.hit_rank[relevant]
+    starts = group_starts(queries)
+    group_start = np.repeat(starts, np.diff(np.append(starts, queries.size)))
+    precision_at_hit = (np.arange(queries.size) - group_start + 1) / ranks
+    keep = slice(None) if k is None else ranks <= k
+    total = np.bincount(queries[keep], precision_at_hit[keep], minlength=len(j.query_ids))
+    return total / j.num_relevant
+
+
+def _plain_dcg(queries: Any, ranks: Any, gains: Any, k: int | None, size: int) -> Any:
+    keep = slice(None) if k is None else ranks <= k
+    discounted = gains[keep] / np.log2(ranks[keep] + 1.0)
+    return np.bincount(queries[keep], discounted, minlength=size).astype(np.float64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_map_and_dcg_made_in_place_are_the_plain_formulas_to_the_bit(seed: int) -> None:
+    """Graded labels, a relevance level of 2, lists longer and shorter than k, queries
+    with no hit: MAP and DCG keep their every bit."""
+    from llm_eval import metrics
+    from llm_eval.judgments import judge_ranked
+
+    rng = np.random.default_rng(seed)
+    qrels = {
+        f"q{i}": {f"d{d}": int(rng.integers(0, 4)) for d in rng.choice(30, 6, replace=False)}
+        for i in range(300)
+    }
+    run = {q: [f"d{d}" for d in rng.choice(30, int(rng.integers(0, 25)))] for q in qrels}
+    for level in (1, 2):
+        j = judge_ranked(qrels, run, level)
+        size = len(j.query_ids)
+        for k in (None, 1, 5, 10):
+            fast = metrics._average_precision(j, k)
+            assert fast.tobytes() == _plain_average_precision(j, k).tobytes()
+            gains = j.hit_grade.astype(np.float64)
+            plain = _plain_dcg(j.hit_query, j.hit_rank, gains, k, size)
+            assert (
+                metrics._dcg(j.hit_query, j.hit_rank, gains, k, size).tobytes() == plain.tobytes()
+            )
