@@ -272,10 +272,12 @@ class _QrelsIndex:
         """
         hit_query = self.query[hit_entries]
         # One stable sort on a combined key orders the hits by query, then rank.
-        key = hit_query * (int(hit_rank.max(initial=0)) + 1) + hit_rank
+        key = hit_query * (int(hit_rank.max(initial=0)) + 1)
+        key += hit_rank
         order = np.argsort(key, kind="stable")
         del key
         labelled_query = hit_query[order]
+        del hit_query  # not held while the ideal orders are made, the judging's peak
         labelled_rank = hit_rank[order].astype(np.int64, copy=False)
         hit_grade = self.grades[hit_entries][order]
         positive = hit_grade > 0
