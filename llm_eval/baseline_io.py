@@ -8,7 +8,6 @@ differs on every run, leaves the file as it is.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from array import array
@@ -45,9 +44,11 @@ from llm_eval.textio import (
     json_type,
     nesting_depth,
     read_text,
+    repeats_no_key,
     require_file,
     strict_decoder,
     sweep_stale_temporaries,
+    unhooked_scan,
     write_atomic,
 )
 
@@ -242,7 +243,6 @@ def _sections(
     query ids those of `shared` when it holds them."""
     scan = strict_decoder().scan_once  # type: ignore[attr-defined]
     unshared = strict_decoder(shared_floats=False).scan_once  # type: ignore[attr-defined]
-    unhooked = _UNHOOKED_SCAN
     # One string per query id, as a whole parse keeps (`shared` is the caller's: a
     # query twice is still told by the rows, which list each id they take).
     data: dict[str, Any] = {}
@@ -257,13 +257,13 @@ def _sections(
             at = _read_rows(content, at, scan, shared, rows[key])
             data[key] = None
         elif key in rows:  # scores go to columns: their floats need not be shared
-            at = _read_rows(content, at, unshared, shared, rows[key], unhooked)
+            at = _read_rows(content, at, unshared, shared, rows[key], unhooked_scan)
             data[key] = None
         elif key in _SCALAR_ROWS:
             # A row that is not a string or a number is refused by its reader, so no
             # object in it goes unchecked: read without the hook.
             scalars = _SCALAR_ROWS[key]()
-            at = _read_rows(content, at, unhooked, shared, scalars)
+            at = _read_rows(content, at, unhooked_scan, shared, scalars)
             data[key] = scalars.values
         else:
             data[key], end = scan(content, at)
@@ -351,7 +351,6 @@ class _Fingerprints(_Scalars):
         return super().values if self.texts is None else self.texts
 
 
-_UNHOOKED_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _READ_BY_ROWS = frozenset({"per_query", "service", "query_fingerprints", "first_relevant_rank"})
 """The sections whose rows their readers check as they take them (no less strictly
@@ -428,8 +427,7 @@ def _read_rows(
 ) -> int:
     """Read an object of rows from `at` into `rows`; where it ends. With `unhooked` (a
     scanner without the hook that refuses a repeated key), a row is read by it first,
-    and kept when its keys are as many as its colons: each key in the text has one, so
-    then none was repeated; any other row is read again by `scan`."""
+    and kept when `repeats_no_key` proves it; any other row is read again by `scan`."""
     at = _after(content, at, "{")
     if (end := _CLOSE.match(content, at)) is not None:
         return end.end()
@@ -440,7 +438,7 @@ def _read_rows(
         else:
             start = at
             row, at = unhooked(content, start)
-            if type(row) is not dict or len(row) != content.count(":", start, at):
+            if not repeats_no_key(row, content, start, at):
                 row, at = scan(content, start)
         rows.take(shared.setdefault(query_id, query_id), row)
         plain = _NEXT_PLAIN_KEY.match(content, at)

@@ -173,18 +173,26 @@ def _strict_line(text: str) -> Any:
     given a hook makes a decoder per call, which costs as much as a short line's parse.
     (Its floats are not shared: a line holds few.)
 
-    An object is read first without the hook, in C: every key in the text is followed
-    by a colon, so when the keys it holds (its own and its objects') are as many as
-    the line's colons, no key was repeated. Otherwise (a colon inside a string, objects
-    nested deeper) the hook reads it again and finds any repeated key."""
+    An object is read first without the hook, in C, and kept when `repeats_no_key`
+    proves it; any other value is read again by the hook, which finds a repeated key."""
     if text.startswith("\ufeff"):  # as `json.loads` refuses it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     value = _PLAIN_DECODER.decode(text)
-    if type(value) is dict:
-        keys = len(value) + sum([len(item) for item in value.values() if type(item) is dict])
-        if keys == text.count(":"):
-            return value
+    if repeats_no_key(value, text, 0, len(text)):
+        return value
     return _LINE_DECODER.decode(text)
+
+
+def repeats_no_key(value: Any, text: str, start: int, end: int) -> bool:
+    """Whether `value`, read without the hook from `text[start:end]`, surely repeated no
+    key: an object whose keys (its own and its objects') are as many as the colons of
+    its text. Every key in the text is followed by a colon, so then none was dropped.
+    False for anything else (a colon inside a string, objects nested deeper, a value
+    that is not an object), which the hook is to read again."""
+    if type(value) is not dict:
+        return False
+    keys = len(value) + sum([len(item) for item in value.values() if type(item) is dict])
+    return keys == text.count(":", start, end)
 
 
 class _DuplicateKeyError(Exception):
@@ -203,6 +211,10 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _LINE_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
 _PLAIN_DECODER = json.JSONDecoder()
+unhooked_scan: Callable[[str, int], tuple[Any, int]] = _PLAIN_DECODER.scan_once  # type: ignore[attr-defined]
+"""`scan_once(text, at)` (the value there, where it ends) without the hook that refuses a
+repeated key: for a reader that checks each value with `repeats_no_key`, or refuses
+any object itself. The C scanner, not a function around it: it reads a row at a time."""
 
 
 def nesting_depth(text: str) -> int:
