@@ -307,9 +307,8 @@ def match_run(gold: GoldSet, run: Run, settings: MatchSettings = MatchSettings()
             credits.append(_credited_ids(query, results) if answered else -1)
             continue
         matched = MATCHERS[name](query, results, settings)
-        if name != "id":
-            rows[query.query_id] = dict(matched.grades)
-        if answered and name != "id":
+        rows[query.query_id] = dict(matched.grades)
+        if answered:
             units[query.query_id] = matched.ranked
         credits.append(matched.credited if answered else -1)
         ambiguous += matched.ambiguous
