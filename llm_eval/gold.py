@@ -45,12 +45,14 @@ class Labels(Sequence[tuple[str, int]]):
     def __init__(self, text: str) -> None:
         self._text = text
 
-    def _pairs(self) -> tuple[tuple[str, int], ...]:
+    def _labels(self) -> Iterator[tuple[str, int]]:
+        """The (doc_id, grade) pairs, decoded from the string as they are read."""
         text = self._text
         count = ord(text[0])
-        return tuple(
-            zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True)
-        )
+        return zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True)
+
+    def _pairs(self) -> tuple[tuple[str, int], ...]:
+        return tuple(self._labels())
 
     def ids(self) -> list[str]:
         """The labels' ids, in order, without their pairs."""
@@ -59,9 +61,7 @@ class Labels(Sequence[tuple[str, int]]):
 
     def row(self) -> dict[str, int]:
         """`{doc_id: grade}`, as `dict(labels)` but without the pairs between."""
-        text = self._text
-        count = ord(text[0])
-        return dict(zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True))
+        return dict(self._labels())
 
     @overload
     def __getitem__(self, index: int) -> tuple[str, int]: ...
