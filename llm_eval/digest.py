@@ -17,5 +17,10 @@ encoding a gold query's fields (one such digest a query, a million a gate)."""
 
 def digest(value: Any) -> str:
     """sha256 of the canonical JSON of a value (first 16 hex digits)."""
-    text = _CANONICAL.encode(value)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return f"{digest_number(_CANONICAL.encode(value)):016x}"
+
+
+def digest_number(text: str) -> int:
+    """The digest of canonical JSON text already written out, as the integer of its 16
+    hex digits (a gold query's fingerprint, a million of them a gate)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring
@@ -10,22 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from llm_eval.digest import digest
+from llm_eval.digest import digest, digest_number
 from llm_eval.gold import GoldQuery, GoldSet
 from llm_eval.score_columns import Column, hex_fingerprint
 
 
 def query_fingerprint(query: GoldQuery) -> str:
     """What makes a gold query the same query: its text, tier, tags and labels."""
-    return f"{_fingerprint_number(query):016x}"
+    return hex_fingerprint(_fingerprint_number(query))
 
 
 def _fingerprint_number(query: GoldQuery) -> int:
     """`query_fingerprint` as the integer of its 16 hex digits."""
     text = _usual_text(query)
-    if text is None:
-        return int(digest(_fields(query)), 16)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+    return int(digest(_fields(query)), 16) if text is None else digest_number(text)
 
 
 def _usual_text(query: GoldQuery) -> str | None:
