@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -247,23 +247,20 @@ def _sections(
     # query twice is still told by the rows, which list each id they take).
     data: dict[str, Any] = {}
     scores, service = _ScoreRows(), _ServiceRows()
-    rows: dict[str, _Rows] = {"per_query": scores, "service": service}
     at = _after(content, _skip(content, 0), "{")
     while True:
         key, at = _key(content, _skip(content, at))
         if key in data:
             raise _Unexpected
-        if key == "service":
-            at = _read_rows(content, at, scan, shared, rows[key])
+        # Rows go to columns and records: their floats need not be shared.
+        if key == "per_query":
+            at, scores = _read_section(content, at, shared, _ScoreRows, unshared)
             data[key] = None
-        elif key in rows:  # scores go to columns: their floats need not be shared
-            at = _read_rows(content, at, unshared, shared, rows[key], unhooked_scan)
+        elif key == "service":
+            at, service = _read_section(content, at, shared, _ServiceRows, unshared)
             data[key] = None
         elif key in _SCALAR_ROWS:
-            # A row that is not a string or a number is refused by its reader, so no
-            # object in it goes unchecked: read without the hook.
-            scalars = _SCALAR_ROWS[key]()
-            at = _read_rows(content, at, unhooked_scan, shared, scalars)
+            at, scalars = _read_section(content, at, shared, _SCALAR_ROWS[key], unshared)
             data[key] = scalars.values
         else:
             data[key], end = scan(content, at)
@@ -284,6 +281,12 @@ class _Rows:
 
     def take(self, query_id: str, row: Any) -> None:
         raise NotImplementedError
+
+    def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        """Take rows a piece at a time (`_read_pieces`): checked and kept together
+        where a reader can, one by one otherwise."""
+        for query_id, row in zip(query_ids, rows, strict=True):
+            self.take(query_id, row)
 
 
 class _Scalars(_Rows):
@@ -307,6 +310,14 @@ class _Scalars(_Rows):
         if type(row) is not int or not 0 <= row < 1 << 62:
             raise _Unexpected
         return row
+
+    def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        if not {int}.issuperset(map(type, rows)) or (
+            rows and not 0 <= min(rows) <= max(rows) < 1 << 62
+        ):
+            raise _Unexpected
+        self.items.extend(rows)
+        self.query_ids += query_ids
 
     @property
     def values(self) -> Column:
@@ -346,12 +357,22 @@ class _Fingerprints(_Scalars):
     def item(self, row: Any) -> int:
         return int(row, 16)
 
+    def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        joined = "".join(rows) if {str}.issuperset(map(type, rows)) else ""
+        if self.texts is not None or len(joined) != 16 * len(rows) or not _HEXES.fullmatch(joined):
+            super(_Scalars, self).take_piece(query_ids, rows)  # one by one, as they are
+            return
+        items = np.frombuffer(bytes.fromhex(joined), ">u8").astype(np.uint64)
+        self.items.frombytes(items.tobytes())
+        self.query_ids += query_ids
+
     @property
     def values(self) -> Mapping[str, str]:  # type: ignore[override]
         return super().values if self.texts is None else self.texts
 
 
 _HEX16 = re.compile(r"[0-9a-f]{16}")
+_HEXES = re.compile(r"[0-9a-f]*")
 _READ_BY_ROWS = frozenset({"per_query", "service", "query_fingerprints", "first_relevant_rank"})
 """The sections whose rows their readers check as they take them (no less strictly
 than the schema)."""
@@ -379,6 +400,23 @@ class _ScoreRows(_Rows):
         group[1].extend(row.values())
         self.query_ids.append(query_id)
 
+    def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        """A piece whose rows are objects of the same metrics in the same order, the
+        usual one, is kept at once; any other a row at a time."""
+        if not {dict}.issuperset(map(type, rows)) or len(orders := set(map(tuple, rows))) != 1:
+            super().take_piece(query_ids, rows)
+            return
+        values = list(itertools.chain.from_iterable(map(dict.values, rows)))
+        if not _NUMBERS.issuperset(map(type, values)):
+            raise _Unexpected
+        keys = orders.pop()
+        group = self.groups.get(keys)
+        if group is None:
+            group = self.groups[keys] = (array("q"), array("d"))
+        group[0].extend(range(len(self.query_ids), len(self.query_ids) + len(rows)))
+        group[1].extend(values)
+        self.query_ids += query_ids
+
     def table(self) -> ScoreColumns | None:
         if len(set(self.query_ids)) != len(self.query_ids):
             raise _Unexpected
@@ -403,6 +441,23 @@ class _ServiceRows(_Rows):
         self.latencies.append(row.get("latency_ms"))
         self.errors.append(row.get("error", False))
 
+    def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        if not {dict}.issuperset(map(type, rows)):
+            raise _Unexpected
+        if not _SERVICE_KEYS.issuperset(itertools.chain.from_iterable(rows)):
+            raise _Unexpected
+        errors = list(map(dict.get, rows, itertools.repeat("error"), itertools.repeat(False)))
+        latencies = list(map(dict.get, rows, itertools.repeat("latency_ms")))
+        if not {bool}.issuperset(map(type, errors)):
+            raise _Unexpected
+        if not {float, type(None)}.issuperset(map(type, latencies)):
+            raise _Unexpected
+        if not np.isfinite(np.array([value for value in latencies if value is not None])).all():
+            raise _Unexpected
+        self.query_ids += query_ids
+        self.latencies += latencies
+        self.errors += errors
+
     @property
     def values(self) -> ServiceColumns:
         if len(set(self.query_ids)) != len(self.query_ids):
@@ -422,12 +477,71 @@ def _usual_service(row: Any) -> bool:
     return latency is None or (type(latency) is float and math.isfinite(latency))
 
 
+_PIECE = 1 << 20
+"""About how many characters of a section `_read_pieces` reads at once."""
+_NEXT_ROW = ',\n  "'
+"""A comma and the next row's key, as `save_baseline` writes a section (the keys of a
+row's own object are indented further)."""
+_LAST_ROW = "\n }"
+"""The end of a section as `save_baseline` writes it: where the last piece is cut."""
+
+
+_R = TypeVar("_R", bound=_Rows)
+
+
+def _read_section(
+    content: str, at: int, shared: dict[str, str], make: type[_R], scan: Any
+) -> tuple[int, _R]:
+    """An object of rows from `at` read into `make()`: by pieces, or else (anything
+    unusual) row by row. Where it ends, and the rows."""
+    rows = make()
+    end = _read_pieces(content, at, shared, rows, scan)
+    if end is None:
+        rows = make()
+        end = _read_rows(content, at, scan, shared, rows, unhooked_scan)
+    return end, rows
+
+
+def _read_pieces(
+    content: str, at: int, shared: dict[str, str], rows: _Rows, scan: Any
+) -> int | None:
+    """Read an object of rows from `at` into `rows` by pieces of about `_PIECE`
+    characters, each cut before a `_NEXT_ROW` and read whole by the C scanner: where
+    the object ends, or None for anything unusual (a piece that does not read, a row
+    its reader refuses), which `_read_rows` is to read again, row by row.
+
+    A piece is `{` and its rows, closed: a cut that is not between two rows does not
+    read, and the piece that holds the object's end reads as far as it. Its rows are
+    read without the hook that refuses a repeated key, and kept when their keys are as
+    many as their colons (`repeats_no_key`); otherwise it is read again by `scan`."""
+    if content[at] != "{":
+        return None
+    start = at + 1
+    try:
+        while True:
+            cut = content.find(_NEXT_ROW, start + _PIECE)
+            stop = cut if cut >= 0 else content.find(_LAST_ROW, start) + len(_LAST_ROW)
+            if stop < start:
+                return None
+            piece = "{" + content[start:stop] + "}"
+            value, end = unhooked_scan(piece, 0)
+            if not repeats_no_key(value, piece, 0, end):
+                value, end = scan(piece, 0)
+            rows.take_piece(list(map(shared.setdefault, value, value)), list(value.values()))
+            if end < len(piece) or cut < 0:  # the object ended in this piece
+                return start + end - 1 if end < len(piece) else None
+            start = cut + 1
+    except Exception:  # invalid text, a row refused: read row by row, which names it
+        return None
+
+
 def _read_rows(
     content: str, at: int, scan: Any, shared: dict[str, str], rows: _Rows, unhooked: Any = None
 ) -> int:
     """Read an object of rows from `at` into `rows`; where it ends. With `unhooked` (a
     scanner without the hook that refuses a repeated key), a row is read by it first,
-    and kept when `repeats_no_key` proves it; any other row is read again by `scan`."""
+    and kept when `repeats_no_key` proves it; any other row (a number, a string, an
+    object that `repeats_no_key` cannot vouch for) is read again by `scan`."""
     at = _after(content, at, "{")
     if (end := _CLOSE.match(content, at)) is not None:
         return end.end()

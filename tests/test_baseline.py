@@ -8,9 +8,12 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Cli, gold_query
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llm_eval.baseline import Baseline
 from llm_eval.baseline_io import load_baseline, save_baseline
@@ -573,3 +576,105 @@ def test_a_baseline_read_with_the_gold_ids_holds_their_strings(tmp_path: Path) -
     assert read == sample()
     for section in (read.per_query, read.query_fingerprints, read.first_relevant_rank):
         assert [next(i for i in ids if i == q) is q for q in section] == [True, True]
+
+
+_IDS = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=4)
+_SCORES = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**53), 2**53)
+_ROW = st.dictionaries(st.sampled_from(["recall@5", "mrr", "m:1", "ndcg@10"]), _SCORES)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    per_query=st.dictionaries(_IDS, st.one_of(_ROW, st.just({"recall@5": 1.0, "mrr": 0.5}))),
+    service=st.dictionaries(
+        _IDS,
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "latency_ms": st.none() | st.floats(allow_nan=False) | st.integers(0, 9),
+                "error": st.booleans(),
+            },
+        ),
+    ),
+    scalars=st.dictionaries(
+        _IDS,
+        st.tuples(
+            st.from_regex("[0-9a-f]{16}", fullmatch=True) | st.sampled_from(["F1", "f2"]),
+            st.integers(0, 2**62) | st.just(-1),
+        ),
+    ),
+    piece=st.integers(1, 400),
+    repeat=st.sampled_from(["", "recall@5", "q"]),
+)
+def test_a_baseline_read_by_pieces_of_any_size_is_the_baseline_read_whole(
+    per_query: dict[str, dict[str, float]],
+    service: dict[str, dict[str, Any]],
+    scalars: dict[str, tuple[str, int]],
+    piece: int,
+    repeat: str,
+) -> None:
+    """Every section of rows read by pieces cut wherever the writer's form allows gives
+    what the whole reading gives, or leaves the document to it: scores of any metrics,
+    ids with colons, quotes and line ends, service rows of every shape (an integer
+    latency, an infinite one), fingerprints of other texts, ranks out of range, and a
+    key repeated in a row or a query twice."""
+    from llm_eval import baseline_io
+
+    document = sample().to_json()
+    document["per_query"] = per_query
+    document["service"] = service
+    document["query_fingerprints"] = {q: f for q, (f, _) in scalars.items()}
+    document["first_relevant_rank"] = {q: r for q, (_, r) in scalars.items()}
+    text = json.dumps(document, indent=1)
+    rows = text.index('"per_query": {')
+    if repeat == "recall@5" and '"mrr": ' in text[rows:]:  # a key twice in a row
+        text = text[:rows] + text[rows:].replace('"mrr": ', '"recall@5": ', 1)
+    elif repeat == "q" and per_query:  # a query twice, in rows that may be pieces apart
+        first = json.dumps(next(iter(per_query)))
+        text = text.replace('"per_query": {', f'"per_query": {{\n  {first}: {{}},', 1)
+    try:
+        whole: Baseline | None = baseline_io.parse_baseline(
+            baseline_io.json_document(text, "b.json"), "b.json"
+        )
+    except InputError:
+        whole = None
+    old_piece = baseline_io._PIECE
+    baseline_io._PIECE = piece
+    try:
+        by_pieces = baseline_io._read_by_rows(text, "b.json")
+    finally:
+        baseline_io._PIECE = old_piece
+    if whole is None:
+        assert by_pieces is None
+    elif by_pieces is not None:
+        assert by_pieces == whole
+        assert {q: dict(row) for q, row in by_pieces.per_query.items()} == {
+            q: dict(row) for q, row in whole.per_query.items()
+        }
+        assert list(by_pieces.service.items()) == list(whole.service.items())
+
+
+def test_a_written_baseline_is_read_by_pieces_not_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sections `save_baseline` writes are read a piece at a time, cut between rows
+    anywhere: the reading row by row is never asked for."""
+    from llm_eval import baseline_io
+
+    ids = [f"q{i}" for i in range(500)]
+    baseline = sample(
+        per_query={q: {"recall@5": i / 50, "mrr": 1 / (i + 1)} for i, q in enumerate(ids)},
+        query_fingerprints={q: f"{i:016x}" for i, q in enumerate(ids)},
+        first_relevant_rank={q: i % 7 for i, q in enumerate(ids)},
+        service={q: ServiceRecord(None if i % 5 else 2.5, i % 3 == 0) for i, q in enumerate(ids)},
+    )
+    path = tmp_path / "baseline.json"
+    save_baseline(path, baseline)
+
+    asked: list[int] = []
+    monkeypatch.setattr(baseline_io, "_read_rows", lambda *args: asked.append(1))
+    monkeypatch.setattr(baseline_io, "json_document", lambda *args: asked.append(2))
+    for piece in (1, 37, 5000, 1 << 20):
+        monkeypatch.setattr(baseline_io, "_PIECE", piece)
+        assert load_baseline(path) == baseline
+    assert asked == []
