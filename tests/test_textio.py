@@ -561,3 +561,39 @@ def test_a_strict_line_read_by_counting_colons_is_the_hooks_reading(text: str) -
     except textio._DuplicateKeyError as exc:
         got = ("duplicate", exc.key)
     assert got == expected
+
+
+_LINE_TEXTS = st.one_of(
+    _objects(),
+    _objects().map(lambda text: f" {text}"),
+    _objects().map(lambda text: f"{text} "),
+    _objects().map(lambda text: text.replace('"x"', '"\\ud800"').replace('"y:z"', '"\\u00e9"')),
+    _objects().map(lambda text: text.replace("1", "NaN").replace("2", "1" * 5000)),
+    st.integers(1, 110).map(lambda depth: '{"a": ' + "[" * depth + "]" * depth + "}"),
+    st.sampled_from(['{"a": 1}{', '{"a": 1', "[]", "{}", '{"a":"\x01"}', "\ufeff{}", '{"a": 1}x']),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_LINE_TEXTS, strict=st.booleans())
+def test_a_usual_line_is_read_as_load_json_reads_every_line(text: str, strict: bool) -> None:
+    """`parse_json_object` gives what `load_json` gives for any line, strict or not: the
+    same object, or the same error (a key twice, nesting too deep, a lone surrogate, a
+    number too long, text after the object), whether its own reading took the line or
+    left it."""
+
+    def outcome(read: Any) -> Any:
+        try:
+            value = read()
+        except InputError as exc:
+            return ("error", str(exc))
+        return ("value", value) if isinstance(value, dict) else ("not an object", value)
+
+    expected = outcome(lambda: textio.load_json(text, "f.jsonl", 3, strict=strict))
+    got = outcome(lambda: textio.parse_json_object(text, "f.jsonl", 3, strict=strict))
+    if expected[0] == "not an object":
+        assert got[0] == "error" and "expected a JSON object" in got[1]
+    else:
+        assert repr(got) == repr(expected)  # repr: NaN is not equal to itself
+    usual = textio.usual_json_object(text, strict)
+    assert usual is None or ("value", usual) == got or repr(("value", usual)) == repr(got)
