@@ -99,25 +99,34 @@ class Labels(Sequence[tuple[str, int]]):
         return (Labels, (self._text,))
 
 
-def compact_labels(
-    pairs: Sequence[tuple[str, int]], checked: bool = False
-) -> Sequence[tuple[str, int]]:
+def compact_labels(pairs: Sequence[tuple[str, int]]) -> Sequence[tuple[str, int]]:
     """The pairs as `Labels` when there are 1 to `_MOST_LABELS` of them, each id a
-    non-empty string without the joining character and each grade 1 to `MAX_GRADE`
-    (`checked`: the caller made sure of all but the joining character); as a tuple
-    otherwise."""
-    if not 0 < len(pairs) <= _MOST_LABELS:
-        return tuple(pairs)
-    ids, grades = zip(*pairs, strict=True)
-    if not checked and not all(
+    non-empty string without the joining character and each grade 1 to `MAX_GRADE`;
+    as a tuple otherwise."""
+    if not 0 < len(pairs) <= _MOST_LABELS or not all(
         type(doc) is str and doc and type(grade) is int and 0 < grade <= MAX_GRADE
         for doc, grade in pairs
     ):
         return tuple(pairs)
+    ids, grades = zip(*pairs, strict=True)
+    return _joined(ids, grades, len(pairs)) or tuple(pairs)
+
+
+def compact_grades(relevant: dict[str, int]) -> Sequence[tuple[str, int]]:
+    """`compact_labels` of `{doc_id: grade}` whose ids are non-empty and whose grades
+    are 1 to `MAX_GRADE` (the caller made sure), made from the dict without its pairs:
+    a gold file's reading makes one per query."""
+    if 0 < len(relevant) <= _MOST_LABELS:
+        return _joined(relevant, relevant.values(), len(relevant)) or tuple(relevant.items())
+    return tuple(relevant.items())
+
+
+def _joined(ids: Iterable[str], grades: Iterable[int], count: int) -> Labels | None:
+    """`Labels` of `count` ids and their grades; None when an id holds `_JOIN`."""
     joined = _JOIN.join(ids)
-    if joined.count(_JOIN) != len(ids) - 1:
-        return tuple(pairs)
-    return Labels("".join([chr(len(pairs)), *map(chr, grades), joined]))
+    if joined.count(_JOIN) != count - 1:
+        return None
+    return Labels("".join([chr(count), *map(chr, grades), joined]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from llm_eval.gold import (
     GoldReference,
     GoldSet,
     GoldSource,
+    compact_grades,
     compact_labels,
 )
 from llm_eval.qrels_io import BEIR_HEADER
@@ -99,11 +100,12 @@ def iter_gold_file(
     path: str | Path, tier: str | None = None, matching: str = "auto"
 ) -> Iterator[GoldQuery]:
     """Stream the queries of one gold file, failing on the first bad line."""
+    name = str(path)
     for line, text in iter_lines(path):
         if line == 1:
             _refuse_qrels(path, line, text)
         record = parse_json_object(text, path, line, strict=True)
-        yield _parse_query(record, str(path), line, tier, matching)
+        yield _parse_query(record, name, line, tier, matching)
 
 
 def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
@@ -154,11 +156,12 @@ def _usual_query(
         return None
     if (is_rejection and relevant) or not (query_id.strip() and query.strip() and tier.strip()):
         return None
-    pairs = tuple(relevant.items())
-    for doc, grade in pairs:
-        if type(grade) is not int or not 0 < grade <= MAX_GRADE or not doc:
+    for grade in relevant.values():
+        if type(grade) is not int or not 0 < grade <= MAX_GRADE:
             return None
-    compact = compact_labels(pairs, checked=True)
+    if "" in relevant:
+        return None
+    compact = compact_grades(relevant)
     for tag in tags:
         if type(tag) is not str or not tag:
             return None
@@ -168,7 +171,7 @@ def _usual_query(
         sys.intern(tier),
         _shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
         compact,
-        not pairs,
+        not relevant,
         None,
         None,
         path,

@@ -396,6 +396,13 @@ def test_documents_judged_not_relevant_are_kept_apart(tmp_path: Path) -> None:
         {"query_id": "q", "query": "t", "relevant": ["d", "e", "d"]},
         {"query_id": "q", "query": "t", "tags": ["a"], "category": "lookup"},
         {"query_id": "q", "query": "t", "tier": None, "relevant": {"d": 1}},
+        {"query_id": "q", "query": "t", "relevant": {"d\x00e": 1, "f": 2}},
+        {"query_id": "q", "query": "t", "relevant": {"": 1}},
+        {"query_id": "q", "query": "t", "relevant": {"d": 101}},
+        {"query_id": "q", "query": "t", "relevant": {"d": True}},
+        {"query_id": "q", "query": "t", "relevant": {"d": 1.0}},
+        {"query_id": "q", "query": "t", "relevant": {f"d{i}": 1 + i % 100 for i in range(128)}},
+        {"query_id": "q", "query": "t", "relevant": {f"d{i}": 1 + i % 100 for i in range(127)}},
     ],
 )
 @pytest.mark.parametrize(("tier", "matching"), [(None, "auto"), ("A", "id"), (None, "page")])
