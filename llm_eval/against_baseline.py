@@ -16,7 +16,7 @@ import numpy as np
 from llm_eval.baseline import Baseline, Reference
 from llm_eval.bounds import ColumnTest
 from llm_eval.builds import BuildSpread, build_spread, joined_test
-from llm_eval.criteria import Gate, Scope, Statistics
+from llm_eval.criteria import Gate, Statistics
 from llm_eval.errors import ComparisonError
 from llm_eval.fingerprint import GoldDiff, diff_gold, query_fingerprints
 from llm_eval.gate import (
@@ -41,7 +41,7 @@ from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
 from llm_eval.score_columns import column_of
 from llm_eval.scoring import Measurement
-from llm_eval.slices import PerQuery, ScoreTable, members, value_over
+from llm_eval.slices import PerQuery, ScoreTable, members, tag_members, value_over
 from llm_eval.stats import (
     MarginTest,
     column_test,
@@ -227,8 +227,10 @@ def _coverage(
     value = float(np.mean(values[chosen]))
     known, before_values = column_of(baseline.per_query, metric, ids)
     before = float(np.mean(before_values)) if known.all() else None
-    by_id = {query.query_id: query for query in queries}
-    readable = has_negatives(by_id[q] for q in ids if q in by_id)
+    readable = has_negatives(queries)  # when no query has negatives, none of these has
+    if readable:
+        by_id = {query.query_id: query for query in queries}
+        readable = has_negatives(by_id[q] for q in ids if q in by_id)
     return LabelCoverage(metric, value, before, readable)
 
 
@@ -265,12 +267,14 @@ def _scopes(
     ids = members(queries, gate.scope)
     scopes = [_scope(None, ids, gate.metric, now, baseline, only)]
     if gate.per_tag:
-        in_scope = set(ids)
-        scoped = [q for q in queries if q.query_id in in_scope]
+        scoped = queries
+        if len(ids) < len(queries):  # else every query is in scope
+            in_scope = set(ids)
+            scoped = [q for q in queries if q.query_id in in_scope]
         tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
+        tagged = tag_members(scoped, tags)
         for tag in tags:
-            tag_ids = members(scoped, Scope(tags=(tag,)))
-            piece = _scope(tag, tag_ids, gate.metric, now, baseline, only)
+            piece = _scope(tag, tagged[tag], gate.metric, now, baseline, only)
             if piece.n:
                 scopes.append(piece)  # else a tag of rejection queries only
     return scopes

@@ -68,6 +68,21 @@ def members(queries: Iterable[GoldQuery], scope: Scope) -> list[str]:
     return [q.query_id for q in queries if not tags or not tags.isdisjoint(q.tags)]
 
 
+def tag_members(queries: Iterable[GoldQuery], tags: Iterable[str]) -> dict[str, list[str]]:
+    """`members(queries, Scope(tags=(tag,)))` of each of the tags, in one pass over the
+    queries rather than one a tag: a gate's tag slices over a million queries."""
+    wanted: dict[str, list[str]] = {tag: [] for tag in tags}
+    lists_of: dict[tuple[str, ...], list[list[str]]] = {}
+    for query in queries:
+        lists = lists_of.get(query.tags)
+        if lists is None:
+            tagged = dict.fromkeys(query.tags)
+            lists = lists_of[query.tags] = [wanted[tag] for tag in wanted if tag in tagged]
+        for ids in lists:
+            ids.append(query.query_id)
+    return wanted
+
+
 def mean_over(
     per_query: PerQuery,
     query_ids: Iterable[str],

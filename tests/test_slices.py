@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from llm_eval.criteria import Scope
 from llm_eval.gold import GoldQuery
 from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import (
@@ -15,6 +16,7 @@ from llm_eval.slices import (
     members,
     slice_values,
     standard_scopes,
+    tag_members,
     value_over,
 )
 
@@ -78,6 +80,18 @@ def test_slice_values_are_those_of_each_slices_members(seed: int, size: int) -> 
         for metric in METRICS:
             expected = value_over(table, ids, metric)
             assert same(piece.metrics[metric], expected), (scope, metric)
+
+
+@pytest.mark.parametrize(("seed", "size"), [(0, 1), (1, 7), (2, 60), (3, 3000)])
+def test_the_members_of_every_tag_in_one_pass_are_those_of_each_tag(seed: int, size: int) -> None:
+    """Tags held twice by a query, tags no query holds, a tag asked for twice."""
+    queries, _ = random_project(seed, size)
+    queries.append(query(size, "A", ("t1", "t1", "t2")))
+    tags = ["t2", "t1", "nobody", *sorted({t for q in queries for t in q.tags}), "t1"]
+    tagged = tag_members(queries, tags)
+    assert set(tagged) == set(tags)
+    for tag in tags:
+        assert tagged[tag] == members(queries, Scope(tags=(tag,)))
 
 
 def test_a_tag_whose_queries_are_not_scored_has_no_value() -> None:
