@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from llm_eval.digest import digest, digest_number
-from llm_eval.gold import GoldQuery, GoldSet
+from llm_eval.gold import GoldQuery, GoldSet, Labels
 from llm_eval.score_columns import Column, hex_fingerprint
 
 
@@ -40,15 +40,19 @@ def _usual_text(query: GoldQuery) -> str | None:
         or type(query.is_rejection) is not bool
     ):
         return None
-    labels = sorted(query.relevant)
-    for doc, grade in labels:
-        if type(doc) is not str or type(grade) is not int:
-            return None
     tags = sorted(query.tags)
     for tag in tags:
         if type(tag) is not str:
             return None
-    relevant = ",".join([f"[{encode_basestring(doc)},{grade}]" for doc, grade in labels])
+    if type(query.relevant) is Labels:  # ids and grades as its string holds them
+        pairs = query.relevant.sorted_pairs()
+        relevant = ",".join([f"[{encode_basestring(doc)},{ord(grade)}]" for doc, grade in pairs])
+    else:
+        labels = sorted(query.relevant)
+        for doc, grade in labels:
+            if type(doc) is not str or type(grade) is not int:
+                return None
+        relevant = ",".join([f"[{encode_basestring(doc)},{grade}]" for doc, grade in labels])
     return (
         f'{{"is_rejection":{"true" if query.is_rejection else "false"},'
         f'"query":{encode_basestring(query.query)},"relevant":[{relevant}],'

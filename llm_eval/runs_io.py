@@ -128,6 +128,7 @@ def _load_jsonl(path: str | Path, after: int, shared: dict[str, str]) -> dict[st
 
 _USUAL_KEYS = frozenset({"query_id", "results", "latency_ms"})
 """The keys of most run lines, which `_usual_line` reads."""
+_STR = frozenset({str})
 
 
 def _usual_line(record: dict[str, Any], query_id: str, results: list[Any]) -> QueryResults | None:
@@ -137,7 +138,9 @@ def _usual_line(record: dict[str, Any], query_id: str, results: list[Any]) -> Qu
     latency = record.get("latency_ms")
     if latency is not None and (type(latency) is not float or not math.isfinite(latency)):
         return None
-    if not _USUAL_KEYS.issuperset(record) or not all(type(i) is str and i for i in results):
+    if not _USUAL_KEYS.issuperset(record) or not _STR.issuperset(map(type, results)):
+        return None
+    if "" in results:
         return None
     return QueryResults(query_id, IdResults(results), latency)
 

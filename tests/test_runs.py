@@ -391,3 +391,21 @@ def test_a_bad_latency_is_refused_on_the_usual_path_too(tmp_path: Path, latency:
     )
     with pytest.raises(InputError, match="latency_ms: must be a number"):
         load_run(path)
+
+
+@pytest.mark.parametrize("results", ['["d1", ""]', '["d1", 3]', '["d1", null]', '[["d1"]]'])
+def test_an_odd_result_is_refused_as_the_full_reading_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, results: str
+) -> None:
+    """An empty id, a number, a null or a list among the ids leaves the usual reading,
+    and is named by the full one."""
+    from llm_eval import runs_io
+
+    path = write(tmp_path / "run.jsonl", f'{{"query_id": "q1", "results": {results}}}\n')
+    with pytest.raises(InputError) as usual:
+        load_run(path)
+    monkeypatch.setattr(runs_io, "_usual_line", lambda *_: None)
+    with pytest.raises(InputError) as full:
+        load_run(path)
+    assert str(usual.value) == str(full.value)
+    assert "results[" in str(usual.value)
