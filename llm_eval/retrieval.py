@@ -27,7 +27,13 @@ from llm_eval.fingerprint_io import run_fingerprints
 from llm_eval.gold import GoldQuery
 from llm_eval.inputs import Inputs
 from llm_eval.retrieval_cache import RetrievalCache, retriever_key
-from llm_eval.retrievers import Retriever, RetrieverContext, held, retriever_kind
+from llm_eval.retrievers import (
+    BatchRetriever,
+    Retriever,
+    RetrieverContext,
+    held,
+    retriever_kind,
+)
 from llm_eval.runs import QueryResults, Run
 from llm_eval.runs_io import load_run
 from llm_eval.shards_io import expand_runs, is_part, join_parts
@@ -48,7 +54,8 @@ class RetrieveOptions:
     repeat: int = 1
     """Run every query this many times, bypassing the cache, to find unstable rankings."""
     progress: Callable[[int, int], None] | None = None
-    """Called with (queries done, queries in all) as each query finishes."""
+    """Called with (queries done, queries in all) as each query finishes; once a batch
+    for a retriever that answers them all at once (`BatchRetriever`)."""
     builds: int | None = None
     """How many times to build the retriever (`--builds`), each build answering every
     query; None: as the config's `builds` says, else once."""
@@ -126,15 +133,21 @@ def retrieve_gold(
     wanted = config.cache if options.use_cache is None else options.use_cache
     use_cache = wanted and options.repeat == 1
     cache = _retrieval_cache(config, retriever) if use_cache else None
-    done, total = itertools.count(1), len(queries) * options.repeat
+    done, total = [0], len(queries) * options.repeat
 
-    def finished() -> None:
+    def finished(count: int = 1) -> None:
+        done[0] += count
         if options.progress is not None:
-            options.progress(next(done), total)
+            options.progress(done[0], total)
 
-    runs = [
-        retriever.retrieve(queries, config.top_k, cache, finished) for _ in range(options.repeat)
-    ]
+    def answered() -> Run:
+        if isinstance(retriever, BatchRetriever):  # all done at once: one count, not one each
+            run = retriever.retrieve(queries, config.top_k, cache)
+            finished(len(queries))
+            return run
+        return retriever.retrieve(queries, config.top_k, cache, finished)
+
+    runs = [answered() for _ in range(options.repeat)]
     check_error_rate(runs[0], queries, config.retriever.max_error_rate)
     hits = cache.hits if cache is not None else 0
     return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs), builds_asked=asked)

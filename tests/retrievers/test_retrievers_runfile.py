@@ -89,3 +89,24 @@ def test_create_checks_the_settings_it_builds_from(
     with pytest.raises(InputError) as raised:
         retriever_kind("run").create(settings, RetrieverContext(None, tmp_path))
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize("repeat", [1, 3])
+def test_a_run_read_at_once_counts_its_queries_at_once(tmp_path: Path, repeat: int) -> None:
+    """The progress of a retriever that answers every query in one batch moves once a
+    batch, to the whole count: a million calls for one event would be CPU spent for
+    nothing."""
+    from llm_eval.config_io import load_config
+    from llm_eval.gold_io import load_gold
+    from llm_eval.retrieval import RetrieveOptions, retrieve_gold
+
+    run = tmp_path / "given.trec"
+    run.write_text("a-001 Q0 builtins.sorted#0 1 3.5 mine\na-002 Q0 x 1 1.0 mine\n")
+    project = write_project(tmp_path, {"kind": "run", "path": str(run)}, queries=4)
+    config = load_config(project.config)
+    queries = load_gold(config.gold).queries
+    counts: list[tuple[int, int]] = []
+    options = RetrieveOptions(False, repeat=repeat, progress=lambda *count: counts.append(count))
+    retrieved = retrieve_gold(config, queries, options)
+    assert counts == [(4 * (i + 1), 4 * repeat) for i in range(repeat)]
+    assert sorted(retrieved.run.queries) == ["a-001", "a-002"]
