@@ -329,11 +329,9 @@ def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judg
         if ranking is not None:
             answered[query] = 1
             for entry, doc in enumerate(row, start):
-                try:
+                if doc in ranking:  # a miss raises no exception: most labels are missed
                     hit_rank.append(ranking.index(doc) + 1)
-                except ValueError:
-                    continue
-                hit_entries.append(entry)
+                    hit_entries.append(entry)
         start += len(row)
     told = np.frombuffer(answered, dtype=np.uint8).astype(np.bool_)
     return index.freeze(
