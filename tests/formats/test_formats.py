@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from conftest import Cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_eval import formats
 from llm_eval.errors import InputError
@@ -159,3 +161,45 @@ def test_gate_prints_junit_and_writes_it_beside_the_report(
     assert out == written
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(out)
     assert 'failures="1"' in out.splitlines()[1]
+
+
+_TEXT = st.text(max_size=6)  # any code point: quotes, controls, NUL, lone surrogates
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.dictionaries(_TEXT, _TEXT, max_size=20),
+    size=st.integers(990, 1010),
+    odd=st.sampled_from([None, 3, 2.5, True, ["x"], {"y": "z"}]),
+    depth=st.integers(0, 3),
+    name=st.sampled_from(NAMES),
+)
+def test_report_json_is_json_dumps_to_the_byte(
+    texts: dict[str, str], size: int, odd: Any, depth: int, name: str
+) -> None:
+    """A large map of text to text (rows of any text, more or fewer than are written
+    by join), nested at any depth and in lists, is written as `json.dumps` writes it;
+    a map with one value of another kind is left to it."""
+    rows = {**{f"q{i}": "id" for i in range(size - len(texts))}, **texts}
+    report: dict[str, Any] = load(name)
+    nested: Any = dict(rows)
+    for level in range(depth):
+        nested = [nested, {"k": "v"}] if level % 2 else {"inner": nested, "after": 1}
+    report["matching"] = {"matched_by": nested, "other": dict(rows)}
+    if odd is not None and rows:
+        report["odd"] = {**rows, next(iter(rows)): odd}
+    rendered = get_format("json").render(report, RenderOptions())
+    assert rendered == json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def test_report_json_holding_the_stand_in_text_is_still_json_dumps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llm_eval.formats import json as json_format
+
+    monkeypatch.setattr(json_format.secrets, "token_hex", lambda _: "fixed")
+    rows = {f"q{i}": "id" for i in range(1000)}
+    report = {"a": rows, "b": rows, "text": "fixed-0", "list": ["fixed-1"]}
+    rendered = get_format("json").render(report, RenderOptions())
+    assert rendered == json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    assert json.loads(rendered)["text"] == "fixed-0"
