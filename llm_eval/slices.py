@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -145,9 +146,12 @@ def slice_values(
     (an exactly rounded sum, so the order the queries come in does not change a bit).
     """
     ids = [q.query_id for q in queries]
-    scored = np.fromiter((q in table.per_query for q in ids), dtype=bool, count=len(ids))
-    masks = _scope_masks(queries)
     at = table.per_query.places(ids) if isinstance(table.per_query, ScoreColumns) else None
+    if at is not None:
+        scored = at >= 0
+    else:
+        scored = np.fromiter((q in table.per_query for q in ids), dtype=bool, count=len(ids))
+    masks = _scope_masks(queries)
     columns = {m: _Column.of(table, ids, m, at) for m in metrics}
     values = {}
     for name, mask in masks.items():
@@ -162,7 +166,26 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 def _scope_masks(queries: Sequence[GoldQuery]) -> dict[str, BoolArray]:
-    """`{"overall"|"tier:A"|"tag:x": mask}` over `queries`, in `standard_scopes`' order."""
+    """`{"overall"|"tier:A"|"tag:x": mask}` over `queries`, in `standard_scopes`' order.
+
+    The last tuple of queries' are kept: a gate asks for them twice (the slices now and
+    the baseline's breakdown), each a pass over every query. They are read, never
+    changed; a list may change, and is never kept."""
+    if type(queries) is not tuple:
+        return _masks_of(queries)
+    if _last_masks[0] is not queries:
+        _last_masks[:] = [queries, _masks_of(queries)]
+    masks: dict[str, BoolArray] = _last_masks[1]
+    return masks
+
+
+_last_masks: list[Any] = [None, {}]
+"""The queries last given to `_scope_masks` (held, so that their identity stays theirs)
+and their masks."""
+
+
+def _masks_of(queries: Sequence[GoldQuery]) -> dict[str, BoolArray]:
+    """`_scope_masks`, made."""
     tier_codes: dict[str, int] = {}
     tiers = np.fromiter(
         (tier_codes.setdefault(q.tier, len(tier_codes)) for q in queries),

@@ -13,6 +13,7 @@ from llm_eval.service_metrics import ServiceRecord
 from llm_eval.slices import (
     ScoreTable,
     SliceMean,
+    SliceValues,
     members,
     slice_values,
     standard_scopes,
@@ -123,3 +124,26 @@ def test_no_queries() -> None:
     assert list(values) == ["overall"]
     assert values["overall"].n == 0
     assert values["overall"].metrics["mrr"].n == values["overall"].metrics["error_rate"].n == 0
+
+
+def test_the_masks_kept_for_a_gold_set_are_never_another_sets() -> None:
+    """A gate asks for the slices of one tuple of queries twice, and the masks are
+    made once; another tuple, or a list that changed since, gets its own."""
+    queries, table = random_project(5, 300)
+
+    def alike(a: dict[str, SliceValues], b: dict[str, SliceValues]) -> bool:
+        return list(a) == list(b) and all(
+            a[k].n == b[k].n and all(same(a[k].metrics[m], b[k].metrics[m]) for m in METRICS)
+            for k in a
+        )
+
+    whole = tuple(queries)
+    assert alike(slice_values(whole, table, METRICS), slice_values(whole, table, METRICS))
+    fewer = tuple(queries[:100])
+    assert alike(slice_values(fewer, table, METRICS), slice_values(list(fewer), table, METRICS))
+    assert not alike(slice_values(fewer, table, METRICS), slice_values(whole, table, METRICS))
+    growing = list(fewer)
+    before = slice_values(growing, table, METRICS)
+    growing += queries[100:]
+    assert alike(slice_values(growing, table, METRICS), slice_values(whole, table, METRICS))
+    assert not alike(before, slice_values(growing, table, METRICS))
