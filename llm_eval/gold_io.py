@@ -134,6 +134,10 @@ def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
 
 _USUAL_FIELDS = frozenset({"query_id", "query", "tier", "tags", "relevant", "is_rejection"})
 """The fields of most gold records, which `_usual_query` reads."""
+_STR = frozenset({str})
+_USUAL_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""A record's list of tags, as given, and the shared tuple of its tags (each once): a
+gold set's queries share a few lists, checked once each."""
 
 
 def _usual_query(
@@ -161,16 +165,21 @@ def _usual_query(
             return None
     if "" in relevant:
         return None
-    compact = compact_grades(relevant)
-    for tag in tags:
-        if type(tag) is not str or not tag:
+    if not _STR.issuperset(map(type, tags)):
+        return None
+    shared = _USUAL_TAGS.get(listed := tuple(tags))
+    if shared is None:  # tags not met before: checked, and their one tuple found
+        if "" in listed:
             return None
+        shared = _shared_tags(tuple(dict.fromkeys(map(sys.intern, listed))))
+        if len(_USUAL_TAGS) < _SHARED_TAGS_MAX:
+            _USUAL_TAGS[listed] = shared
     return GoldQuery(  # by position: a million queries feel the keywords
         query_id,
         query,
         sys.intern(tier),
-        _shared_tags(tuple(dict.fromkeys(map(sys.intern, tags)))),
-        compact,
+        shared,
+        compact_grades(relevant),
         not relevant,
         None,
         None,
