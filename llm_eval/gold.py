@@ -54,6 +54,11 @@ class Labels(Sequence[tuple[str, int]]):
     def _pairs(self) -> tuple[tuple[str, int], ...]:
         return tuple(self._labels())
 
+    def grades(self) -> Iterator[int]:
+        """The labels' grades, in order, without their pairs."""
+        text = self._text
+        return map(ord, text[1 : ord(text[0]) + 1])
+
     def ids(self) -> list[str]:
         """The labels' ids, in order, without their pairs."""
         text = self._text
@@ -117,6 +122,8 @@ def compact_labels(pairs: Sequence[tuple[str, int]]) -> Sequence[tuple[str, int]
     ):
         return tuple(pairs)
     ids, grades = zip(*pairs, strict=True)
+    if len(set(ids)) < len(ids):  # a `Labels` holds each id once, as a row's keys do
+        return tuple(pairs)
     return _joined(ids, grades, len(pairs)) or tuple(pairs)
 
 

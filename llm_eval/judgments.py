@@ -27,9 +27,9 @@ import functools
 import itertools
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,21 @@ ScoredRun = Mapping[str, Mapping[str, float]]
 RankedRun = Mapping[str, Sequence[str]]
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+
+
+@runtime_checkable
+class UnitRows(Protocol):
+    """Qrels that give their rows' lengths, grades and units without a dict a row (a
+    gold set's compact labels: `llm_eval.matching.GoldQrels`)."""
+
+    def sizes_and_grades(self) -> tuple[IntArray, IntArray]:
+        """`_flatten_qrels` of the rows, without their ids."""
+        ...
+
+    def unit_rows(self) -> Iterator[Collection[str]]:
+        """Per row in order, its units in order (as iterating the row gives them)."""
+        ...
+
 
 _NO_INTS = np.zeros(0, dtype=np.int64)
 # What a query missing from a scored run reads as: an empty list, never written to.
@@ -169,6 +184,9 @@ class _QrelsIndex:
         """Without `keep_docs`, `docs` is empty: the entries' ids are read from the qrels
         again where they are needed (a gold set's rows may be made when read, and holding
         their ids would hold a string per entry)."""
+        if not keep_docs and isinstance(qrels, UnitRows):
+            self._setup(list(qrels), *qrels.sizes_and_grades(), [], relevance_level)
+            return
         self._setup(list(qrels), *_flatten_qrels(qrels.values(), keep_docs), relevance_level)
 
     @classmethod
@@ -317,7 +335,8 @@ def judge_ranked(qrels: Qrels, run: RankedRun, relevance_level: int = 1) -> Judg
     index = _QrelsIndex(qrels, relevance_level, keep_docs=False)
     # Each evaluated query's row is read again, in the order its entries were numbered:
     # a row made when read (a gold query's compact labels) is let go after its lookups.
-    rows = itertools.compress(qrels.values(), index.evaluated.tolist())
+    every = qrels.unit_rows() if isinstance(qrels, UnitRows) else iter(qrels.values())
+    rows = itertools.compress(every, index.evaluated.tolist())
     # Held as machine integers, not as Python ints: a million queries' hits would
     # otherwise hold an int object each (28 bytes) at the gate's peak.
     hit_entries = array.array("q")

@@ -28,11 +28,20 @@ import array
 import bisect
 import re
 import unicodedata
-from collections.abc import Container, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Collection,
+    Container,
+    ItemsView,
+    Iterator,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from llm_eval.gold import LABEL_OF, GoldQuery, GoldReference, GoldSet, Labels
 from llm_eval.runs import RankedResult, Rankings, Run, doc_ids_of
@@ -260,6 +269,8 @@ def matcher_for(query: GoldQuery) -> str | None:
         return None
     if query.matching != "auto":
         return query.matching
+    if query.relevant:  # the first of LABEL_OF's, and most queries': without a search
+        return "id"
     return next((name for name, field in LABEL_OF.items() if getattr(query, field)), "id")
 
 
@@ -378,6 +389,36 @@ class GoldQrels(Mapping[str, Mapping[str, int]]):
 
     def values(self) -> ValuesView[Mapping[str, int]]:  # in order, without a lookup each
         return _Rows(self)
+
+    def _compact(self, query: GoldQuery) -> Labels | None:
+        """The query's labels when they are its whole row (`_row` would make a dict of
+        them), else None."""
+        relevant = query.relevant
+        if type(relevant) is not Labels or query.non_relevant or query.is_rejection:
+            return None
+        return None if query.query_id in self._rows else relevant
+
+    def sizes_and_grades(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Per query (in gold order) its row's length, and every row's grades one
+        after the other: a compact row's read from its string, without its dict."""
+        sizes, grades = array.array("q"), array.array("q")
+        for query in self._queries:
+            labels = self._compact(query)
+            if labels is not None:
+                sizes.append(len(labels))
+                grades.extend(labels.grades())
+            else:
+                row = self._row(query)
+                sizes.append(len(row))
+                grades.extend(row.values())
+        return np.frombuffer(sizes, np.int64), np.frombuffer(grades, np.int64)
+
+    def unit_rows(self) -> Iterator[Collection[str]]:
+        """Per query (in gold order) its row's units in order: a compact row's ids (each
+        once, as a row's keys are), any other row as it is."""
+        for query in self._queries:
+            labels = self._compact(query)
+            yield self._row(query) if labels is None else labels.ids()
 
     def items(self) -> ItemsView[str, Mapping[str, int]]:
         return _Items(self)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -596,3 +597,59 @@ def test_matchers_counted_from_columns_are_those_counted_by_query() -> None:
     assert next(iter(expected)) == names[codes[0]]
     assert _by_matcher(matched_by, credited) == expected
     assert list(_by_matcher(matched_by, credited)) == list(expected)
+
+
+_IDS = st.sampled_from(["d1", "d2", "d3", "x:y", "é"])
+
+
+@st.composite
+def _qrels_queries(draw: Any) -> list[Any]:
+    """Queries labelled every way a gold set may be: compact labels, pairs that repeat
+    an id (kept as a tuple), labels judged not relevant, pages, rejections."""
+    queries = []
+    for i in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["compact", "repeated", "negative", "page", "none"]))
+        pairs = tuple(draw(st.lists(st.tuples(_IDS, st.integers(1, 3)), min_size=1, max_size=4)))
+        if kind == "compact":
+            queries.append(gold_query(f"q{i}", compact_labels(tuple(dict(pairs).items()))))
+        elif kind == "repeated":
+            queries.append(gold_query(f"q{i}", compact_labels(pairs + pairs[:1])))
+        elif kind == "negative":
+            unique = compact_labels(tuple(dict(pairs).items()))
+            queries.append(gold_query(f"q{i}", unique, non_relevant=(("n1", 0),)))
+        elif kind == "page":
+            pages = (GoldReference("Manual.pdf", 3, 2),)
+            queries.append(gold_query(f"q{i}", gold_references=pages, matching="page"))
+        else:
+            queries.append(gold_query(f"q{i}"))
+    return queries
+
+
+@settings(max_examples=300, deadline=None)
+@given(queries=_qrels_queries(), retrieved=st.lists(_IDS | st.just("n1"), max_size=5))
+def test_gold_rows_read_without_their_dicts_are_the_rows(
+    queries: list[Any], retrieved: list[str]
+) -> None:
+    """A gold set's qrels give their rows' lengths, grades and units from compact
+    labels as the rows themselves give them, and judging through them is judging the
+    rows as plain dicts."""
+    import dataclasses
+
+    from llm_eval.judgments import _flatten_qrels, judge_ranked
+
+    results = [RankedResult(d, document="Manual.pdf", page=3) for d in retrieved]
+    run = Run({q.query_id: QueryResults(q.query_id, tuple(results)) for q in queries[::2]})
+    matched = match_run(GoldSet(tuple(queries)), run)
+    qrels = matched.qrels
+    sizes, grades, _ = _flatten_qrels(qrels.values(), keep_docs=False)
+    read_sizes, read_grades = qrels.sizes_and_grades()
+    assert read_sizes.tolist() == sizes.tolist() and read_grades.tolist() == grades.tolist()
+    assert [list(units) for units in qrels.unit_rows()] == [list(row) for row in qrels.values()]
+    plain = {query_id: dict(row) for query_id, row in qrels.items()}
+    through, alone = judge_ranked(qrels, matched.ranked), judge_ranked(plain, matched.ranked)
+    for field in dataclasses.fields(through):
+        ours, theirs = getattr(through, field.name), getattr(alone, field.name)
+        if isinstance(ours, np.ndarray):
+            assert np.array_equal(ours, theirs), field.name
+        else:
+            assert ours == theirs, field.name
