@@ -23,6 +23,7 @@ from llm_eval.gold import (
     compact_labels,
 )
 from llm_eval.qrels_io import BEIR_HEADER
+from llm_eval.slotted import positional
 from llm_eval.textio import iter_lines, json_type, parse_json_object
 from llm_eval.wording.english import plural
 
@@ -135,6 +136,7 @@ def _refuse_qrels(path: str | Path, line: int, text: str) -> None:
 _USUAL_FIELDS = frozenset({"query_id", "query", "tier", "tags", "relevant", "is_rejection"})
 """The fields of most gold records, which `_usual_query` reads."""
 _STR = frozenset({str})
+_GOLD_QUERY = positional(GoldQuery)
 _USUAL_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
 """A record's list of tags, as given, and the shared tuple of its tags (each once): a
 gold set's queries share a few lists, checked once each."""
@@ -174,7 +176,7 @@ def _usual_query(
         shared = _shared_tags(tuple(dict.fromkeys(map(sys.intern, listed))))
         if len(_USUAL_TAGS) < _SHARED_TAGS_MAX:
             _USUAL_TAGS[listed] = shared
-    return GoldQuery(  # by position: a million queries feel the keywords
+    return _GOLD_QUERY(  # by position: a million queries feel the keywords
         query_id,
         query,
         sys.intern(tier),

@@ -30,6 +30,7 @@ from llm_eval.errors import InputError
 from llm_eval.finite import is_finite_number
 from llm_eval.runs import IdResults, QueryResults, RankedResult, Run, RunFormat
 from llm_eval.shards import parse_shard
+from llm_eval.slotted import positional
 from llm_eval.textio import (
     iter_lines,
     iter_text_blocks,
@@ -129,6 +130,7 @@ def _load_jsonl(path: str | Path, after: int, shared: dict[str, str]) -> dict[st
 _USUAL_KEYS = frozenset({"query_id", "results", "latency_ms"})
 """The keys of most run lines, which `_usual_line` reads."""
 _STR = frozenset({str})
+_QUERY_RESULTS = positional(QueryResults)
 
 
 def _usual_line(record: dict[str, Any], query_id: str, results: list[Any]) -> QueryResults | None:
@@ -142,7 +144,7 @@ def _usual_line(record: dict[str, Any], query_id: str, results: list[Any]) -> Qu
         return None
     if "" in results:
         return None
-    return QueryResults(query_id, IdResults(results), latency)
+    return _QUERY_RESULTS(query_id, IdResults(results), latency)
 
 
 def _parse_jsonl_line(record: Mapping[str, Any], path: str | Path, line: int) -> QueryResults:
