@@ -8,7 +8,8 @@ paired test, tag slices and power from `llm_eval.gate` and `llm_eval.stats`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, MutableMapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -39,7 +40,7 @@ from llm_eval.judged.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
-from llm_eval.score_columns import column_of
+from llm_eval.score_columns import Column, column_of
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, tag_members, value_over
 from llm_eval.stats import (
@@ -493,6 +494,29 @@ class RankChange:
     """Ranks of the first relevant document; 0 means none was retrieved."""
 
 
+def _changed_columns(
+    before: Column, after: Column, k: int, only: frozenset[str] | None
+) -> Iterator[tuple[str, int, int]]:
+    """`(query_id, rank before, rank after)` of the queries of `after` (and `only`)
+    that `before` ranks too and that crossed the cutoff, in `after`'s order: from the
+    columns, without a lookup a query when both list the same queries."""
+    ids = after.places.query_ids
+    ranks_after = after.array
+    if before.places is after.places:
+        at = np.arange(len(ids))
+    else:
+        at = np.fromiter(map(before.places.get, ids, itertools.repeat(-1)), np.int64, len(ids))
+    known = at >= 0
+    if only is not None:
+        known &= np.fromiter((q in only for q in ids), dtype=bool, count=len(ids))
+    ranks_before = np.zeros_like(ranks_after)
+    ranks_before[known] = before.array[at[known]]
+    hit_before = (ranks_before > 0) & (ranks_before <= k)
+    crossed = known & (hit_before != ((ranks_after > 0) & (ranks_after <= k)))
+    for i in np.flatnonzero(crossed).tolist():
+        yield ids[i], int(ranks_before[i]), int(ranks_after[i])
+
+
 def rank_changes(
     before: Mapping[str, int],
     after: Mapping[str, int],
@@ -503,13 +527,19 @@ def rank_changes(
 
     lost: list[RankChange] = []
     gained: list[RankChange] = []
-    for qid, rank_after in after.items():
-        rank_before = before.get(qid)
-        if rank_before is None or (only is not None and qid not in only):
-            continue
-        hit_before = 0 < rank_before <= k
-        if hit_before != (0 < rank_after <= k):  # a change is made for these alone
-            (lost if hit_before else gained).append(RankChange(qid, rank_before, rank_after))
+    if isinstance(before, Column) and isinstance(after, Column):
+        changes: Iterable[tuple[str, int, int]] = _changed_columns(before, after, k, only)
+    else:
+        changes = (
+            (qid, rank_before, rank_after)
+            for qid, rank_after in after.items()
+            if (rank_before := before.get(qid)) is not None
+            and (only is None or qid in only)
+            and (0 < rank_before <= k) != (0 < rank_after <= k)
+        )
+    for qid, rank_before, rank_after in changes:  # a change is made for these alone
+        change = RankChange(qid, rank_before, rank_after)
+        (lost if 0 < rank_before <= k else gained).append(change)
     lost.sort(key=lambda c: (c.rank_before, c.query_id))
     gained.sort(key=lambda c: (c.rank_after, c.query_id))
     return lost, gained

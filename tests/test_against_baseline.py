@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import gold_query
 
 from llm_eval.against_baseline import decide_gates
@@ -231,3 +233,37 @@ def test_columns_and_dicts_of_the_same_scores_decide_alike() -> None:
     )
     assert as_dicts == as_columns
     assert all(result.coverage is not None for result in as_dicts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.dictionaries(st.sampled_from([f"q{i}" for i in range(12)]), st.integers(0, 12)),
+    after=st.dictionaries(st.sampled_from([f"q{i}" for i in range(12)]), st.integers(0, 12)),
+    k=st.integers(1, 10),
+    only=st.none() | st.frozensets(st.sampled_from([f"q{i}" for i in range(12)])),
+    shared=st.booleans(),
+)
+def test_rank_changes_from_columns_are_those_of_the_rows(
+    before: dict[str, int],
+    after: dict[str, int],
+    k: int,
+    only: frozenset[str] | None,
+    shared: bool,
+) -> None:
+    """Ranks as columns (of the same queries, or of others in another order) give the
+    lost and gained queries the rows give, in the same order."""
+    import numpy as np
+
+    from llm_eval.against_baseline import rank_changes
+    from llm_eval.score_columns import Column
+
+    if shared:  # the same queries in the same order: one dict of places serves both
+        before = {q: before.get(q, 0) for q in after}
+    columns = [
+        Column(list(ranks), np.array(list(ranks.values()), dtype=np.int64), int)
+        for ranks in (dict(reversed(before.items())), after)
+    ]
+    if shared:
+        columns[0] = Column(list(after), np.array(list(before.values()), dtype=np.int64), int)
+        assert columns[0].places is columns[1].places
+    assert rank_changes(*columns, k, only) == rank_changes(before, after, k, only)
