@@ -40,10 +40,16 @@ def _usual_text(query: GoldQuery) -> str | None:
         or type(query.is_rejection) is not bool
     ):
         return None
-    tags = sorted(query.tags)
-    for tag in tags:
-        if type(tag) is not str:
+    try:
+        tags = _TAGS_TEXT.get(query.tags)
+    except TypeError:  # a tag that cannot be hashed: not text
+        return None
+    if tags is None:  # a tuple of tags not met before (a gold set holds a few)
+        if not _STR.issuperset(map(type, query.tags)):
             return None
+        tags = ",".join(map(encode_basestring, sorted(query.tags)))
+        if len(_TAGS_TEXT) < _TAGS_TEXT_MAX:
+            _TAGS_TEXT[query.tags] = tags
     if type(query.relevant) is Labels:  # ids and grades as its string holds them
         pairs = query.relevant.sorted_pairs()
         relevant = ",".join([f"[{encode_basestring(doc)},{ord(grade)}]" for doc, grade in pairs])
@@ -56,9 +62,15 @@ def _usual_text(query: GoldQuery) -> str | None:
     return (
         f'{{"is_rejection":{"true" if query.is_rejection else "false"},'
         f'"query":{encode_basestring(query.query)},"relevant":[{relevant}],'
-        f'"tags":[{",".join(map(encode_basestring, tags))}],'
+        f'"tags":[{tags}],'
         f'"tier":{encode_basestring(query.tier)}}}'
     )
+
+
+_STR = frozenset({str})
+_TAGS_TEXT: dict[tuple[str, ...], str] = {}
+"""A query's tags and their text in its fingerprint's JSON (sorted, encoded, joined)."""
+_TAGS_TEXT_MAX = 1 << 16
 
 
 def _fields(query: GoldQuery) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 import pytest
+from conftest import gold_query
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import gold_query
 
 from llm_eval.against_baseline import decide_gates
 from llm_eval.baseline import Baseline
