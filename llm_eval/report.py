@@ -111,12 +111,12 @@ def _change_entry(change: RankChange, query: GoldQuery) -> dict[str, Any]:
 def _matching(inputs: Inputs, measurement: Measurement) -> dict[str, Any]:
     """Which matcher credited each query's results, and the ambiguous page matches."""
     by_matcher = _by_matcher(measurement.matched_by, measurement.credited)
-    by_id = inputs.gold.by_id()
+    by_id = inputs.gold.by_id() if measurement.ambiguous else {}
     return {
         "page_tolerance": inputs.config.matching.page_tolerance,
         "f1_threshold": inputs.config.matching.f1_threshold,
         "by_matcher": by_matcher,
-        "matched_by": dict(measurement.matched_by),
+        "matched_by": dict(measurement.matched_by.items()),  # a column's, read in blocks
         "ambiguous_count": len(measurement.ambiguous),
         "ambiguous": [
             {
