@@ -40,7 +40,7 @@ from llm_eval.judged.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
-from llm_eval.score_columns import Column, column_of
+from llm_eval.score_columns import Column, FoundPlaces
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, tag_members, value_over
 from llm_eval.stats import (
@@ -186,13 +186,14 @@ def decide_gates(
     a gate on one of them checks its floor on the corrected value. A gate whose value
     moved gets `judged@k` beside it (at its cutoff, else `default_k`), when measured.
     `powers`: as `compare` takes them."""
-    plans = [(gate, _scopes(queries, gate, now, baseline, only)) for gate in gates]
+    found = FoundPlaces()  # each scope's places in the tables, for every gate reading them
+    plans = [(gate, _scopes(queries, gate, now, baseline, only, found)) for gate in gates]
     margins = _margin_tests(plans)
     results = []
     for gate, scopes in plans:
         fixed = _corrected(gate, queries, now, only, labels or {})
         result = _decide_gate(gate, scopes, now, baseline, only, queries, margins, fixed, powers)
-        coverage = _coverage(result, queries, now, baseline, only, default_k)
+        coverage = _coverage(result, queries, now, baseline, only, default_k, found)
         results.append(replace(result, coverage=coverage))
     return tuple(results)
 
@@ -211,6 +212,7 @@ def _coverage(
     baseline: Baseline | None,
     only: frozenset[str] | None,
     default_k: int,
+    found: FoundPlaces,
 ) -> LabelCoverage | None:
     """judged@k over the gate's scored queries, now and at the baseline, when the gate's
     value moved and judged@k was measured."""
@@ -219,14 +221,14 @@ def _coverage(
     if metric is None or baseline is None or not _moved(result):
         return None
     in_scope = [q for q in members(queries, gate.scope) if only is None or q in only]
-    gated, _ = column_of(now.per_query, gate.metric, in_scope)
-    measured, values = column_of(now.per_query, metric, in_scope)
+    gated, _ = found.column(now.per_query, gate.metric, in_scope)
+    measured, values = found.column(now.per_query, metric, in_scope)
     chosen = gated & measured
     if not chosen.any():
         return None
     ids = [in_scope[i] for i in np.flatnonzero(chosen).tolist()]
     value = float(np.mean(values[chosen]))
-    known, before_values = column_of(baseline.per_query, metric, ids)
+    known, before_values = found.column(baseline.per_query, metric, ids)
     before = float(np.mean(before_values)) if known.all() else None
     readable = has_negatives(queries)  # when no query has negatives, none of these has
     if readable:
@@ -260,13 +262,14 @@ def _scopes(
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
+    found: FoundPlaces,
 ) -> list[_Scope]:
     """The gate's own scope, then (with per_tag) each tag's; none for metrics that have
     no paired test (latency percentiles, ratios pooled over positions)."""
     if not parse_metric(gate.metric).pairable:
         return []
     ids = members(queries, gate.scope)
-    scopes = [_scope(None, ids, gate.metric, now, baseline, only)]
+    scopes = [_scope(None, ids, gate.metric, now, baseline, only, found)]
     if gate.per_tag:
         scoped = queries
         if len(ids) < len(queries):  # else every query is in scope
@@ -275,7 +278,7 @@ def _scopes(
         tags = gate.per_tag_tags or tuple(sorted({t for q in scoped for t in q.tags}))
         tagged = tag_members(scoped, tags)
         for tag in tags:
-            piece = _scope(tag, tagged[tag], gate.metric, now, baseline, only)
+            piece = _scope(tag, tagged[tag], gate.metric, now, baseline, only, found)
             if piece.n:
                 scopes.append(piece)  # else a tag of rejection queries only
     return scopes
@@ -288,8 +291,9 @@ def _scope(
     now: ScoreTable,
     baseline: Baseline | None,
     only: frozenset[str] | None,
+    found: FoundPlaces | None = None,
 ) -> _Scope:
-    paired = _paired(now.per_query, baseline, ids, metric, only)
+    paired = _paired(now.per_query, baseline, ids, metric, only, found or FoundPlaces())
     if paired is None:
         current = value_over(now, ids, metric, only)
         return _Scope(tag, current.n, current.value, None)
@@ -451,6 +455,7 @@ def _paired(
     ids: Sequence[str],
     metric: str,
     only: frozenset[str] | None,
+    found: FoundPlaces,
 ) -> tuple[list[str], tuple[FloatArray, FloatArray]] | None:
     """The queries scored now, and their (baseline, now) scores, or None without a
     baseline or without such a query. Every query scored now must have its baseline
@@ -463,10 +468,10 @@ def _paired(
             f"{_baseline_name(baseline)}: metrics: the baseline has no {metric!r} "
             "(it was made with other ship criteria); refresh the baseline"
         )
-    scored, after = column_of(now, metric, ids)
+    scored, after = found.column(now, metric, ids)
     if only is not None:
         scored &= np.fromiter((q in only for q in ids), dtype=bool, count=len(ids))
-    known, before = column_of(baseline.per_query, metric, ids)
+    known, before = found.column(baseline.per_query, metric, ids)
     lacking = [ids[i] for i in np.flatnonzero(scored & ~known).tolist()]
     if lacking:
         raise ComparisonError(

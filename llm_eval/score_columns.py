@@ -228,6 +228,35 @@ class _ColumnItems(ItemsView[str, Any]):
             yield from zip(ids[start : start + _ROWS_READ], map(column._read, values), strict=True)
 
 
+class FoundPlaces:
+    """The places of lists of queries in tables, each found once: a gate decision reads
+    the same scopes (its own and its tag slices) for every gate that shares them, from
+    the run's table and the baseline's, which list the same queries (one dict of
+    places) when the gold set has not changed. At a million queries each finding is a
+    million lookups in a dict of a million, most of them missing the processor's cache.
+    """
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[int, tuple[str, ...]], tuple[Places, IntArray]] = {}
+        """By the places' identity and the queries: the places (held, so that their
+        identity stays theirs) and the queries' places among them."""
+
+    def column(
+        self, per_query: Mapping[str, Mapping[str, float]], metric: str, query_ids: Sequence[str]
+    ) -> tuple[BoolArray, FloatArray]:
+        """`column_of(per_query, metric, query_ids)`."""
+        if not isinstance(per_query, ScoreColumns):
+            return column_of(per_query, metric, query_ids)
+        places = per_query._position
+        key = (id(places), tuple(query_ids))
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = (places, per_query.places(query_ids))
+        return per_query.column_at(metric, found[1])
+
+
 def hex_fingerprint(value: int) -> str:
     """A 16-hex-digit fingerprint of its integer (`Column`'s `read` for fingerprints)."""
     return f"{value:016x}"

@@ -73,3 +73,30 @@ def test_the_gold_diff_of_columns_is_that_of_their_dicts() -> None:
     assert diff.changed == ("q17", "q3", "q40") and not diff.added and not diff.removed
     shuffled = Column(ids[::-1], after[::-1].copy(), hex_fingerprint)
     assert diff_gold(old, shuffled) == diff
+
+
+def test_places_found_once_read_what_each_lookup_reads() -> None:
+    """Columns read through places found once (for a list of queries asked again, or
+    equal to one asked before, and for two tables of the same queries) are those read
+    by a lookup each; a mapping of rows is read row by row."""
+    from llm_eval.score_columns import FoundPlaces, column_of
+
+    rows = {f"q{i}": {"m": i / 7, **({"n": 1.0} if i % 3 else {})} for i in range(40)}
+    now = ScoreColumns.from_rows(rows)
+    before = ScoreColumns.from_rows({q: {"m": r["m"] + 1, "n": 2.0} for q, r in rows.items()})
+    assert isinstance(now, ScoreColumns) and isinstance(before, ScoreColumns)
+    found = FoundPlaces()
+    for ids in (
+        ["q3", "q1", "x", "q39"],
+        [f"q{i}" for i in range(0, 45, 2)],
+        ["q3", "q1", "x", "q39"],
+    ):
+        for table in (now, before, rows):
+            for metric in ("m", "n", "absent"):
+                got = found.column(table, metric, list(ids))
+                expected = column_of(table, metric, ids)
+                assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    other = ScoreColumns.from_rows({q: {"m": 5.0} for q in reversed(rows)})  # other places
+    assert isinstance(other, ScoreColumns)
+    got = found.column(other, "m", ["q3", "q1", "x", "q39"])
+    assert got[0].tolist() == [True, True, False, True] and got[1].tolist() == [5.0, 5.0, 0.0, 5.0]
