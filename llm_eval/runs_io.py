@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -34,8 +35,8 @@ from llm_eval.slotted import positional
 from llm_eval.textio import (
     iter_lines,
     iter_text_blocks,
-    iter_unique_records,
     load_json,
+    unique_records,
 )
 
 
@@ -123,8 +124,10 @@ def _load_jsonl(path: str | Path, after: int, shared: dict[str, str]) -> dict[st
             record["query_id"] = query_id
         return _parse_jsonl_line(record, path, line)
 
-    records = iter_unique_records(path, parse, lambda q: q.query_id, "query_id", after=after)
-    return {query.query_id: query for query in records}
+    return unique_records(path, parse, _query_id_of, "query_id", after=after)
+
+
+_query_id_of = operator.attrgetter("query_id")
 
 
 _USUAL_KEYS = frozenset({"query_id", "results", "latency_ms"})

@@ -647,6 +647,48 @@ def open_regular(path: str | Path) -> Iterator[io.BufferedReader]:
         yield handle
 
 
+def unique_records(
+    path: str | Path,
+    parse: Callable[[dict[str, Any], str | Path, int], T],
+    key: Callable[[T], str],
+    key_name: str,
+    *,
+    after: int = 0,
+) -> dict[str, T]:
+    """`{key: record}` of `iter_unique_records`, the dict itself telling a key that
+    repeats (its first line found again only then): a million lines of a run file are
+    each one lookup fewer."""
+    records: dict[str, T] = {}
+    for line, text in iter_lines(path):
+        if line <= after:
+            continue
+        record = parse(parse_json_object(text, path, line), path, line)
+        value = key(record)
+        if records.setdefault(value, record) is not record:
+            first = _first_line(path, parse, key, value, range(after + 1, line))
+            raise InputError(
+                f"duplicate {key_name} {value!r} (first at line {first})",
+                path=path,
+                line=line,
+                key=key_name,
+            )
+    return records
+
+
+def _first_line(
+    path: str | Path,
+    parse: Callable[[dict[str, Any], str | Path, int], T],
+    key: Callable[[T], str],
+    value: str,
+    lines: range,
+) -> int | str:
+    """The first of `lines` whose record has the key `value` ("?" if none now has)."""
+    for line, text in iter_lines(path):
+        if line in lines and key(parse(parse_json_object(text, path, line), path, line)) == value:
+            return line
+    return "?"
+
+
 def iter_unique_records(
     path: str | Path,
     parse: Callable[[dict[str, Any], str | Path, int], T],

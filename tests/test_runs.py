@@ -164,6 +164,12 @@ def test_jsonl_run_with_bom_and_crlf(tmp_path: Path) -> None:
             4,
             "query_id: duplicate query_id 'q1' (first at line 1)",
         ),
+        (
+            '{"query_id": "q2", "results": []}\n{"query_id": "q3", "results": []}\n'
+            '{"query_id": "q1", "results": []}\n{"query_id": "q3", "results": ["d"]}',
+            4,
+            "query_id: duplicate query_id 'q3' (first at line 2)",
+        ),
     ],
 )
 def test_jsonl_run_errors(tmp_path: Path, lines: str, line: int, message: str) -> None:
