@@ -40,7 +40,7 @@ from llm_eval.judged.correction import Corrected, correct
 from llm_eval.judgments import FloatArray
 from llm_eval.metrics import coverage_metric, parse_metric
 from llm_eval.power import gate_power
-from llm_eval.score_columns import Column, FoundPlaces
+from llm_eval.score_columns import BoolArray, Column, FoundPlaces
 from llm_eval.scoring import Measurement
 from llm_eval.slices import PerQuery, ScoreTable, members, tag_members, value_over
 from llm_eval.stats import (
@@ -298,8 +298,11 @@ def _scope(
         current = value_over(now, ids, metric, only)
         return _Scope(tag, current.n, current.value, None)
     assert baseline is not None  # paired queries need one
-    paired_ids, pairs = paired
-    spread = build_spread(baseline.table.each_build, now.each_build, paired_ids, metric)
+    chosen, pairs = paired
+    spread = None
+    if len(baseline.table.each_build) > 1 or len(now.each_build) > 1:  # else none to read
+        paired_ids = [ids[i] for i in np.flatnonzero(chosen).tolist()]
+        spread = build_spread(baseline.table.each_build, now.each_build, paired_ids, metric)
     # Value and baseline over the same paired queries: a query the retriever failed
     # on now leaves both sides, never only one.
     return _Scope(tag, len(pairs[1]), float(pairs[1].mean()), pairs, spread)
@@ -456,8 +459,8 @@ def _paired(
     metric: str,
     only: frozenset[str] | None,
     found: FoundPlaces,
-) -> tuple[list[str], tuple[FloatArray, FloatArray]] | None:
-    """The queries scored now, and their (baseline, now) scores, or None without a
+) -> tuple[BoolArray, tuple[FloatArray, FloatArray]] | None:
+    """Which of `ids` are scored now, and their (baseline, now) scores, or None without a
     baseline or without such a query. Every query scored now must have its baseline
     score: a baseline that lacks the metric or a query's row cannot be compared with
     (ComparisonError)."""
@@ -481,8 +484,7 @@ def _paired(
         )
     if not scored.any():
         return None
-    paired_ids = [ids[i] for i in np.flatnonzero(scored).tolist()]
-    return paired_ids, (before[scored], after[scored])
+    return scored, (before[scored], after[scored])
 
 
 def _baseline_name(baseline: Baseline) -> str:
