@@ -63,7 +63,9 @@ def _log_mean_wealth(x: FloatArray, bets: FloatArray, m: float, side: float) -> 
     betting `bets` capped at c / (1 -+ m) that the mean is above m (side +1) or below."""
     m = min(max(m, -1.0 + EDGE), 1.0 - EDGE)
     if x.ndim == 2 and x.size > _ONE_PASS:  # a large scope: an order at a time
-        logs = np.array([_log_wealths(row, bet, m, side) for row, bet in zip(x, bets, strict=True)])
+        factors, shifted = np.empty(x.shape[-1]), np.empty(x.shape[-1])  # each order's
+        rows = zip(x, bets, strict=True)
+        logs = np.array([_log_wealths(row, bet, m, side, factors, shifted) for row, bet in rows])
     else:
         logs = _log_wealths(x, bets, m, side)
     top = logs.max(axis=-1)
@@ -76,12 +78,21 @@ at a time, so that its temporaries are an order's (at a million queries, one pas
 16 orders makes two arrays of 128 MB). Each order's wealth is the same either way."""
 
 
-def _log_wealths(x: FloatArray, bets: FloatArray, m: float, side: float) -> FloatArray:
-    """log of the wealth of each order (the last axis summed), `m` within the edges."""
-    factors = np.minimum(bets, BET_CAP / (1.0 + side * m))
+def _log_wealths(
+    x: FloatArray,
+    bets: FloatArray,
+    m: float,
+    side: float,
+    factors: FloatArray | None = None,
+    shifted: FloatArray | None = None,
+) -> FloatArray:
+    """log of the wealth of each order (the last axis summed), `m` within the edges.
+    `factors` and `shifted`, shaped as `x`, take the temporaries when given: an order
+    of a million queries would otherwise make two arrays of 8 MB each time."""
+    factors = np.minimum(bets, BET_CAP / (1.0 + side * m), out=factors)
     if side < 0.0:
         np.negative(factors, out=factors)  # capped * side, side being +-1: exact
-    factors *= x - m
+    factors *= np.subtract(x, m, out=shifted)
     return np.log1p(factors, out=factors).sum(axis=-1)
 
 

@@ -671,3 +671,18 @@ def test_betting_orders_drawn_a_row_at_a_time_are_the_orders(n: int) -> None:
     for seed in (0, 5):
         expected = scaled[betting._orders(n, seed)]
         assert np.array_equal(betting._ordered(scaled, seed), expected)
+
+
+@pytest.mark.parametrize("side", [1.0, -1.0])
+def test_a_large_scopes_wealth_an_order_at_a_time_is_the_one_pass_wealth(
+    side: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The orders of a large scope read one at a time, their temporaries kept from one
+    order to the next, give the wealth of one pass over them all, to the bit."""
+    x = betting._ordered(np.random.default_rng(9).uniform(-1.0, 1.0, 3_000), 4)
+    bets = betting._plug_in_bets(x.copy(), 0.05)
+    margins = (-0.3, -0.01, 0.0, 0.02, 0.4)
+    whole = [betting._log_mean_wealth(x, bets, m, side) for m in margins]
+    monkeypatch.setattr(betting, "_ONE_PASS", 0)  # every scope "large"
+    by_order = [betting._log_mean_wealth(x, bets, m, side) for m in margins]
+    assert [w.tobytes() for w in by_order] == [w.tobytes() for w in whole]
