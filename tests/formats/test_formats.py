@@ -197,7 +197,7 @@ def test_report_json_holding_the_stand_in_text_is_still_json_dumps(
 ) -> None:
     from llm_eval.formats import json as json_format
 
-    monkeypatch.setattr(json_format.secrets, "token_hex", lambda _: "fixed")
+    monkeypatch.setattr(json_format, "_token", lambda: "fixed")
     rows = {f"q{i}": "id" for i in range(1000)}
     report = {"a": rows, "b": rows, "text": "fixed-0", "list": ["fixed-1"]}
     rendered = get_format("json").render(report, RenderOptions())
