@@ -302,16 +302,10 @@ class _Scalars(_Rows):
         self.items = array(self.typecode)
 
     def take(self, query_id: str, row: Any) -> None:
-        self.items.append(self.item(row))
-        self.query_ids.append(query_id)
-
-    def item(self, row: Any) -> int:
-        """The row as an array item (`_Unexpected` when it cannot be one)."""
-        if type(row) is not int or not 0 <= row < 1 << 62:
-            raise _Unexpected
-        return row
+        self.take_piece([query_id], [row])
 
     def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        """Rows that are counts under 2^62 (`_Unexpected` for any other)."""
         if not {int}.issuperset(map(type, rows)) or (
             rows and not 0 <= min(rows) <= max(rows) < 1 << 62
         ):
@@ -343,7 +337,8 @@ class _Fingerprints(_Scalars):
         if type(row) is not str:
             raise _Unexpected
         if self.texts is None and _HEX16.fullmatch(row) is not None:
-            super().take(query_id, row)
+            self.items.append(int(row, 16))
+            self.query_ids.append(query_id)
             return
         if self.texts is None:
             self.texts = dict(zip(self.query_ids, map(hex_fingerprint, self.items), strict=True))
@@ -354,13 +349,12 @@ class _Fingerprints(_Scalars):
         self.texts[query_id] = row
         self.query_ids.append(query_id)
 
-    def item(self, row: Any) -> int:
-        return int(row, 16)
-
     def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        """A piece of 16 hex digits a row at once; any other a row at a time (`take`)."""
         joined = "".join(rows) if {str}.issuperset(map(type, rows)) else ""
         if self.texts is not None or len(joined) != 16 * len(rows) or not _HEXES.fullmatch(joined):
-            super(_Scalars, self).take_piece(query_ids, rows)  # one by one, as they are
+            for query_id, row in zip(query_ids, rows, strict=True):
+                self.take(query_id, row)
             return
         items = np.frombuffer(bytes.fromhex(joined), ">u8").astype(np.uint64)
         self.items.frombytes(items.tobytes())
@@ -435,13 +429,12 @@ class _ServiceRows(_Rows):
         self.errors: list[bool] = []
 
     def take(self, query_id: str, row: Any) -> None:
-        if not _usual_service(row):
-            raise _Unexpected
-        self.query_ids.append(query_id)
-        self.latencies.append(row.get("latency_ms"))
-        self.errors.append(row.get("error", False))
+        self.take_piece([query_id], [row])
 
     def take_piece(self, query_ids: list[str], rows: list[Any]) -> None:
+        """Rows that `_SERVICE_ROW` passes, of the keys it checks alone (another key may
+        nest too deep), tested together: objects whose latency is a finite float or
+        null and whose `error` is a boolean (when given); `_Unexpected` otherwise."""
         if not {dict}.issuperset(map(type, rows)):
             raise _Unexpected
         if not _SERVICE_KEYS.issuperset(itertools.chain.from_iterable(rows)):
@@ -463,18 +456,6 @@ class _ServiceRows(_Rows):
         if len(set(self.query_ids)) != len(self.query_ids):
             raise _Unexpected
         return ServiceColumns(self.query_ids, self.latencies, self.errors)
-
-
-def _usual_service(row: Any) -> bool:
-    """A service row that `_SERVICE_ROW` passes, of the keys it checks alone (another
-    key may nest too deep), tested quickly: an object whose latency is a finite float or
-    null and whose `error` is a boolean (when given)."""
-    if type(row) is not dict or not _SERVICE_KEYS.issuperset(row):
-        return False
-    if type(row.get("error", False)) is not bool:
-        return False
-    latency = row.get("latency_ms")
-    return latency is None or (type(latency) is float and math.isfinite(latency))
 
 
 _PIECE = 1 << 20
