@@ -11,7 +11,6 @@ cached, and the run is refused (exit 4) when more queries failed than
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import random
 import time
@@ -133,21 +132,10 @@ def retrieve_gold(
     wanted = config.cache if options.use_cache is None else options.use_cache
     use_cache = wanted and options.repeat == 1
     cache = _retrieval_cache(config, retriever) if use_cache else None
-    done, total = [0], len(queries) * options.repeat
-
-    def finished(count: int = 1) -> None:
-        done[0] += count
-        if options.progress is not None:
-            options.progress(done[0], total)
-
-    def answered() -> Run:
-        if isinstance(retriever, BatchRetriever):  # all done at once: one count, not one each
-            run = retriever.retrieve(queries, config.top_k, cache)
-            finished(len(queries))
-            return run
-        return retriever.retrieve(queries, config.top_k, cache, finished)
-
-    runs = [answered() for _ in range(options.repeat)]
+    finished = _counter(options.progress, len(queries) * options.repeat)
+    runs = [
+        _answered(retriever, queries, config.top_k, cache, finished) for _ in range(options.repeat)
+    ]
     check_error_rate(runs[0], queries, config.retriever.max_error_rate)
     hits = cache.hits if cache is not None else 0
     return Retrieval(runs[0], hits, options.repeat, unstable_queries(runs), builds_asked=asked)
@@ -166,6 +154,37 @@ def planned_builds(config: EvalConfig, wanted: int | None) -> tuple[int, int]:
     return asked, 1 if kind.deterministic(settings) else asked
 
 
+def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callable[..., None]:
+    """`finished(count=1)`: `count` more of `total` queries are done, as `progress`
+    is told (with the total)."""
+    done = 0
+
+    def finished(count: int = 1) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(done, total)
+
+    return finished
+
+
+def _answered(
+    retriever: Retriever,
+    queries: Sequence[GoldQuery],
+    top_k: int,
+    cache: RetrievalCache | None,
+    finished: Callable[..., None],
+) -> Run:
+    """`retriever.retrieve(...)` with `finished()` after each query; a retriever that
+    answers them all at once (`BatchRetriever`) counts them in one step: a million
+    progress updates for one event would be CPU spent for nothing."""
+    if isinstance(retriever, BatchRetriever):
+        run = retriever.retrieve(queries, top_k, cache)
+        finished(len(queries))
+        return run
+    return retriever.retrieve(queries, top_k, cache, finished)
+
+
 def _built_times(
     config: EvalConfig,
     queries: Sequence[GoldQuery],
@@ -178,23 +197,17 @@ def _built_times(
     build's queries fail."""
     assert config.retriever is not None  # planned_builds gave more than one build
     kind = retriever_kind(config.retriever.kind)
-    done, total = itertools.count(1), len(queries) * count
-
-    def finished() -> None:
-        if options.progress is not None:
-            options.progress(next(done), total)
-
+    finished = _counter(options.progress, len(queries) * count)
     runs = []
     for number in range(count):
         if options.on_build is not None:
             options.on_build(number + 1, count)
         if kind.fresh_process:
             run = _in_fresh_process(config, queries, number)
-            for _ in queries:
-                finished()
+            finished(len(queries))
         else:
             retriever = build_retriever(config, number)
-            run = retriever.retrieve(queries, config.top_k, None, finished)
+            run = _answered(retriever, queries, config.top_k, None, finished)
         where = f"build {number + 1} of {count}"
         check_error_rate(run, queries, config.retriever.max_error_rate, where)
         runs.append(run)
@@ -292,12 +305,7 @@ def _interleave(
             built.append((stack.enter_context(held(retriever)), cache))
         clock[contender.name] = time.perf_counter() - began
     block = max(getattr(r, "concurrency", 1) for r, _ in built)
-    done, total = itertools.count(1), len(queries) * len(contenders)
-
-    def finished() -> None:
-        if options.progress is not None:
-            options.progress(next(done), total)
-
+    finished = _counter(options.progress, len(queries) * len(contenders))
     answers: list[dict[str, QueryResults]] = [{} for _ in contenders]
     for number, order in enumerate(interleaved_order(len(contenders), len(queries), block, seed)):
         chunk = queries[number * block : (number + 1) * block]
@@ -305,7 +313,7 @@ def _interleave(
             contender, (retriever, cache) = contenders[index], built[index]
             began = time.perf_counter()
             with _blame(contender):
-                run = retriever.retrieve(chunk, contender.config.top_k, cache, finished)
+                run = _answered(retriever, chunk, contender.config.top_k, cache, finished)
             clock[contender.name] += time.perf_counter() - began
             answers[index].update(run.queries)
     out = {}
