@@ -656,37 +656,13 @@ def unique_records(
     after: int = 0,
 ) -> dict[str, T]:
     """`{key: record}` of `iter_unique_records`, the dict itself telling a key that
-    repeats (its first line found again only then): a million lines of a run file are
-    each one lookup fewer."""
+    repeats: a million lines of a run file are each one lookup fewer."""
     records: dict[str, T] = {}
-    for line, text in iter_lines(path):
-        if line <= after:
-            continue
-        record = parse(parse_json_object(text, path, line), path, line)
+    for line, record in _records(path, parse, after, False):
         value = key(record)
         if records.setdefault(value, record) is not record:
-            first = _first_line(path, parse, key, value, range(after + 1, line))
-            raise InputError(
-                f"duplicate {key_name} {value!r} (first at line {first})",
-                path=path,
-                line=line,
-                key=key_name,
-            )
+            raise _repeated(path, parse, key, key_name, value, line, after, False)
     return records
-
-
-def _first_line(
-    path: str | Path,
-    parse: Callable[[dict[str, Any], str | Path, int], T],
-    key: Callable[[T], str],
-    value: str,
-    lines: range,
-) -> int | str:
-    """The first of `lines` whose record has the key `value` ("?" if none now has)."""
-    for line, text in iter_lines(path):
-        if line in lines and key(parse(parse_json_object(text, path, line), path, line)) == value:
-            return line
-    return "?"
 
 
 def iter_unique_records(
@@ -704,21 +680,50 @@ def iter_unique_records(
     A repeated key is an error naming both lines:
     `file:9: query_id: duplicate query_id 'q1' (first at line 3)`.
     """
-    first_line: dict[str, int] = {}
-    for line, text in iter_lines(path):
-        if line <= after:
-            continue
-        record = parse(parse_json_object(text, path, line, strict=strict), path, line)
+    seen: set[str] = set()
+    for line, record in _records(path, parse, after, strict):
         value = key(record)
-        if value in first_line:
-            raise InputError(
-                f"duplicate {key_name} {value!r} (first at line {first_line[value]})",
-                path=path,
-                line=line,
-                key=key_name,
-            )
-        first_line[value] = line
+        if value in seen:
+            raise _repeated(path, parse, key, key_name, value, line, after, strict)
+        seen.add(value)
         yield record
+
+
+def _records(
+    path: str | Path,
+    parse: Callable[[dict[str, Any], str | Path, int], T],
+    after: int,
+    strict: bool,
+) -> Iterator[tuple[int, T]]:
+    """`(line, record)` of each JSONL line after line `after`."""
+    for line, text in iter_lines(path):
+        if line > after:
+            yield line, parse(parse_json_object(text, path, line, strict=strict), path, line)
+
+
+def _repeated(
+    path: str | Path,
+    parse: Callable[[dict[str, Any], str | Path, int], T],
+    key: Callable[[T], str],
+    key_name: str,
+    value: str,
+    line: int,
+    after: int,
+    strict: bool,
+) -> InputError:
+    """The error of `value` repeated at `line`, naming the line that had it first: the
+    file read again up to it, only on the way to an error ("?" if it no longer has)."""
+    first = next(
+        (at for at, record in _records(path, parse, after, strict) if key(record) == value), "?"
+    )
+    if isinstance(first, int) and first >= line:
+        first = "?"
+    return InputError(
+        f"duplicate {key_name} {value!r} (first at line {first})",
+        path=path,
+        line=line,
+        key=key_name,
+    )
 
 
 def file_digest(path: str | Path) -> str:
