@@ -47,17 +47,19 @@ class Labels(Sequence[tuple[str, int]]):
 
     def _labels(self) -> Iterator[tuple[str, int]]:
         """The (doc_id, grade) pairs, decoded from the string as they are read."""
-        text = self._text
-        count = ord(text[0])
-        return zip(text[count + 1 :].split(_JOIN), map(ord, text[1 : count + 1]), strict=True)
+        return zip(self.ids(), self.grades(), strict=True)
 
     def _pairs(self) -> tuple[tuple[str, int], ...]:
         return tuple(self._labels())
 
+    def _grade_text(self) -> str:
+        """The grades as the characters the string holds them as (`chr(grade)`)."""
+        text = self._text
+        return text[1 : ord(text[0]) + 1]
+
     def grades(self) -> Iterator[int]:
         """The labels' grades, in order, without their pairs."""
-        text = self._text
-        return map(ord, text[1 : ord(text[0]) + 1])
+        return map(ord, self._grade_text())
 
     def ids(self) -> list[str]:
         """The labels' ids, in order, without their pairs."""
@@ -68,9 +70,7 @@ class Labels(Sequence[tuple[str, int]]):
         """`sorted(labels)` with each grade as its character (`chr(grade)`, which sorts
         as the grade does), without the pairs of ints between: a gold query's
         fingerprint sorts its labels, and a million queries feel it."""
-        text = self._text
-        count = ord(text[0])
-        return sorted(zip(text[count + 1 :].split(_JOIN), text[1 : count + 1], strict=True))
+        return sorted(zip(self.ids(), self._grade_text(), strict=True))
 
     def row(self) -> dict[str, int]:
         """`{doc_id: grade}`, as `dict(labels)` but without the pairs between."""
